@@ -1,0 +1,11 @@
+import type { Command } from 'commander';
+import type { CommandHost } from '../host.js';
+
+/**
+ * Every command group registers itself here. A registration only declares flags;
+ * its run function is imported lazily inside the action, so `oh-hai bridge` does not
+ * load the Hub server, the network stack or other commands' code.
+ */
+export type Registration = (program: Command, host: CommandHost) => void;
+
+export const registrations: Registration[] = [];

@@ -1,0 +1,73 @@
+/**
+ * The exit-code contract. This table is the single source: `oh-hai bridge --exit-codes`,
+ * the man pages and the tests all read it. Codes are produced only in src/cli/main.ts.
+ */
+export const EXIT = {
+  ok: 0,
+  internal: 1,
+  usage: 2,
+  auth: 3,
+  noSession: 4,
+  held: 10,
+  pinnedLapsed: 11,
+  verification: 12,
+  unreachable: 13,
+  operatorClosed: 14,
+  stoodDown: 15,
+} as const;
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+export interface ExitRow {
+  code: number | string;
+  meaning: string;
+  todo: string;
+}
+
+/** The bridge's documented contract, in the product doc's words. 1 is a bug, never documented as a condition. */
+export const BRIDGE_EXIT_TABLE: readonly ExitRow[] = [
+  { code: 0, meaning: 'your mail was printed, or the wait elapsed with none', todo: 'act on anything printed, then run it again' },
+  {
+    code: 2,
+    meaning: 'usage error — the flags are wrong, or a flag you named disagrees with the running connection',
+    todo: 'stop; fix the command (a flagless run adopts what is running)',
+  },
+  { code: 3, meaning: 'auth failed — the credential is dead', todo: 'stop re-running; a human must fix it' },
+  { code: 4, meaning: 'you named a session that does not exist', todo: 'stop; check --session against oh-hai fleet ls, or drop it' },
+  {
+    code: 10,
+    meaning: 'two agents appear to share this agent session, or another home already drains it',
+    todo: 'stop; give each agent its own --session <name>, or export MA2H_AGENT_SESSION_ID per agent. The refusal names the live holder — do not kill it',
+  },
+  {
+    code: 11,
+    meaning: 'the session you pinned is terminal (its lease lapsed)',
+    todo: 're-run — but clear or repoint --session / MA2H_SESSION_ID first, or it exits 11 again',
+  },
+  { code: 12, meaning: 'an entry failed verification — possible tampering', todo: 'stop; tell a human. Never retry past it' },
+  { code: 13, meaning: 'the Hub is unreachable (reconnect budget exhausted)', todo: 're-run with your own backoff; escalate if it repeats' },
+  {
+    code: 14,
+    meaning: 'a human closed your session — the operator kill-switch',
+    todo: 'stop. Do not re-run and do not start a replacement session',
+  },
+  {
+    code: 15,
+    meaning: 'this agent stood its own session down (oh-hai session close)',
+    todo: 'nothing failed; run it again only if this run should have a new address',
+  },
+  {
+    code: '128 + N',
+    meaning: 'killed from outside by a signal the bridge does not handle (SIGHUP 129, SIGQUIT 131, SIGKILL 137)',
+    todo: 'nothing in the bridge failed — re-run when mail should flow again',
+  },
+];
+
+/** Signals the reader handles: it finishes the record in flight and exits 128 + N. */
+export const SIGNAL_EXIT = { SIGHUP: 129, SIGINT: 130, SIGQUIT: 131, SIGKILL: 137, SIGTERM: 143 } as const;
+
+export function formatExitTable(rows: readonly ExitRow[] = BRIDGE_EXIT_TABLE): string {
+  const lines = ['exit\tmeaning\twhat to do'];
+  for (const r of rows) lines.push(`${r.code}\t${r.meaning}\t${r.todo}`);
+  return lines.join('\n') + '\n';
+}

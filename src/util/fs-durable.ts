@@ -1,0 +1,60 @@
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, statSync, chmodSync, writeSync, unlinkSync } from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+const isWindows = process.platform === 'win32';
+
+/** fsync a directory so a create or rename in it survives a crash. Windows cannot: skip there. */
+export function fsyncDir(dir: string): void {
+  if (isWindows) return;
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Create a directory (and parents) with the given mode, fsyncing the parent of each one made. */
+export function ensureDir(dir: string, mode = 0o700): void {
+  let exists = false;
+  try {
+    exists = statSync(dir).isDirectory();
+  } catch {
+    exists = false;
+  }
+  if (exists) return;
+  ensureDir(path.dirname(dir), mode);
+  try {
+    mkdirSync(dir, { mode });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  }
+  chmodSync(dir, mode);
+  fsyncDir(path.dirname(dir));
+}
+
+/** temp file → write → fsync → rename → fsync dir. Readers see the old or the new file, never half. */
+export function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600): void {
+  const dir = path.dirname(file);
+  const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  const fd = openSync(tmp, 'w', mode);
+  try {
+    const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    let off = 0;
+    while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+    fsyncSync(fd);
+  } catch (e) {
+    closeSync(fd);
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* the temp file is garbage either way */
+    }
+    throw e;
+  }
+  closeSync(fd);
+  chmodSync(tmp, mode);
+  renameSync(tmp, file);
+  fsyncDir(dir);
+}
