@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { CommandHost } from '../host.js';
+import { register as teach } from './teach/register.js';
 
 /**
  * Every command group registers itself here. A registration only declares flags;
@@ -8,4 +9,4 @@ import type { CommandHost } from '../host.js';
  */
 export type Registration = (program: Command, host: CommandHost) => void;
 
-export const registrations: Registration[] = [];
+export const registrations: Registration[] = [teach];
