@@ -1,0 +1,43 @@
+/**
+ * The reconnect budget. Only genuine faults (network, 5xx, 429, a stream dropped mid-hold)
+ * spend it; a hold-bound reconnect never does, and any successful connect refills it —
+ * "at most max_retries" counts consecutive failures, not failures over a lifetime.
+ */
+export interface BackoffPolicy {
+  maxRetries: number;
+  minMs: number;
+  maxMs: number;
+}
+
+export type RetryDecision = { kind: 'wait'; delayMs: number; attempt: number } | { kind: 'exhausted'; attempts: number };
+
+export class RetryBudget {
+  private failures = 0;
+
+  constructor(
+    private readonly policy: BackoffPolicy,
+    private readonly random: () => number = Math.random,
+  ) {}
+
+  /** Failures since the last success. */
+  get spent(): number {
+    return this.failures;
+  }
+
+  /**
+   * A genuine fault happened. Exponential with full jitter: uniform in [0, min(max, min·2^n)),
+   * floored at `retryAfterSeconds` when the Hub said how long to wait (429).
+   */
+  fault(retryAfterSeconds: number | null = null): RetryDecision {
+    this.failures += 1;
+    if (this.failures > this.policy.maxRetries) return { kind: 'exhausted', attempts: this.failures - 1 };
+    const ceiling = Math.min(this.policy.maxMs, this.policy.minMs * 2 ** (this.failures - 1));
+    const jittered = this.random() * ceiling;
+    const floor = retryAfterSeconds !== null && retryAfterSeconds > 0 ? retryAfterSeconds * 1000 : 0;
+    return { kind: 'wait', delayMs: Math.max(jittered, floor), attempt: this.failures };
+  }
+
+  succeeded(): void {
+    this.failures = 0;
+  }
+}
