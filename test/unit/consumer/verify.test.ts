@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest';
+import { signEntry, type Entry } from '../../../src/hub/contract/index.js';
+import { staleTimestampMessage, verifyBatch, verifyDelivery, type VerifyContext } from '../../../src/consumer/verify.js';
+
+const KEY = 'test-key';
+const ME = 'agt_me';
+const SESS = 'sess_current';
+const NOW = Date.UTC(2026, 8, 18, 14, 18, 7);
+const nowS = Math.floor(NOW / 1000);
+
+let jtiCounter = 0;
+const freshJti = () => `jti_${String(++jtiCounter).padStart(16, '0')}`;
+
+const directive = (over: Record<string, unknown> = {}): Record<string, unknown> => ({
+  id: 'ent_1',
+  kind: 'directive',
+  from: 'human:acct_1',
+  to: `agent:${ME}#${SESS}`,
+  created_at: '2026-09-18T14:18:00.000Z',
+  text: 'run the tests',
+  ...over,
+});
+
+const ask = (over: Record<string, unknown> = {}): Record<string, unknown> => ({
+  id: 'ent_2',
+  kind: 'message',
+  from: 'agent:agt_peer#sess_p',
+  to: `agent:${ME}#${SESS}`,
+  created_at: '2026-09-18T14:18:00.000Z',
+  message_id: 'msg_1',
+  intent: 'ask',
+  text: 'review?',
+  ...over,
+});
+
+const deliver = (entry: Record<string, unknown>, t = nowS, jti = freshJti()) => ({ entry, signature: signEntry(KEY, entry, t, jti) });
+
+const ctx = (over: Partial<VerifyContext> = {}): VerifyContext => ({
+  agentId: ME,
+  leg: { leg: 'session', sessionId: SESS },
+  replayWindowSeconds: 120,
+  signatureAlgs: ['hmac-sha256'],
+  nowMs: NOW,
+  clock: { offsetMs: 0, source: "the Hub's Date header" },
+  seen: () => false,
+  admit: (e: Entry) => (e.kind === 'message' && e.intent === 'ask' ? { admit: false, reason: 'no policy' } : { admit: true }),
+  ...over,
+});
+
+describe('verifyDelivery', () => {
+  it('accepts a well-formed, fresh, unseen delivery addressed to this session', () => {
+    const d = deliver(directive());
+    const v = verifyDelivery(d, ctx());
+    expect(v).toMatchObject({ verdict: 'accept', signature: d.signature, entry: { id: 'ent_1' } });
+  });
+
+  it('accepts a principal-addressed entry on the session leg (first-claim-wins)', () => {
+    expect(verifyDelivery(deliver(directive({ to: `agent:${ME}` })), ctx()).verdict).toBe('accept');
+  });
+
+  it('accepts U+2028 / U+2029 and CR in a text: data, not framing', () => {
+    expect(verifyDelivery(deliver(directive({ text: 'a\u2028b\u2029c\r\nd' })), ctx()).verdict).toBe('accept');
+  });
+
+  const rejections: [string, unknown, Partial<VerifyContext>, string, RegExp][] = [
+    ['a signature out of order', { entry: directive(), signature: 'jti=xxxxxxxxxxxxxxxxxx,t=1,alg=hmac-sha256,v1=' + 'a'.repeat(64) }, {}, 'signature_syntax', /expected t=/],
+    ['a delivery without a signature', { entry: directive() }, {}, 'delivery', /signature/],
+    ['a t far in the past', deliver(directive(), nowS - 4000), {}, 'replay_window', /4000\.0 s older than our clock.*120 s replay window.*clocks agree/],
+    ['a t in the future', deliver(directive(), nowS + 500), {}, 'replay_window', /ahead of our clock/],
+    ['a jti already seen', deliver(directive(), nowS, 'jti_seen_seen_seen_1'), { seen: (j) => j === 'jti_seen_seen_seen_1' }, 'jti_replayed', /jti_seen_seen_seen_1/],
+    ['a cross-type field', deliver(directive({ intent: 'ask' })), {}, 'entry_shape', /intent/],
+    ['an unknown field', deliver(directive({ x_extra: 1 })), {}, 'entry_shape', /x_extra/],
+    ['another agent', deliver(directive({ to: 'agent:agt_other#' + SESS })), {}, 'addressing', /agent:agt_other.*another agent/],
+    ['another (prior) session', deliver(directive({ to: `agent:${ME}#sess_prior` })), {}, 'addressing', /sess_prior.*prior session/],
+  ];
+  for (const [what, raw, over, check, message] of rejections) {
+    it(`rejects ${what} (${check}), naming the entry id`, () => {
+      const v = verifyDelivery(raw, ctx(over));
+      expect(v.verdict).toBe('reject');
+      if (v.verdict !== 'reject') return;
+      expect(v.check).toBe(check);
+      expect(v.entryId).toBe('ent_1');
+      expect(v.message).toMatch(/^entry ent_1 failed verification/);
+      expect(v.message).toMatch(message);
+    });
+  }
+
+  it('checks in the documented order: a bad signature is reported before a bad shape', () => {
+    const v = verifyDelivery({ entry: directive({ x_extra: 1 }), signature: 'nope' }, ctx());
+    expect(v).toMatchObject({ verdict: 'reject', check: 'signature_syntax' });
+  });
+
+  it('refuses (does not reject) an ask the policy does not admit', () => {
+    const v = verifyDelivery(deliver(ask()), ctx());
+    expect(v).toMatchObject({ verdict: 'refuse', reason: 'no policy', entry: { id: 'ent_2' } });
+  });
+
+  it('on the principal leg takes only entries addressed to agent:<me> exactly', () => {
+    const principal = ctx({ leg: { leg: 'principal' } });
+    expect(verifyDelivery(deliver(directive({ to: `agent:${ME}` })), principal).verdict).toBe('accept');
+    expect(verifyDelivery(deliver(directive()), principal)).toMatchObject({ verdict: 'reject', check: 'addressing' });
+  });
+});
+
+describe('staleTimestampMessage', () => {
+  it('tells a wrong local clock apart from a stale t using the measured offset', () => {
+    // Our clock runs an hour fast: the Hub's reads −3600 s relative to ours, and t is fresh by it.
+    const msg = staleTimestampMessage(nowS - 3600, { nowMs: NOW, replayWindowSeconds: 120, clock: { offsetMs: -3_600_000, source: 'server_time' } });
+    expect(msg).toMatch(/reads −3600\.0 s relative to ours \(measured from server_time\)/);
+    expect(msg).toMatch(/the two clocks disagree.*check this machine's time/);
+  });
+
+  it('says a wrong clock cannot be ruled out when the Hub clock was never read', () => {
+    expect(staleTimestampMessage(nowS - 3600, { nowMs: NOW, replayWindowSeconds: 120, clock: null })).toMatch(/cannot be ruled out/);
+  });
+});
+
+describe('verifyBatch', () => {
+  it('verifies the whole batch first: one bad delivery rejects all of it', () => {
+    const v = verifyBatch([deliver(directive({ id: 'ent_a' })), deliver(directive({ id: 'ent_b', x_extra: 1 }))], ctx());
+    expect(v).toMatchObject({ ok: false, rejection: { entryId: 'ent_b', check: 'entry_shape' } });
+  });
+
+  it('a jti repeated inside one batch is a replay', () => {
+    const v = verifyBatch([deliver(directive({ id: 'ent_a' }), nowS, 'jti_dup_dup_dup_dup'), deliver(directive({ id: 'ent_b' }), nowS, 'jti_dup_dup_dup_dup')], ctx());
+    expect(v).toMatchObject({ ok: false, rejection: { entryId: 'ent_b', check: 'jti_replayed' } });
+  });
+
+  it('separates accepted from refused, keeping order', () => {
+    const v = verifyBatch([deliver(directive({ id: 'ent_a' })), deliver(ask({ id: 'ent_q' })), deliver(directive({ id: 'ent_c' }))], ctx());
+    expect(v.ok).toBe(true);
+    if (!v.ok) return;
+    expect(v.accepted.map((a) => a.entry.id)).toEqual(['ent_a', 'ent_c']);
+    expect(v.refused.map((a) => a.entry.id)).toEqual(['ent_q']);
+  });
+});
