@@ -1,0 +1,89 @@
+import { createHash } from 'node:crypto';
+import { isSessionId, validateSessionName } from '../../hub/contract/ids.js';
+import { fail, ok, type Result } from '../../util/result.js';
+import { findHostProgram, type ProcessInspector } from './host-program.js';
+
+/**
+ * The agent-session key (DESIGN.md "Agent-session key"): --session > MA2H_SESSION_ID >
+ * MA2H_AGENT_SESSION_ID > CLAUDE_CODE_SESSION_ID > the long-lived program hosting the
+ * agent. A `sess_…` value from --session or MA2H_SESSION_ID pins that Hub session; any
+ * other value is a name the mailbox is registered under.
+ */
+
+export type KeySource = '--session' | 'MA2H_SESSION_ID' | 'MA2H_AGENT_SESSION_ID' | 'CLAUDE_CODE_SESSION_ID' | 'host program';
+
+export interface AgentSessionKey {
+  /** What the state key hashes: the declared value, or `host:<host>:<pid>:<start>`. */
+  key: string;
+  source: KeySource;
+  /** The Hub session this key pins, or null. */
+  pinned: string | null;
+  /** The session name registered at the Hub (unpinned), or null when pinned. */
+  name: string | null;
+  /** The key was declared (flag or variable), not inferred from the host program. */
+  declared: boolean;
+  /** For messages: where the key came from, e.g. `--session builder-1` or `claude pid 4100`. */
+  describe: string;
+}
+
+const DECLARED: readonly { source: Exclude<KeySource, 'host program' | '--session'>; pins: boolean }[] = [
+  { source: 'MA2H_SESSION_ID', pins: true },
+  { source: 'MA2H_AGENT_SESSION_ID', pins: false },
+  { source: 'CLAUDE_CODE_SESSION_ID', pins: false },
+];
+
+const digest = (s: string, n: number): string => createHash('sha256').update(s, 'utf8').digest('hex').slice(0, n);
+
+/**
+ * A harness variable's value is used as the name when it is a valid Hub session name;
+ * otherwise a stable digest of it is (the key itself stays the exact value).
+ */
+function nameFor(source: KeySource, value: string): string {
+  if (validateSessionName(value).ok) return value;
+  return `${source === 'CLAUDE_CODE_SESSION_ID' ? 'claude' : 'agent'}-${digest(value, 16)}`;
+}
+
+export interface SessionKeyInput {
+  flag: string | undefined;
+  env: NodeJS.ProcessEnv;
+  host: string;
+  selfPid: number;
+  inspect: ProcessInspector;
+}
+
+const CANNOT_TELL =
+  'Name it: pass --session <name>, or export MA2H_AGENT_SESSION_ID=<name> (one name per agent; any stable name works).';
+
+export function resolveAgentSessionKey(input: SessionKeyInput): Result<AgentSessionKey> {
+  if (input.flag !== undefined) {
+    const v = input.flag;
+    if (isSessionId(v)) return ok({ key: v, source: '--session', pinned: v, name: null, declared: true, describe: `--session ${v}` });
+    const named = validateSessionName(v, '--session');
+    if (!named.ok) return fail(`${named.reason}; a value starting with sess_ pins a Hub session, anything else is a name`);
+    return ok({ key: v, source: '--session', pinned: null, name: v, declared: true, describe: `--session ${v}` });
+  }
+  for (const { source, pins } of DECLARED) {
+    const raw = input.env[source];
+    if (raw === undefined || raw.trim() === '') continue;
+    const v = raw.trim();
+    const describe = `${source}=${v}`;
+    if (pins && isSessionId(v)) return ok({ key: v, source, pinned: v, name: null, declared: true, describe });
+    if (pins && !validateSessionName(v).ok) {
+      return fail(`MA2H_SESSION_ID="${v}" is neither a Hub session id (sess_…) nor a session name (1–64 of A-Z a-z 0-9 . _ : -)`);
+    }
+    return ok({ key: v, source, pinned: null, name: nameFor(source, v), declared: true, describe });
+  }
+  const host = findHostProgram(input.selfPid, input.inspect);
+  if (!host.ok) return fail(`could not determine this agent session: no --session, no session variable, and ${host.reason}. ${CANNOT_TELL}`);
+  const h = host.value;
+  const key = `host:${input.host}:${h.pid}:${h.startTime}`;
+  const label = h.command.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 24) || 'host';
+  return ok({
+    key,
+    source: 'host program',
+    pinned: null,
+    name: `${label}-${digest(key, 12)}`,
+    declared: false,
+    describe: `${h.command} pid ${h.pid}`,
+  });
+}

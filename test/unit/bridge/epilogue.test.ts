@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { leaseEpilogue, warningWindowMs, type ConsumerView } from '../../../src/cli/commands/bridge/epilogue.js';
+import type { ConsumerRecord, RecordRead, SessionRecord } from '../../../src/spool/records.js';
+
+const NOW = 1_800_000_000_000;
+const session = (over: Partial<SessionRecord> = {}): RecordRead<SessionRecord> => ({
+  state: 'ok',
+  value: {
+    id: 'sess_abc',
+    address: 'agent:agt_1#sess_abc',
+    name: 'n',
+    pinned: false,
+    lease_seconds: 900,
+    expires_at: '2026-09-18T14:33:07.000Z',
+    renewed_at: NOW - 130_000,
+    history: [],
+    ...over,
+  },
+});
+const consumerRec = (over: Partial<ConsumerRecord> = {}): ConsumerRecord => ({
+  pid: 777,
+  host: 'host-a',
+  start_time: '1',
+  mode: 'auto',
+  started_at: NOW - 600_000,
+  heartbeat_at: NOW,
+  transport: 'sse',
+  policy: null,
+  settings_digest: 'd',
+  state: 'running',
+  exit_code: null,
+  stop_reason: null,
+  stop_message: null,
+  stopped_at: null,
+  ...over,
+});
+const live: ConsumerView = { record: { state: 'ok', value: consumerRec() }, alive: 'alive' };
+
+describe('lease epilogue', () => {
+  it('prints exactly the documented line for a healthy lease, and nothing else', () => {
+    expect(leaseEpilogue('oh-hai bridge', session(), live, NOW)).toEqual([
+      "oh-hai bridge: lease — sess_abc expires 2026-09-18T14:33:07.000Z (Hub's clock; last renewed 2m 10s ago); consumer pid 777 on host-a.",
+    ]);
+  });
+
+  it('never prints a time remaining', () => {
+    const all = [
+      leaseEpilogue('x', session(), live, NOW),
+      leaseEpilogue('x', session({ renewed_at: NOW - 700_000 }), live, NOW),
+      leaseEpilogue('x', session({ renewed_at: NOW - 2_000_000 }), live, NOW),
+    ].flat();
+    for (const l of all) expect(l).not.toMatch(/remaining|\bleft\b|expires in|until/);
+  });
+
+  it('warns "certainly lapsed" when our elapsed time since renewal exceeds the whole lease', () => {
+    const [, warn] = leaseEpilogue('oh-hai bridge', session({ renewed_at: NOW - 901_000 }), live, NOW);
+    expect(warn).toMatch(/^oh-hai bridge: ⚠️ lease certainly lapsed: nothing has renewed sess_abc in 15m 01s, longer than its whole 15m 00s lease/);
+    expect(warn).toContain('run oh-hai bridge again');
+  });
+
+  it('tells a pinned session to clear the pin, since a re-run would exit 11', () => {
+    const [, warn] = leaseEpilogue('oh-hai bridge', session({ pinned: true, renewed_at: NOW - 901_000 }), live, NOW);
+    expect(warn).toContain('clear or repoint --session / MA2H_SESSION_ID');
+  });
+
+  it('warns inside the window: a third of the lease capped at five minutes', () => {
+    expect(warningWindowMs(900)).toBe(300_000);
+    expect(warningWindowMs(60)).toBe(20_000);
+    // 900 s lease: the window opens after 600 s without renewal.
+    expect(leaseEpilogue('b', session({ renewed_at: NOW - 600_000 }), live, NOW)).toHaveLength(1);
+    const [, warn] = leaseEpilogue('b', session({ renewed_at: NOW - 601_000 }), live, NOW);
+    expect(warn).toMatch(/^b: ⚠️ lease inside its warning window: nothing has renewed sess_abc in 10m 01s of its 15m 00s lease; if nothing renews it, it lapses once the Hub's clock passes 2026-09-18T14:33:07.000Z/);
+    // 60 s lease: after 40 s, not before.
+    expect(leaseEpilogue('b', session({ lease_seconds: 60, renewed_at: NOW - 40_000 }), live, NOW)).toHaveLength(1);
+    expect(leaseEpilogue('b', session({ lease_seconds: 60, renewed_at: NOW - 41_000 }), live, NOW)).toHaveLength(2);
+  });
+
+  it('warns for a consumer that died without recording a stop, and says to re-run', () => {
+    const lines = leaseEpilogue('b', session(), { record: live.record, alive: 'dead' }, NOW);
+    expect(lines[0]).toContain('consumer pid 777 on host-a (not running).');
+    expect(lines[1]).toMatch(/^b: ⚠️ the background connection \(pid 777 on host-a\) is not running and recorded no stop: nothing renews sess_abc, so it lapses once the Hub's clock passes 2026-09-18T14:33:07.000Z\. What to do: run oh-hai bridge again/);
+  });
+
+  it('a consumer stopped with a stop class points at the stop line rather than a re-run', () => {
+    const stopped = consumerRec({ state: 'stopped', exit_code: 3, stop_reason: 'unauthorized' });
+    const lines = leaseEpilogue('b', session(), { record: { state: 'ok', value: stopped }, alive: 'dead' }, NOW);
+    expect(lines[0]).toContain('consumer pid 777 on host-a (stopped: exit 3, unauthorized).');
+    expect(lines[1]).toContain('follow the stop line above first');
+    const unreachable = consumerRec({ state: 'stopped', exit_code: 13, stop_reason: 'unreachable' });
+    expect(leaseEpilogue('b', session(), { record: { state: 'ok', value: unreachable }, alive: 'dead' }, NOW)[1]).toContain(
+      'run oh-hai bridge again',
+    );
+  });
+
+  it('an absent consumer record warns; an unreadable one says so and warns against relaunching on it', () => {
+    const absent = leaseEpilogue('b', session(), { record: { state: 'absent' }, alive: 'unknown' }, NOW);
+    expect(absent[0]).toContain('; no consumer record in this state entry.');
+    expect(absent[1]).toContain('no background connection has recorded itself here');
+    const unreadable = leaseEpilogue('b', session(), { record: { state: 'unreadable', reason: 'garbage' }, alive: 'unknown' }, NOW);
+    expect(unreadable[0]).toContain('consumer record unreadable (garbage)');
+    expect(unreadable[1]).toContain('Do not relaunch on this alone');
+  });
+
+  it('reports an absent or unreadable session record as what it is', () => {
+    expect(leaseEpilogue('b', { state: 'absent' }, live, NOW)).toEqual([
+      'b: lease — no session recorded in this state entry yet; consumer pid 777 on host-a.',
+    ]);
+    expect(leaseEpilogue('b', { state: 'unreadable', reason: 'not JSON' }, live, NOW)[0]).toBe(
+      'b: lease — could not read the session record (not JSON); consumer pid 777 on host-a.',
+    );
+  });
+});
