@@ -1,0 +1,78 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import { fail, ok, type Result } from '../../../util/result.js';
+
+/**
+ * Headers on every web answer. The policy allows no script at all: escaping is what keeps
+ * an agent's text from becoming markup, and the policy is the second wall behind it.
+ */
+const PAGE_HEADERS: Record<string, string> = {
+  'content-security-policy':
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'same-origin',
+  'cache-control': 'no-store',
+};
+
+export function sendHtml(res: ServerResponse, status: number, body: string, extra: Record<string, string | string[]> = {}): void {
+  res.writeHead(status, { ...PAGE_HEADERS, 'content-type': 'text/html; charset=utf-8', ...extra });
+  res.end(body);
+}
+
+export function redirect(res: ServerResponse, location: string, extra: Record<string, string | string[]> = {}): void {
+  res.writeHead(303, { ...PAGE_HEADERS, location, ...extra });
+  res.end();
+}
+
+export function sendCss(res: ServerResponse, css: string): void {
+  res.writeHead(200, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
+  res.end(css);
+}
+
+/** True when this request arrived over TLS on this very socket. */
+export const arrivedOverTls = (req: IncomingMessage): boolean => (req.socket as Partial<TLSSocket>).encrypted === true;
+
+export interface FormRefusal {
+  status: 400 | 403 | 413 | 415;
+  message: string;
+}
+
+/** Read an `application/x-www-form-urlencoded` body, refusing anything past `maxBytes`. */
+export async function readForm(req: IncomingMessage, maxBytes: number): Promise<{ ok: true; form: URLSearchParams } | ({ ok: false } & FormRefusal)> {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') {
+    req.resume();
+    return { ok: false, status: 415, message: 'This form must be sent as application/x-www-form-urlencoded, as a browser sends it.' };
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      req.resume();
+      return { ok: false, status: 413, message: `The form is larger than ${maxBytes} bytes; a directive's text is at most 65,536 bytes.` };
+    }
+    chunks.push(chunk);
+  }
+  return { ok: true, form: new URLSearchParams(Buffer.concat(chunks).toString('utf8')) };
+}
+
+/**
+ * A POST must come from one of this Hub's own pages: its Origin (or, where a browser
+ * sends none, its Referer) must be the origin the browser used to reach us.
+ */
+export function checkSameOrigin(req: IncomingMessage, secure: boolean): Result<void> {
+  const host = req.headers.host;
+  if (!host) return fail('the request names no Host');
+  const own = `${secure ? 'https' : 'http'}://${host}`.toLowerCase();
+  const origin = req.headers.origin;
+  if (origin !== undefined) {
+    return origin.toLowerCase() === own ? ok(undefined) : fail(`it came from ${origin}, not from ${own}`);
+  }
+  const referer = req.headers.referer;
+  if (referer !== undefined) {
+    return referer.toLowerCase().startsWith(own + '/') ? ok(undefined) : fail(`it came from a page outside ${own}`);
+  }
+  return fail('the browser said neither where the form came from (Origin) nor which page sent it (Referer)');
+}

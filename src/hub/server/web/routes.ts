@@ -1,0 +1,392 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Clock } from '../../../util/clock.js';
+import { html, type SafeHtml } from './html.js';
+import { renderPage, type NavKey } from './layout.js';
+import { agentsPage, revokeConfirmPage } from './pages/agents.js';
+import { closeConfirmPage, fleetPage } from './pages/fleet.js';
+import { inboxPage } from './pages/inbox.js';
+import { loginPage } from './pages/login.js';
+import { sendPage, type AddressChoice } from './pages/send.js';
+import { settingsPage } from './pages/settings.js';
+import type { ApiAnswer, ApiRefusal, WebHub } from './port.js';
+import { arrivedOverTls, checkSameOrigin, readForm, redirect, sendCss, sendHtml } from './http.js';
+import { clearedSessionCookie, readSessionCookie, sameSecret, SessionStore, sessionCookie, type Flash, type WebSession } from './sessions.js';
+import { STYLESHEET } from './style.js';
+
+export interface WebInboxOptions {
+  /** The Hub's JSON API as the pages call it. */
+  hub: WebHub;
+  clock: Clock;
+  /** Where the operator finds the human token (shown on the sign-in page). */
+  tokenHint: string;
+  /**
+   * Whether browsers reach this server over https. Default: only when the request arrived
+   * over TLS on this socket. Set true behind a TLS-terminating proxy.
+   */
+  secureCookies?: boolean;
+  /** A signed-in browser session ends after this long without a request (default 12 h). */
+  idleSeconds?: number;
+  /** Bound on browser sessions held in memory (default 1000; the least recently used go first). */
+  maxSessions?: number;
+  /** How many directives the Inbox shows (default 100). */
+  inboxLimit?: number;
+}
+
+/** Handles the web inbox's paths and returns true; returns false for anything else (the Hub's API and its 404). */
+export type WebHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+
+// A directive's text is at most 65,536 bytes; URL-encoding can triple it.
+const MAX_FORM_BYTES = 256 * 1024;
+
+interface Ctx {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  secure: boolean;
+}
+
+interface Signed extends Ctx {
+  s: WebSession;
+  token: string;
+}
+
+type PageHandler = (c: Signed) => Promise<void>;
+type PostHandler = (c: Signed, form: URLSearchParams) => Promise<void>;
+
+interface Route {
+  get?: PageHandler;
+  post?: PostHandler;
+}
+
+export function createWebInbox(o: WebInboxOptions): WebHandler {
+  const sessions = new SessionStore(o.clock, (o.idleSeconds ?? 12 * 3600) * 1000, o.maxSessions ?? 1000);
+  const hub = o.hub;
+  const inboxLimit = o.inboxLimit ?? 100;
+
+  const take = (s: WebSession): Flash | null => {
+    const f = s.flash;
+    s.flash = null;
+    return f;
+  };
+
+  const show = (c: Signed, title: string, active: NavKey | null, body: SafeHtml, status = 200, flash: Flash | null = take(c.s)): void => {
+    const account = c.s.signedIn?.accountLabel ?? c.s.signedIn?.accountId ?? '';
+    sendHtml(c.res, status, renderPage({ title, body, flash, chrome: { active, csrf: c.s.csrf, account } }));
+  };
+
+  const refusalText = (r: ApiRefusal): string => `${r.code}: ${r.message}`;
+
+  /** A Hub answer, or null after the page has already told the browser what went wrong. */
+  const need = <T>(c: Signed, a: ApiAnswer<T>): T | null => {
+    if (a.ok) return a.value;
+    if (a.status === 401) {
+      sessions.destroy(c.s.id);
+      const fresh = sessions.create();
+      fresh.flash = { kind: 'error', text: 'The Hub no longer accepts the token this browser signed in with. Sign in again.' };
+      redirect(c.res, '/login', { 'set-cookie': sessionCookie(fresh.id, c.secure) });
+      return null;
+    }
+    show(c, 'The Hub refused', null, html`<p>The Hub's API answered ${a.status} <code>${a.code}</code>: <span class="text">${a.message}</span></p>
+<p><a href="/fleet">Back to the Fleet</a></p>`, 502);
+    return null;
+  };
+
+  /** After a POST: a flash for the next page view, then See Other (so a reload repeats nothing). */
+  const after = (c: Signed, location: string, flash: Flash): void => {
+    c.s.flash = flash;
+    redirect(c.res, location);
+  };
+
+  const routes: Record<string, Route> = {
+    '/fleet': {
+      get: async (c) => {
+        const [fleet, stops, account] = await Promise.all([hub.fleet(c.token), hub.operatorStops(c.token), hub.account(c.token)]);
+        const rows = need(c, fleet);
+        if (!rows) return;
+        const stopRows = need(c, stops);
+        if (!stopRows) return;
+        const acct = need(c, account);
+        if (!acct) return;
+        show(c, 'Fleet', 'fleet', fleetPage({ rows, stops: stopRows, csrf: c.s.csrf, messagingOn: acct.agent_messaging }));
+      },
+    },
+    '/fleet/close': {
+      get: async (c) => {
+        const id = c.url.searchParams.get('session') ?? '';
+        const rows = need(c, await hub.fleet(c.token));
+        if (!rows) return;
+        const row = rows.find((r) => r.session_id === id);
+        if (!row) {
+          show(c, 'Session not live', 'fleet', html`<p>No live session <code>${id}</code> is in the account: it may have lapsed or been closed already.</p>
+<p><a href="/fleet">Back to the Fleet</a></p>`, 404);
+          return;
+        }
+        show(c, 'Close this session?', 'fleet', closeConfirmPage({ row, csrf: c.s.csrf }));
+      },
+      post: async (c, form) => {
+        const id = form.get('session') ?? '';
+        const a = await hub.operatorClose(c.token, id);
+        if (a.ok) {
+          after(c, '/fleet', {
+            kind: 'ok',
+            text: `Closed session ${id} (closed_by_operator). Its bridge exits 14; its queued mail bounced and its unread asks resolved. An operator stop is recorded below: lift it to let this run register again.`,
+          });
+        } else if (a.status !== 401) after(c, '/fleet', { kind: 'error', text: `Session ${id} was not closed. ${refusalText(a)}` });
+        else need(c, a);
+      },
+    },
+    '/fleet/lift': {
+      post: async (c, form) => {
+        const agent_id = form.get('agent_id') ?? '';
+        const client_key = form.get('client_key');
+        const name = form.get('name');
+        const a = await hub.liftStop(c.token, { agent_id, ...(client_key ? { client_key } : {}), ...(name ? { name } : {}) });
+        if (a.ok) after(c, '/fleet', { kind: 'ok', text: `Lifted the operator stop on agent ${agent_id}: that run may register a new session.` });
+        else if (a.status !== 401) after(c, '/fleet', { kind: 'error', text: `The stop was not lifted. ${refusalText(a)}` });
+        else need(c, a);
+      },
+    },
+    '/inbox': {
+      get: async (c) => {
+        const list = need(c, await hub.sentDirectives(c.token, inboxLimit));
+        if (!list) return;
+        show(c, 'Inbox', 'inbox', inboxPage({ messages: list.messages, more: list.next !== null }));
+      },
+    },
+    '/send': {
+      get: async (c) => {
+        const choices = await addressChoices(c);
+        if (!choices) return;
+        show(c, 'Send directive', 'send', sendPage({ csrf: c.s.csrf, choices, to: c.url.searchParams.get('to') ?? '', text: '' }));
+      },
+      post: async (c, form) => {
+        const to = (form.get('to') ?? '').trim();
+        const text = form.get('text') ?? '';
+        const a = await hub.directive(c.token, to, text);
+        if (a.ok) {
+          const snap = a.value.destination?.snapshot ?? 'unknown';
+          after(c, '/inbox', {
+            kind: 'ok',
+            text: `Queued directive ${a.value.id} to ${to}; the destination was ${snap} when sent${
+              snap === 'unknown' ? ' (the Hub has no presence signal for it, which does not mean it is down)' : ''
+            }. Queued is not read: watch its track below for acknowledged.`,
+          });
+          return;
+        }
+        if (a.status === 401) {
+          need(c, a);
+          return;
+        }
+        const choices = await addressChoices(c);
+        if (!choices) return;
+        show(c, 'Send directive', 'send', sendPage({ csrf: c.s.csrf, choices, to, text }), a.status, {
+          kind: 'error',
+          text: `The directive was not sent. ${refusalText(a)}`,
+        });
+      },
+    },
+    '/agents': {
+      get: async (c) => {
+        const agents = need(c, await hub.agents(c.token));
+        if (!agents) return;
+        show(c, 'Agents', 'agents', agentsPage({ agents, csrf: c.s.csrf, label: '' }));
+      },
+      post: async (c, form) => {
+        const label = (form.get('label') ?? '').trim();
+        const a = await hub.mintAgent(c.token, label);
+        if (a.ok) {
+          after(c, '/agents', {
+            kind: 'ok',
+            text: `Minted agent ${a.value.agent.label ?? ''} (${a.value.agent.id}). Copy its token now: this page shows it once and the Hub cannot show it again.`,
+            secret: a.value.token,
+          });
+          return;
+        }
+        if (a.status === 401) {
+          need(c, a);
+          return;
+        }
+        const agents = need(c, await hub.agents(c.token));
+        if (!agents) return;
+        show(c, 'Agents', 'agents', agentsPage({ agents, csrf: c.s.csrf, label }), a.status, {
+          kind: 'error',
+          text: `No agent was minted. ${refusalText(a)}`,
+        });
+      },
+    },
+    '/agents/revoke': {
+      get: async (c) => {
+        const id = c.url.searchParams.get('agent') ?? '';
+        const agents = need(c, await hub.agents(c.token));
+        if (!agents) return;
+        const agent = agents.find((a) => a.id === id && a.source === 'account' && !a.revoked);
+        if (!agent) {
+          show(c, 'Agent not found', 'agents', html`<p>No active agent <code>${id}</code> was minted in this account.</p><p><a href="/agents">Back to Agents</a></p>`, 404);
+          return;
+        }
+        show(c, 'Revoke this agent?', 'agents', revokeConfirmPage({ agent, csrf: c.s.csrf }));
+      },
+      post: async (c, form) => {
+        const id = form.get('agent') ?? '';
+        const a = await hub.revokeAgent(c.token, id);
+        if (a.ok) after(c, '/agents', { kind: 'ok', text: `Revoked agent ${id}: its token is refused from now on.` });
+        else if (a.status !== 401) after(c, '/agents', { kind: 'error', text: `Agent ${id} was not revoked. ${refusalText(a)}` });
+        else need(c, a);
+      },
+    },
+    '/settings': {
+      get: async (c) => {
+        const acct = need(c, await hub.account(c.token));
+        if (!acct) return;
+        show(c, 'Settings', 'settings', settingsPage({ messagingOn: acct.agent_messaging !== false, csrf: c.s.csrf }));
+      },
+      post: async (c, form) => {
+        const choice = form.get('agent_messaging');
+        if (choice !== 'on' && choice !== 'off') {
+          after(c, '/settings', { kind: 'error', text: 'Choose On or Off for Agent messaging.' });
+          return;
+        }
+        const a = await hub.setMessaging(c.token, choice === 'on');
+        if (a.ok) {
+          after(c, '/settings', {
+            kind: 'ok',
+            text:
+              choice === 'on'
+                ? 'Agent messaging is on: agents may register sessions and send.'
+                : 'Agent messaging is off: sessions and agents’ sends are refused with messaging_disabled.',
+          });
+        } else if (a.status !== 401) after(c, '/settings', { kind: 'error', text: `The setting was not changed. ${refusalText(a)}` });
+        else need(c, a);
+      },
+    },
+  };
+
+  async function addressChoices(c: Signed): Promise<AddressChoice[] | null> {
+    const [fleet, agents] = await Promise.all([hub.fleet(c.token), hub.agents(c.token)]);
+    const rows = need(c, fleet);
+    if (!rows) return null;
+    const list = need(c, agents);
+    if (!list) return null;
+    return [
+      ...list.filter((a) => !a.revoked).map((a) => ({ address: `agent:${a.id}`, describes: `${a.label ?? a.id}: whichever live session claims it first` })),
+      ...rows.map((r) => ({ address: r.address, describes: `${r.agent_label ?? r.agent_id}: run ${r.session_id}${r.name ? ` (${r.name})` : ''}` })),
+    ];
+  }
+
+  function loginView(c: Ctx, s: WebSession, status: number, flash: Flash | null, setCookie: boolean): void {
+    sendHtml(
+      c.res,
+      status,
+      renderPage({ title: 'Sign in', chrome: null, flash, body: loginPage({ csrf: s.csrf, tokenHint: o.tokenHint }) }),
+      setCookie ? { 'set-cookie': sessionCookie(s.id, c.secure) } : {},
+    );
+  }
+
+  async function login(c: Ctx, current: WebSession | null): Promise<void> {
+    if (c.req.method === 'GET') {
+      if (current?.signedIn) return redirect(c.res, '/fleet');
+      const s = current ?? sessions.create();
+      return loginView(c, s, 200, take(s), current === null);
+    }
+    const form = await guardPost(c, current);
+    if (!form || !current) return;
+    const token = (form.get('token') ?? '').trim();
+    const refuse = (text: string, status: number) => loginView(c, current, status, { kind: 'error', text }, false);
+    if (!token) return refuse('Paste the human token into the field.', 400);
+    const who = await hub.whoami(token);
+    if (!who.ok) {
+      return who.status === 401
+        ? refuse('This Hub does not accept that token. Check that you pasted the whole human token.', 401)
+        : refuse(`The Hub could not check the token. ${refusalText(who)}`, 502);
+    }
+    if (who.value.kind !== 'human') return refuse('That is an agent token. Sign in with the account’s human token.', 403);
+    const s = sessions.signIn(current, { token, accountId: who.value.account.id, accountLabel: who.value.account.label });
+    redirect(c.res, '/fleet', { 'set-cookie': sessionCookie(s.id, c.secure) });
+  }
+
+  /** The checks every POST passes before it may act: same origin, then the session's CSRF token. */
+  async function guardPost(c: Ctx, s: WebSession | null): Promise<URLSearchParams | null> {
+    const origin = checkSameOrigin(c.req, c.secure);
+    if (!origin.ok) {
+      c.req.resume();
+      refusePage(c, 403, 'Form refused', `This form was not sent from this Hub's own pages: ${origin.reason}.`);
+      return null;
+    }
+    const read = await readForm(c.req, MAX_FORM_BYTES);
+    if (!read.ok) {
+      refusePage(c, read.status, 'Form refused', read.message);
+      return null;
+    }
+    if (!s) {
+      // No session: the form predates a restart or an expiry. Start over from the sign-in page.
+      redirect(c.res, '/login');
+      return null;
+    }
+    if (!sameSecret(read.form.get('csrf') ?? '', s.csrf)) {
+      refusePage(c, 403, 'Form refused', 'This form carries no valid form token for your session (it may be from an older page). Reload the page and submit it again.');
+      return null;
+    }
+    return read.form;
+  }
+
+  function refusePage(c: Ctx, status: number, title: string, text: string): void {
+    sendHtml(c.res, status, renderPage({ title, chrome: null, body: html`<p class="text">${text}</p><p><a href="/fleet">Go to the Fleet</a></p>` }));
+  }
+
+  return async (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://web.invalid');
+    const path = url.pathname;
+    const isWebPath = path === '/' || path === '/web.css' || path === '/login' || path === '/logout' || Object.hasOwn(routes, path);
+    if (!isWebPath) return false;
+    const c: Ctx = { req, res, url, secure: o.secureCookies ?? arrivedOverTls(req) };
+    const method = req.method ?? 'GET';
+    const current = sessions.get(readSessionCookie(req.headers.cookie));
+
+    if (path === '/web.css') {
+      if (method !== 'GET') return methodNotAllowed(c, 'GET');
+      sendCss(res, STYLESHEET);
+      return true;
+    }
+    if (path === '/') {
+      if (method !== 'GET') return methodNotAllowed(c, 'GET');
+      redirect(res, current?.signedIn ? '/fleet' : '/login');
+      return true;
+    }
+    if (path === '/login') {
+      if (method !== 'GET' && method !== 'POST') return methodNotAllowed(c, 'GET, POST');
+      await login(c, current);
+      return true;
+    }
+    if (path === '/logout') {
+      if (method !== 'POST') return methodNotAllowed(c, 'POST');
+      if (await guardPost(c, current)) {
+        if (current) sessions.destroy(current.id);
+        redirect(res, '/login', { 'set-cookie': clearedSessionCookie(c.secure) });
+      }
+      return true;
+    }
+
+    const route = routes[path]!;
+    const allowed = [route.get ? 'GET' : null, route.post ? 'POST' : null].filter((m): m is string => m !== null);
+    const handler = method === 'GET' ? route.get : method === 'POST' ? route.post : undefined;
+    if (!handler) return methodNotAllowed(c, allowed.join(', '));
+    if (!current?.signedIn) {
+      if (method === 'POST') req.resume();
+      redirect(res, '/login');
+      return true;
+    }
+    const signed: Signed = { ...c, s: current, token: current.signedIn.token };
+    if (method === 'GET') await route.get!(signed);
+    else {
+      const form = await guardPost(c, current);
+      if (form) await route.post!(signed, form);
+    }
+    return true;
+  };
+
+  function methodNotAllowed(c: Ctx, allow: string): true {
+    c.req.resume();
+    sendHtml(c.res, 405, renderPage({ title: 'Method not allowed', chrome: null, body: html`<p>This page answers ${allow} only.</p>` }), { allow });
+    return true;
+  }
+}
