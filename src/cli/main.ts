@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync, realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { EXIT } from './exit-codes.js';
 import { processIO, type CliIO } from './io.js';
@@ -98,3 +99,16 @@ export async function main(): Promise<void> {
   if (process.stdout.writableLength > 0) process.stdout.once('drain', exit);
   else exit();
 }
+
+/** `node dist/cli/main.js …` runs the CLI too: that is how io.self starts a child (the consumer, the double fork). */
+function invokedDirectly(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === fileURLToPath(import.meta.url);
+  } catch {
+    return false;
+  }
+}
+
+if (invokedDirectly()) void main();
