@@ -1,0 +1,195 @@
+import { chmodSync, lstatSync, readdirSync, type Stats } from 'node:fs';
+import path from 'node:path';
+import type { Clock } from '../util/clock.js';
+import { ensureDir } from '../util/fs-durable.js';
+import type { Result } from '../util/result.js';
+import { readCursor, validateCursor, writeCursor, type Cursor, type CursorCheck } from './cursor.js';
+import { appendLog, type LogContext } from './log.js';
+import {
+  ENTRY_FILES,
+  parseConsumerRecord,
+  parseConsumerSettings,
+  parseIdentityRecord,
+  parseReaderRecord,
+  parseSessionRecord,
+  readRecord,
+  writeRecord,
+  type ConsumerRecord,
+  type ConsumerSettings,
+  type IdentityRecord,
+  type ReaderRecord,
+  type RecordRead,
+  type SessionRecord,
+} from './records.js';
+import { Spool, SpoolReader } from './spool.js';
+
+/** A group/world permission bit found on the entry and removed. */
+export interface ModeRepair {
+  path: string;
+  /** Octal, e.g. '0644'. */
+  was: string;
+  now: string;
+}
+
+export const describeRepair = (r: ModeRepair): string =>
+  `tightened permissions on ${r.path} from ${r.was} to ${r.now} (group/others could access it)`;
+
+export type EntryOpenFailure = {
+  ok: false;
+  code: 'absent' | 'not_a_directory' | 'foreign_owner' | 'io';
+  reason: string;
+};
+
+export type EntryOpen = { ok: true; value: StateEntry } | EntryOpenFailure;
+
+interface RecordKinds {
+  identity: IdentityRecord;
+  settings: ConsumerSettings;
+  session: SessionRecord;
+  consumer: ConsumerRecord;
+  reader: ReaderRecord;
+}
+
+const PARSERS: { [K in keyof RecordKinds]: (x: unknown) => Result<RecordKinds[K]> } = {
+  identity: parseIdentityRecord,
+  settings: parseConsumerSettings,
+  session: parseSessionRecord,
+  consumer: parseConsumerRecord,
+  reader: parseReaderRecord,
+};
+
+/** One state entry directory, checked and ready; every piece of it bound to `dir`. */
+export class StateEntry {
+  constructor(
+    readonly dir: string,
+    /** Permission repairs made while opening; the caller prints one line for each. */
+    readonly repairs: readonly ModeRepair[],
+    private readonly logContext: LogContext | null,
+  ) {}
+
+  path(name: string): string {
+    return path.join(this.dir, name);
+  }
+
+  read<K extends keyof RecordKinds>(kind: K): RecordRead<RecordKinds[K]> {
+    return readRecord(this.dir, ENTRY_FILES[kind], PARSERS[kind]);
+  }
+
+  write<K extends keyof RecordKinds>(kind: K, value: RecordKinds[K]): void {
+    writeRecord(this.dir, ENTRY_FILES[kind], value);
+  }
+
+  readCursor(): Cursor {
+    return readCursor(this.dir);
+  }
+
+  writeCursor(cursor: Cursor): void {
+    writeCursor(this.dir, cursor);
+  }
+
+  /**
+   * The cursor, validated against the spool (rewound, never advanced, when it does not
+   * match). The file is read again after validating: if the consumer rewound it in
+   * between (and may have appended since), validation runs again on the new value.
+   */
+  checkedCursor(): CursorCheck {
+    for (;;) {
+      const before = this.readCursor();
+      const check = validateCursor(this.spoolReader(), before);
+      const after = this.readCursor();
+      if (after.seq === before.seq && after.offset === before.offset) return check;
+    }
+  }
+
+  spoolReader(): SpoolReader {
+    return new SpoolReader(this.dir);
+  }
+
+  /**
+   * The writable spool (consumer only, under the lock). Recovers the tail, then validates
+   * the cursor and writes it back rewound if it points past what survived — before the
+   * first append, because records appended where lost ones were would otherwise look
+   * already printed (to the reader, and to the consumer's `ack acknowledged`).
+   */
+  openSpool(clock: Clock): Result<Spool> {
+    const opened = Spool.open(this.dir, { clock });
+    if (!opened.ok) return opened;
+    const r = opened.value.recovery;
+    if (r) this.log(`spool recovered: cut ${r.cutBytes} bytes at byte ${r.cutAt} (${r.reason})`);
+    const check = validateCursor(opened.value, this.readCursor());
+    if (check.rewound !== null) {
+      this.writeCursor(check.cursor);
+      this.log(`cursor ${check.rewound}`);
+    }
+    return opened;
+  }
+
+  /** One line in bridge.log; a no-op when the entry was opened without a log context. */
+  log(text: string): void {
+    if (this.logContext) appendLog(this.dir, text, this.logContext);
+  }
+}
+
+const octal = (mode: number): string => '0' + (mode & 0o777).toString(8).padStart(3, '0');
+
+/** Lock directories (proper-lockfile's mkdir) hold nothing and are made with the umask; leave them be. */
+const isLockDir = (name: string): boolean => name.endsWith('.lock');
+
+function statOrNull(p: string): Stats | null {
+  try {
+    return lstatSync(p);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
+}
+
+function foreign(p: string, st: Stats, uid: number, what: string): EntryOpenFailure {
+  return {
+    ok: false,
+    code: 'foreign_owner',
+    reason:
+      `${what} ${p} is owned by uid ${st.uid}, not by you (uid ${uid}); refusing to use it, because another user could read or alter this agent's mail. ` +
+      `Remove it or give it back (chown -R ${uid} ${p}), or pass --state-home <absolute path> to use a root of your own`,
+  };
+}
+
+/**
+ * Open (and with `create`, make) a state entry: a 0700 directory of 0600 files. Every open
+ * re-checks: group/world bits are removed and reported (and logged), an entry or file owned
+ * by another user is refused.
+ */
+export function openStateEntry(dir: string, opts: { create: boolean; log?: LogContext; uid?: number }): EntryOpen {
+  const uid = opts.uid ?? (typeof process.getuid === 'function' ? process.getuid() : null);
+  const repairs: ModeRepair[] = [];
+  try {
+    if (opts.create) ensureDir(dir, 0o700);
+    const st = statOrNull(dir);
+    if (!st) return { ok: false, code: 'absent', reason: `there is no state entry at ${dir}` };
+    if (!st.isDirectory()) {
+      return { ok: false, code: 'not_a_directory', reason: `${dir} should be a state entry directory but is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}; remove it and run again` };
+    }
+    if (uid !== null && st.uid !== uid) return foreign(dir, st, uid, 'the state entry');
+    if ((st.mode & 0o077) !== 0) {
+      chmodSync(dir, 0o700);
+      repairs.push({ path: dir, was: octal(st.mode), now: '0700' });
+    }
+    for (const d of readdirSync(dir, { withFileTypes: true })) {
+      if (isLockDir(d.name) || !(d.isFile() || d.isDirectory())) continue;
+      const p = path.join(dir, d.name);
+      const fst = statOrNull(p);
+      if (!fst) continue;
+      if (uid !== null && fst.uid !== uid) return foreign(p, fst, uid, 'the file');
+      if ((fst.mode & 0o077) !== 0) {
+        const want = fst.isDirectory() ? 0o700 : 0o600;
+        chmodSync(p, (fst.mode & 0o700) | want);
+        repairs.push({ path: p, was: octal(fst.mode), now: octal((fst.mode & 0o700) | want) });
+      }
+    }
+  } catch (e) {
+    return { ok: false, code: 'io', reason: `cannot open the state entry ${dir}: ${(e as Error).message}` };
+  }
+  const entry = new StateEntry(dir, repairs, opts.log ?? null);
+  for (const r of repairs) entry.log(describeRepair(r));
+  return { ok: true, value: entry };
+}

@@ -1,0 +1,124 @@
+import { closeSync, openSync, readSync } from 'node:fs';
+import { crc32 } from 'node:zlib';
+import { fail, ok, type Result } from '../util/result.js';
+
+/**
+ * NDJSON lines that carry their own checksum: `{…,"sum":"<8 hex>"}` where sum is the
+ * crc32 of the same line's bytes without `,"sum":"…"`. A crash can leave garbage, not
+ * only a short line, and a checksum is what tells a complete-looking garbage line from a
+ * record. (node:zlib crc32 exists in every Node this package supports, ≥ 20.18.1.)
+ */
+const SUM_TAIL = /,"sum":"([0-9a-f]{8})"\}$/;
+
+const hex8 = (n: number): string => n.toString(16).padStart(8, '0');
+
+/** Serialise a record (given without `sum`) as one sealed line, without the trailing '\n'. */
+export function sealLine(unsealed: object): string {
+  const json = JSON.stringify(unsealed);
+  return `${json.slice(0, -1)},"sum":"${hex8(crc32(json))}"}`;
+}
+
+/** Check a line's sum and parse it. A trailing '\r' is tolerated (CRLF framing is not damage). */
+export function openLine(text: string): Result<unknown> {
+  const line = text.endsWith('\r') ? text.slice(0, -1) : text;
+  const m = SUM_TAIL.exec(line);
+  if (!m) return fail('the line does not end with a sum');
+  const unsealed = line.slice(0, m.index) + '}';
+  if (hex8(crc32(unsealed)) !== m[1]) return fail('the line does not match its sum');
+  try {
+    return ok(JSON.parse(line));
+  } catch {
+    return fail('the line is not JSON');
+  }
+}
+
+export interface RawLine {
+  /** The line's text without its '\n'. */
+  text: string;
+  /** Byte offset of its first byte. */
+  start: number;
+  /** Byte offset just past its '\n'. */
+  end: number;
+}
+
+const CHUNK = 64 * 1024;
+const NL = 0x0a;
+
+/**
+ * Complete lines of a file from byte `from`, split on the byte '\n' only (never readline:
+ * U+2028/U+2029 are data). A final piece without '\n' is not a line and is not yielded.
+ * A missing file has no lines.
+ */
+export function* readLines(file: string, from = 0): Generator<RawLine, void, undefined> {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw e;
+  }
+  try {
+    const buf = Buffer.allocUnsafe(CHUNK);
+    let pos = from;
+    let pending: Buffer[] = [];
+    let lineStart = from;
+    for (;;) {
+      const n = readSync(fd, buf, 0, CHUNK, pos);
+      if (n === 0) return;
+      let i = 0;
+      while (i < n) {
+        const nl = buf.indexOf(NL, i);
+        if (nl === -1 || nl >= n) {
+          pending.push(Buffer.from(buf.subarray(i, n)));
+          break;
+        }
+        const piece = buf.subarray(i, nl);
+        const bytes = pending.length > 0 ? Buffer.concat([...pending, piece]) : piece;
+        const end = pos + nl + 1;
+        const line: RawLine = { text: bytes.toString('utf8'), start: lineStart, end };
+        pending = [];
+        lineStart = end;
+        i = nl + 1;
+        yield line;
+      }
+      pos += n;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The complete line that ends (with its '\n') exactly at byte `end`, or null when none does. */
+export function lineEndingAt(file: string, end: number): RawLine | null {
+  if (end < 2) return null;
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
+  try {
+    const last = Buffer.alloc(1);
+    if (readSync(fd, last, 0, 1, end - 1) !== 1 || last[0] !== NL) return null;
+    const parts: Buffer[] = [];
+    let hi = end - 1;
+    while (hi > 0) {
+      const lo = Math.max(0, hi - CHUNK);
+      const buf = Buffer.allocUnsafe(hi - lo);
+      const n = readSync(fd, buf, 0, hi - lo, lo);
+      if (n !== hi - lo) return null;
+      const nl = buf.lastIndexOf(NL);
+      if (nl !== -1) {
+        parts.unshift(buf.subarray(nl + 1));
+        hi = lo + nl + 1;
+        break;
+      }
+      parts.unshift(buf);
+      hi = lo;
+    }
+    return { text: Buffer.concat(parts).toString('utf8'), start: hi, end };
+  } finally {
+    closeSync(fd);
+  }
+}

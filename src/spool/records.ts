@@ -1,0 +1,223 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { writeFileAtomic } from '../util/fs-durable.js';
+import type { Result } from '../util/result.js';
+import { Fields } from './fields.js';
+
+/** The files of a state entry (docs/internals.md "The state entry"). */
+export const ENTRY_FILES = {
+  identity: 'identity.json',
+  settings: 'settings.json',
+  session: 'session.json',
+  consumer: 'consumer.json',
+  reader: 'reader.json',
+  spool: 'bridge.ndjson',
+  cursor: 'cursor.json',
+  ledger: 'ledger.ndjson',
+  seenJti: 'seen-jti.json',
+  log: 'bridge.log',
+  consumerLock: 'consumer.lock',
+} as const;
+
+/**
+ * A record read off disk. "unreadable" (permissions, garbage, a directory in its place)
+ * is its own state: it must never be reported as "absent", which reads as "nothing there".
+ */
+export type RecordRead<T> = { state: 'absent' } | { state: 'unreadable'; reason: string } | { state: 'ok'; value: T };
+
+export function readRecord<T>(dir: string, name: string, parse: (x: unknown) => Result<T>): RecordRead<T> {
+  const file = path.join(dir, name);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { state: 'absent' };
+    if (code === 'EISDIR') return { state: 'unreadable', reason: `${file} is a directory, not a file` };
+    if (code === 'EACCES' || code === 'EPERM') return { state: 'unreadable', reason: `${file} cannot be read (permission denied)` };
+    return { state: 'unreadable', reason: `${file} cannot be read (${code ?? (e as Error).message})` };
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { state: 'unreadable', reason: `${file} is not valid JSON (${text.length} bytes)` };
+  }
+  const parsed = parse(json);
+  return parsed.ok ? { state: 'ok', value: parsed.value } : { state: 'unreadable', reason: `${file}: ${parsed.reason}` };
+}
+
+/** Atomic replace (temp, fsync, rename, fsync dir), 0600, one JSON document with a trailing newline. */
+export function writeRecord(dir: string, name: string, value: unknown): void {
+  writeFileAtomic(path.join(dir, name), JSON.stringify(value) + '\n');
+}
+
+export interface ProcessStamp {
+  pid: number;
+  host: string;
+  /** /proc/<pid>/stat start ticks on Linux, `ps -o lstart=` on macOS, null where neither exists. */
+  start_time: string | null;
+}
+
+export interface ConsumerRecord extends ProcessStamp {
+  mode: 'auto' | 'direct';
+  /** Our clock, ms since the epoch. */
+  started_at: number;
+  heartbeat_at: number;
+  transport: 'sse' | 'poll' | null;
+  /** The allow_from it enforces; null = none declared (fail closed). */
+  policy: string[] | null;
+  /** sha256 of the settings.json it started with. */
+  settings_digest: string;
+  state: 'starting' | 'running' | 'stopped';
+  exit_code: number | null;
+  /** e.g. 'session_closed_by_operator', 'unattended', 'replaced'. */
+  stop_reason: string | null;
+  stop_message: string | null;
+  stopped_at: number | null;
+}
+
+export interface ReaderRecord extends ProcessStamp {
+  starter_pid: number;
+  starter_start_time: string | null;
+  started_at: number;
+  heartbeat_at: number;
+  /** started_at + (wait bound + grace) * 1000. */
+  deadline_at: number;
+  /** The key came from --session / env, not from the host program. */
+  declared_identity: boolean;
+}
+
+/** A session this entry held before the current one (an unpinned lapse replaced it). */
+export interface SessionHistoryItem {
+  id: string;
+  address: string;
+  /** Our clock, ms: when this entry moved off it. */
+  replaced_at: number;
+  /** Why, e.g. 'session_lapsed'. */
+  reason: string;
+}
+
+export interface SessionRecord {
+  id: string;
+  address: string;
+  name: string | null;
+  pinned: boolean;
+  lease_seconds: number;
+  /** The Hub's instant, verbatim; never subtracted from our clock. */
+  expires_at: string;
+  /** Our clock, ms: when we last saw the lease renewed. */
+  renewed_at: number;
+  /** Earlier sessions of this entry, oldest first. */
+  history: SessionHistoryItem[];
+}
+
+export interface IdentityRecord {
+  hub: string;
+  agent_id: string;
+  session_key: string;
+  /** Where the agent-session key came from, e.g. '--session', 'MA2H_SESSION_ID', 'process'. */
+  key_source: string;
+  /** sess_… when the key pins a Hub session. */
+  pinned: string | null;
+  name: string | null;
+}
+
+export interface ConsumerSettings {
+  hub: string;
+  agent_id: string;
+  session_key: string;
+  pinned: string | null;
+  name: string | null;
+  transport: 'auto' | 'sse' | 'poll';
+  interval_seconds: number;
+  max_retries: number;
+  unattended_max_seconds: number;
+  allow_from: string[] | null;
+  agent: string | null;
+  leg: 'session' | 'principal';
+}
+
+function stamp(f: Fields): ProcessStamp {
+  return { pid: f.int('pid', 1), host: f.str('host'), start_time: f.strOrNull('start_time') };
+}
+
+export function parseConsumerRecord(x: unknown): Result<ConsumerRecord> {
+  const f = new Fields(x, 'consumer record');
+  return f.done<ConsumerRecord>({
+    ...stamp(f),
+    mode: f.oneOf('mode', ['auto', 'direct']),
+    started_at: f.num('started_at'),
+    heartbeat_at: f.num('heartbeat_at'),
+    transport: f.oneOfOrNull('transport', ['sse', 'poll']),
+    policy: f.stringsOrNull('policy'),
+    settings_digest: f.str('settings_digest'),
+    state: f.oneOf('state', ['starting', 'running', 'stopped']),
+    exit_code: f.intOrNull('exit_code'),
+    stop_reason: f.strOrNull('stop_reason'),
+    stop_message: f.strOrNull('stop_message'),
+    stopped_at: f.numOrNull('stopped_at'),
+  });
+}
+
+export function parseReaderRecord(x: unknown): Result<ReaderRecord> {
+  const f = new Fields(x, 'reader record');
+  return f.done<ReaderRecord>({
+    ...stamp(f),
+    starter_pid: f.int('starter_pid', 1),
+    starter_start_time: f.strOrNull('starter_start_time'),
+    started_at: f.num('started_at'),
+    heartbeat_at: f.num('heartbeat_at'),
+    deadline_at: f.num('deadline_at'),
+    declared_identity: f.bool('declared_identity'),
+  });
+}
+
+export function parseSessionRecord(x: unknown): Result<SessionRecord> {
+  const f = new Fields(x, 'session record');
+  return f.done<SessionRecord>({
+    id: f.str('id', /./),
+    address: f.str('address', /./),
+    name: f.strOrNull('name'),
+    pinned: f.bool('pinned'),
+    lease_seconds: f.num('lease_seconds'),
+    expires_at: f.str('expires_at'),
+    renewed_at: f.num('renewed_at'),
+    history: f.list('history', (h) => ({
+      id: h.str('id', /./),
+      address: h.str('address'),
+      replaced_at: h.num('replaced_at'),
+      reason: h.str('reason'),
+    })),
+  });
+}
+
+export function parseIdentityRecord(x: unknown): Result<IdentityRecord> {
+  const f = new Fields(x, 'identity record');
+  return f.done<IdentityRecord>({
+    hub: f.str('hub', /./),
+    agent_id: f.str('agent_id', /./),
+    session_key: f.str('session_key', /./),
+    key_source: f.str('key_source', /./),
+    pinned: f.strOrNull('pinned', /./),
+    name: f.strOrNull('name'),
+  });
+}
+
+export function parseConsumerSettings(x: unknown): Result<ConsumerSettings> {
+  const f = new Fields(x, 'settings.json');
+  return f.done<ConsumerSettings>({
+    hub: f.str('hub', /./),
+    agent_id: f.str('agent_id', /./),
+    session_key: f.str('session_key', /./),
+    pinned: f.strOrNull('pinned', /./),
+    name: f.strOrNull('name'),
+    transport: f.oneOf('transport', ['auto', 'sse', 'poll']),
+    interval_seconds: f.num('interval_seconds'),
+    max_retries: f.int('max_retries'),
+    unattended_max_seconds: f.num('unattended_max_seconds'),
+    allow_from: f.stringsOrNull('allow_from'),
+    agent: f.strOrNull('agent'),
+    leg: f.oneOf('leg', ['session', 'principal']),
+  });
+}

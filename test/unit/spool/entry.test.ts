@@ -1,0 +1,91 @@
+import { chmodSync, chownSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { fakeClock } from '../../../src/util/clock.js';
+import { describeRepair, openStateEntry, sessionEntryDir, type ConsumerSettings } from '../../../src/spool/index.js';
+import { tempDir } from './tmp.js';
+
+const mode = (p: string) => statSync(p).mode & 0o777;
+const logCtx = { clock: fakeClock(Date.parse('2026-09-18T14:00:00.000Z')), pid: 4242 };
+
+describe('openStateEntry', () => {
+  it('creates the entry 0700 (parents too) and its records 0600', () => {
+    const root = tempDir();
+    const dir = sessionEntryDir(root, 'a'.repeat(32));
+    const r = openStateEntry(dir, { create: true, log: logCtx });
+    if (!r.ok) throw new Error(r.reason);
+    expect(mode(dir)).toBe(0o700);
+    expect(mode(path.join(root, 'oh-hai'))).toBe(0o700);
+    expect(r.value.repairs).toEqual([]);
+    const settings: ConsumerSettings = {
+      hub: 'http://127.0.0.1:1', agent_id: 'agt_1', session_key: 'k', pinned: null, name: 'k', transport: 'poll',
+      interval_seconds: 0.2, max_retries: 8, unattended_max_seconds: 900, allow_from: null, agent: null, leg: 'session',
+    };
+    r.value.write('settings', settings);
+    expect(r.value.read('settings')).toEqual({ state: 'ok', value: settings });
+    expect(r.value.read('consumer')).toEqual({ state: 'absent' });
+    expect(mode(path.join(dir, 'settings.json'))).toBe(0o600);
+  });
+
+  it('without create, an absent entry is reported as absent', () => {
+    const r = openStateEntry(path.join(tempDir(), 'nope'), { create: false });
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.code).toBe('absent');
+  });
+
+  it('repairs a world-readable entry and its files, reports each repair, and logs it', () => {
+    const dir = path.join(tempDir(), 'entry');
+    mkdirSync(dir, { mode: 0o755 });
+    chmodSync(dir, 0o755);
+    writeFileSync(path.join(dir, 'bridge.ndjson'), '', { mode: 0o644 });
+    chmodSync(path.join(dir, 'bridge.ndjson'), 0o644);
+    writeFileSync(path.join(dir, 'cursor.json'), '{"seq":0,"offset":0}', { mode: 0o600 });
+    const r = openStateEntry(dir, { create: false, log: logCtx });
+    if (!r.ok) throw new Error(r.reason);
+    expect(r.value.repairs).toEqual([
+      { path: dir, was: '0755', now: '0700' },
+      { path: path.join(dir, 'bridge.ndjson'), was: '0644', now: '0600' },
+    ]);
+    expect(mode(dir)).toBe(0o700);
+    expect(mode(path.join(dir, 'bridge.ndjson'))).toBe(0o600);
+    expect(describeRepair(r.value.repairs[1]!)).toContain('from 0644 to 0600');
+    const log = readFileSync(path.join(dir, 'bridge.log'), 'utf8');
+    expect(log).toContain(`2026-09-18T14:00:00.000Z 4242 tightened permissions on ${dir} from 0755 to 0700`);
+    expect(mode(path.join(dir, 'bridge.log'))).toBe(0o600);
+    // a second open finds nothing left to repair
+    const again = openStateEntry(dir, { create: false });
+    expect(again.ok && again.value.repairs).toEqual([]);
+  });
+
+  it('refuses an entry owned by another uid, naming it and the fix', () => {
+    const dir = path.join(tempDir(), 'entry');
+    mkdirSync(dir, { mode: 0o700 });
+    // as if another user (uid 999999) ran us against this one's entry
+    const r = openStateEntry(dir, { create: false, uid: 999_999 });
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.code).toBe('foreign_owner');
+      expect(r.reason).toContain(dir);
+      expect(r.reason).toContain('--state-home');
+    }
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('refuses a file inside owned by another uid (root: chown)', () => {
+    const dir = path.join(tempDir(), 'entry');
+    mkdirSync(dir, { mode: 0o700 });
+    writeFileSync(path.join(dir, 'consumer.json'), '{}', { mode: 0o600 });
+    chownSync(path.join(dir, 'consumer.json'), 4321, 4321);
+    const r = openStateEntry(dir, { create: false });
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.reason).toContain('consumer.json');
+  });
+
+  it('refuses a symbolic link in place of the entry', () => {
+    const root = tempDir();
+    mkdirSync(path.join(root, 'real'), { mode: 0o700 });
+    symlinkSync(path.join(root, 'real'), path.join(root, 'link'));
+    const r = openStateEntry(path.join(root, 'link'), { create: false });
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.code).toBe('not_a_directory');
+  });
+});

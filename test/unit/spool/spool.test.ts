@@ -1,0 +1,205 @@
+import { appendFileSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { fakeClock } from '../../../src/util/clock.js';
+import { Spool, SpoolReader, SpoolWriteError, entryStanding, type NewSpoolRecord, type SpoolEntry, type SpoolEntryRecord } from '../../../src/spool/index.js';
+import { tempDir } from './tmp.js';
+
+const clock = fakeClock(Date.parse('2026-09-18T14:00:00.000Z'));
+
+const entry = (id: string, text = 'hello'): NewSpoolRecord<SpoolEntry> => ({
+  type: 'entry',
+  session: 'sess_a',
+  entry: { id, kind: 'directive', from: 'human:h1', to: 'agent:agt_1#sess_a', created_at: '2026-09-18T13:59:59.000Z', text },
+  signature: `t=1789740000,jti=${'j'.repeat(16)}${id},alg=hmac-sha256,v1=${'0'.repeat(64)}`,
+});
+
+function open(dir: string): Spool {
+  const r = Spool.open(dir, { clock });
+  if (!r.ok) throw new Error(r.reason);
+  return r.value;
+}
+
+const spoolFile = (dir: string) => path.join(dir, 'bridge.ndjson');
+
+describe('Spool', () => {
+  it('assigns contiguous seqs from 1, one line per record, received_at on our clock', () => {
+    const dir = tempDir();
+    const s = open(dir);
+    const written = s.append([entry('e1'), entry('e2')]);
+    expect(written.map((r) => r.seq)).toEqual([1, 2]);
+    expect(written[0]?.received_at).toBe('2026-09-18T14:00:00.000Z');
+    s.append([entry('e3')]);
+    const text = readFileSync(spoolFile(dir), 'utf8');
+    expect(text.split('\n')).toHaveLength(4);
+    expect(text.endsWith('\n')).toBe(true);
+    const first = JSON.parse(text.split('\n')[0] ?? '');
+    expect(Object.keys(first)).toEqual(['seq', 'type', 'received_at', 'session', 'entry', 'signature', 'sum']);
+    expect(first.sum).toMatch(/^[0-9a-f]{8}$/);
+    expect(s.lastSeq()).toBe(3);
+    s.close();
+    const again = open(dir);
+    expect(again.lastSeq()).toBe(3);
+    expect(again.recovery).toBeNull();
+    expect([...again.entryIds()]).toEqual(['e1', 'e2', 'e3']);
+    expect(statSync(spoolFile(dir)).mode & 0o777).toBe(0o600);
+  });
+
+  it('writes a transition record with the documented fields in order', () => {
+    const dir = tempDir();
+    const s = open(dir);
+    s.append([entry('e1')]);
+    const [t] = s.append([
+      {
+        type: 'transition',
+        event: 'address_changed',
+        from_session: 'sess_a',
+        to_session: 'sess_b',
+        from_address: 'agent:agt_1#sess_a',
+        to_address: 'agent:agt_1#sess_b',
+        reason: 'session_lapsed',
+      },
+    ]);
+    expect(t?.seq).toBe(2);
+    const line = readFileSync(spoolFile(dir), 'utf8').split('\n')[1] ?? '';
+    expect(Object.keys(JSON.parse(line))).toEqual([
+      'seq', 'type', 'received_at', 'event', 'from_session', 'to_session', 'from_address', 'to_address', 'reason', 'sum',
+    ]);
+    expect([...s.replacedSessions()]).toEqual(['sess_a']);
+    const items = new SpoolReader(dir).readAfter(0);
+    const first = items[0]?.record as SpoolEntryRecord;
+    expect(entryStanding(first, 'sess_b', new SpoolReader(dir).scan().replacedSessions)).toBe('possibly_bounced');
+    expect(entryStanding(first, 'sess_a', new SpoolReader(dir).scan().replacedSessions)).toBe('fresh');
+  });
+
+  it('round-trips U+2028, U+2029, \\r, quotes and 8 KB of text as one line', () => {
+    const dir = tempDir();
+    const text = 'a\u2028b\u2029c\r\nd"e\'f\\g\u0000h' + 'x'.repeat(8192);
+    const s = open(dir);
+    s.append([entry('big', text), entry('after')]);
+    const raw = readFileSync(spoolFile(dir), 'utf8');
+    expect(raw.split('\n').filter((l) => l !== '')).toHaveLength(2);
+    expect(raw).toContain('\u2028');
+    const items = new SpoolReader(dir).readAfter(0);
+    expect(items).toHaveLength(2);
+    expect(items[0]?.record.type === 'entry' && items[0].record.entry.text).toBe(text);
+    expect(items[0]?.line).toBe(raw.split('\n')[0]);
+  });
+
+  it('cuts a torn tail (a short line) and the next append lands on a clean line', () => {
+    const dir = tempDir();
+    const s = open(dir);
+    s.append([entry('e1'), entry('e2')]);
+    s.close();
+    const good = statSync(spoolFile(dir)).size;
+    const torn = '{"seq":3,"type":"entry","rece';
+    appendFileSync(spoolFile(dir), torn);
+    const r = open(dir);
+    expect(r.recovery).toMatchObject({ cutAt: good, cutBytes: torn.length });
+    expect(r.lastSeq()).toBe(2);
+    r.append([entry('e3')]);
+    const items = new SpoolReader(dir).readAfter(0);
+    expect(items.map((i) => i.record.seq)).toEqual([1, 2, 3]);
+    expect(readFileSync(spoolFile(dir), 'utf8').split('\n')).toHaveLength(4);
+  });
+
+  it.each([
+    ['bytes that are not JSON', '\u0000\u0000garbage\xff\n{"half'],
+    ['a valid-looking line with a wrong seq', 'SEQ9'],
+    ['a line whose sum does not match', 'BADSUM'],
+    ['a complete record without its newline', 'NONL'],
+  ])('cuts a garbage tail: %s', (_what, tail) => {
+    const dir = tempDir();
+    const s = open(dir);
+    s.append([entry('e1'), entry('e2')]);
+    s.close();
+    const good = readFileSync(spoolFile(dir), 'utf8');
+    let junk = tail;
+    if (tail === 'SEQ9') {
+      // a perfectly sealed record, but with a seq that does not follow
+      const other = tempDir();
+      const o = open(other);
+      for (let i = 0; i < 9; i++) o.append([entry(`x${i}`)]);
+      junk = readFileSync(spoolFile(other), 'utf8').split('\n')[8] + '\n';
+    } else if (tail === 'BADSUM') {
+      const other = tempDir();
+      const o = open(other);
+      o.append([entry('y1'), entry('y2'), entry('y3')]);
+      junk = (readFileSync(spoolFile(other), 'utf8').split('\n')[2] ?? '').replace('y3', 'y4') + '\n';
+    } else if (tail === 'NONL') {
+      const other = tempDir();
+      const o = open(other);
+      o.append([entry('z1'), entry('z2'), entry('z3')]);
+      junk = readFileSync(spoolFile(other), 'utf8').split('\n')[2] ?? '';
+    }
+    appendFileSync(spoolFile(dir), junk);
+    // a reader stops at the damage without touching the file
+    expect(new SpoolReader(dir).readAfter(0).map((i) => i.record.seq)).toEqual([1, 2]);
+    const r = open(dir);
+    expect(r.recovery?.cutAt).toBe(Buffer.byteLength(good));
+    expect(readFileSync(spoolFile(dir), 'utf8')).toBe(good);
+    r.append([entry('e3')]);
+    const items = new SpoolReader(dir).readAfter(0);
+    expect(items.map((i) => i.record.seq)).toEqual([1, 2, 3]);
+  });
+
+  it('tolerates a trailing \\r on a line', () => {
+    const dir = tempDir();
+    const s = open(dir);
+    s.append([entry('e1')]);
+    s.close();
+    const text = readFileSync(spoolFile(dir), 'utf8');
+    writeFileSync(spoolFile(dir), text.replace(/\n$/, '\r\n'));
+    const items = new SpoolReader(dir).readAfter(0);
+    expect(items).toHaveLength(1);
+    expect(items[0]?.line.endsWith('}')).toBe(true);
+    expect(open(dir).recovery).toBeNull();
+  });
+
+  it('reads from a byte offset, with a limit, and falls back to a scan when the offset is stale', () => {
+    const dir = tempDir();
+    const s = open(dir);
+    s.append([entry('e1'), entry('e2'), entry('e3'), entry('e4')]);
+    const reader = new SpoolReader(dir);
+    const all = reader.readAfter(0);
+    const second = all[1];
+    if (!second) throw new Error('no second record');
+    expect(reader.readFrom({ seq: 2, offset: second.end }).map((i) => i.record.seq)).toEqual([3, 4]);
+    expect(reader.readFrom({ seq: 2, offset: second.end }, 1).map((i) => i.record.seq)).toEqual([3]);
+    expect(reader.readFrom({ seq: 2, offset: second.end + 5 }).map((i) => i.record.seq)).toEqual([3, 4]);
+    expect(reader.readAfter(3).map((i) => i.record.seq)).toEqual([4]);
+    expect(reader.recordEndingAt(second.end, 2)?.record.seq).toBe(2);
+    expect(reader.recordEndingAt(second.end, 3)).toBeNull();
+    expect(reader.recordEndingAt(second.end - 1, 2)).toBeNull();
+  });
+
+  it('an absent spool reads as empty', () => {
+    const reader = new SpoolReader(tempDir());
+    expect(reader.readAfter(0)).toEqual([]);
+    expect(reader.lastSeq()).toBe(0);
+  });
+
+  it('a failed write leaves the spool unusable rather than retrying', () => {
+    const dir = tempDir();
+    const s = open(dir);
+    s.append([entry('e1')]);
+    s.close();
+    expect(() => s.append([entry('e2')])).toThrow(SpoolWriteError);
+  });
+
+  it('watch fires when the spool grows and stops after dispose', async () => {
+    const dir = tempDir();
+    const s = open(dir);
+    let fired = 0;
+    const dispose = new SpoolReader(dir).watch(() => (fired += 1), { pollMs: 50 });
+    s.append([entry('e1')]);
+    const { waitFor } = await import('../../helpers/wait.js');
+    await waitFor(() => fired > 0, { what: 'a change notification' });
+    dispose();
+    const before = fired;
+    truncateSync(spoolFile(dir), 0);
+    s.close();
+    await new Promise((r) => setImmediate(r));
+    expect(fired).toBe(before);
+  });
+});
