@@ -1,0 +1,141 @@
+import { type Coded, done, usageFailure } from './coded.js';
+import { parseHubUrl, plainHttpWarning } from './hub-url.js';
+import { type NumericKnob, NUMERIC_KNOBS, type Transport, checkNumber, checkTransport } from './knobs.js';
+import type { LoadedConfig } from './load.js';
+import { type Policy, parsePolicy, policyItems } from './policy.js';
+
+/** Flag values as commander hands them over (text), undefined when not given. */
+export interface SettingsFlags {
+  hub?: string;
+  allowFrom?: readonly string[];
+  wait?: string | number;
+  transport?: string;
+  interval?: string | number;
+  maxRetries?: string | number;
+  unattendedMaxSeconds?: string | number;
+}
+
+export type SettingSource = 'flag' | 'env' | 'user' | 'default';
+
+export interface BridgeSettings {
+  /** Canonical items (sorted, deduplicated); null = none declared (fail-closed). */
+  allowFrom: string[] | null;
+  allowFromSource: 'flag' | 'user' | 'none';
+  policy: Policy | null;
+  waitSeconds: number;
+  unattendedMaxSeconds: number;
+  transport: Transport;
+  intervalSeconds: number;
+  maxRetries: number;
+}
+
+export interface ResolvedSettings {
+  /** The Hub origin, or null when nothing names one (see `requireHubUrl`). */
+  hubUrl: string | null;
+  hubUrlSource: 'flag' | 'env' | 'project' | 'user' | 'none';
+  bridge: BridgeSettings;
+  /** Where each bridge setting came from, for `doctor`. */
+  sources: Record<NumericKnob | 'transport', SettingSource>;
+  /** The loaded files' warnings plus any found here; for the caller to print. */
+  warnings: string[];
+}
+
+const FLAG_OF: Record<NumericKnob, { name: string; value: (f: SettingsFlags) => string | number | undefined }> = {
+  waitSeconds: { name: '--wait', value: (f) => f.wait },
+  unattendedMaxSeconds: { name: '--unattended-max-seconds', value: (f) => f.unattendedMaxSeconds },
+  intervalSeconds: { name: '--interval', value: (f) => f.interval },
+  maxRetries: { name: '--max-retries', value: (f) => f.maxRetries },
+};
+
+const present = (v: string | undefined): v is string => v !== undefined && v !== '';
+
+/** Precedence for every setting: flag > environment > project > user > default. */
+export function resolveSettings({
+  flags,
+  env,
+  loaded,
+}: {
+  flags: SettingsFlags;
+  env: NodeJS.ProcessEnv;
+  loaded: LoadedConfig;
+}): Coded<ResolvedSettings> {
+  const project = loaded.project?.settings;
+  const user = loaded.user.settings;
+  const warnings = [...loaded.warnings];
+
+  let hubUrl: string | null = null;
+  let hubUrlSource: ResolvedSettings['hubUrlSource'] = 'none';
+  if (flags.hub !== undefined) {
+    const parsed = parseHubUrl(flags.hub, '--hub');
+    if (!parsed.ok) return parsed;
+    [hubUrl, hubUrlSource] = [parsed.value, 'flag'];
+  } else if (present(env.MA2H_HUB_URL)) {
+    const parsed = parseHubUrl(env.MA2H_HUB_URL, 'MA2H_HUB_URL');
+    if (!parsed.ok) return parsed;
+    [hubUrl, hubUrlSource] = [parsed.value, 'env'];
+  } else if (project?.hubUrl !== undefined) [hubUrl, hubUrlSource] = [project.hubUrl, 'project'];
+  else if (user.hubUrl !== undefined) [hubUrl, hubUrlSource] = [user.hubUrl, 'user'];
+  const httpWarning = hubUrl === null ? null : plainHttpWarning(hubUrl);
+  if (httpWarning) warnings.push(httpWarning);
+
+  // A project file never carries [bridge] (refused at load), so below the environment every
+  // bridge setting is the user's.
+  let policy: Policy | null = null;
+  let allowFromSource: BridgeSettings['allowFromSource'] = 'none';
+  if (flags.allowFrom !== undefined && flags.allowFrom.length > 0) {
+    const parsed = parsePolicy(flags.allowFrom);
+    if (!parsed.ok) return usageFailure('invalid_policy', `--allow-from ${parsed.reason}`);
+    [policy, allowFromSource] = [parsed.value, 'flag'];
+  } else if (user.allowFrom !== undefined) {
+    const parsed = parsePolicy(user.allowFrom);
+    if (!parsed.ok) return usageFailure('invalid_policy', `${loaded.user.path}: [bridge] allow_from ${parsed.reason}`);
+    [policy, allowFromSource] = [parsed.value, 'user'];
+  }
+
+  const sources = {} as ResolvedSettings['sources'];
+  const numbers = {} as Record<NumericKnob, number>;
+  for (const knob of Object.keys(NUMERIC_KNOBS) as NumericKnob[]) {
+    const spec = NUMERIC_KNOBS[knob];
+    const flag = FLAG_OF[knob];
+    const flagValue = flag.value(flags);
+    const envValue = env[spec.env];
+    let value: Coded<number>;
+    if (flagValue !== undefined) [value, sources[knob]] = [checkNumber(knob, flagValue, flag.name), 'flag'];
+    else if (present(envValue)) [value, sources[knob]] = [checkNumber(knob, envValue, spec.env), 'env'];
+    else if (user.numbers[knob] !== undefined) [value, sources[knob]] = [done(user.numbers[knob]), 'user'];
+    else [value, sources[knob]] = [done(spec.fallback), 'default'];
+    if (!value.ok) return value;
+    numbers[knob] = value.value;
+  }
+
+  let transport: Transport = 'auto';
+  sources.transport = 'default';
+  if (flags.transport !== undefined) {
+    const t = checkTransport(flags.transport, '--transport');
+    if (!t.ok) return t;
+    [transport, sources.transport] = [t.value, 'flag'];
+  } else if (user.transport !== undefined) [transport, sources.transport] = [user.transport, 'user'];
+
+  return done({
+    hubUrl,
+    hubUrlSource,
+    bridge: {
+      allowFrom: policy === null ? null : policyItems(policy),
+      allowFromSource,
+      policy,
+      transport,
+      ...numbers,
+    },
+    sources,
+    warnings,
+  });
+}
+
+/** The Hub URL, or a usage error (exit 2) that names the three ways to give one. */
+export function requireHubUrl(settings: Pick<ResolvedSettings, 'hubUrl'>): Coded<string> {
+  if (settings.hubUrl !== null) return done(settings.hubUrl);
+  return usageFailure(
+    'no_hub_url',
+    'no Hub URL is configured: pass --hub <url>, export MA2H_HUB_URL=<url>, or run `oh-hai setup --hub <url>` to write [hub] url into your user config',
+  );
+}
