@@ -5,3 +5,4 @@ export * from './cursor.js';
 export * from './entry.js';
 export * from './log.js';
 export { watchFiles, type WatchOptions } from './watch.js';
+export * from './process.js';

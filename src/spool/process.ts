@@ -1,0 +1,134 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import type { ProcessStamp } from './records.js';
+
+/**
+ * Process liveness that survives zombies and recycled pids. kill(pid, 0) succeeds on both,
+ * so a process counts as the one a record names only if it is not a zombie AND its start
+ * time matches the one recorded. Linux reads /proc; macOS asks ps; elsewhere we know less.
+ */
+
+const isLinux = process.platform === 'linux';
+const hasPs = process.platform === 'darwin' || process.platform === 'freebsd' || process.platform === 'openbsd';
+
+function procStatFields(pid: number): string[] | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // comm (field 2) is in parentheses and may itself contain spaces and ')': split after the last ')'.
+  const close = text.lastIndexOf(')');
+  if (close === -1) return null;
+  // fields[0] is field 3 (state), so field n is fields[n - 3]
+  return text.slice(close + 2).trim().split(' ');
+}
+
+function ps(pid: number, columns: string): string | null {
+  try {
+    const out = execFileSync('ps', ['-o', columns, '-p', String(pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const line = out.trim();
+    return line === '' ? null : line;
+  } catch {
+    return null;
+  }
+}
+
+const validPid = (pid: number): boolean => Number.isSafeInteger(pid) && pid > 0;
+
+/** kill(pid, 0): EPERM means it exists under another user. Existence only — a zombie passes too. */
+function signalProbe(pid: number): 'exists' | 'gone' | 'unknown' {
+  try {
+    process.kill(pid, 0);
+    return 'exists';
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EPERM') return 'exists';
+    return code === 'ESRCH' ? 'gone' : 'unknown';
+  }
+}
+
+/** The process's start time: /proc/<pid>/stat field 22 (ticks since boot), `ps -o lstart=` on macOS, else null. */
+export function processStartTime(pid: number): string | null {
+  if (!validPid(pid)) return null;
+  if (isLinux) return procStatFields(pid)?.[22 - 3] ?? null;
+  if (hasPs) return ps(pid, 'lstart=')?.replace(/\s+/g, ' ') ?? null;
+  return null;
+}
+
+export type ProcessState = 'running' | 'zombie' | 'gone' | 'unknown';
+
+/** Whether a pid is a running process. A zombie has exited: it is not running whatever kill(pid, 0) says. */
+export function processState(pid: number): ProcessState {
+  if (!validPid(pid)) return 'gone';
+  if (isLinux) {
+    const fields = procStatFields(pid);
+    // no /proc entry: gone, unless /proc hides other users' processes (hidepid) and it exists
+    if (!fields) return signalProbe(pid) === 'exists' ? 'unknown' : 'gone';
+    const state = fields[0];
+    return state === 'Z' || state === 'X' || state === 'x' ? 'zombie' : 'running';
+  }
+  const probe = signalProbe(pid);
+  if (probe !== 'exists') return probe;
+  if (!hasPs) return 'running';
+  const stat = ps(pid, 'stat=');
+  if (stat === null) return 'gone';
+  return stat.startsWith('Z') ? 'zombie' : 'running';
+}
+
+export const hostName = (): string => os.hostname();
+
+export function stampOf(pid: number): ProcessStamp {
+  return { pid, host: hostName(), start_time: processStartTime(pid) };
+}
+
+export const selfStamp = (pid: number = process.pid): ProcessStamp => stampOf(pid);
+
+/**
+ * Is the process a record names still that process? 'unknown' when it cannot be told from
+ * here: another host (pids are host-local; only a heartbeat can age it out), or a live
+ * pid whose start time cannot be read to compare.
+ */
+export function isSameProcessAlive(stamp: ProcessStamp): 'alive' | 'dead' | 'unknown' {
+  if (stamp.host !== hostName()) return 'unknown';
+  const state = processState(stamp.pid);
+  if (state === 'gone' || state === 'zombie') return 'dead';
+  if (state === 'unknown') return 'unknown';
+  const now = processStartTime(stamp.pid);
+  if (stamp.start_time === null) return now === null ? 'alive' : 'unknown';
+  if (now === null) return 'unknown';
+  return now === stamp.start_time ? 'alive' : 'dead';
+}
+
+/** The parent pid, or null when the process cannot be read. */
+export function parentPid(pid: number): number | null {
+  if (!validPid(pid)) return null;
+  const raw = isLinux ? procStatFields(pid)?.[4 - 3] : ps(pid, 'ppid=');
+  if (raw === undefined || raw === null) return null;
+  const n = Number(raw.trim());
+  return Number.isSafeInteger(n) && n >= 0 ? n : null;
+}
+
+/**
+ * The command line of a process (argv joined by spaces; a program that sets its title,
+ * like npm, shows that), falling back to its comm; null when it cannot be read.
+ */
+export function processCommand(pid: number): string | null {
+  if (!validPid(pid)) return null;
+  if (isLinux) {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+      if (argv.length > 0) return argv.join(' ');
+    } catch {
+      return null;
+    }
+    try {
+      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() || null;
+    } catch {
+      return null;
+    }
+  }
+  return hasPs ? (ps(pid, 'command=') ?? ps(pid, 'comm=')) : null;
+}
