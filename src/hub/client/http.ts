@@ -69,6 +69,15 @@ export function retryAfterSeconds(v: string | null): number | null {
 
 const fatalUtf8 = new TextDecoder('utf-8', { fatal: true });
 
+/**
+ * Stop reading a body we no longer want; the connection is dropped, not reused. undici
+ * reports that as an error on the body, which nobody is left to hear: swallow it.
+ */
+export function discard(body: Dispatcher.ResponseData['body']): void {
+  body.on('error', () => undefined);
+  body.destroy();
+}
+
 /** Read a body up to MAX_RESPONSE_BYTES; past that it stops reading and says so. */
 export async function readCapped(body: Dispatcher.ResponseData['body']): Promise<{ bytes: Buffer; truncated: boolean }> {
   const chunks: Buffer[] = [];
@@ -77,7 +86,7 @@ export async function readCapped(body: Dispatcher.ResponseData['body']): Promise
     const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
     size += buf.length;
     if (size > MAX_RESPONSE_BYTES) {
-      body.destroy();
+      discard(body);
       return { bytes: Buffer.concat(chunks), truncated: true };
     }
     chunks.push(buf);

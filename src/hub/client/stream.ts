@@ -15,7 +15,7 @@ import {
   type ReconnectEvent,
 } from '../contract/index.js';
 import type { Result } from '../../util/result.js';
-import { baseHeaders, describeNetworkError, header, httpFailure, readCapped, type Transport } from './http.js';
+import { baseHeaders, describeNetworkError, discard, header, httpFailure, readCapped, type Transport } from './http.js';
 import type { HubFailure } from './result.js';
 import { SseDecoder, type SseItem } from './sse-decoder.js';
 import { streamTimeouts } from './timeouts.js';
@@ -100,7 +100,7 @@ export async function openStream(t: Transport, sessionId: string, opts: StreamOp
     return { kind: 'failure', failure: { kind: 'network', message: `${where}: ${describeNetworkError(e)}` } };
   } finally {
     // Ending on our side (reconnect, closed, a bad event) drops the connection rather than reusing it.
-    body.destroy();
+    discard(body);
   }
 }
 

@@ -263,14 +263,17 @@ export const parseLiftResult = (x: unknown): Result<LiftResult> =>
 export const parseOpenEvent = (x: unknown): Result<OpenEvent> =>
   guard('open event', () => {
     const o = obj(x, 'data');
-    const hold = num(o, 'hold_ms', 'data');
-    if (hold < 0) bad(`data field 'hold_ms' must not be negative, got ${hold}`);
+    const session = id(o, 'session', 'data');
+    const expires_at = instant(o, 'expires_at', 'data');
+    const lease_seconds = positive(o, 'lease_seconds', 'data');
+    const hold_ms = num(o, 'hold_ms', 'data');
+    if (hold_ms < 0) bad(`data field 'hold_ms' must not be negative, got ${hold_ms}`);
     const maxHold = o.stream_max_hold_seconds;
     return {
-      session: id(o, 'session', 'data'),
-      expires_at: instant(o, 'expires_at', 'data'),
-      lease_seconds: positive(o, 'lease_seconds', 'data'),
-      hold_ms: hold,
+      session,
+      expires_at,
+      lease_seconds,
+      hold_ms,
       stream_max_hold_seconds: maxHold === undefined || maxHold === null ? null : positive(o, 'stream_max_hold_seconds', 'data'),
     };
   });
