@@ -6,3 +6,6 @@ export * from './entry.js';
 export * from './log.js';
 export { watchFiles, type WatchOptions } from './watch.js';
 export * from './process.js';
+export * from './ledger.js';
+export * from './seen-jti.js';
+export * from './lock.js';

@@ -16,7 +16,7 @@ const REDACTED = '[redacted]';
 /** Shapes that carry a credential whatever its value: an Authorization bearer, NAME_TOKEN=…, "token":"…". */
 const SECRET_SHAPES: readonly [RegExp, string][] = [
   [/\b(Bearer)\s+[^\s"',;]+/gi, `$1 ${REDACTED}`],
-  [/\b([A-Z][A-Z0-9_]*TOKENS?)=[^\s"',;]+/g, `$1=${REDACTED}`],
+  [/\b([A-Z][A-Z0-9_]*TOKENS?)=[^\s"']+/g, `$1=${REDACTED}`],
   [/("(?:token|access_token|authorization)"\s*:\s*)"(?:[^"\\]|\\.)*"/gi, `$1"${REDACTED}"`],
 ];
 

@@ -129,11 +129,18 @@ function* walk(file: string, from: { seq: number; offset: number }): Generator<S
   return { end, stop: null };
 }
 
+/** Where an entry id was spooled: for re-acking a redelivered duplicate without spooling it twice. */
+export interface SpooledAt {
+  seq: number;
+  session: string;
+}
+
 export interface SpoolScan {
   lastSeq: number;
   /** Byte offset just past the last valid record. */
   end: number;
-  entryIds: Set<string>;
+  /** Entry id → where it was first spooled. */
+  entries: Map<string, SpooledAt>;
   /** Sessions an address_changed record moved away from. */
   replacedSessions: Set<string>;
   /** Why the scan stopped before the end of the file (a complete line that is not the next record), or null. */
@@ -153,17 +160,17 @@ export class SpoolReader {
   }
 
   scan(): SpoolScan {
-    const entryIds = new Set<string>();
+    const entries = new Map<string, SpooledAt>();
     const replacedSessions = new Set<string>();
     const it = walk(this.file, { seq: 0, offset: 0 });
     let lastSeq = 0;
     for (;;) {
       const step = it.next();
-      if (step.done) return { lastSeq, end: step.value.end, entryIds, replacedSessions, stop: step.value.stop };
+      if (step.done) return { lastSeq, end: step.value.end, entries, replacedSessions, stop: step.value.stop };
       const r = step.value.record;
       lastSeq = r.seq;
-      if (r.type === 'entry') entryIds.add(r.entry.id);
-      else replacedSessions.add(r.from_session);
+      if (r.type === 'transition') replacedSessions.add(r.from_session);
+      else if (!entries.has(r.entry.id)) entries.set(r.entry.id, { seq: r.seq, session: r.session });
     }
   }
 
@@ -171,8 +178,9 @@ export class SpoolReader {
     return this.scan().lastSeq;
   }
 
+  /** The entry ids present (a copy). */
   entryIds(): ReadonlySet<string> {
-    return this.scan().entryIds;
+    return new Set(this.scan().entries.keys());
   }
 
   /** Records with seq > `seq`, scanning from the start of the file. */
@@ -232,7 +240,7 @@ export class Spool extends SpoolReader {
   private fd: number | null;
   private seq: number;
   private size: number;
-  private readonly ids: Set<string>;
+  private readonly entries: Map<string, SpooledAt>;
   private readonly replaced: Set<string>;
   private broken: string | null = null;
 
@@ -247,7 +255,7 @@ export class Spool extends SpoolReader {
     this.fd = fd;
     this.seq = scan.lastSeq;
     this.size = scan.end;
-    this.ids = scan.entryIds;
+    this.entries = scan.entries;
     this.replaced = scan.replacedSessions;
   }
 
@@ -286,11 +294,17 @@ export class Spool extends SpoolReader {
   }
 
   override entryIds(): ReadonlySet<string> {
-    return this.ids;
+    return new Set(this.entries.keys());
   }
 
+  /** Dedup: is this entry id already in the spool? */
   hasEntry(id: string): boolean {
-    return this.ids.has(id);
+    return this.entries.has(id);
+  }
+
+  /** Where an entry id was spooled, or null: a redelivered duplicate is re-recorded in the ledger with this. */
+  spooledAt(id: string): SpooledAt | null {
+    return this.entries.get(id) ?? null;
   }
 
   replacedSessions(): ReadonlySet<string> {
@@ -355,8 +369,8 @@ export class Spool extends SpoolReader {
     this.seq = seq;
     this.size += buf.length;
     for (const r of written) {
-      if (r.type === 'entry') this.ids.add(r.entry.id);
-      else this.replaced.add(r.from_session);
+      if (r.type === 'transition') this.replaced.add(r.from_session);
+      else if (!this.entries.has(r.entry.id)) this.entries.set(r.entry.id, { seq: r.seq, session: r.session });
     }
     return written;
   }

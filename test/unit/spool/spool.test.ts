@@ -42,6 +42,9 @@ describe('Spool', () => {
     expect(again.lastSeq()).toBe(3);
     expect(again.recovery).toBeNull();
     expect([...again.entryIds()]).toEqual(['e1', 'e2', 'e3']);
+    expect(again.hasEntry('e2')).toBe(true);
+    expect(again.spooledAt('e2')).toEqual({ seq: 2, session: 'sess_a' });
+    expect(again.spooledAt('nope')).toBeNull();
     expect(statSync(spoolFile(dir)).mode & 0o777).toBe(0o600);
   });
 
