@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { CommandHost } from '../host.js';
 import { register as teach } from './teach/register.js';
+import { register as hub } from './hub/register.js';
 
 /**
  * Every command group registers itself here. A registration only declares flags;
@@ -9,4 +10,4 @@ import { register as teach } from './teach/register.js';
  */
 export type Registration = (program: Command, host: CommandHost) => void;
 
-export const registrations: Registration[] = [teach];
+export const registrations: Registration[] = [teach, hub];

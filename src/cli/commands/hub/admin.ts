@@ -1,0 +1,150 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseHubUrl } from '../../../config/hub-url.js';
+import { HubClient, type HubFailure, type HubResult } from '../../../hub/client/index.js';
+import { parseAddress, type AgentRow, type Message, type Session } from '../../../hub/contract/index.js';
+import { EXIT } from '../../exit-codes.js';
+import type { CliIO } from '../../io.js';
+import { toOutcome, usageError, type Outcome } from '../../outcome.js';
+import { HUB_RECORD_FILE, HUMAN_TOKEN_FILE, resolveDataDir } from './data-dir.js';
+import type { AdminFlags } from './register.js';
+
+type Admin = { ok: true; client: HubClient; url: string; dataDir: string } | { ok: false; outcome: Outcome };
+
+function readText(file: string): string | null {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/** The human token from the data dir (never from argv) and the Hub URL: --hub, else the one the Hub recorded. */
+function connect(flags: AdminFlags, io: CliIO): Admin {
+  const dataDir = resolveDataDir(flags.data, io.env, io.cwd);
+  const tokenPath = path.join(dataDir, HUMAN_TOKEN_FILE);
+  const token = readText(tokenPath)?.trim();
+  if (!token) {
+    return {
+      ok: false,
+      outcome: toOutcome({
+        code: 'no_human_token',
+        exit: EXIT.auth,
+        message: `no human token at ${tokenPath}; start the Hub once with oh-hai hub serve${flags.data ? ` --data ${dataDir}` : ''} (it creates the token), or pass the Hub's --data dir`,
+      }),
+    };
+  }
+  let url = flags.hub;
+  if (url === undefined) {
+    const recordPath = path.join(dataDir, HUB_RECORD_FILE);
+    const raw = readText(recordPath);
+    try {
+      const record = raw === null ? null : (JSON.parse(raw) as { url?: unknown });
+      if (record && typeof record.url === 'string') url = record.url;
+    } catch {
+      /* an unreadable record is reported below like a missing one */
+    }
+    if (url === undefined) return { ok: false, outcome: usageError(`no Hub URL recorded in ${recordPath}; is oh-hai hub serve running with this --data? Or pass --hub <url>`, 'no_hub_url') };
+  }
+  const origin = parseHubUrl(url, flags.hub !== undefined ? '--hub' : HUB_RECORD_FILE);
+  if (!origin.ok) return { ok: false, outcome: toOutcome(origin.error) };
+  return { ok: true, client: new HubClient({ baseUrl: origin.value, token, userAgent: 'oh-hai hub admin' }), url: origin.value, dataDir };
+}
+
+function failed(f: HubFailure, url: string): Outcome {
+  if (f.kind === 'network') {
+    return { exit: EXIT.unreachable, code: 'hub_unreachable', message: `could not reach the Hub at ${url} (${f.message}); is oh-hai hub serve running? Pass --hub if it moved` };
+  }
+  if (f.kind === 'protocol') return { exit: EXIT.unreachable, code: 'protocol', message: `the Hub at ${url} answered outside MA2H: ${f.message}` };
+  if (f.status === 401) {
+    return { exit: EXIT.auth, code: f.code, message: `the Hub at ${url} refused the human token (${f.message}); is --data the data dir of this Hub?` };
+  }
+  if (f.status >= 500 || f.status === 429) return { exit: EXIT.unreachable, code: f.code, message: `the Hub at ${url} failed: ${f.message}` };
+  return { exit: EXIT.usage, code: f.code, message: f.message };
+}
+
+/** Run one admin call, close the client, and turn the result into printed lines or a coded failure. */
+async function admin<T>(flags: AdminFlags, io: CliIO, call: (c: HubClient) => Promise<HubResult<T>>, print: (v: T) => string[]): Promise<Outcome> {
+  const a = connect(flags, io);
+  if (!a.ok) return a.outcome;
+  try {
+    const r = await call(a.client);
+    if (!r.ok) return failed(r.failure, a.url);
+    const lines = flags.json ? [JSON.stringify(r.value, null, 2)] : print(r.value);
+    for (const line of lines) io.stdout.write(line + '\n');
+    return { exit: EXIT.ok, style: 'silent' };
+  } finally {
+    await a.client.close();
+  }
+}
+
+export const runAgentAdd = (label: string, flags: AdminFlags, io: CliIO): Promise<Outcome> =>
+  admin(
+    flags,
+    io,
+    (c) => c.mintAgent({ label }),
+    (m) => [`minted agent ${m.agent.id} (${JSON.stringify(m.agent.label ?? label)})`, `token (shown once — store it now, e.g. oh-hai login --token-stdin): ${m.token}`],
+  );
+
+const agentLine = (a: AgentRow): string => `${a.id}\t${a.label ?? '-'}\t${a.revoked ? 'revoked' : 'active'}\t${a.source}`;
+
+export const runAgentLs = (flags: AdminFlags, io: CliIO): Promise<Outcome> =>
+  admin(
+    flags,
+    io,
+    (c) => c.listAgents({ includeConfig: true }),
+    (rows) => (rows.length === 0 ? ['no agents yet; mint one with oh-hai hub agent add <label>'] : ['id\tlabel\tstate\tsource', ...rows.map(agentLine)]),
+  );
+
+export const runAgentRevoke = (id: string, flags: AdminFlags, io: CliIO): Promise<Outcome> =>
+  admin(flags, io, (c) => c.revokeAgent(id), () => [`revoked agent ${id}: its token now gets 401`]);
+
+export function runDirective(to: string, text: string, flags: AdminFlags, io: CliIO): Promise<Outcome> {
+  const addr = parseAddress(to, '--to');
+  if (!addr.ok) return Promise.resolve(usageError(addr.reason));
+  return admin(
+    flags,
+    io,
+    (c) => c.directive({ to, text }),
+    (m: Message) => [
+      `queued directive ${m.id} to ${m.to} (destination ${m.destination?.snapshot ?? 'unknown'}; queued is not read — watch the track for acknowledged)`,
+    ],
+  );
+}
+
+export const runOperatorClose = (id: string, flags: AdminFlags, io: CliIO): Promise<Outcome> =>
+  admin(
+    flags,
+    io,
+    (c) => c.operatorClose(id),
+    (s: Session) =>
+      s.state === 'closed_by_operator'
+        ? [
+            `session ${s.id} (${s.address}) is closed_by_operator: its queued mail bounced and re-registering is refused`,
+            `to allow it again: oh-hai hub lift --agent ${s.agent_id}${s.name ? ` --name ${s.name}` : ''}`,
+          ]
+        : [`session ${s.id} was already ${s.state}; nothing changed`],
+  );
+
+export const runLift = (flags: AdminFlags & { agent: string; clientKey?: string; name?: string }, io: CliIO): Promise<Outcome> =>
+  admin(
+    flags,
+    io,
+    (c) =>
+      c.liftStop({
+        agent_id: flags.agent,
+        ...(flags.clientKey !== undefined ? { client_key: flags.clientKey } : {}),
+        ...(flags.name !== undefined ? { name: flags.name } : {}),
+      }),
+    (r) => [`lifted ${r.lifted ?? 0} operator stop(s) for agent ${flags.agent}`],
+  );
+
+export function runMessaging(state: string, flags: AdminFlags, io: CliIO): Promise<Outcome> {
+  if (state !== 'on' && state !== 'off') return Promise.resolve(usageError(`messaging takes on or off, got "${state}"`));
+  return admin(
+    flags,
+    io,
+    (c) => c.patchAccount({ agent_messaging: state === 'on' }),
+    (a) => [`agent messaging is ${a.agent_messaging ? 'on' : 'off'} for this account`],
+  );
+}

@@ -1,0 +1,44 @@
+/**
+ * In-process wake-ups: new mail for an agent, a message whose state changed, a session
+ * that ended. Emits are delivered on the next turn of the event loop and coalesced, so
+ * a listener never runs inside the writer's transaction and a burst wakes it once.
+ */
+export type SessionEndReason = 'closed' | 'closed_by_operator' | 'lapsed';
+
+type Listener = () => void;
+
+class Topic {
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly pending = new Set<string>();
+  private scheduled = false;
+
+  on(key: string, fn: Listener): () => void {
+    let set = this.listeners.get(key);
+    if (!set) this.listeners.set(key, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0 && this.listeners.get(key) === set) this.listeners.delete(key);
+    };
+  }
+
+  emit(key: string): void {
+    if (!this.listeners.has(key)) return;
+    this.pending.add(key);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      const keys = [...this.pending];
+      this.pending.clear();
+      for (const k of keys) for (const fn of [...(this.listeners.get(k) ?? [])]) fn();
+    });
+  }
+}
+
+export class Bus {
+  /** Keyed by agent id: an entry for the agent (any of its mailboxes) was queued or released. */
+  readonly mail = new Topic();
+  /** Keyed by message id: its track or response changed. */
+  readonly message = new Topic();
+}

@@ -1,0 +1,100 @@
+/**
+ * Everything a reference Hub runs with (MA2H §11 knobs). Durations are seconds and may be
+ * fractional: test Hubs use sub-second holds and leases below the production floor.
+ */
+export interface HubConfig {
+  host: string;
+  /** 0 = an ephemeral port. */
+  port: number;
+  dataDir: string;
+  /** HMAC key for delivery signatures (UTF-8 bytes of this string). */
+  signingKey: string;
+  leaseMinSeconds: number;
+  leaseDefaultSeconds: number;
+  leaseMaxSeconds: number;
+  streamMaxHoldSeconds: number;
+  keepaliveSeconds: number;
+  /** Long-poll clamp as configured; the advertised value is {@link effectiveMaxWaitSeconds}. */
+  maxWaitSeconds: number;
+  presenceSeconds: number;
+  messageTtlSeconds: number;
+  replayWindowSeconds: number;
+  /** A holder seen within this long blocks another home (409 session_held). */
+  holderStaleSeconds: number;
+  /** The Hub's clock = real clock + this, so a test can make the two clocks disagree. */
+  clockOffsetMs: number;
+  /** Enables `POST /v1/_faults`; without it the route does not exist. */
+  faultInjection: boolean;
+  /** Identities from the configured token store (`MA2H_AGENT_TOKENS`). */
+  configTokens: ConfigToken[];
+  maxBodyBytes: number;
+  /** Reported in the capability document. */
+  version: string;
+}
+
+export interface ConfigToken {
+  agentId: string;
+  token: string;
+}
+
+export const HUB_DEFAULTS = {
+  host: '127.0.0.1',
+  port: 0,
+  leaseMinSeconds: 60,
+  leaseDefaultSeconds: 900,
+  leaseMaxSeconds: 3600,
+  streamMaxHoldSeconds: 30,
+  keepaliveSeconds: 15,
+  maxWaitSeconds: 25,
+  presenceSeconds: 90,
+  messageTtlSeconds: 7 * 24 * 3600,
+  replayWindowSeconds: 120,
+  holderStaleSeconds: 60,
+  clockOffsetMs: 0,
+  maxBodyBytes: 1024 * 1024,
+  maxLivePerAgent: 16,
+} as const;
+
+/** The hard ceiling on a held long-poll: a load balancer's 60 s idle timeout (MA2H §4). */
+const WAIT_CEILING_SECONDS = 60;
+
+/** Never above 60 s or the presence window, so a held drain is never severed nor leaves presence stale. */
+export function effectiveMaxWaitSeconds(c: HubConfig): number {
+  return Math.max(0, Math.min(c.maxWaitSeconds, WAIT_CEILING_SECONDS, c.presenceSeconds));
+}
+
+/** Clamp a requested lease to the advertised bounds; absent → the default. */
+export function clampLease(c: HubConfig, requested: number | undefined): number {
+  const v = requested ?? c.leaseDefaultSeconds;
+  return Math.min(c.leaseMaxSeconds, Math.max(c.leaseMinSeconds, v));
+}
+
+/** MA2H §12: hold = min(stream_max_hold, lease − min(1 s, lease/4)), so a reconnect always renews in time. */
+export function holdMs(c: HubConfig, leaseSeconds: number): number {
+  const leaseMs = leaseSeconds * 1000;
+  return Math.max(0, Math.min(c.streamMaxHoldSeconds * 1000, leaseMs - Math.min(1000, leaseMs / 4)));
+}
+
+/** Reject knob combinations that cannot describe a working Hub, naming the flag to fix. */
+export function checkConfig(c: HubConfig): string | null {
+  const positive: Array<[string, number]> = [
+    ['--lease-min-seconds', c.leaseMinSeconds],
+    ['--lease-default-seconds', c.leaseDefaultSeconds],
+    ['--lease-max-seconds', c.leaseMaxSeconds],
+    ['--stream-max-hold-seconds', c.streamMaxHoldSeconds],
+    ['--keepalive-seconds', c.keepaliveSeconds],
+    ['--presence-seconds', c.presenceSeconds],
+    ['--message-ttl-seconds', c.messageTtlSeconds],
+    ['--replay-window-seconds', c.replayWindowSeconds],
+    ['--holder-stale-seconds', c.holderStaleSeconds],
+  ];
+  for (const [flag, v] of positive) if (!(v > 0) || !Number.isFinite(v)) return `${flag} must be a number above 0 (got ${v})`;
+  if (!(c.maxWaitSeconds >= 0)) return `--max-wait-seconds must be a number ≥ 0 (got ${c.maxWaitSeconds})`;
+  if (c.leaseMinSeconds > c.leaseMaxSeconds) return `--lease-min-seconds (${c.leaseMinSeconds}) is above --lease-max-seconds (${c.leaseMaxSeconds})`;
+  if (c.leaseDefaultSeconds < c.leaseMinSeconds || c.leaseDefaultSeconds > c.leaseMaxSeconds) {
+    return `--lease-default-seconds (${c.leaseDefaultSeconds}) must lie between --lease-min-seconds (${c.leaseMinSeconds}) and --lease-max-seconds (${c.leaseMaxSeconds})`;
+  }
+  if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535) return `--port must be an integer 0–65535 (got ${c.port})`;
+  if (c.signingKey.length === 0) return '--signing-key / MA2H_SIGNING_KEY must not be empty';
+  return null;
+}

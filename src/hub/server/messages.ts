@@ -1,0 +1,276 @@
+import type { DirectiveEntry, DirectiveRequest, MessageEntry, RespondRequest, ResponseEntry, SendRequest } from '../contract/index.js';
+import { canonicalJson, formatAddress, parseAddress, sessionEndedCode } from '../contract/index.js';
+import { createHash } from 'node:crypto';
+import { findAgent } from './agents.js';
+import type { Caller } from './auth.js';
+import type { HubCore } from './core.js';
+import { insertEntry } from './entries.js';
+import { bad, good, type Answer } from './http.js';
+import { iso, newId } from './ids.js';
+import { principalReachability, sessionReachability } from './presence.js';
+import { current, presentSession, sessionById, type SessionRow } from './sessions.js';
+import { markUndeliverable, messageById, replyTarget, type MessageRow } from './track.js';
+
+export interface Sent {
+  row: MessageRow;
+  replay: boolean;
+  lease: SessionRow | null;
+}
+
+interface Recipient {
+  agentId: string;
+  session: SessionRow | null;
+  snapshot: 'online' | 'offline' | 'unknown';
+}
+
+/** Resolve a `to` address: a known, unrevoked agent of the account, and for a session address a live session of it. */
+function resolveRecipient(core: HubCore, to: string): Answer<Recipient> {
+  const addr = parseAddress(to, "field 'to'");
+  if (!addr.ok) return bad(400, 'invalid_request', addr.reason);
+  const agent = findAgent(core, addr.value.agentId);
+  if (!agent || agent.revoked) return bad(404, 'recipient_not_found', `no agent ${addr.value.agentId} in this account can receive mail`);
+  if (addr.value.sessionId === null) {
+    return good({ agentId: agent.id, session: null, snapshot: principalReachability(core, agent.id) });
+  }
+  const found = sessionById(core, addr.value.sessionId);
+  if (!found || found.agent_id !== agent.id) return bad(404, 'recipient_not_found', `agent ${agent.id} has no session ${addr.value.sessionId}`);
+  const s = current(core, found);
+  if (s.state !== 'active') return sendTargetEnded(s);
+  return good({ agentId: agent.id, session: s, snapshot: sessionReachability(core, s) });
+}
+
+/** A send to a session address that is not live is 410 `session_<state>` with a `state` detail (§12). */
+function sendTargetEnded(s: SessionRow): Answer<Recipient> {
+  const state = s.state as 'lapsed' | 'closed' | 'closed_by_operator';
+  return bad(410, sessionEndedCode(state), `session ${s.id} is ${state.replace(/_/g, ' ')}; it receives no more mail`, { state });
+}
+
+function insertMessage(
+  core: HubCore,
+  m: Omit<MessageRow, 'seq' | 'state' | 'prior' | 'track' | 'response_id' | 'response_text' | 'response_at'>,
+): MessageRow {
+  core.db
+    .prepare(
+      `INSERT INTO messages (id, intent, from_addr, from_agent, reply_session, to_addr, to_agent, to_session, text, in_reply_to, created_at,
+         state, prior, track, destination, idempotency_key, request_hash)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, ?, ?, ?, ?)`,
+    )
+    .run(
+      m.id,
+      m.intent,
+      m.from_addr,
+      m.from_agent,
+      m.reply_session,
+      m.to_addr,
+      m.to_agent,
+      m.to_session,
+      m.text,
+      m.in_reply_to,
+      m.created_at,
+      JSON.stringify([{ state: 'queued', at: iso(m.created_at) }]),
+      m.destination,
+      m.idempotency_key,
+      m.request_hash,
+    );
+  return messageById(core, m.id)!;
+}
+
+const requestHash = (req: SendRequest): string =>
+  createHash('sha256')
+    .update(canonicalJson({ to: req.to, intent: req.intent, text: req.text, session: req.session ?? null, in_reply_to: req.in_reply_to ?? null }))
+    .digest('hex');
+
+/** `POST /v1/messages` (§8): queue a message entry for the recipient; idempotent on `idempotency_key`. */
+export function sendMessage(core: HubCore, agentId: string, req: SendRequest): Answer<Sent> {
+  return core.db.transaction((): Answer<Sent> => {
+    const hash = requestHash(req);
+    if (req.idempotency_key !== undefined) {
+      const prior = core.db.prepare('SELECT * FROM messages WHERE from_agent = ? AND idempotency_key = ?').get(agentId, req.idempotency_key) as
+        | MessageRow
+        | undefined;
+      if (prior && prior.request_hash !== hash) {
+        return bad(409, 'idempotency_conflict', `idempotency_key ${req.idempotency_key} was already used for a different message (${prior.id})`, {
+          message_id: prior.id,
+        });
+      }
+      if (prior) return good({ row: prior, replay: true, lease: null });
+    }
+    let lease: SessionRow | null = null;
+    if (req.session !== undefined) {
+      const presented = presentSession(core, agentId, req.session, { consumer: null, connect: false });
+      if (!presented.ok) return presented;
+      lease = presented.value;
+    }
+    const to = resolveRecipient(core, req.to);
+    if (!to.ok) return to;
+    const now = core.clock.now();
+    const row = insertMessage(core, {
+      id: newId('msg'),
+      intent: req.intent,
+      from_addr: formatAddress(agentId, req.session ?? null),
+      from_agent: agentId,
+      reply_session: req.session ?? null,
+      to_addr: req.to,
+      to_agent: to.value.agentId,
+      to_session: to.value.session?.id ?? null,
+      text: req.text,
+      in_reply_to: req.in_reply_to ?? null,
+      created_at: now,
+      destination: JSON.stringify({ address: req.to, snapshot: to.value.snapshot }),
+      idempotency_key: req.idempotency_key ?? null,
+      request_hash: hash,
+    });
+    const entry: MessageEntry = {
+      id: newId('ent'),
+      kind: 'message',
+      from: row.from_addr,
+      to: row.to_addr,
+      created_at: iso(now),
+      message_id: row.id,
+      intent: req.intent,
+      text: req.text,
+    };
+    if (req.in_reply_to !== undefined) entry.in_reply_to = req.in_reply_to;
+    insertEntry(core, entry, { agentId: row.to_agent, sessionId: row.to_session }, row.id);
+    return good({ row, replay: false, lease });
+  })();
+}
+
+/**
+ * `POST /v1/messages/:id/respond` (§8): the recipient of an ask or task answers once.
+ * The response goes to the asker's session while it is active; if that session has ended
+ * the response bounces at once and the responder gets the receipt (§12).
+ */
+export function respond(core: HubCore, agentId: string, askId: string, req: RespondRequest): Answer<Sent> {
+  return core.db.transaction((): Answer<Sent> => {
+    const ask = messageById(core, askId);
+    if (!ask || ask.to_agent !== agentId) return bad(404, 'message_not_found', `no message ${askId} addressed to agent ${agentId}`);
+    if ((ask.intent !== 'ask' && ask.intent !== 'task') || ask.from_agent === null) {
+      return bad(409, 'not_respondable', `message ${askId} is a ${ask.intent}; only an ask or a task can be answered`);
+    }
+    if (ask.response_id !== null) return bad(409, 'already_responded', `message ${askId} already has a response (${ask.response_id})`, { response_id: ask.response_id });
+    let lease: SessionRow | null = null;
+    if (req.session !== undefined) {
+      const presented = presentSession(core, agentId, req.session, { consumer: null, connect: false });
+      if (!presented.ok) return presented;
+      lease = presented.value;
+    }
+    const target = replyTarget(core, ask.from_agent, ask.reply_session);
+    const bounced = ask.reply_session !== null && target.sessionId === null;
+    const toAddr = formatAddress(ask.from_agent, ask.reply_session);
+    const now = core.clock.now();
+    const snapshot = bounced
+      ? 'offline'
+      : target.sessionId !== null
+        ? sessionReachability(core, sessionById(core, target.sessionId)!)
+        : principalReachability(core, ask.from_agent);
+    const row = insertMessage(core, {
+      id: newId('msg'),
+      intent: 'response',
+      from_addr: formatAddress(agentId, req.session ?? null),
+      from_agent: agentId,
+      reply_session: req.session ?? null,
+      to_addr: toAddr,
+      to_agent: ask.from_agent,
+      to_session: ask.reply_session,
+      text: req.text,
+      in_reply_to: ask.id,
+      created_at: now,
+      destination: JSON.stringify({ address: toAddr, snapshot }),
+      idempotency_key: null,
+      request_hash: null,
+    });
+    core.db.prepare('UPDATE messages SET response_id = ?, response_text = ?, response_at = ? WHERE id = ?').run(row.id, req.text, now, ask.id);
+    core.bus.message.emit(ask.id);
+    if (bounced) {
+      const ended = sessionById(core, ask.reply_session!)!;
+      const reason = ended.state === 'closed_by_operator' ? 'session_closed_by_operator' : ended.state === 'closed' ? 'session_closed' : 'session_lapsed';
+      markUndeliverable(core, row.id, reason);
+    } else {
+      const entry: ResponseEntry = {
+        id: newId('ent'),
+        kind: 'response',
+        from: row.from_addr,
+        to: toAddr,
+        created_at: iso(now),
+        message_id: row.id,
+        in_reply_to: ask.id,
+        text: req.text,
+      };
+      insertEntry(core, entry, target, row.id);
+    }
+    return good({ row: messageById(core, row.id)!, replay: false, lease });
+  })();
+}
+
+/** `POST /v1/directives` (§9): the human writes to an agent or one of its sessions. */
+export function sendDirective(core: HubCore, req: DirectiveRequest): Answer<MessageRow> {
+  return core.db.transaction((): Answer<MessageRow> => {
+    const to = resolveRecipient(core, req.to);
+    if (!to.ok) return to;
+    const now = core.clock.now();
+    const from = `human:${core.account.id}`;
+    const row = insertMessage(core, {
+      id: newId('msg'),
+      intent: 'directive',
+      from_addr: from,
+      from_agent: null,
+      reply_session: null,
+      to_addr: req.to,
+      to_agent: to.value.agentId,
+      to_session: to.value.session?.id ?? null,
+      text: req.text,
+      in_reply_to: null,
+      created_at: now,
+      destination: JSON.stringify({ address: req.to, snapshot: to.value.snapshot }),
+      idempotency_key: null,
+      request_hash: null,
+    });
+    const entry: DirectiveEntry = { id: newId('ent'), kind: 'directive', from, to: req.to, created_at: iso(now), text: req.text };
+    insertEntry(core, entry, { agentId: row.to_agent, sessionId: row.to_session }, row.id);
+    return good(row);
+  })();
+}
+
+/** The sender or recipient may read a message; the human reads the directives it sent. Anyone else: 404. */
+export function visibleMessage(core: HubCore, caller: Caller, id: string): Answer<MessageRow> {
+  const m = messageById(core, id);
+  const visible =
+    m !== null && (caller.kind === 'human' ? m.from_agent === null : m.from_agent === caller.agentId || m.to_agent === caller.agentId);
+  return visible ? good(m) : bad(404, 'message_not_found', `no message ${id} that this token may read`);
+}
+
+export interface Page {
+  rows: MessageRow[];
+  next: string | null;
+}
+
+const encodeCursor = (seq: number): string => Buffer.from(`seq:${seq}`, 'utf8').toString('base64url');
+
+function decodeCursor(c: string): number | null {
+  const m = /^seq:(\d+)$/.exec(Buffer.from(c, 'base64url').toString('utf8'));
+  return m ? Number(m[1]) : null;
+}
+
+/** `GET /v1/messages` (§8, §12): newest first, opaque `before` cursor, default direction `sent`. */
+export function listMessages(core: HubCore, caller: Caller, direction: 'sent' | 'received', limit: number, before: string | null): Answer<Page> {
+  let beforeSeq = Number.MAX_SAFE_INTEGER;
+  if (before !== null) {
+    const seq = decodeCursor(before);
+    if (seq === null) return bad(400, 'invalid_request', `before=${before.slice(0, 40)} is not a cursor this Hub issued; pass the "next" value of a previous page`);
+    beforeSeq = seq;
+  }
+  let rows: MessageRow[];
+  if (caller.kind === 'human') {
+    rows =
+      direction === 'sent'
+        ? (core.db.prepare('SELECT * FROM messages WHERE from_agent IS NULL AND seq < ? ORDER BY seq DESC LIMIT ?').all(beforeSeq, limit + 1) as MessageRow[])
+        : [];
+  } else {
+    const column = direction === 'sent' ? 'from_agent' : 'to_agent';
+    rows = core.db.prepare(`SELECT * FROM messages WHERE ${column} = ? AND seq < ? ORDER BY seq DESC LIMIT ?`).all(caller.agentId, beforeSeq, limit + 1) as MessageRow[];
+  }
+  const more = rows.length > limit;
+  const page = rows.slice(0, limit);
+  return good({ rows: page, next: more && page.length > 0 ? encodeCursor(page[page.length - 1]!.seq) : null });
+}

@@ -1,0 +1,67 @@
+/** Why the Hub ended an open stream with `event: closed`. */
+export type StreamCloseReason = 'closed' | 'closed_by_operator' | 'lapsed' | 'replaced';
+
+/** What the Hub needs to know about one open SSE stream. */
+export interface OpenStream {
+  sessionId: string;
+  /** The MA2H-Consumer that opened it; null when the request was not a consumer. */
+  consumer: { home: string; host: string; pid: number } | null;
+  /** Send `event: closed {"reason"}` and end the stream. */
+  close(reason: StreamCloseReason): void;
+  /** End the stream without an event (superseded by its own consumer, or the Hub is stopping). */
+  end(): void;
+}
+
+/** The open streams, by session: holder "seen", reachability, and the events that end them. */
+export class StreamRegistry {
+  private readonly bySession = new Map<string, Set<OpenStream>>();
+
+  add(s: OpenStream): void {
+    let set = this.bySession.get(s.sessionId);
+    if (!set) this.bySession.set(s.sessionId, (set = new Set()));
+    set.add(s);
+  }
+
+  remove(s: OpenStream): void {
+    const set = this.bySession.get(s.sessionId);
+    if (!set) return;
+    set.delete(s);
+    if (set.size === 0) this.bySession.delete(s.sessionId);
+  }
+
+  isOpen(sessionId: string): boolean {
+    return (this.bySession.get(sessionId)?.size ?? 0) > 0;
+  }
+
+  /** Whether a stream opened by this consumer home is open on the session. */
+  heldBy(sessionId: string, home: string): boolean {
+    return [...(this.bySession.get(sessionId) ?? [])].some((s) => s.consumer?.home === home);
+  }
+
+  /** The session stopped: every stream on it gets `event: closed` with the reason. */
+  closeSession(sessionId: string, reason: StreamCloseReason): void {
+    for (const s of [...(this.bySession.get(sessionId) ?? [])]) s.close(reason);
+  }
+
+  /**
+   * A new consumer took the session: streams of another pid are told `replaced`; an older
+   * stream of the same consumer process is ended quietly (it reconnected over itself).
+   */
+  supersede(sessionId: string, by: { home: string; pid: number }, except: OpenStream | null): void {
+    for (const s of [...(this.bySession.get(sessionId) ?? [])]) {
+      if (s === except || s.consumer === null) continue;
+      if (s.consumer.home === by.home && s.consumer.pid === by.pid) s.end();
+      else s.close('replaced');
+    }
+  }
+
+  endAll(): void {
+    for (const set of [...this.bySession.values()]) for (const s of [...set]) s.end();
+  }
+
+  get count(): number {
+    let n = 0;
+    for (const set of this.bySession.values()) n += set.size;
+    return n;
+  }
+}

@@ -1,0 +1,130 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { authenticate, checkKind, tokenInUrl, type Caller, type Needs } from './auth.js';
+import type { HubCore } from './core.js';
+import type { RequestClass, RequestFaults } from './faults.js';
+import { errorReply, fault, readBody, send, type Body, type Reply } from './http.js';
+
+export interface RouteContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  /** Decoded path parameters, in order. */
+  params: string[];
+  /** The authenticated caller; `{kind: 'human'}` is never assumed for `needs: 'none'` routes. */
+  caller: Caller | null;
+  body: Body;
+  faults: RequestFaults;
+  /** Aborts when the client goes away (held long-polls stop waiting). */
+  signal: AbortSignal;
+}
+
+export interface Route {
+  method: 'GET' | 'POST' | 'PATCH';
+  /** Path segments; `:x` is a parameter. */
+  path: string;
+  needs: Needs;
+  cls: RequestClass;
+  handle(ctx: RouteContext): Reply | Promise<Reply>;
+}
+
+/** Handles paths outside the API (the web inbox); resolves true when it answered. */
+export type ExtraRoutes = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
+
+interface Compiled {
+  route: Route;
+  segments: string[];
+}
+
+function match(segments: string[], parts: string[]): string[] | null {
+  if (segments.length !== parts.length) return null;
+  const params: string[] = [];
+  for (const [i, seg] of segments.entries()) {
+    const part = parts[i]!;
+    if (seg.startsWith(':')) {
+      if (part === '') return null;
+      params.push(part);
+    } else if (seg !== part) return null;
+  }
+  return params;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The request pipeline: token-in-URL refusal, route match (404/405), injected faults,
+ * auth and token kind (401/403), capped JSON body (413/400), then the handler. A
+ * handler's unexpected throw is answered as a 500 with the §0 shape and logged, never
+ * a dropped connection or a crash.
+ */
+export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes | null, log: (line: string) => void) {
+  const compiled: Compiled[] = routes.map((route) => ({ route, segments: route.path.split('/').slice(1) }));
+
+  return async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    try {
+      const reply = await route(req, res, abort.signal);
+      if (reply && reply.kind !== 'handled') send(res, reply);
+    } catch (e) {
+      log(`hub: internal error on ${req.method} ${(req.url ?? '').split('?')[0]}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+      if (!res.headersSent) send(res, fault(500, 'internal', 'the Hub failed to handle this request; the error is in its log'));
+      else res.destroy();
+    }
+  };
+
+  async function route(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<Reply | null> {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://hub.invalid');
+    } catch {
+      return fault(400, 'invalid_request', 'the request target is not a valid URL');
+    }
+    if (tokenInUrl(core, url)) {
+      return fault(400, 'token_in_url', 'a credential was put in the URL; send it only as "Authorization: Bearer <token>" (and rotate it: URLs end up in logs)');
+    }
+    let parts: string[];
+    try {
+      parts = url.pathname.split('/').slice(1).map(decodeURIComponent);
+    } catch {
+      return fault(400, 'invalid_request', 'the request path is not valid percent-encoding');
+    }
+    const candidates = compiled.map((c) => ({ c, params: match(c.segments, parts) })).filter((m) => m.params !== null);
+    const hit = candidates.find((m) => m.c.route.method === req.method);
+    if (!hit) {
+      if (candidates.length > 0) {
+        const allow = [...new Set(candidates.map((m) => m.c.route.method))].join(', ');
+        req.resume();
+        return errorReply({ status: 405, code: 'method_not_allowed', message: `${req.method} is not allowed on ${url.pathname}; use ${allow}`, headers: { allow } });
+      }
+      if (extra && (await extra(req, res))) return null;
+      req.resume();
+      return fault(404, 'not_found', `no such endpoint: ${req.method} ${url.pathname}`);
+    }
+    const r = hit.c.route;
+    const faults = core.faults.forRequest(r.cls);
+    if (faults.delayMs > 0) await sleep(faults.delayMs);
+    if (faults.status !== null) {
+      req.resume();
+      return fault(faults.status, faults.status === 503 ? 'unavailable' : 'injected_fault', `fault injection: this ${r.cls} request fails with ${faults.status}`);
+    }
+    if (faults.drop && r.cls !== 'stream') {
+      req.socket.destroy();
+      return null;
+    }
+    let caller: Caller | null = null;
+    if (r.needs !== 'none') {
+      const who = authenticate(core, req);
+      if (!who.ok) return errorReply(who.error);
+      const allowed = checkKind(who.value, r.needs);
+      if (!allowed.ok) return errorReply(allowed.error);
+      caller = who.value;
+    }
+    let body: Body = { kind: 'none' };
+    if (req.method === 'POST' || req.method === 'PATCH') {
+      const read = await readBody(req, core.config.maxBodyBytes);
+      if (!read.ok) return errorReply(read.error);
+      body = read.value;
+    } else req.resume();
+    return r.handle({ req, res, url, params: hit.params!, caller, body, faults, signal });
+  }
+}

@@ -1,0 +1,396 @@
+import type { ConsumerIdentity } from '../contract/index.js';
+import {
+  CONSUMER_HEADER,
+  parseConsumerHeader,
+  validateAccountPatch,
+  validateAck,
+  validateCreateSession,
+  validateDirective,
+  validateLift,
+  validateMintAgent,
+  validateRespond,
+  validateSend,
+  validateId,
+  type RequestCheck,
+} from '../contract/index.js';
+import { messagingEnabled, setMessaging } from './account.js';
+import { agentView, directory, findAgent, mintAgent, revokeAgent } from './agents.js';
+import type { Caller } from './auth.js';
+import { effectiveMaxWaitSeconds, HUB_DEFAULTS } from './config.js';
+import type { HubCore } from './core.js';
+import type { Signer } from './delivery.js';
+import { parseFaultRules } from './faults.js';
+import { answer, bad, errorReply, fault, good, json, type Answer, type Reply } from './http.js';
+import { iso } from './ids.js';
+import { ack, drain, hold, MESSAGING_OFF } from './inbox.js';
+import { listMessages, respond, sendDirective, sendMessage, visibleMessage, type Sent } from './messages.js';
+import { sessionReachability } from './presence.js';
+import type { Route, RouteContext } from './router.js';
+import {
+  closeSession,
+  getSession,
+  leaseView,
+  liftStops,
+  listOperatorStops,
+  operatorClose,
+  registerSession,
+  sessionView,
+  type SessionRow,
+} from './sessions.js';
+import { openStream } from './stream.js';
+import { isTerminal, messageById, messageJson } from './track.js';
+
+const agentOf = (c: RouteContext): string => (c.caller as Extract<Caller, { kind: 'agent' }>).agentId;
+
+function bodyOf<T>(c: RouteContext, validate: (b: unknown) => RequestCheck<T>): Answer<T> {
+  const raw = c.body.kind === 'json' ? c.body.value : undefined;
+  if (raw === undefined) return bad(400, 'invalid_request', `${c.req.method} ${c.url.pathname} needs a JSON body`);
+  const v = validate(raw);
+  return v.ok ? good(v.value) : bad(400, v.code, v.reason);
+}
+
+function numberParam(c: RouteContext, name: string, dflt: number, min: number, max: number, integer: boolean): Answer<number> {
+  const raw = c.url.searchParams.get(name);
+  if (raw === null || raw === '') return good(dflt);
+  const v = Number(raw);
+  if (!Number.isFinite(v) || v < min || (integer && !Number.isInteger(v))) {
+    return bad(400, 'invalid_request', `query parameter ${name}=${raw.slice(0, 40)} must be ${integer ? 'an integer' : 'a number'} ≥ ${min}`);
+  }
+  return good(Math.min(v, max));
+}
+
+function consumerOf(c: RouteContext): Answer<ConsumerIdentity | null> {
+  const raw = c.req.headers[CONSUMER_HEADER.toLowerCase()];
+  if (raw === undefined) return good(null);
+  const parsed = parseConsumerHeader(Array.isArray(raw) ? raw.join(';') : raw);
+  return parsed.ok ? good(parsed.value) : bad(400, 'invalid_request', parsed.reason);
+}
+
+function sessionParam(c: RouteContext): Answer<string | null> {
+  const raw = c.url.searchParams.get('session');
+  if (raw === null) return good(null);
+  const v = validateId(raw, 'query parameter session');
+  return v.ok ? good(v.value) : bad(400, 'invalid_request', v.reason);
+}
+
+const withLease = (body: Record<string, unknown>, lease: SessionRow | null): Record<string, unknown> =>
+  lease ? { ...body, session: leaseView(lease) } : body;
+
+const sentBody = (s: Sent): Record<string, unknown> =>
+  withLease({ message: messageJson(s.row, s.replay), ...(s.replay ? { idempotent_replay: true } : {}) }, s.lease);
+
+/** Every MA2H endpoint (§1–§10), plus `GET /v1/account`, `GET /v1/operator-stops` and the test-only `/v1/_faults`. */
+export function apiRoutes(core: HubCore, signer: Signer): Route[] {
+  const maxWait = effectiveMaxWaitSeconds(core.config);
+  const routes: Route[] = [
+    {
+      method: 'GET',
+      path: '/v1/capability',
+      needs: 'none',
+      cls: 'capability',
+      handle: () =>
+        json(200, {
+          protocol: 'MA2H',
+          version: '0.5.0',
+          hub: { name: 'oh-hai reference hub', version: core.config.version },
+          server_time: iso(core.clock.now()),
+          inbound: {
+            session_param: true,
+            stream_url: '/v1/inbox/stream',
+            max_wait_seconds: maxWait,
+            stream_max_hold_seconds: core.config.streamMaxHoldSeconds,
+            keepalive_seconds: core.config.keepaliveSeconds,
+          },
+          signature_algs: ['hmac-sha256'],
+          replay_window_seconds: core.config.replayWindowSeconds,
+          session: {
+            lease_default_seconds: core.config.leaseDefaultSeconds,
+            lease_min_seconds: core.config.leaseMinSeconds,
+            lease_max_seconds: core.config.leaseMaxSeconds,
+            max_live_per_agent: HUB_DEFAULTS.maxLivePerAgent,
+          },
+          account: { agent_directory: '/v1/account/agents' },
+        }),
+    },
+    {
+      method: 'GET',
+      path: '/v1/whoami',
+      needs: 'any',
+      cls: 'other',
+      handle: (c) => {
+        const caller = c.caller!;
+        if (caller.kind === 'human') return json(200, { kind: 'human', account: core.account });
+        return json(200, { kind: 'agent', agent: { id: caller.agentId, label: caller.label, account_id: core.account.id } });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/account',
+      needs: 'any',
+      cls: 'other',
+      handle: () => json(200, { account: { ...core.account, agent_messaging: messagingEnabled(core.db) } }),
+    },
+    {
+      method: 'PATCH',
+      path: '/v1/account',
+      needs: 'human',
+      cls: 'other',
+      handle: (c) => {
+        const patch = bodyOf(c, validateAccountPatch);
+        if (!patch.ok) return errorReply(patch.error);
+        setMessaging(core.db, patch.value.agent_messaging);
+        return json(200, { account: { ...core.account, agent_messaging: patch.value.agent_messaging } });
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/sessions',
+      needs: 'agent',
+      cls: 'sessions',
+      handle: (c) => {
+        if (!messagingEnabled(core.db)) return errorReply(MESSAGING_OFF);
+        const req = bodyOf(c, validateCreateSession);
+        if (!req.ok) return errorReply(req.error);
+        const r = registerSession(core, agentOf(c), req.value);
+        return r.ok ? json(r.value.status, { session: sessionView(r.value.row) }) : errorReply(r.error);
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/sessions/:id',
+      needs: 'agent',
+      cls: 'sessions',
+      handle: (c) => answer(getSession(core, agentOf(c), c.params[0]!), 200, (r) => ({ session: sessionView(r) })),
+    },
+    {
+      method: 'POST',
+      path: '/v1/sessions/:id/close',
+      needs: 'agent',
+      cls: 'sessions',
+      handle: (c) => answer(closeSession(core, agentOf(c), c.params[0]!), 200, (r) => ({ session: sessionView(r) })),
+    },
+    {
+      method: 'POST',
+      path: '/v1/sessions/:id/operator-close',
+      needs: 'human',
+      cls: 'sessions',
+      handle: (c) => answer(operatorClose(core, c.params[0]!), 200, (r) => ({ session: sessionView(r) })),
+    },
+    {
+      method: 'GET',
+      path: '/v1/operator-stops',
+      needs: 'human',
+      cls: 'other',
+      handle: () =>
+        json(200, {
+          stops: listOperatorStops(core).map((s) => ({
+            agent_id: s.agent_id,
+            agent_label: findAgent(core, s.agent_id)?.label ?? null,
+            client_key: s.client_key,
+            name: s.name,
+            session_id: s.session_id,
+            recorded_at: iso(s.created_at),
+          })),
+        }),
+    },
+    {
+      method: 'POST',
+      path: '/v1/operator-stops/lift',
+      needs: 'human',
+      cls: 'other',
+      handle: (c) => {
+        const req = bodyOf(c, validateLift);
+        if (!req.ok) return errorReply(req.error);
+        if (!findAgent(core, req.value.agent_id)) return fault(404, 'agent_not_found', `no agent ${req.value.agent_id} in this account`);
+        return json(200, { lifted: liftStops(core, req.value.agent_id, req.value.client_key, req.value.name) });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/inbox',
+      needs: 'agent',
+      cls: 'drain',
+      handle: async (c) => {
+        const session = sessionParam(c);
+        if (!session.ok) return errorReply(session.error);
+        if (session.value !== null && !messagingEnabled(core.db)) return errorReply(MESSAGING_OFF);
+        const consumer = consumerOf(c);
+        if (!consumer.ok) return errorReply(consumer.error);
+        const limit = numberParam(c, 'limit', 100, 1, 1000, true);
+        if (!limit.ok) return errorReply(limit.error);
+        const wait = numberParam(c, 'wait', 0, 0, maxWait, false);
+        if (!wait.ok) return errorReply(wait.error);
+        const r = await drain(core, signer, agentOf(c), { session: session.value, limit: limit.value, waitSeconds: wait.value, consumer: consumer.value }, c.signal);
+        return answer(r, 200, (d) => withLease({ messages: d.deliveries }, d.lease));
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/inbox/stream',
+      needs: 'agent',
+      cls: 'stream',
+      handle: (c) => {
+        const accept = c.req.headers.accept;
+        if (accept !== undefined && !/text\/event-stream|text\/\*|\*\/\*/i.test(accept)) {
+          return fault(406, 'not_acceptable', 'the stream answers only text/event-stream; send "Accept: text/event-stream"');
+        }
+        const session = sessionParam(c);
+        if (!session.ok) return errorReply(session.error);
+        if (session.value === null) return fault(400, 'invalid_request', 'the stream needs ?session=<session id>; the principal mailbox is drained with GET /v1/inbox');
+        if (!messagingEnabled(core.db)) return errorReply(MESSAGING_OFF);
+        const consumer = consumerOf(c);
+        if (!consumer.ok) return errorReply(consumer.error);
+        return openStream(core, signer, c.req, c.res, { agentId: agentOf(c), sessionId: session.value, consumer: consumer.value, drop: c.faults.drop });
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/inbox/ack',
+      needs: 'agent',
+      cls: 'ack',
+      handle: (c) => {
+        const req = bodyOf(c, validateAck);
+        if (!req.ok) return errorReply(req.error);
+        const r = ack(core, agentOf(c), req.value);
+        return answer(r, 200, (a) => withLease({ delivered: a.delivered, acknowledged: a.acknowledged, unknown: a.unknown }, a.lease));
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/messages',
+      needs: 'agent',
+      cls: 'messages',
+      handle: (c) => {
+        if (!messagingEnabled(core.db)) return errorReply(MESSAGING_OFF);
+        const req = bodyOf(c, validateSend);
+        if (!req.ok) return errorReply(req.error);
+        const r = sendMessage(core, agentOf(c), req.value);
+        return r.ok ? json(r.value.replay ? 200 : 202, sentBody(r.value)) : errorReply(r.error);
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/messages',
+      needs: 'any',
+      cls: 'messages',
+      handle: (c) => {
+        const direction = c.url.searchParams.get('direction') ?? 'sent';
+        if (direction !== 'sent' && direction !== 'received') return fault(400, 'invalid_request', `direction=${direction.slice(0, 40)} must be sent or received`);
+        const limit = numberParam(c, 'limit', 50, 1, 500, true);
+        if (!limit.ok) return errorReply(limit.error);
+        const page = listMessages(core, c.caller!, direction, limit.value, c.url.searchParams.get('before'));
+        return answer(page, 200, (p) => ({ messages: p.rows.map((m) => messageJson(m)), next: p.next }));
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/messages/:id',
+      needs: 'any',
+      cls: 'messages',
+      handle: async (c) => {
+        const id = c.params[0]!;
+        const first = visibleMessage(core, c.caller!, id);
+        if (!first.ok) return errorReply(first.error);
+        const wait = numberParam(c, 'wait', 0, 0, maxWait, false);
+        if (!wait.ok) return errorReply(wait.error);
+        const start = first.value;
+        if (wait.value > 0 && !isTerminal(start.state) && start.response_id === null) {
+          await hold(core, 'message', id, core.clock.monotonic() + wait.value * 1000, c.signal, () => {
+            const now = messageById(core, id)!;
+            return now.state !== start.state || now.response_id !== null;
+          });
+        }
+        return json(200, { message: messageJson(messageById(core, id)!) });
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/messages/:id/respond',
+      needs: 'agent',
+      cls: 'messages',
+      handle: (c) => {
+        if (!messagingEnabled(core.db)) return errorReply(MESSAGING_OFF);
+        const req = bodyOf(c, validateRespond);
+        if (!req.ok) return errorReply(req.error);
+        const r = respond(core, agentOf(c), c.params[0]!, req.value);
+        return answer(r, 201, sentBody);
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/directives',
+      needs: 'human',
+      cls: 'messages',
+      handle: (c) => {
+        const req = bodyOf(c, validateDirective);
+        if (!req.ok) return errorReply(req.error);
+        return answer(sendDirective(core, req.value), 202, (m) => ({ message: messageJson(m) }));
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/account/agents',
+      needs: 'any',
+      cls: 'other',
+      handle: (c) => json(200, { agents: directory(core, c.url.searchParams.get('include') === 'config') }),
+    },
+    {
+      method: 'POST',
+      path: '/v1/account/agents',
+      needs: 'human',
+      cls: 'other',
+      handle: (c) => {
+        const req = bodyOf(c, validateMintAgent);
+        if (!req.ok) return errorReply(req.error);
+        const minted = mintAgent(core, req.value.label);
+        return json(201, { agent: agentView(minted.agent), token: minted.token });
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/account/agents/:id/revoke',
+      needs: 'human',
+      cls: 'other',
+      handle: (c) => answer(revokeAgent(core, c.params[0]!), 200, (a) => ({ agent: agentView(a) })),
+    },
+    {
+      method: 'GET',
+      path: '/v1/fleet',
+      needs: 'any',
+      cls: 'other',
+      handle: () => json(200, { sessions: fleet(core) }),
+    },
+  ];
+  if (core.config.faultInjection) {
+    routes.push({
+      method: 'POST',
+      path: '/v1/_faults',
+      needs: 'human',
+      cls: 'other',
+      handle: (c) => {
+        const rules = parseFaultRules(c.body.kind === 'json' ? c.body.value : undefined);
+        if (!rules.ok) return fault(400, 'invalid_request', rules.reason);
+        core.faults.set(rules.value);
+        return json(200, { rules: rules.value });
+      },
+    });
+  }
+  return routes;
+}
+
+/** `GET /v1/fleet` (§10): every live session in the account with its reachability. */
+function fleet(core: HubCore): Record<string, unknown>[] {
+  const rows = core.db.prepare(`SELECT * FROM sessions WHERE state = 'active' AND expires_at > ? ORDER BY created_at, id`).all(core.clock.now()) as SessionRow[];
+  return rows.map((r) => ({
+    address: sessionView(r).address,
+    agent_id: r.agent_id,
+    agent_label: findAgent(core, r.agent_id)?.label ?? null,
+    session_id: r.id,
+    name: r.name,
+    state: r.state,
+    reachability: sessionReachability(core, r),
+    expires_at: iso(r.expires_at),
+    last_renewed_at: iso(r.last_renewed_at),
+    holder: r.holder_host !== null && r.holder_pid !== null ? { host: r.holder_host, pid: r.holder_pid } : null,
+  }));
+}

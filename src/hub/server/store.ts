@@ -1,0 +1,139 @@
+import Database from 'better-sqlite3';
+import { chmodSync, closeSync, openSync } from 'node:fs';
+import path from 'node:path';
+import { ensureDir } from '../../util/fs-durable.js';
+import { STORE_FILE } from './files.js';
+
+export type Db = Database.Database;
+
+const SCHEMA_VERSION = 1;
+
+/**
+ * The durable store. Instants are integer milliseconds on the Hub's clock, so leases
+ * and message TTLs are measured across restarts from stored instants, never from timers.
+ */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+CREATE TABLE IF NOT EXISTS agents (
+  id TEXT PRIMARY KEY,
+  label TEXT NOT NULL,
+  token_hash TEXT NOT NULL UNIQUE,
+  revoked INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS principal_presence (
+  agent_id TEXT PRIMARY KEY,
+  seen_at INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS sessions (
+  id TEXT PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  name TEXT,
+  client_key TEXT NOT NULL,
+  home TEXT,
+  state TEXT NOT NULL,
+  lease_seconds REAL NOT NULL,
+  expires_at INTEGER NOT NULL,
+  last_renewed_at INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  closed_at INTEGER,
+  seen_at INTEGER,
+  holder_home TEXT,
+  holder_host TEXT,
+  holder_pid INTEGER,
+  holder_since INTEGER,
+  holder_seen_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS sessions_by_agent ON sessions (agent_id, state);
+CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions (state, expires_at);
+
+CREATE TABLE IF NOT EXISTS operator_stops (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  agent_id TEXT NOT NULL,
+  client_key TEXT,
+  name TEXT,
+  session_id TEXT,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS operator_stops_by_agent ON operator_stops (agent_id);
+
+CREATE TABLE IF NOT EXISTS messages (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  intent TEXT NOT NULL,
+  from_addr TEXT NOT NULL,
+  from_agent TEXT,
+  reply_session TEXT,
+  to_addr TEXT NOT NULL,
+  to_agent TEXT NOT NULL,
+  to_session TEXT,
+  text TEXT NOT NULL,
+  in_reply_to TEXT,
+  created_at INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  prior TEXT,
+  track TEXT NOT NULL,
+  destination TEXT NOT NULL,
+  response_id TEXT,
+  response_text TEXT,
+  response_at INTEGER,
+  idempotency_key TEXT,
+  request_hash TEXT,
+  UNIQUE (from_agent, idempotency_key)
+);
+CREATE INDEX IF NOT EXISTS messages_by_sender ON messages (from_agent, seq);
+CREATE INDEX IF NOT EXISTS messages_by_recipient ON messages (to_agent, seq);
+CREATE INDEX IF NOT EXISTS messages_open ON messages (state, created_at);
+
+CREATE TABLE IF NOT EXISTS entries (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  kind TEXT NOT NULL,
+  body TEXT NOT NULL,
+  to_agent TEXT NOT NULL,
+  to_session TEXT,
+  claimed_session TEXT,
+  message_id TEXT,
+  created_at INTEGER NOT NULL,
+  delivered INTEGER NOT NULL DEFAULT 0,
+  state TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entries_by_session ON entries (to_session, state);
+CREATE INDEX IF NOT EXISTS entries_by_agent ON entries (to_agent, state);
+CREATE INDEX IF NOT EXISTS entries_by_claim ON entries (claimed_session, state);
+CREATE INDEX IF NOT EXISTS entries_open ON entries (state, created_at);
+`;
+
+/** Open (creating if needed) the store in `dataDir`: directory 0700, database file 0600. */
+export function openStore(dataDir: string): Db {
+  ensureDir(dataDir, 0o700);
+  const file = path.join(dataDir, STORE_FILE);
+  // SQLite gives its -wal and -shm files the database file's mode, so creating it 0600 covers all three.
+  closeSync(openSync(file, 'a', 0o600));
+  chmodSync(file, 0o600);
+  const db = new Database(file);
+  // WAL + FULL: every committed answer survives a kill -9 or power loss.
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('busy_timeout = 5000');
+  db.exec(SCHEMA);
+  const version = getMeta(db, 'schema_version');
+  if (version === null) setMeta(db, 'schema_version', String(SCHEMA_VERSION));
+  else if (Number(version) !== SCHEMA_VERSION) {
+    db.close();
+    throw new Error(`the store in ${dataDir} has schema version ${version}; this Hub reads version ${SCHEMA_VERSION}`);
+  }
+  return db;
+}
+
+export function getMeta(db: Db, key: string): string | null {
+  const row = db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined;
+  return row?.value ?? null;
+}
+
+export function setMeta(db: Db, key: string, value: string): void {
+  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
+}

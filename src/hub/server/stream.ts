@@ -1,0 +1,101 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ConsumerIdentity, Delivery } from '../contract/index.js';
+import { holdMs } from './config.js';
+import type { HubCore } from './core.js';
+import type { Signer } from './delivery.js';
+import { takePending } from './entries.js';
+import { errorReply, type Reply } from './http.js';
+import type { OpenStream, StreamCloseReason } from './registry.js';
+import { presentSession, touchHolder } from './sessions.js';
+
+/** How many deliveries one `entries` event carries at most. */
+const PUSH_BATCH = 100;
+
+export interface StreamRequest {
+  agentId: string;
+  sessionId: string;
+  consumer: ConsumerIdentity | null;
+  /** Fault injection: send `open`, then destroy the socket. */
+  drop: boolean;
+}
+
+const frame = (event: string, data: unknown): string => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/**
+ * `GET /v1/inbox/stream` (§5): the connect presents and renews the session; the hold is
+ * bounded so the client's reconnect renews again before the lease runs out. A push is
+ * provisional: every entry not yet acknowledged is pushed again on the next connect.
+ */
+export function openStream(core: HubCore, signer: Signer, req: IncomingMessage, res: ServerResponse, sr: StreamRequest): Reply {
+  let finished = false;
+  const cleanups: Array<() => void> = [];
+  const finish = (last: string | null) => {
+    if (finished) return;
+    finished = true;
+    for (const c of cleanups) c();
+    core.streams.remove(handle);
+    if (sr.consumer) touchHolder(core, sr.sessionId, sr.consumer.home);
+    if (last !== null && !res.destroyed) res.end(last);
+    else if (!res.destroyed) res.end();
+  };
+  const handle: OpenStream = {
+    sessionId: sr.sessionId,
+    consumer: sr.consumer,
+    close: (reason: StreamCloseReason) => finish(frame('closed', { reason })),
+    end: () => finish(null),
+  };
+
+  const presented = presentSession(core, sr.agentId, sr.sessionId, { consumer: sr.consumer, connect: true, stream: handle });
+  if (!presented.ok) return errorReply(presented.error);
+  const session = presented.value;
+  const hold = holdMs(core.config, session.lease_seconds);
+
+  core.streams.add(handle);
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  res.flushHeaders();
+  res.socket?.setNoDelay(true);
+  res.write(
+    frame('open', {
+      session: session.id,
+      expires_at: new Date(session.expires_at).toISOString(),
+      lease_seconds: session.lease_seconds,
+      hold_ms: hold,
+      stream_max_hold_seconds: core.config.streamMaxHoldSeconds,
+    }),
+  );
+  req.on('close', () => finish(null));
+  res.on('close', () => finish(null));
+  if (sr.drop) {
+    core.streams.remove(handle);
+    finished = true;
+    res.socket?.destroy();
+    return { kind: 'handled' };
+  }
+
+  const pushed = new Set<string>();
+  const push = () => {
+    if (finished) return;
+    for (;;) {
+      const rows = takePending(core, sr.agentId, sr.sessionId, PUSH_BATCH, pushed);
+      if (rows.length === 0) return;
+      const messages: Delivery[] = rows.map((r) => {
+        pushed.add(r.id);
+        return signer.deliver(r, 'stream');
+      });
+      res.write(frame('entries', { messages }));
+      if (rows.length < PUSH_BATCH) return;
+    }
+  };
+  push();
+  cleanups.push(core.bus.mail.on(sr.agentId, push));
+
+  const keepalive = setInterval(() => res.write(': keepalive\n\n'), core.config.keepaliveSeconds * 1000);
+  const bound = setTimeout(() => finish(frame('reconnect', { reason: 'hold_bound' })), hold);
+  cleanups.push(() => clearInterval(keepalive), () => clearTimeout(bound));
+  return { kind: 'handled' };
+}

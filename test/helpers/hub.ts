@@ -1,0 +1,137 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { FaultRule } from '../../src/hub/server/faults.js';
+import { startOhHai } from './cli.js';
+import { tempEnv } from './env.js';
+
+export type { FaultRule };
+
+export interface TestHub {
+  url: string;
+  port: number;
+  dataDir: string;
+  humanToken: string;
+  signingKey: string;
+  proc: ChildProcess;
+  /** Everything the Hub printed on stdout / stderr so far (across restarts). */
+  output(): { stdout: string; stderr: string };
+  mintAgent(label?: string): Promise<{ id: string; token: string }>;
+  /** Replace the fault rules (only when started with `faults: true`); `[]` clears. */
+  faults(rules: FaultRule[]): Promise<void>;
+  /** SIGTERM and wait for the exit; resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** Send a signal (default SIGKILL) and wait for the process to be gone. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Start again on the SAME port, data dir, signing key and flags. */
+  restart(): Promise<void>;
+  /** Stop (SIGKILL if still running) and remove the temp dirs this helper made. */
+  dispose(): Promise<void>;
+}
+
+export interface StartHubOptions {
+  /** Extra `hub serve` flags, e.g. `['--lease-min-seconds', '1']`. */
+  args?: string[];
+  /** Extra environment for the Hub process (e.g. MA2H_AGENT_TOKENS). */
+  env?: NodeJS.ProcessEnv;
+  /** Start with `--fault-injection`. */
+  faults?: boolean;
+  /** Reuse a data dir (default: a fresh temp dir removed by dispose()). */
+  dataDir?: string;
+  /** Default: a random key per helper (passed in the environment, never argv). */
+  signingKey?: string;
+}
+
+const READY = /^hub: listening on (http:\/\/\S+)$/m;
+
+/** Start the real `oh-hai hub serve` process on an ephemeral loopback port. */
+export async function startHub(opts: StartHubOptions = {}): Promise<TestHub> {
+  const ownDir = opts.dataDir === undefined ? mkdtempSync(path.join(os.tmpdir(), 'oh-hai-hub-')) : null;
+  const dataDir = opts.dataDir ?? path.join(ownDir!, 'data');
+  const envDir = tempEnv();
+  const signingKey = opts.signingKey ?? randomBytes(16).toString('hex');
+  const env: NodeJS.ProcessEnv = { ...envDir.env, MA2H_SIGNING_KEY: signingKey, ...opts.env };
+  const baseArgs = ['hub', 'serve', '--data', dataDir, ...(opts.faults ? ['--fault-injection'] : []), ...(opts.args ?? [])];
+  let stdout = '';
+  let stderr = '';
+
+  const launch = async (port: number): Promise<{ proc: ChildProcess; url: string }> => {
+    const proc = startOhHai([...baseArgs, '--port', String(port)], { env });
+    proc.stdin?.end();
+    let mine = '';
+    proc.stdout?.setEncoding('utf8');
+    proc.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const url = await new Promise<string>((resolve, reject) => {
+      const onData = (d: string) => {
+        stdout += d;
+        mine += d;
+        const m = READY.exec(mine);
+        if (m) resolve(m[1]!);
+      };
+      proc.stdout?.on('data', onData);
+      proc.once('exit', (code, signal) =>
+        reject(new Error(`oh-hai hub serve exited (${code ?? signal}) before it was ready\nstdout: ${stdout}\nstderr: ${stderr}`)),
+      );
+    });
+    return { proc, url };
+  };
+
+  const first = await launch(0);
+  const port = Number(new URL(first.url).port);
+  const humanToken = readFileSync(path.join(dataDir, 'human-token'), 'utf8').trim();
+
+  const waitExit = (proc: ChildProcess): Promise<number | null> =>
+    proc.exitCode !== null || proc.signalCode !== null
+      ? Promise.resolve(proc.exitCode)
+      : new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
+
+  const call = async (method: string, p: string, body: unknown): Promise<unknown> => {
+    const res = await fetch(hub.url + p, {
+      method,
+      headers: { authorization: `Bearer ${humanToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${p} → ${res.status} ${text}`);
+    return JSON.parse(text) as unknown;
+  };
+
+  const hub: TestHub = {
+    url: first.url,
+    port,
+    dataDir,
+    humanToken,
+    signingKey,
+    proc: first.proc,
+    output: () => ({ stdout, stderr }),
+    async mintAgent(label = 'test-agent') {
+      const res = (await call('POST', '/v1/account/agents', { label })) as { agent: { id: string }; token: string };
+      return { id: res.agent.id, token: res.token };
+    },
+    async faults(rules) {
+      await call('POST', '/v1/_faults', { rules });
+    },
+    async stop() {
+      hub.proc.kill('SIGTERM');
+      return waitExit(hub.proc);
+    },
+    async kill(signal = 'SIGKILL') {
+      hub.proc.kill(signal);
+      await waitExit(hub.proc);
+    },
+    async restart() {
+      if (hub.proc.exitCode === null && hub.proc.signalCode === null) await hub.stop();
+      const next = await launch(port);
+      hub.proc = next.proc;
+      hub.url = next.url;
+    },
+    async dispose() {
+      if (hub.proc.exitCode === null && hub.proc.signalCode === null) await hub.kill('SIGKILL');
+      envDir.cleanup();
+      if (ownDir) rmSync(ownDir, { recursive: true, force: true });
+    },
+  };
+  return hub;
+}
