@@ -107,7 +107,8 @@ export const credentialsForHub = (file: CredentialsFile, hub: string): HubCreden
 
 /**
  * Read-modify-write the credentials file under its lock, atomically, 0600 in a 0700 directory.
- * `change` gets a copy it may mutate; an element left with nothing in it is dropped.
+ * `change` gets a copy it may mutate; an element left with nothing in it is dropped, and an
+ * unchanged file is not rewritten.
  */
 export async function updateCredentials(env: NodeJS.ProcessEnv, change: (file: CredentialsFile) => void): Promise<Coded<CredentialsRead>> {
   const file = credentialsPath(env);
@@ -119,7 +120,7 @@ export async function updateCredentials(env: NodeJS.ProcessEnv, change: (file: C
     const next = structuredClone(current.value.file);
     change(next);
     next.hubs = next.hubs.filter((h) => h.agents.length > 0 || h.human !== null);
-    writeFileAtomic(file, JSON.stringify(next, null, 2) + '\n', 0o600);
+    if (JSON.stringify(next) !== JSON.stringify(current.value.file)) writeFileAtomic(file, JSON.stringify(next, null, 2) + '\n', 0o600);
     return done({ file: next, path: file, warnings: current.value.warnings });
   });
 }

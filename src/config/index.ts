@@ -47,4 +47,5 @@ export {
   writeAllowFromIfAbsent,
 } from './policy-writer.js';
 export { insertTableKey, tomlString } from './toml-edit.js';
+export { type UserConfigText, editUserConfig, configuredHubUrl, writeHubUrlIfAbsent } from './user-config-edit.js';
 export { readToml } from './toml-file.js';

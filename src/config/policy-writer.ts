@@ -1,13 +1,12 @@
 import type { CodedError } from '../cli/outcome.js';
 import type { AgentRow } from '../hub/contract/index.js';
-import { writeFileAtomic } from '../util/fs-durable.js';
 import { type Coded, done } from './coded.js';
-import { withFileLock } from './file-lock.js';
 import { MAX_AGENT_ID_BYTES, badIdReason, showId } from './ids.js';
 import { userConfigPath } from './paths.js';
 import { describePolicy, parsePolicy } from './policy.js';
 import { commentText, insertTableKey, tomlString } from './toml-edit.js';
 import { type TomlDoc, readToml } from './toml-file.js';
+import { editUserConfig } from './user-config-edit.js';
 
 /** One row of GET /v1/account/agents (MA2H §10). */
 export type DirectoryRow = AgentRow;
@@ -24,13 +23,26 @@ export type PolicyWriteResult =
   | { status: 'written'; path: string; allowFrom: string[]; lines: string[] }
   | { status: 'not-written'; path: string; lines: string[] };
 
-export type PolicyCheck = { exists: true; path: string; allowFrom: unknown } | { exists: false; path: string };
+/** `lines` (when it exists) say it was left untouched and name the two by-hand fixes. */
+export type PolicyCheck = { exists: true; path: string; allowFrom: unknown; lines: string[] } | { exists: false; path: string };
 
 const bridgeAllowFrom = (doc: TomlDoc): { present: boolean; value: unknown } => {
   const bridge = doc.bridge;
   if (bridge === null || typeof bridge !== 'object' || Array.isArray(bridge)) return { present: false, value: undefined };
   return 'allow_from' in bridge ? { present: true, value: (bridge as TomlDoc).allow_from } : { present: false, value: undefined };
 };
+
+const limitLine = 'The policy is written once and never refreshed (#1127): an agent minted after this write stays refused until you add it by hand.';
+
+function existsLines(path: string, allowFrom: unknown): string[] {
+  const parsed = Array.isArray(allowFrom) && allowFrom.every((i) => typeof i === 'string') ? parsePolicy(allowFrom) : null;
+  const shown = parsed?.ok ? describePolicy(parsed.value) : 'as written there';
+  return [
+    `sender policy: [bridge] allow_from already exists in ${path} (${shown}); left untouched — an existing policy is never widened, however narrow.`,
+    `To admit another peer, do it by hand: add "agent:<id>" to [bridge] allow_from in ${path}, or clear the key entirely and re-run \`oh-hai upgrade\` so the whole account list is written fresh.`,
+    limitLine,
+  ];
+}
 
 /**
  * The never-widen check: does the user config hold `[bridge] allow_from` in any form? It
@@ -44,19 +56,7 @@ export function checkExistingPolicy(env: NodeJS.ProcessEnv): Coded<PolicyCheck> 
   if (!read.ok) return read;
   if (!read.value.found) return done({ exists: false, path });
   const { present, value } = bridgeAllowFrom(read.value.doc);
-  return done(present ? { exists: true, path, allowFrom: value } : { exists: false, path });
-}
-
-const limitLine = 'The policy is written once and never refreshed (#1127): an agent minted after this write stays refused until you add it by hand.';
-
-function existsLines(path: string, allowFrom: unknown): string[] {
-  const parsed = Array.isArray(allowFrom) && allowFrom.every((i) => typeof i === 'string') ? parsePolicy(allowFrom) : null;
-  const shown = parsed?.ok ? describePolicy(parsed.value) : 'as written there';
-  return [
-    `sender policy: [bridge] allow_from already exists in ${path} (${shown}); left untouched — an existing policy is never widened, however narrow.`,
-    `To admit another peer, do it by hand: add "agent:<id>" to [bridge] allow_from in ${path}, or clear the key entirely and re-run \`oh-hai upgrade\` so the whole account list is written fresh.`,
-    limitLine,
-  ];
+  return done(present ? { exists: true, path, allowFrom: value, lines: existsLines(path, value) } : { exists: false, path });
 }
 
 /** Keep the rows the bridge could match; say which were left out and why. */
@@ -109,7 +109,7 @@ export async function writeAllowFromIfAbsent({
   const first = checkExistingPolicy(env);
   if (!first.ok) return first;
   const path = first.value.path;
-  if (first.value.exists) return done({ status: 'exists', path, allowFrom: first.value.allowFrom, lines: existsLines(path, first.value.allowFrom) });
+  if (first.value.exists) return done({ status: 'exists', path, allowFrom: first.value.allowFrom, lines: first.value.lines });
 
   const fetched = await fetchAgents();
   if (fetched.kind === 'failed') return { ok: false, error: fetched.error };
@@ -134,29 +134,32 @@ export async function writeAllowFromIfAbsent({
 
   const allowFrom = keep.map((r) => `agent:${r.id}`);
   if (!parsePolicy(allowFrom).ok) throw new Error('filterDirectory kept an id parsePolicy refuses');
-  return withFileLock(path, (): Coded<PolicyWriteResult> => {
-    const read = readToml(path);
-    if (!read.ok) return read;
-    const current = read.value.found ? read.value : { text: '', doc: {} };
+  return editUserConfig(env, (current): Coded<{ text: string | null; result: PolicyWriteResult }> => {
     const raced = bridgeAllowFrom(current.doc);
-    if (raced.present) return done({ status: 'exists', path, allowFrom: raced.value, lines: existsLines(path, raced.value) });
+    if (raced.present) return done({ text: null, result: { status: 'exists', path, allowFrom: raced.value, lines: existsLines(path, raced.value) } });
     const edited = insertTableKey({ ...current, file: path }, 'bridge', 'allow_from', allowFrom, allowFromText(keep), [
       `Written by \`oh-hai ${by}\`: every agent in the account (the sender policy: who may ask or task this agent).`,
       'Never refreshed (#1127): add peers minted later by hand, or delete this key and re-run `oh-hai upgrade`.',
     ]);
     if (!edited.ok) return edited;
-    writeFileAtomic(path, edited.value, 0o600);
-    const listed = keep.map((r) => `  agent:${r.id}${r.label ? `  ${JSON.stringify(commentText(r.label))}` : ''}${r.source === 'config' ? '  (source: config — the Hub\'s configured token store)' : ''}`);
+    const listed = keep.map(
+      (r) =>
+        `  agent:${r.id}${r.label ? `  ${JSON.stringify(commentText(r.label))}` : ''}${r.source === 'config' ? "  (source: config — the Hub's configured token store)" : ''}`,
+    );
+    const noun = keep.length === 1 ? 'agent' : 'agents';
     return done({
-      status: 'written',
-      path,
-      allowFrom,
-      lines: [
-        ...lines,
-        `sender policy: wrote [bridge] allow_from to ${path} — ${keep.length} agent${keep.length === 1 ? '' : 's'} from the account directory (read with the ${fetched.via}):`,
-        ...listed,
-        limitLine,
-      ],
+      text: edited.value,
+      result: {
+        status: 'written',
+        path,
+        allowFrom,
+        lines: [
+          ...lines,
+          `sender policy: wrote [bridge] allow_from to ${path} — ${keep.length} ${noun} from the account directory (read with the ${fetched.via}):`,
+          ...listed,
+          limitLine,
+        ],
+      },
     });
   });
 }

@@ -2,6 +2,8 @@ import type { Command } from 'commander';
 import type { CommandHost } from '../host.js';
 import { register as teach } from './teach/register.js';
 import { register as hub } from './hub/register.js';
+import { register as account } from './account/register.js';
+import { register as bridge } from './bridge/register.js';
 
 /**
  * Every command group registers itself here. A registration only declares flags;
@@ -10,4 +12,4 @@ import { register as hub } from './hub/register.js';
  */
 export type Registration = (program: Command, host: CommandHost) => void;
 
-export const registrations: Registration[] = [teach, hub];
+export const registrations: Registration[] = [teach, hub, account];

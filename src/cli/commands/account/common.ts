@@ -1,0 +1,75 @@
+import type { Whoami } from '../../../hub/contract/index.js';
+import {
+  type Coded,
+  type PolicyWriteResult,
+  type ResolvedSettings,
+  done,
+  loadConfigFiles,
+  resolveAgentCredential,
+  resolveHumanCredential,
+  resolveSettings,
+  updateCredentials,
+  writeAllowFromIfAbsent,
+} from '../../../config/index.js';
+import type { CliIO } from '../../io.js';
+import { fetchDirectory } from './hub-access.js';
+
+/** Progress and results go to stderr, one line each; stdout stays free for a program. */
+export const say = (io: CliIO, lines: readonly string[]): void => {
+  for (const line of lines) io.stderr.write(`${line}\n`);
+};
+
+/** Config files + precedence for the account commands (only --hub is a flag here); prints the warnings. */
+export function loadSettings(io: CliIO, hub: string | undefined): Coded<ResolvedSettings & { userHubUrl: string | null }> {
+  const loaded = loadConfigFiles({ env: io.env, cwd: io.cwd });
+  if (!loaded.ok) return loaded;
+  const settings = resolveSettings({ flags: hub === undefined ? {} : { hub }, env: io.env, loaded: loaded.value });
+  if (!settings.ok) return settings;
+  say(io, settings.value.warnings.map((w) => `warning: ${w}`));
+  return done({ ...settings.value, userHubUrl: loaded.value.user.settings.hubUrl ?? null });
+}
+
+/** Lines saying that an environment variable outranks the credentials file, when one is set. */
+export function envOutranksNote(env: NodeJS.ProcessEnv): string[] {
+  return (['OH_HAI_TOKEN', 'MA2H_AGENT_TOKENS'] as const)
+    .filter((v) => (env[v] ?? '') !== '')
+    .map((v) => `note: ${v} is set in this environment and outranks the credentials file for agent identity.`);
+}
+
+const labelled = (label: string | null) => (label ? ` (${JSON.stringify(label)})` : '');
+
+/** Store a verified token under its Hub: an agent token by agent id, a human token as the account's. */
+export async function storeToken(env: NodeJS.ProcessEnv, hubUrl: string, who: Whoami, token: string): Promise<Coded<string[]>> {
+  const stored = await updateCredentials(env, (file) => {
+    let hub = file.hubs.find((h) => h.hub === hubUrl);
+    if (!hub) file.hubs.push((hub = { hub: hubUrl, agents: [], human: null }));
+    if (who.kind === 'human') hub.human = { account_id: who.account.id, token };
+    else hub.agents = [...hub.agents.filter((a) => a.id !== who.agent.id), { id: who.agent.id, label: who.agent.label, token }];
+  });
+  if (!stored.ok) return stored;
+  const whom = who.kind === 'human' ? `the human of account ${who.account.id}${labelled(who.account.label)}` : `agent ${who.agent.id}${labelled(who.agent.label)}`;
+  return done([...stored.value.warnings.map((w) => `warning: ${w}`), `logged in to ${hubUrl} as ${whom}; the token is stored in ${stored.value.path} (mode 600).`]);
+}
+
+/**
+ * Write the sender policy when none exists. The credential is resolved inside the fetch,
+ * which runs only after the never-widen check: a machine that already has a policy needs
+ * no credential and makes no Hub call. A stored human token is preferred (it sees the whole
+ * account); else the agent credential, which reads the directory only where it is advertised.
+ */
+export async function writePolicy(io: CliIO, hubUrl: string, by: string, agent: string | undefined): Promise<Coded<PolicyWriteResult>> {
+  const written = await writeAllowFromIfAbsent({
+    env: io.env,
+    hubUrl,
+    by,
+    fetchAgents: async () => {
+      const human = resolveHumanCredential({ env: io.env, hubUrl });
+      if (human.ok) return fetchDirectory(hubUrl, { kind: 'human', token: human.value.token });
+      const cred = resolveAgentCredential({ env: io.env, hubUrl, ...(agent === undefined ? {} : { agent }) });
+      if (!cred.ok) return { kind: 'failed', error: cred.error };
+      return fetchDirectory(hubUrl, { kind: 'agent', token: cred.value.token });
+    },
+  });
+  if (written.ok) say(io, written.value.lines);
+  return written;
+}
