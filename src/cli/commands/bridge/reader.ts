@@ -1,0 +1,336 @@
+import { userConfigPath } from '../../../config/index.js';
+import {
+  ENTRY_FILES,
+  hostName,
+  isSameProcessAlive,
+  readRecord,
+  stampOf,
+  watchFiles,
+  writeRecord,
+  type ConsumerRecord,
+  type ConsumerSettings,
+  type ProcessStamp,
+  type ReaderRecord,
+  type StateEntry,
+} from '../../../spool/index.js';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { EXIT } from '../../exit-codes.js';
+import type { CliIO } from '../../io.js';
+import { success, type Outcome } from '../../outcome.js';
+import type { ResolvedBridge } from '../../resolve/index.js';
+import type { LaunchRequest } from '../../spawn/index.js';
+import type { Result } from '../../../util/result.js';
+import { Heartbeat, judgeHolder, myRecord, sameProcess, type AttendanceEnd, type Me } from './attendance.js';
+import { isReported, parseReportedStop, planConnection, type NamedFlags, type ReportedStop } from './connection.js';
+import { ConsumerWatch, type ConsumerEnd } from './consumer-watch.js';
+import { leaseEpilogue } from './epilogue.js';
+import { readerRefusal } from './holder.js';
+import type { ReaderKnobs } from './knobs.js';
+import { Printer } from './printer.js';
+import type { StopRequest } from './signals.js';
+import {
+  consumerDiedOutcome,
+  consumerStopOutcome,
+  displacedOutcome,
+  orphanedOutcome,
+  signalOutcome,
+  stdoutClosedOutcome,
+} from './stop-outcome.js';
+
+export const NAME = 'oh-hai bridge';
+
+/** Which stop of the connection this entry's readers have already relayed (see connection.ts). */
+const REPORTED_STOP = 'reported-stop.json';
+
+/** How long a displaced live reader gets to finish its record in flight and exit. */
+const DISPLACE_WAIT_MS = 5000;
+
+export interface ReaderRun {
+  resolved: ResolvedBridge;
+  io: CliIO;
+  stop: StopRequest;
+  knobs: ReaderKnobs;
+  named: NamedFlags;
+  raw: boolean;
+  agent: string | null;
+  launch: (req: LaunchRequest) => Promise<Result<{ pid: number }>>;
+}
+
+type WaitEnd =
+  | { kind: 'records' }
+  | { kind: 'consumer'; end: ConsumerEnd }
+  | { kind: 'deadline' }
+  | { kind: 'signal' }
+  | { kind: 'attendance'; end: AttendanceEnd };
+
+/** One run of `oh-hai bridge` after its state entry resolved: every exit ends with the lease epilogue. */
+export class Reader {
+  private readonly entry: StateEntry;
+  private readonly startedMono: number;
+  private record: ReaderRecord | null = null;
+  private heartbeat: Heartbeat | null = null;
+  private attendanceEnd: AttendanceEnd | null = null;
+  /** Re-evaluates the wait; set while waiting, called on every heartbeat. */
+  private wake: (() => void) | null = null;
+
+  constructor(private readonly run: ReaderRun) {
+    this.entry = run.resolved.entry;
+    this.startedMono = run.io.clock.monotonic();
+  }
+
+  private say(line: string): void {
+    this.run.io.stderr.write(`${NAME}: ${line}\n`);
+  }
+
+  async execute(): Promise<Outcome> {
+    let outcome: Outcome;
+    try {
+      outcome = await this.body();
+    } catch (e) {
+      this.entry.log(`reader: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+      outcome = { exit: EXIT.internal, code: 'internal', message: `this is a bug in oh-hai: ${(e as Error).message}. Details: ${this.entry.path(ENTRY_FILES.log)}` };
+    } finally {
+      this.heartbeat?.stop();
+    }
+    return { ...outcome, after: [...(outcome.after ?? []), ...this.epilogue()] };
+  }
+
+  private epilogue(): string[] {
+    const consumer = this.entry.read('consumer');
+    const alive = consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown';
+    return leaseEpilogue(NAME, this.entry.read('session'), { record: consumer, alive }, this.run.io.clock.now());
+  }
+
+  private async body(): Promise<Outcome> {
+    const { resolved: r, io } = this.run;
+    for (const w of r.warnings) this.say(w);
+
+    const refusal = await this.claim({ pid: io.pid, host: hostName(), declared: r.sessionKey.declared });
+    if (refusal) return refusal;
+
+    const consumer = this.entry.read('consumer');
+    const wanted = this.wantedSettings();
+    const plan = planConnection({
+      consumer,
+      alive: consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown',
+      reported: this.readReported(),
+      running: consumer.state === 'ok' ? this.runningSettings(consumer.value) : null,
+      wanted,
+      named: this.run.named,
+    });
+
+    let policy: string[] | null;
+    let watch: ConsumerWatch;
+    switch (plan.kind) {
+      case 'conflict':
+        return { exit: EXIT.usage, code: 'flag_disagrees_with_connection', message: plan.message };
+      case 'report': {
+        const printer = new Printer(this.entry, io.stdout, this.run.raw, this.run.stop.requested);
+        const failed = await this.print(printer);
+        if (failed) return failed;
+        this.markReported(plan.record);
+        return consumerStopOutcome(plan.record, this.entry.read('session'), io.clock.now(), this.entry.path(ENTRY_FILES.log));
+      }
+      case 'adopt':
+        this.say(plan.note);
+        policy = plan.record.policy;
+        watch = new ConsumerWatch(this.entry, null, null);
+        break;
+      case 'start': {
+        if (plan.note) this.say(plan.note);
+        const started = await this.startConsumer(wanted);
+        if (!started.ok) return { exit: EXIT.internal, code: 'consumer_not_started', message: started.reason };
+        policy = wanted.allow_from;
+        watch = new ConsumerWatch(this.entry, consumer.state === 'ok' ? consumer.value : null, started.value);
+        break;
+      }
+    }
+    if (policy === null) this.say(this.noPolicyLine());
+
+    this.heartbeat = new Heartbeat(this.entry, this.record as ReaderRecord, io.clock);
+    this.heartbeat.start(this.run.knobs.heartbeatMs, (end) => {
+      this.attendanceEnd = end;
+      this.wake?.();
+    }, () => this.wake?.());
+
+    const printer = new Printer(this.entry, io.stdout, this.run.raw, this.run.stop.requested);
+    const failed = await this.print(printer);
+    if (failed) return failed;
+    if (printer.printed > 0 || this.run.stop.requested()) return this.finished();
+
+    const end = await this.waitForNews(printer, watch);
+    switch (end.kind) {
+      case 'deadline':
+        return success();
+      case 'signal':
+        return this.finished();
+      case 'attendance':
+        return end.end.kind === 'displaced' ? displacedOutcome(end.end.by) : orphanedOutcome(end.end.starterPid);
+      case 'records':
+        return (await this.print(printer)) ?? this.finished();
+      case 'consumer': {
+        const failedLeftovers = await this.print(printer);
+        if (failedLeftovers) return failedLeftovers;
+        const logPath = this.entry.path(ENTRY_FILES.log);
+        if (end.end.kind === 'died') return consumerDiedOutcome(end.end.pid, logPath);
+        this.markReported(end.end.record);
+        return consumerStopOutcome(end.end.record, this.entry.read('session'), io.clock.now(), logPath);
+      }
+    }
+  }
+
+  /** Print what is after the cursor; an Outcome only when stdout failed under us. */
+  private async print(printer: Printer): Promise<Outcome | null> {
+    try {
+      await printer.printAvailable();
+      return null;
+    } catch (e) {
+      return stdoutClosedOutcome(e);
+    }
+  }
+
+  /** The end of a run that printed, or was asked to stop: a signal that came with a displacement is a displacement. */
+  private finished(): Outcome {
+    const signal = this.run.stop.signal;
+    if (signal === null) return success();
+    const now = this.entry.read('reader');
+    if (now.state === 'ok' && this.record && !sameProcess(now.value, this.record)) return displacedOutcome(now.value);
+    return signalOutcome(signal);
+  }
+
+  private async claim(me: Me): Promise<Outcome | null> {
+    const { io, knobs, resolved } = this.run;
+    const { facts, decision } = judgeHolder(this.entry, me, io.clock, knobs.staleMs);
+    if (decision.action === 'refuse') {
+      return {
+        exit: EXIT.held,
+        code: 'reader_held',
+        message: readerRefusal({ facts, session: this.entry.read('session'), keyFrom: resolved.sessionKey.describe, readerPath: this.entry.path(ENTRY_FILES.reader) }),
+      };
+    }
+    const waitMs = resolved.settings.bridge.waitSeconds * 1000;
+    this.record = myRecord(me, io.clock, { heartbeatMs: knobs.heartbeatMs, staleMs: knobs.staleMs, deadlineMs: waitMs + knobs.graceSeconds * 1000 });
+    this.entry.write('reader', this.record);
+    if (decision.action !== 'displace') return null;
+    const holder = facts.record.state === 'ok' ? facts.record.value : null;
+    this.entry.log(`reader: displaced the previous reader${decision.pid !== null ? ` pid ${decision.pid}` : ''} (${decision.why})`);
+    if (decision.why === 'declared' && holder) this.say(`took over from this agent session's previous reader (pid ${holder.pid} on ${holder.host}); one reader prints your mail`);
+    if (decision.signal && holder) await this.stopHolder(holder);
+    return null;
+  }
+
+  /** SIGTERM a live local holder and give it a bounded time to finish its record in flight. */
+  private async stopHolder(holder: ProcessStamp): Promise<void> {
+    try {
+      process.kill(holder.pid, 'SIGTERM');
+    } catch {
+      return;
+    }
+    const until = this.run.io.clock.monotonic() + DISPLACE_WAIT_MS;
+    while (isSameProcessAlive(holder) === 'alive' && this.run.io.clock.monotonic() < until && !this.run.stop.requested()) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  private wantedSettings(): ConsumerSettings {
+    const { resolved: r } = this.run;
+    const b = r.settings.bridge;
+    return {
+      hub: r.hubUrl,
+      agent_id: r.agentId,
+      session_key: r.sessionKey.key,
+      pinned: r.sessionKey.pinned,
+      name: r.sessionKey.name,
+      transport: b.transport,
+      interval_seconds: b.intervalSeconds,
+      max_retries: b.maxRetries,
+      unattended_max_seconds: b.unattendedMaxSeconds,
+      allow_from: b.allowFrom,
+      agent: this.run.agent,
+      leg: 'session',
+    };
+  }
+
+  /** settings.json, when it is the file the running consumer started with (its digest matches). */
+  private runningSettings(c: ConsumerRecord): ConsumerSettings | null {
+    let text: string;
+    try {
+      text = readFileSync(this.entry.path(ENTRY_FILES.settings), 'utf8');
+    } catch {
+      return null;
+    }
+    if (settingsDigest(text) !== c.settings_digest) return null;
+    const s = this.entry.read('settings');
+    return s.state === 'ok' ? s.value : null;
+  }
+
+  private async startConsumer(wanted: ConsumerSettings): Promise<Result<ProcessStamp>> {
+    const { io } = this.run;
+    this.entry.write('settings', wanted);
+    const launched = await this.run.launch({
+      execPath: io.self.execPath,
+      args: [...io.self.args, '__consumer', '--entry', this.entry.dir],
+      dir: this.entry.dir,
+      logPath: this.entry.path(ENTRY_FILES.log),
+      env: io.env,
+    });
+    if (!launched.ok) return { ok: false, reason: `could not start the background connection: ${launched.reason}` };
+    const stamp = stampOf(launched.value.pid);
+    this.entry.log(`reader: started the background connection pid ${stamp.pid}`);
+    this.say(`started the background connection (pid ${stamp.pid}); it logs to ${this.entry.path(ENTRY_FILES.log)}`);
+    return { ok: true, value: stamp };
+  }
+
+  private readReported(): ReportedStop | null {
+    const r = readRecord(this.entry.dir, REPORTED_STOP, parseReportedStop);
+    return r.state === 'ok' ? r.value : null;
+  }
+
+  private markReported(c: ConsumerRecord): void {
+    if (isReported(c, this.readReported())) return;
+    const stop: ReportedStop = { pid: c.pid, start_time: c.start_time, stopped_at: c.stopped_at };
+    writeRecord(this.entry.dir, REPORTED_STOP, stop);
+  }
+
+  private noPolicyLine(): string {
+    return (
+      `no sender policy is declared: directives, notifies, responses and receipts are delivered, but every addressed ask/task is refused and left unacked ` +
+      `(the Hub keeps redelivering it). To accept them, add [bridge] allow_from to ${userConfigPath(this.run.io.env)} or pass --allow-from any-in-account / agent:<id>, ` +
+      `then oh-hai session close --keep-connection and run oh-hai bridge again.`
+    );
+  }
+
+  /** Wait (fs.watch on the entry plus the heartbeat as a slow re-check; no busy loop) until something ends the wait. */
+  private waitForNews(printer: Printer, watch: ConsumerWatch): Promise<WaitEnd> {
+    const { io, resolved } = this.run;
+    const remaining = resolved.settings.bridge.waitSeconds * 1000 - (io.clock.monotonic() - this.startedMono);
+    return new Promise((resolve) => {
+      let settled = false;
+      const cleanups: (() => void)[] = [];
+      const finish = (end: WaitEnd) => {
+        if (settled) return;
+        settled = true;
+        this.wake = null;
+        for (const c of cleanups) c();
+        resolve(end);
+      };
+      const check = () => {
+        if (settled) return;
+        if (this.attendanceEnd) return finish({ kind: 'attendance', end: this.attendanceEnd });
+        if (printer.pending()) return finish({ kind: 'records' });
+        const ended = watch.ended();
+        if (ended) finish({ kind: 'consumer', end: ended });
+      };
+      cleanups.push(watchFiles(this.entry.dir, [ENTRY_FILES.spool, ENTRY_FILES.consumer], check));
+      const timer = setTimeout(() => finish({ kind: 'deadline' }), Math.max(0, remaining));
+      cleanups.push(() => clearTimeout(timer));
+      cleanups.push(this.run.stop.onStop(() => finish({ kind: 'signal' })));
+      this.wake = check;
+      check();
+    });
+  }
+}
+
+/** The digest a consumer records of the settings.json it started with: sha256 of the file's bytes. */
+export const settingsDigest = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');

@@ -1,0 +1,71 @@
+import { Option } from 'commander';
+import type { Registration } from '../index.js';
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+export const register: Registration = (program, host) => {
+  const finish = (outcome: Parameters<typeof host.finish>[1]) => host.finish('oh-hai bridge', outcome);
+  const bridge = program
+    .command('bridge')
+    .description(
+      'Print every message waiting for this agent session (one summary line each) and exit 0; if none is waiting, wait up to the wait bound ' +
+        'for the next. Run it as a background task and RE-RUN IT AFTER EVERY EXIT, branching on the exit code (--exit-codes).',
+    )
+    .option('--wait <seconds>', 'wait bound when nothing is waiting (default 540; [bridge] wait_seconds, OH_HAI_WAIT_SECONDS)')
+    .option('--session <name|sess_id>', 'this agent session: a name, or a sess_… id that pins that Hub session')
+    .option('--state-home <absolute path>', 'a separate state root (absolute only)')
+    .option('--raw', 'print each spool envelope verbatim, one NDJSON line per record (for programs)')
+    .option('--json', 'the same as --raw')
+    .option('--allow-from <item>', 'who may ask/task this agent: any-in-account, agent:<id> or agent:<id>#sess_… (repeatable)', collect)
+    .option('--transport <auto|sse|poll>', 'how the connection drains (default auto: SSE when the Hub offers it)')
+    .option('--interval <seconds>', 'long-poll interval (default 5)')
+    .option('--max-retries <n>', 'reconnect budget for genuine faults before exit 13 (default 8)')
+    .option('--hub <url>', 'the Hub URL (default: MA2H_HUB_URL, then config)')
+    .option('--agent <id>', 'which identity, when several tokens are configured')
+    .option('--exit-codes', 'print the exit-code table and exit (no credential, no Hub call)')
+    .addOption(new Option('--once').hideHelp())
+    .addOption(new Option('--until-event [event]').hideHelp())
+    .addOption(new Option('--stream').hideHelp())
+    .addOption(new Option('--attach-only').hideHelp())
+    .action(async (opts) => {
+      const { run } = await import('./run.js');
+      finish(await run(opts, host.io));
+    });
+
+  bridge
+    .command('consume')
+    .description('retired: the old spelling of the private connection entrypoint (warns and forwards)')
+    .helpOption(false)
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .argument('[args...]')
+    .action(async (args: string[]) => {
+      const { consume } = await import('./retired.js');
+      finish(await consume(args, host.io));
+    });
+
+  bridge
+    .command('status')
+    .description('retired: forwards to the bridge checks of oh-hai doctor --self-test')
+    .option('--session <name|sess_id>')
+    .option('--state-home <absolute path>')
+    .option('--json')
+    .action(async (opts) => {
+      const { status } = await import('./retired.js');
+      finish(await status(opts, host.io));
+    });
+
+  bridge
+    .command('stop')
+    .description('retired: forwards to oh-hai session close (--keep-session: --keep-connection; --purge: then clears the state entry)')
+    .option('--keep-session')
+    .option('--purge')
+    .option('--session <name|sess_id>')
+    .option('--state-home <absolute path>')
+    .option('--hub <url>')
+    .option('--agent <id>')
+    .action(async (opts) => {
+      const { stop } = await import('./retired.js');
+      finish(await stop(opts, host.io));
+    });
+};

@@ -1,0 +1,80 @@
+import { rmSync } from 'node:fs';
+import { hostName } from '../../../spool/index.js';
+import { EXIT } from '../../exit-codes.js';
+import type { CliIO } from '../../io.js';
+import { toOutcome, type Outcome } from '../../outcome.js';
+import { processInspector, resolveBridge } from '../../resolve/index.js';
+
+/**
+ * The surface retired in 0.10.0 (product doc: "Removed and retired in 0.10.0"): flags that
+ * warn once and are ignored, and subcommands that warn once and forward, returning the
+ * forwarded command's exit code.
+ */
+
+export const RETIRED_FLAGS = ['--once', '--until-event', '--stream', '--attach-only'] as const;
+
+export interface RetiredFlagValues {
+  once?: boolean;
+  untilEvent?: boolean | string;
+  stream?: boolean;
+  attachOnly?: boolean;
+}
+
+export function retiredFlagWarnings(o: RetiredFlagValues): string[] {
+  const given = [o.once, o.untilEvent, o.stream, o.attachOnly];
+  return RETIRED_FLAGS.filter((_, i) => given[i] !== undefined && given[i] !== false).map(
+    (flag) => `${flag} was removed in 0.10.0 and is ignored (a later release makes it a usage error, exit 2); drop it — plain oh-hai bridge is the whole invocation`,
+  );
+}
+
+/** Run another oh-hai command in this process; it prints its own stop line, so this outcome is silent. */
+async function forward(args: string[], io: CliIO): Promise<number> {
+  const { runCli } = await import('../../main.js');
+  return runCli(args, io);
+}
+
+const warn = (io: CliIO, line: string): void => void io.stderr.write(`oh-hai bridge: ${line}\n`);
+
+export async function consume(args: string[], io: CliIO): Promise<Outcome> {
+  warn(io, 'bridge consume is the old spelling of a now-private entrypoint; forwarding to oh-hai __consumer (run oh-hai bridge instead)');
+  return { exit: await forward(['__consumer', ...args], io), style: 'silent' };
+}
+
+export interface StatusFlags {
+  session?: string;
+  stateHome?: string;
+  json?: boolean;
+}
+
+const carried = (f: { session?: string; stateHome?: string }): string[] => [
+  ...(f.session !== undefined ? ['--session', f.session] : []),
+  ...(f.stateHome !== undefined ? ['--state-home', f.stateHome] : []),
+];
+
+export async function status(f: StatusFlags, io: CliIO): Promise<Outcome> {
+  warn(io, 'bridge status is retired; forwarding to the bridge checks of oh-hai doctor --self-test (a later release makes it an unknown subcommand, exit 2)');
+  return { exit: await forward(['doctor', '--self-test', ...carried(f), ...(f.json ? ['--json'] : [])], io), style: 'silent' };
+}
+
+export interface StopFlags {
+  session?: string;
+  stateHome?: string;
+  hub?: string;
+  agent?: string;
+  keepSession?: boolean;
+  purge?: boolean;
+}
+
+export async function stop(f: StopFlags, io: CliIO): Promise<Outcome> {
+  const target = f.keepSession ? 'oh-hai session close --keep-connection' : 'oh-hai session close';
+  warn(io, `bridge stop is retired; forwarding to ${target}${f.purge ? ', then clearing this agent session\'s state entry' : ''} (a later release makes it an unknown subcommand, exit 2)`);
+  const identity = [...carried(f), ...(f.hub !== undefined ? ['--hub', f.hub] : []), ...(f.agent !== undefined ? ['--agent', f.agent] : [])];
+  const code = await forward(['session', 'close', ...(f.keepSession ? ['--keep-connection'] : []), ...identity], io);
+  // Clear only once nothing is left to stand down: after a failed close the spool may hold unread mail.
+  if (!f.purge || (code !== EXIT.ok && code !== EXIT.noSession)) return { exit: code, style: 'silent' };
+  const resolved = await resolveBridge({ flags: f, io, create: false, host: hostName(), inspect: processInspector });
+  if (!resolved.ok) return resolved.error.code === 'state_entry_absent' ? { exit: code, style: 'silent' } : toOutcome(resolved.error);
+  rmSync(resolved.value.entry.dir, { recursive: true, force: true });
+  warn(io, `cleared the state entry ${resolved.value.entry.dir}`);
+  return { exit: code, style: 'silent' };
+}

@@ -1,0 +1,67 @@
+import { hostName } from '../../../spool/index.js';
+import { formatExitTable } from '../../exit-codes.js';
+import { writeFlushed, type CliIO } from '../../io.js';
+import { success, toOutcome, type Outcome } from '../../outcome.js';
+import { processInspector, resolveBridge } from '../../resolve/index.js';
+import { launchDetached, type LaunchRequest } from '../../spawn/index.js';
+import type { Result } from '../../../util/result.js';
+import { readReaderKnobs } from './knobs.js';
+import { NAME, Reader } from './reader.js';
+import { retiredFlagWarnings, type RetiredFlagValues } from './retired.js';
+import { processSignals, StopRequest, type SignalSource } from './signals.js';
+
+/** `oh-hai bridge` flags as commander hands them over. */
+export interface BridgeOptions extends RetiredFlagValues {
+  wait?: string;
+  session?: string;
+  stateHome?: string;
+  raw?: boolean;
+  json?: boolean;
+  allowFrom?: string[];
+  transport?: string;
+  interval?: string;
+  maxRetries?: string;
+  hub?: string;
+  agent?: string;
+  exitCodes?: boolean;
+}
+
+export interface BridgeDeps {
+  signals: SignalSource;
+  launch: (req: LaunchRequest) => Promise<Result<{ pid: number }>>;
+}
+
+const defaults: BridgeDeps = { signals: processSignals, launch: launchDetached };
+
+export async function run(opts: BridgeOptions, io: CliIO, deps: BridgeDeps = defaults): Promise<Outcome> {
+  if (opts.exitCodes) {
+    await writeFlushed(io.stdout, formatExitTable());
+    return success();
+  }
+  for (const w of retiredFlagWarnings(opts)) io.stderr.write(`${NAME}: ${w}\n`);
+
+  const stop = new StopRequest(deps.signals);
+  try {
+    const knobs = readReaderKnobs(io.env);
+    if (!knobs.ok) return toOutcome(knobs.error);
+    const resolved = await resolveBridge({ flags: opts, io, create: true, host: hostName(), inspect: processInspector });
+    if (!resolved.ok) return toOutcome(resolved.error);
+    return await new Reader({
+      resolved: resolved.value,
+      io,
+      stop,
+      knobs: knobs.value,
+      named: {
+        allowFrom: (opts.allowFrom ?? []).length > 0,
+        transport: opts.transport !== undefined,
+        interval: opts.interval !== undefined,
+        maxRetries: opts.maxRetries !== undefined,
+      },
+      raw: opts.raw === true || opts.json === true,
+      agent: opts.agent ?? null,
+      launch: deps.launch,
+    }).execute();
+  } finally {
+    stop.dispose();
+  }
+}

@@ -1,0 +1,4 @@
+export { resolveBridge, type ResolveFlags, type ResolveRequest, type ResolvedBridge } from './resolve.js';
+export { resolveAgentSessionKey, type AgentSessionKey, type KeySource } from './session-key.js';
+export { findHostProgram, type HostProgram, type ProcessInspector } from './host-program.js';
+export { processInspector } from './inspector.js';

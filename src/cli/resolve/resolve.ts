@@ -1,0 +1,142 @@
+import {
+  loadConfigFiles,
+  rememberAgentId,
+  requireHubUrl,
+  resolveAgentCredential,
+  resolveSettings,
+  type AgentCredential,
+  type Coded,
+  type ResolvedSettings,
+  type SettingsFlags,
+} from '../../config/index.js';
+import { openStateEntry, resolveStateRoot, sessionEntryDir, stateKey, type IdentityRecord, type StateEntry } from '../../spool/index.js';
+import { EXIT } from '../exit-codes.js';
+import type { CliIO } from '../io.js';
+import type { CodedError } from '../outcome.js';
+import type { ProcessInspector } from './host-program.js';
+import { resolveAgentSessionKey, type AgentSessionKey } from './session-key.js';
+
+/**
+ * Bridge-style resolution, shared by `oh-hai bridge`, `__consumer --mode direct`,
+ * `session close/status` and `doctor`: flags → config → credential → agent id →
+ * agent-session key → state entry, in that order. A failure before the entry resolves
+ * carries its reason and nothing else: the lease epilogue is armed only by success.
+ */
+
+export interface ResolveFlags extends SettingsFlags {
+  session?: string;
+  stateHome?: string;
+  agent?: string;
+}
+
+export interface ResolveRequest {
+  flags: ResolveFlags;
+  io: Pick<CliIO, 'env' | 'cwd' | 'clock' | 'pid'>;
+  /** Make the entry when it does not exist (the bridge); read-only callers pass false. */
+  create: boolean;
+  host: string;
+  inspect: ProcessInspector;
+  /** Learns the agent id of a bare OH_HAI_TOKEN; the default lazily loads the Hub client. */
+  whoami?: (hubUrl: string, token: string) => Promise<Coded<string>>;
+}
+
+export interface ResolvedBridge {
+  stateRoot: string;
+  hubUrl: string;
+  settings: ResolvedSettings;
+  credential: AgentCredential;
+  agentId: string;
+  sessionKey: AgentSessionKey;
+  key: string;
+  entry: StateEntry;
+  /** Lines for stderr: config warnings, credential warnings, permission repairs. */
+  warnings: string[];
+}
+
+const usage = (code: string, message: string): { ok: false; error: CodedError } => ({ ok: false, error: { code, message, exit: EXIT.usage } });
+
+export async function resolveBridge(req: ResolveRequest): Promise<Coded<ResolvedBridge>> {
+  const { flags, io } = req;
+
+  const root = resolveStateRoot({ stateHome: flags.stateHome, env: io.env });
+  if (!root.ok) return usage('bad_state_home', root.reason);
+
+  const loaded = loadConfigFiles({ env: io.env, cwd: io.cwd });
+  if (!loaded.ok) return loaded;
+  const settings = resolveSettings({ flags, env: io.env, loaded: loaded.value });
+  if (!settings.ok) return settings;
+  const hubUrl = requireHubUrl(settings.value);
+  if (!hubUrl.ok) return hubUrl;
+
+  const cred = resolveAgentCredential({ env: io.env, hubUrl: hubUrl.value, agent: flags.agent, stateRoot: root.value });
+  if (!cred.ok) return cred;
+
+  let agentId = cred.value.agentId;
+  if (agentId === null) {
+    const learned = await (req.whoami ?? whoamiOverHttp)(hubUrl.value, cred.value.token);
+    if (!learned.ok) return learned;
+    agentId = learned.value;
+    await rememberAgentId({ stateRoot: root.value, hubUrl: hubUrl.value, token: cred.value.token, agentId });
+  }
+
+  const sessionKey = resolveAgentSessionKey({ flag: flags.session, env: io.env, host: req.host, selfPid: io.pid, inspect: req.inspect });
+  if (!sessionKey.ok) return usage('agent_session_unknown', sessionKey.reason);
+
+  const key = stateKey(hubUrl.value, agentId, sessionKey.value.key);
+  const dir = sessionEntryDir(root.value, key);
+  const opened = openStateEntry(dir, { create: req.create, log: { clock: io.clock, pid: io.pid, deny: [cred.value.token] } });
+  if (!opened.ok) {
+    return { ok: false, error: { code: `state_entry_${opened.code}`, message: opened.reason, exit: opened.code === 'foreign_owner' ? EXIT.usage : EXIT.internal } };
+  }
+  const entry = opened.value;
+  if (req.create) recordIdentity(entry, { hub: hubUrl.value, agent_id: agentId, session: sessionKey.value });
+
+  return {
+    ok: true,
+    value: {
+      stateRoot: root.value,
+      hubUrl: hubUrl.value,
+      settings: settings.value,
+      credential: cred.value,
+      agentId,
+      sessionKey: sessionKey.value,
+      key,
+      entry,
+      warnings: [...settings.value.warnings, ...cred.value.warnings, ...entry.repairs.map((r) => `tightened permissions on ${r.path} from ${r.was} to ${r.now}`)],
+    },
+  };
+}
+
+/** identity.json says whose entry this is, for doctor and fleet; rewritten only when it differs. */
+function recordIdentity(entry: StateEntry, who: { hub: string; agent_id: string; session: AgentSessionKey }): void {
+  const want: IdentityRecord = {
+    hub: who.hub,
+    agent_id: who.agent_id,
+    session_key: who.session.key,
+    key_source: who.session.source,
+    pinned: who.session.pinned,
+    name: who.session.name,
+  };
+  const have = entry.read('identity');
+  if (have.state === 'ok' && JSON.stringify(have.value) === JSON.stringify(want)) return;
+  entry.write('identity', want);
+}
+
+/** GET /v1/whoami, loaded only on this cold path so the warm path never imports the network stack. */
+async function whoamiOverHttp(hubUrl: string, token: string): Promise<Coded<string>> {
+  const { HubClient } = await import('../../hub/client/index.js');
+  const res = await new HubClient({ baseUrl: hubUrl, token }).whoami();
+  if (res.ok) {
+    if (res.value.kind === 'agent') return { ok: true, value: res.value.agent.id };
+    return {
+      ok: false,
+      error: { code: 'not_an_agent_token', exit: EXIT.auth, message: `the token in OH_HAI_TOKEN is the account's human token; the bridge needs an agent token (mint one in the Hub, then export OH_HAI_TOKEN=<agent token>)` },
+    };
+  }
+  const f = res.failure;
+  if (f.kind === 'http' && (f.status === 401 || f.code === 'messaging_disabled')) {
+    return { ok: false, error: { code: f.code, exit: EXIT.auth, message: `${hubUrl} refused the credential in OH_HAI_TOKEN (${f.status} ${f.code}: ${f.message}); a human must fix the credential` } };
+  }
+  const what = f.kind === 'http' ? `${f.status} ${f.code}: ${f.message}` : f.message;
+  return { ok: false, error: { code: 'hub_unreachable', exit: EXIT.unreachable, message: `could not learn this token's agent id from ${hubUrl}/v1/whoami (${what}); re-run with your own backoff` } };
+}
