@@ -25,6 +25,11 @@ export interface HubConfig {
   clockOffsetMs: number;
   /** Enables `POST /v1/_faults`; without it the route does not exist. */
   faultInjection: boolean;
+  /**
+   * Advertise `account.agent_directory` and serve it to agent tokens (absent = on). Off
+   * plays a Hub without the 0.12.2 directory: humans only, so setup/upgrade write no policy.
+   */
+  agentDirectory?: boolean;
   /** Identities from the configured token store (`MA2H_AGENT_TOKENS`). */
   configTokens: ConfigToken[];
   maxBodyBytes: number;

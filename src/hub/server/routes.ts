@@ -109,7 +109,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
             lease_max_seconds: core.config.leaseMaxSeconds,
             max_live_per_agent: HUB_DEFAULTS.maxLivePerAgent,
           },
-          account: { agent_directory: '/v1/account/agents' },
+          ...(core.config.agentDirectory === false ? {} : { account: { agent_directory: '/v1/account/agents' } }),
         }),
     },
     {
@@ -332,7 +332,10 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/account/agents',
       needs: 'any',
       cls: 'other',
-      handle: (c) => json(200, { agents: directory(core, c.url.searchParams.get('include') === 'config') }),
+      handle: (c) =>
+        core.config.agentDirectory === false && c.caller!.kind === 'agent'
+          ? fault(403, 'forbidden', 'this Hub advertises no account agent directory; only the human token may list the account agents')
+          : json(200, { agents: directory(core, c.url.searchParams.get('include') === 'config') }),
     },
     {
       method: 'POST',

@@ -43,6 +43,7 @@ export interface ServeFlags {
   holderStaleSeconds?: number;
   clockOffsetMs?: number;
   faultInjection?: boolean;
+  agentDirectory?: boolean;
 }
 
 export interface AdminFlags {
@@ -73,6 +74,7 @@ export const register: Registration = (program, host) => {
     .option('--holder-stale-seconds <s>', 'a holder unseen this long no longer blocks another home (default 60)', seconds('--holder-stale-seconds'))
     .option('--clock-offset-ms <ms>', "shift the Hub's clock from the real one (tests)", integer('--clock-offset-ms', -1e12, 1e12))
     .option('--fault-injection', 'enable POST /v1/_faults (tests only; never in a real deployment)')
+    .option('--no-agent-directory', 'advertise no account.agent_directory and refuse it to agent tokens (plays a Hub before 0.12.2)')
     .action(async (opts: ServeFlags) => {
       const { runServe } = await import('./serve.js');
       host.finish('oh-hai hub serve', await runServe(opts, host.io));

@@ -49,6 +49,7 @@ async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
     holderStaleSeconds: flags.holderStaleSeconds ?? HUB_DEFAULTS.holderStaleSeconds,
     clockOffsetMs: flags.clockOffsetMs ?? HUB_DEFAULTS.clockOffsetMs,
     faultInjection: flags.faultInjection === true,
+    agentDirectory: flags.agentDirectory !== false,
     configTokens,
     maxBodyBytes: HUB_DEFAULTS.maxBodyBytes,
     version: VERSION,
