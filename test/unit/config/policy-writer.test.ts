@@ -69,7 +69,9 @@ describe('the never-widen rule', () => {
     writeUser('[bridge]\nwait_seconds = 3\n');
     expect(checkExistingPolicy(t.env)).toMatchObject({ ok: true, value: { exists: false } });
     writeUser('[bridge]\nallow_from = []\n');
-    expect(checkExistingPolicy(t.env)).toMatchObject({ ok: true, value: { exists: true, allowFrom: [] } });
+    const exists = checkExistingPolicy(t.env);
+    expect(exists).toMatchObject({ ok: true, value: { exists: true, allowFrom: [] } });
+    if (exists.ok && exists.value.exists) expect(exists.value.lines[0]).toContain('(an empty allow_from (every addressed ask/task is refused))');
   });
 
   it('a user file that does not parse is a usage error before any Hub call', async () => {
