@@ -76,6 +76,8 @@ const ignoreBody = (): Result<null> => ok(null);
 export class HubClient {
   private readonly t: Transport;
   private readonly consumer: ConsumerIdentity | null;
+  /** Formatted once, so a bad pid fails at construction rather than mid-drain. */
+  private readonly consumerHeader: Record<string, string>;
   private readonly agent: Agent;
 
   constructor(opts: HubClientOptions) {
@@ -85,6 +87,7 @@ export class HubClient {
     }
     this.agent = new Agent();
     this.consumer = opts.consumer ?? null;
+    this.consumerHeader = this.consumer ? { [CONSUMER_HEADER.toLowerCase()]: formatConsumerHeader(this.consumer) } : {};
     this.t = {
       origin: url.origin,
       dispatcher: this.agent,
@@ -104,10 +107,6 @@ export class HubClient {
 
   private call<T>(spec: Omit<CallSpec<T>, 'auth'> & { auth?: boolean }): Promise<HubResult<T>> {
     return call(this.t, { auth: true, ...spec });
-  }
-
-  private consumerHeaders(): Record<string, string> {
-    return this.consumer ? { [CONSUMER_HEADER.toLowerCase()]: formatConsumerHeader(this.consumer) } : {};
   }
 
   /** §1 — no credential is sent. */
@@ -141,7 +140,7 @@ export class HubClient {
     return this.call({
       method: 'GET',
       path: `/v1/inbox${query({ session: opts.session ?? undefined, wait: opts.wait, limit: opts.limit })}`,
-      headers: this.consumerHeaders(),
+      headers: this.consumerHeader,
       holdSeconds: opts.wait,
       signal: opts.signal,
       parse: parseDrain,

@@ -222,4 +222,7 @@ describe('HubClient construction', () => {
     expect(() => new HubClient({ baseUrl: 'https://user:pw@hub.example' })).toThrow(RangeError);
     expect(() => new HubClient({ baseUrl: 'ftp://hub.example' })).toThrow(RangeError);
   });
+  it('refuses a consumer identity whose pid is not a positive integer at construction', () => {
+    expect(() => new HubClient({ baseUrl: 'http://127.0.0.1:1', consumer: { home: 'h', host: 'x', pid: 0 } })).toThrow(RangeError);
+  });
 });
