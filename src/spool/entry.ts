@@ -4,6 +4,8 @@ import type { Clock } from '../util/clock.js';
 import { ensureDir } from '../util/fs-durable.js';
 import type { Result } from '../util/result.js';
 import { readCursor, validateCursor, writeCursor, type Cursor, type CursorCheck } from './cursor.js';
+import { Ledger } from './ledger.js';
+import { acquireLock, type LockOptions, type LockResult } from './lock.js';
 import { appendLog, type LogContext } from './log.js';
 import {
   ENTRY_FILES,
@@ -21,6 +23,7 @@ import {
   type RecordRead,
   type SessionRecord,
 } from './records.js';
+import { SeenJti } from './seen-jti.js';
 import { Spool, SpoolReader } from './spool.js';
 
 /** A group/world permission bit found on the entry and removed. */
@@ -122,6 +125,24 @@ export class StateEntry {
       this.log(`cursor ${check.rewound}`);
     }
     return opened;
+  }
+
+  /** The pending-ack ledger (consumer only, under the lock); a cut tail is logged. */
+  openLedger(): Result<Ledger> {
+    const opened = Ledger.open(this.dir);
+    if (opened.ok && opened.value.recovery) {
+      const r = opened.value.recovery;
+      this.log(`ledger recovered: cut ${r.cutBytes} bytes at byte ${r.cutAt}`);
+    }
+    return opened;
+  }
+
+  loadSeenJti(): Result<SeenJti> {
+    return SeenJti.load(this.dir);
+  }
+
+  lockConsumer(opts: LockOptions): Promise<LockResult> {
+    return acquireLock(this.dir, ENTRY_FILES.consumerLock, opts);
   }
 
   /** One line in bridge.log; a no-op when the entry was opened without a log context. */
