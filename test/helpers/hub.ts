@@ -135,3 +135,36 @@ export async function startHub(opts: StartHubOptions = {}): Promise<TestHub> {
   };
   return hub;
 }
+
+export interface CallResult {
+  status: number;
+  /** Parsed JSON body (undefined when empty or not JSON); loosely typed on purpose, since tests assert on raw wire JSON. */
+  body: any;
+  text: string;
+  headers: Headers;
+}
+
+/** One HTTP call to a Hub: JSON in, JSON out, the bearer only in the Authorization header. */
+export async function hubCall(
+  base: string | { url: string },
+  method: string,
+  p: string,
+  opts: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+): Promise<CallResult> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
+  let body: string | undefined = opts.rawBody;
+  if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await fetch((typeof base === 'string' ? base : base.url) + p, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, body: parsed, text, headers: res.headers };
+}

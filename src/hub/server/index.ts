@@ -6,3 +6,4 @@ export { HUMAN_TOKEN_FILE, HUB_RECORD_FILE, STORE_FILE } from './files.js';
 export { parseFaultRules, FAULT_CLASSES, FAULT_ACTIONS, TAMPER_MODES, type FaultRule, type FaultClass, type TamperMode } from './faults.js';
 export type { ExtraRoutes } from './router.js';
 export type { HubCore } from './core.js';
+export { parseConfigTokens } from './config-tokens.js';

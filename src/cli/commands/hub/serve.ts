@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { parseAgentTokens } from '../../../config/credentials.js';
 import type { CliIO } from '../../io.js';
 import { VERSION } from '../../main.js';
 import { EXIT } from '../../exit-codes.js';
-import { toOutcome, usageError, type Outcome } from '../../outcome.js';
+import { usageError, type Outcome } from '../../outcome.js';
 import { resolveDataDir } from './data-dir.js';
 import type { ServeFlags } from './register.js';
 import type { HubConfig } from '../../../hub/server/index.js';
@@ -12,7 +11,7 @@ type Built = { ok: true; config: HubConfig; randomKey: boolean } | { ok: false; 
 
 /** Flags > environment > defaults; every knob checked together so the message names the flag to fix. */
 async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
-  const { HUB_DEFAULTS, checkConfig } = await import('../../../hub/server/index.js');
+  const { HUB_DEFAULTS, checkConfig, parseConfigTokens } = await import('../../../hub/server/index.js');
   let maxWait: number = HUB_DEFAULTS.maxWaitSeconds;
   if (flags.maxWaitSeconds !== undefined) maxWait = flags.maxWaitSeconds;
   else if (io.env.MA2H_MAX_WAIT_SECONDS !== undefined && io.env.MA2H_MAX_WAIT_SECONDS !== '') {
@@ -23,9 +22,9 @@ async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
   let configTokens: HubConfig['configTokens'] = [];
   const rawTokens = io.env.MA2H_AGENT_TOKENS;
   if (rawTokens !== undefined && rawTokens.trim() !== '') {
-    const parsed = parseAgentTokens(rawTokens);
-    if (!parsed.ok) return { ok: false, outcome: toOutcome(parsed.error) };
-    configTokens = parsed.value.map((p) => ({ agentId: p.id, token: p.token }));
+    const parsed = parseConfigTokens(rawTokens);
+    if (!parsed.ok) return { ok: false, outcome: usageError(parsed.reason) };
+    configTokens = parsed.value;
   }
   const givenKey = flags.signingKey ?? io.env.MA2H_SIGNING_KEY;
   const randomKey = givenKey === undefined || givenKey === '';
