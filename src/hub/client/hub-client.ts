@@ -12,6 +12,7 @@ import {
   parseMessage,
   parseMessageList,
   parseMintedAgent,
+  parseOperatorStops,
   parseSentMessage,
   parseSession,
   parseWhoami,
@@ -32,6 +33,7 @@ import {
   type MessageList,
   type MintAgentRequest,
   type MintedAgent,
+  type OperatorStop,
   type RespondRequest,
   type SendRequest,
   type SentMessage,
@@ -192,6 +194,16 @@ export class HubClient {
 
   liftStop(body: LiftRequest, signal?: AbortSignal): Promise<HubResult<LiftResult>> {
     return this.call({ method: 'POST', path: '/v1/operator-stops/lift', body, signal, parse: parseLiftResult });
+  }
+
+  /** The reference Hub's `GET /v1/account`: the account with its messaging switch (not in MA2H). */
+  account(signal?: AbortSignal): Promise<HubResult<AccountState>> {
+    return this.call({ method: 'GET', path: '/v1/account', signal, parse: parseAccountState });
+  }
+
+  /** The reference Hub's `GET /v1/operator-stops` (human token): every recorded stop (not in MA2H). */
+  operatorStops(signal?: AbortSignal): Promise<HubResult<OperatorStop[]>> {
+    return this.call({ method: 'GET', path: '/v1/operator-stops', signal, parse: parseOperatorStops });
   }
 
   patchAccount(body: AccountPatch, signal?: AbortSignal): Promise<HubResult<AccountState>> {

@@ -56,6 +56,7 @@ export {
   parseDrain,
   parseAccountState,
   parseLiftResult,
+  parseOperatorStops,
   parseOpenEvent,
   parseEntriesEvent,
   parseClosedEvent,

@@ -35,6 +35,7 @@ import type {
   MessageState,
   MintedAgent,
   OpenEvent,
+  OperatorStop,
   Reachability,
   ReconnectEvent,
   SentMessage,
@@ -252,6 +253,23 @@ export const parseAccountState = (x: unknown): Result<AccountState> =>
     if (v !== undefined && typeof v !== 'boolean') bad(`field 'agent_messaging' must be true or false, got ${describe(v)}`);
     return { agent_messaging: v ?? null };
   });
+
+/** The reference Hub's `{"stops": [{agent_id, agent_label, client_key, name, session_id, recorded_at}]}`. */
+export const parseOperatorStops = (x: unknown): Result<OperatorStop[]> =>
+  guard('operator stops', () =>
+    arr(obj(x, 'body'), 'stops', 'body').map((row, i) => {
+      const where = `stops[${i}]`;
+      const o = obj(row, where);
+      return {
+        agent_id: str(o, 'agent_id', where),
+        agent_label: optStr(o, 'agent_label', where),
+        client_key: optStr(o, 'client_key', where),
+        name: optStr(o, 'name', where),
+        session_id: optStr(o, 'session_id', where),
+        recorded_at: instant(o, 'recorded_at', where),
+      };
+    }),
+  );
 
 export const parseLiftResult = (x: unknown): Result<LiftResult> =>
   guard('lift response', () => {

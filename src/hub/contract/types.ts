@@ -233,6 +233,16 @@ export interface AccountState {
   agent_messaging: boolean | null;
 }
 
+/** One recorded operator stop (the reference Hub's `GET /v1/operator-stops`, human token). */
+export interface OperatorStop {
+  agent_id: string;
+  agent_label: string | null;
+  client_key: string | null;
+  name: string | null;
+  session_id: string | null;
+  recorded_at: string;
+}
+
 export interface LiftResult {
   lifted: number | null;
 }
