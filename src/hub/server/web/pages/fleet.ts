@@ -1,7 +1,7 @@
 import type { FleetRow } from '../../../contract/index.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, stateWord } from '../layout.js';
-import type { OperatorStop } from '../port.js';
+import type { OperatorStop } from '../../../contract/index.js';
 
 const agentCell = (label: string | null, id: string): SafeHtml =>
   html`${label ?? html`<span class="empty">no label</span>`}<br><code>${id}</code>`;
