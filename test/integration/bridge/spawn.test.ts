@@ -1,0 +1,95 @@
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isSameProcessAlive, parentPid, stampOf } from '../../../src/spool/index.js';
+import { repoRoot } from '../../helpers/cli.js';
+import { waitFor } from '../../helpers/wait.js';
+
+// The launcher runs its intermediate from dist/, so the test drives the built module.
+type SpawnModule = typeof import('../../../src/cli/spawn/index.js');
+const load = (): Promise<SpawnModule> => import(path.join(repoRoot, 'dist', 'cli', 'spawn', 'index.js')) as Promise<SpawnModule>;
+
+/** Every pid below `root` in the process tree (by /proc ppid). */
+function descendants(root: number): number[] {
+  const all = readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
+  const found: number[] = [];
+  const frontier = [root];
+  while (frontier.length > 0) {
+    const p = frontier.pop()!;
+    for (const pid of all) if (parentPid(pid) === p && !found.includes(pid)) (found.push(pid), frontier.push(pid));
+  }
+  return found;
+}
+
+const sessionId = (pid: number): string | null => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3] ?? null;
+  } catch {
+    return null;
+  }
+};
+
+describe.runIf(process.platform === 'linux')('double-fork launcher', () => {
+  const started: number[] = [];
+  let dir = '';
+  afterEach(() => {
+    for (const pid of started.splice(0)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('starts the program detached, relays its pid, leaves no transient file, and is never its parent', async () => {
+    const { launchDetached } = await load();
+    dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-spawn-'));
+    const res = await launchDetached({
+      execPath: process.execPath,
+      args: ['-e', 'setInterval(() => {}, 1000)'],
+      dir,
+      logPath: path.join(dir, 'bridge.log'),
+      env: { PATH: process.env.PATH },
+    });
+    expect(res.ok).toBe(true);
+    const pid = res.ok ? res.value.pid : 0;
+    started.push(pid);
+    expect(isSameProcessAlive(stampOf(pid))).toBe('alive');
+    // The intermediate has exited, so the program was reparented away from this process.
+    expect(parentPid(pid)).not.toBe(process.pid);
+    expect(descendants(process.pid)).not.toContain(pid);
+    // Its own session: a harness ending our process group or session does not reach it.
+    expect(sessionId(pid)).toBe(String(pid));
+    expect(readdirSync(dir).filter((n) => n.startsWith('spawn.'))).toEqual([]);
+  });
+
+  it('reports a program that cannot be started instead of a pid', async () => {
+    const { launchDetached } = await load();
+    dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-spawn-'));
+    const res = await launchDetached({ execPath: path.join(dir, 'no-such-program'), args: [], dir, logPath: path.join(dir, 'bridge.log'), env: {} });
+    // The intermediate itself is started with the same execPath, so either hop may be the one that fails.
+    expect(res.ok).toBe(false);
+    expect(!res.ok && res.reason).toMatch(/could not start|ENOENT|without relaying a pid/);
+  });
+
+  it('the Windows path is one detached spawn that still relays the pid', async () => {
+    const { launchDetached } = await load();
+    dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-spawn-'));
+    const res = await launchDetached({
+      execPath: process.execPath,
+      args: ['-e', 'setInterval(() => {}, 1000)'],
+      dir,
+      logPath: path.join(dir, 'bridge.log'),
+      env: { PATH: process.env.PATH },
+      platform: 'win32',
+    });
+    expect(res.ok).toBe(true);
+    const pid = res.ok ? res.value.pid : 0;
+    started.push(pid);
+    await waitFor(() => isSameProcessAlive(stampOf(pid)) === 'alive', { what: 'the program to run' });
+  });
+});
