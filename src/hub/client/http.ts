@@ -94,7 +94,7 @@ export async function readCapped(body: Dispatcher.ResponseData['body']): Promise
   return { bytes: Buffer.concat(chunks), truncated: false };
 }
 
-function decodeJson(bytes: Buffer): { ok: true; value: unknown } | { ok: false; reason: string } {
+function decodeJson(bytes: Buffer): Result<unknown> {
   let text: string;
   try {
     text = fatalUtf8.decode(bytes);
