@@ -1,20 +1,25 @@
-import { HubClient, type HubFailure } from '../../../hub/client/index.js';
+import { DEFAULT_AGENT_DIRECTORY, HubClient, type HubFailure } from '../../../hub/client/index.js';
 import { agentDirectoryPath, type Whoami } from '../../../hub/contract/index.js';
 import type { Coded, DirectoryFetch } from '../../../config/index.js';
 import { EXIT } from '../../exit-codes.js';
 import type { CodedError } from '../../outcome.js';
 
-/** A Hub failure as the account commands report it: a refused credential is 3, anything else about reaching the Hub 13. */
-export function hubError(hubUrl: string, what: string, f: HubFailure): CodedError {
+/**
+ * A Hub failure as the account commands report it: a refused credential is 3, anything else
+ * about reaching the Hub 13. `at` names the request; `after` says what it means for the command.
+ */
+export function hubError(hubUrl: string, at: string, f: HubFailure, after: string): CodedError {
   if (f.kind === 'http' && (f.status === 401 || f.status === 403))
-    return {
-      code: f.code,
-      exit: EXIT.auth,
-      message: `${hubUrl} refused the token while ${what} (${f.status} ${f.code}: ${f.message}); check it is current and of the right kind — nothing was stored`,
-    };
+    return { code: f.code, exit: EXIT.auth, message: `${hubUrl} refused the token at ${at} (${f.status} ${f.code}: ${f.message}); check it is current and of the right kind — ${after}` };
   const detail = f.kind === 'http' ? `${f.status} ${f.code}: ${f.message}` : f.message;
-  return { code: f.kind === 'http' ? f.code : `hub_${f.kind}`, exit: EXIT.unreachable, message: `could not reach a usable Hub at ${hubUrl} while ${what} (${detail}); check the URL and retry` };
+  return {
+    code: f.kind === 'http' ? f.code : `hub_${f.kind}`,
+    exit: EXIT.unreachable,
+    message: `could not reach a usable Hub at ${hubUrl} (${at}: ${detail}); check the URL and retry — ${after}`,
+  };
 }
+
+const NO_POLICY = 'no sender policy was written';
 
 async function withClient<T>(hubUrl: string, token: string, fn: (c: HubClient) => Promise<T>): Promise<T> {
   const client = new HubClient({ baseUrl: hubUrl, token });
@@ -29,7 +34,7 @@ async function withClient<T>(hubUrl: string, token: string, fn: (c: HubClient) =
 export function whoami(hubUrl: string, token: string): Promise<Coded<Whoami>> {
   return withClient(hubUrl, token, async (c) => {
     const r = await c.whoami();
-    return r.ok ? { ok: true, value: r.value } : { ok: false, error: hubError(hubUrl, 'verifying the token (GET /v1/whoami)', r.failure) };
+    return r.ok ? { ok: true, value: r.value } : { ok: false, error: hubError(hubUrl, 'GET /v1/whoami', r.failure, 'nothing was stored') };
   });
 }
 
@@ -41,11 +46,11 @@ export function whoami(hubUrl: string, token: string): Promise<Coded<Whoami>> {
 export function fetchDirectory(hubUrl: string, cred: { kind: 'human' | 'agent'; token: string }): Promise<DirectoryFetch> {
   return withClient(hubUrl, cred.token, async (c): Promise<DirectoryFetch> => {
     const cap = await c.capability();
-    if (!cap.ok) return { kind: 'failed', error: hubError(hubUrl, 'reading the capability document', cap.failure) };
+    if (!cap.ok) return { kind: 'failed', error: hubError(hubUrl, 'GET /v1/capability', cap.failure, NO_POLICY) };
     const path = agentDirectoryPath(cap.value);
     if (cred.kind === 'agent' && path === null) return { kind: 'no-directory' };
     const rows = await c.listAgents({ includeConfig: cred.kind === 'agent', ...(path === null ? {} : { path }) });
-    if (!rows.ok) return { kind: 'failed', error: hubError(hubUrl, 'reading the account agent directory', rows.failure) };
+    if (!rows.ok) return { kind: 'failed', error: hubError(hubUrl, `GET ${path ?? DEFAULT_AGENT_DIRECTORY}`, rows.failure, NO_POLICY) };
     return { kind: 'directory', rows: rows.value, via: cred.kind === 'human' ? 'human token' : 'agent token' };
   });
 }
