@@ -22,7 +22,12 @@ export type StopReason =
   | 'hub_unsupported'
   | 'spool_write_failed'
   | 'lock_compromised'
-  | 'bad_settings';
+  | 'state_unreadable'
+  | 'bad_settings'
+  | 'no_credential'
+  | 'credential_mismatch'
+  | 'consumer_running'
+  | 'internal_error';
 
 export interface Stop {
   exit: number;

@@ -4,6 +4,7 @@ import { register as teach } from './teach/register.js';
 import { register as hub } from './hub/register.js';
 import { register as account } from './account/register.js';
 import { register as bridge } from './bridge/register.js';
+import { register as consumer } from './consumer/register.js';
 
 /**
  * Every command group registers itself here. A registration only declares flags;
