@@ -13,4 +13,4 @@ import { register as consumer } from './consumer/register.js';
  */
 export type Registration = (program: Command, host: CommandHost) => void;
 
-export const registrations: Registration[] = [teach, hub, account, bridge];
+export const registrations: Registration[] = [teach, hub, account, bridge, consumer];
