@@ -77,9 +77,13 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   const out = (line: string) => io.stdout.write(line + '\n');
   const stopped = stopSignal();
   const { createHubServer } = await import('../../../hub/server/index.js');
+  const { mountWebInbox } = await import('../../../hub/server/web/index.js');
+  let url = '';
+  const web = mountWebInbox({ clock: io.clock, baseUrl: () => url });
   let server;
   try {
-    server = await createHubServer({ config, clock: io.clock, pid: io.pid, log: (line) => io.stderr.write(line + '\n') });
+    server = await createHubServer({ config, clock: io.clock, pid: io.pid, log: (line) => io.stderr.write(line + '\n'), extraRoutes: web.routes });
+    url = server.url;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') return usageError(`${config.host}:${config.port} is already in use; pick another --port (0 = any free port)`, 'address_in_use');
@@ -93,9 +97,11 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   out(`hub: data ${server.dataDir}`);
   if (built.randomKey) out('hub: signing key is random for this run (set MA2H_SIGNING_KEY to keep one across restarts)');
   if (config.faultInjection) out('hub: fault injection is ON (POST /v1/_faults) — a test Hub, never a deployment');
+  out(`hub: web inbox at ${server.url}/ (sign in with the human token)`);
   out(`hub: listening on ${server.url}`);
   const sig = await stopped;
   await server.close();
+  await web.close();
   out(`hub: stopped (${sig})`);
   return { exit: EXIT.ok, style: 'silent' };
 }

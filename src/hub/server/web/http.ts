@@ -30,8 +30,17 @@ export function sendCss(res: ServerResponse, css: string): void {
   res.end(css);
 }
 
-/** True when this request arrived over TLS on this very socket. */
-export const arrivedOverTls = (req: IncomingMessage): boolean => (req.socket as Partial<TLSSocket>).encrypted === true;
+/**
+ * Whether the browser reached us over https: TLS on this socket, or a TLS-terminating proxy
+ * saying so in X-Forwarded-Proto. A browser's cross-site form cannot set that header, so
+ * trusting it can only add `Secure` and make the origin check expect https.
+ */
+export function reachedOverHttps(req: IncomingMessage): boolean {
+  if ((req.socket as Partial<TLSSocket>).encrypted === true) return true;
+  const fwd = req.headers['x-forwarded-proto'];
+  const first = (Array.isArray(fwd) ? fwd[0] : fwd)?.split(',')[0]?.trim().toLowerCase();
+  return first === 'https';
+}
 
 export interface FormRefusal {
   status: 400 | 403 | 413 | 415;

@@ -9,7 +9,7 @@ import { loginPage } from './pages/login.js';
 import { sendPage, type AddressChoice } from './pages/send.js';
 import { settingsPage } from './pages/settings.js';
 import type { ApiAnswer, ApiRefusal, WebHub } from './port.js';
-import { arrivedOverTls, checkSameOrigin, readForm, redirect, sendCss, sendHtml } from './http.js';
+import { checkSameOrigin, reachedOverHttps, readForm, redirect, sendCss, sendHtml } from './http.js';
 import { clearedSessionCookie, readSessionCookie, sameSecret, SessionStore, sessionCookie, type Flash, type WebSession } from './sessions.js';
 import { STYLESHEET } from './style.js';
 
@@ -17,13 +17,6 @@ export interface WebInboxOptions {
   /** The Hub's JSON API as the pages call it. */
   hub: WebHub;
   clock: Clock;
-  /** Where the operator finds the human token (shown on the sign-in page). */
-  tokenHint: string;
-  /**
-   * Whether browsers reach this server over https. Default: only when the request arrived
-   * over TLS on this socket. Set true behind a TLS-terminating proxy.
-   */
-  secureCookies?: boolean;
   /** A signed-in browser session ends after this long without a request (default 12 h). */
   idleSeconds?: number;
   /** Bound on browser sessions held in memory (default 1000; the least recently used go first). */
@@ -277,7 +270,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     sendHtml(
       c.res,
       status,
-      renderPage({ title: 'Sign in', chrome: null, flash, body: loginPage({ csrf: s.csrf, tokenHint: o.tokenHint }) }),
+      renderPage({ title: 'Sign in', chrome: null, flash, body: loginPage({ csrf: s.csrf }) }),
       setCookie ? { 'set-cookie': sessionCookie(s.id, c.secure) } : {},
     );
   }
@@ -338,7 +331,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     const path = url.pathname;
     const isWebPath = path === '/' || path === '/web.css' || path === '/login' || path === '/logout' || Object.hasOwn(routes, path);
     if (!isWebPath) return false;
-    const c: Ctx = { req, res, url, secure: o.secureCookies ?? arrivedOverTls(req) };
+    const c: Ctx = { req, res, url, secure: reachedOverHttps(req) };
     const method = req.method ?? 'GET';
     const current = sessions.get(readSessionCookie(req.headers.cookie));
 
