@@ -9,7 +9,7 @@ import { repoRoot } from '../../helpers/cli.js';
 import { tempEnv } from '../../helpers/env.js';
 
 const writer = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'spool-writer.mjs');
-const TRIALS = 60;
+const TRIALS = 50;
 
 interface Promised {
   spooledSeq: number;
@@ -99,9 +99,12 @@ describe('spool and ledger under kill -9', () => {
         recovered += 1;
       }
     }
+    // the last trial may have left garbage: the next open recovers it like any other
+    checkInvariants(dir, promised);
     const all = new SpoolReader(dir).readAfter(0);
     expect(all.length).toBeGreaterThan(TRIALS);
     expect(recovered).toBeGreaterThan(0);
     expect(readFileSync(path.join(dir, 'bridge.ndjson'), 'utf8').endsWith('\n')).toBe(true);
-  });
+    // each trial starts a node process: give a loaded 2-core machine room
+  }, 240_000);
 });

@@ -1,5 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, chmodSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, copyFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -55,11 +55,15 @@ describe.runIf(process.platform === 'linux')('process liveness (Linux /proc)', (
   });
 
   it('a zombie is dead although kill(pid, 0) succeeds on it', async () => {
-    // the backgrounded sleep exits at once; its parent execs into a sleep that never reaps it
-    const c = start('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30']);
+    // a background child that exits only when told, under a parent that execs into a sleep that never reaps it
+    const fifo = path.join(tempDir(), 'go');
+    execFileSync('mkfifo', [fifo]);
+    const c = start('sh', ['-c', `head -c1 <'${fifo}' >/dev/null & echo $!; exec sleep 30`]);
     let out = '';
     c.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
-    const zpid = Number(await waitFor(() => /^\d+\n/.exec(out)?.[0].trim(), { what: 'the zombie pid' }));
+    const zpid = Number(await waitFor(() => /^\d+\n/.exec(out)?.[0].trim(), { what: 'the background child pid' }));
+    await waitFor(() => processCommand(c.pid!) === 'sleep 30', { what: 'the parent to exec into sleep' });
+    writeFileSync(fifo, 'x');
     await waitFor(() => processState(zpid) === 'zombie', { what: 'the child to become a zombie' });
     expect(() => process.kill(zpid, 0)).not.toThrow();
     const stamp = stampOf(zpid);
