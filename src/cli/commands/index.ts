@@ -1,6 +1,9 @@
 import type { Command } from 'commander';
 import type { CommandHost } from '../host.js';
 import { register as teach } from './teach/register.js';
+import { register as send } from './send/register.js';
+import { register as messages } from './messages/register.js';
+import { register as fleet } from './fleet/register.js';
 import { register as hub } from './hub/register.js';
 import { register as account } from './account/register.js';
 import { register as bridge } from './bridge/register.js';
@@ -13,4 +16,4 @@ import { register as consumer } from './consumer/register.js';
  */
 export type Registration = (program: Command, host: CommandHost) => void;
 
-export const registrations: Registration[] = [teach, hub, account, bridge, consumer];
+export const registrations: Registration[] = [teach, send, messages, fleet, hub, account, bridge, consumer];

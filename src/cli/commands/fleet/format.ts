@@ -1,0 +1,88 @@
+import type { FleetRow } from '../../../hub/contract/index.js';
+import { plain } from '../bridge/summary.js';
+import type { LocalAnnotation, LocalScan } from './local-state.js';
+
+/** A Hub row with what this host's state says about it; `local: null` is "no local state here". */
+export interface AnnotatedRow extends FleetRow {
+  local: {
+    entry: string;
+    /** true live, false dead, null unknown (the record exists and could not be read, or is another host's). */
+    consumer_alive: boolean | null;
+    consumer_pid: number | null;
+    consumer_note: string | null;
+    reader_attending: boolean | null;
+    reader_note: string | null;
+    lag: number | null;
+  } | null;
+}
+
+export interface FleetView {
+  sessions: AnnotatedRow[];
+  /** Local session entries whose session record could not be read, so no row could be matched to them. */
+  unmatched_local_entries: { entry: string; reason: string }[];
+}
+
+const ALIVE: Record<LocalAnnotation['consumer'], boolean | null> = { live: true, dead: false, unknown: null };
+
+export function annotate(rows: readonly FleetRow[], scan: LocalScan): FleetView {
+  return {
+    sessions: rows.map((row) => {
+      const a = scan.bySession.get(row.session_id);
+      if (!a) return { ...row, local: null };
+      return {
+        ...row,
+        local: {
+          entry: a.entry,
+          consumer_alive: ALIVE[a.consumer],
+          consumer_pid: a.consumer_pid,
+          consumer_note: a.consumer_note,
+          reader_attending: a.reader_attending,
+          reader_note: a.reader_note,
+          lag: a.lag,
+        },
+      };
+    }),
+    unmatched_local_entries: scan.unmatched,
+  };
+}
+
+function consumerWords(l: NonNullable<AnnotatedRow['local']>): string {
+  if (l.consumer_alive === true) return `consumer live (pid ${l.consumer_pid ?? '?'})`;
+  if (l.consumer_alive === false) return `consumer DEAD (${l.consumer_note ?? 'nothing drains it'})`;
+  return 'consumer UNKNOWN';
+}
+
+function readerWords(l: NonNullable<AnnotatedRow['local']>): string {
+  if (l.reader_attending === true) return 'reader attending';
+  if (l.reader_attending === null) return 'reader unknown';
+  return `reader not attending (${l.reader_note ?? 'no reader'})`;
+}
+
+function localWords(l: AnnotatedRow['local']): string {
+  if (l === null) return 'no local state here';
+  const lag = l.lag === null ? 'unread unknown (the spool or cursor could not be read)' : `${l.lag} unread`;
+  const notes = [l.consumer_alive === null ? l.consumer_note : null, l.reader_attending === null ? l.reader_note : null].filter((n): n is string => n !== null);
+  const why = notes.length > 0 ? ` — ${notes.join('; ')}` : '';
+  return `home found · ${consumerWords(l)} / ${readerWords(l)} · ${lag}${why}`;
+}
+
+/** One line per session: address, who, reachability, lease (the Hub's instants, verbatim), then the local annotation. */
+export function formatFleet(view: FleetView): string {
+  if (view.sessions.length === 0 && view.unmatched_local_entries.length === 0) {
+    return 'no live sessions in this account: nothing can be addressed by session right now (agent:<id> still reaches an agent\'s principal mailbox)\n';
+  }
+  const lines = view.sessions.map((r) => {
+    const who = [r.agent_label !== null ? plain(r.agent_label) : null, r.name !== null ? `name ${plain(r.name)}` : null].filter((s) => s !== null).join(', ');
+    const renewed = r.last_renewed_at !== null ? `, last renewed ${r.last_renewed_at}` : '';
+    const holder = r.holder !== null ? ` · held by pid ${r.holder.pid} on ${plain(r.holder.host)}` : '';
+    return (
+      `${plain(r.address)}${who ? ` (${who})` : ''} · ${r.reachability} · ${r.state}, lease expires ${r.expires_at}` +
+      ` (Hub's clock${renewed})${holder} · ${localWords(r.local)}`
+    );
+  });
+  for (const u of view.unmatched_local_entries) {
+    lines.push(`local state entry ${u.entry}: its session record could not be read (${u.reason}); it may belong to any session above — this is not evidence that nothing runs there`);
+  }
+  return lines.join('\n') + '\n';
+}
+

@@ -1,0 +1,56 @@
+import { EXIT } from '../../exit-codes.js';
+import { writeFlushed, type CliIO } from '../../io.js';
+import { success, toOutcome, usageError, type Outcome } from '../../outcome.js';
+import { hubFailureError, resolveAgentAccess, type AgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { listText, showText } from './format.js';
+
+export interface ListOptions extends AgentFlagValues {
+  limit?: string;
+  before?: string;
+  received?: boolean;
+}
+
+const ctx = (a: AgentAccess, doing: string) => ({ hubUrl: a.hubUrl, credential: a.credential.source, doing });
+
+export async function runList(opts: ListOptions, io: CliIO): Promise<Outcome> {
+  let limit: number | undefined;
+  if (opts.limit !== undefined) {
+    limit = Number(opts.limit);
+    if (!Number.isInteger(limit) || limit < 1) return usageError(`--limit ${JSON.stringify(opts.limit)} is not a positive whole number, e.g. --limit 20`);
+  }
+  const direction = opts.received ? 'received' : 'sent';
+  const access = await resolveAgentAccess(opts, io);
+  if (!access.ok) return toOutcome(access.error);
+  const a = access.value;
+  try {
+    for (const w of a.warnings) io.stderr.write(`oh-hai messages: ${w}\n`);
+    const r = await a.client.listMessages({ direction, limit, before: opts.before });
+    if (!r.ok) return toOutcome(hubFailureError(r.failure, ctx(a, `listing the messages you ${direction === 'sent' ? 'sent' : 'received'}`)));
+    const out = opts.json ? r.value.messages.map((m) => JSON.stringify(m) + '\n').join('') : listText(r.value.messages, direction, r.value.next);
+    await writeFlushed(io.stdout, out);
+    return success();
+  } finally {
+    await a.client.close();
+  }
+}
+
+export async function runShow(id: string, opts: AgentFlagValues, io: CliIO): Promise<Outcome> {
+  const access = await resolveAgentAccess(opts, io);
+  if (!access.ok) return toOutcome(access.error);
+  const a = access.value;
+  try {
+    for (const w of a.warnings) io.stderr.write(`oh-hai messages: ${w}\n`);
+    const r = await a.client.getMessage(id);
+    if (!r.ok) {
+      const f = r.failure;
+      if (f.kind === 'http' && f.status === 404) {
+        return { exit: EXIT.noSession, code: f.code, message: `no message ${JSON.stringify(id)} that this agent sent or received (${f.status} ${f.code}: ${f.message}); see \`oh-hai messages list\`` };
+      }
+      return toOutcome(hubFailureError(f, ctx(a, `reading message ${id}`)));
+    }
+    await writeFlushed(io.stdout, opts.json ? JSON.stringify(r.value) + '\n' : showText(r.value));
+    return success();
+  } finally {
+    await a.client.close();
+  }
+}

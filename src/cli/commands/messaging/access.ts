@@ -1,0 +1,100 @@
+import { loadConfigFiles, rememberAgentId, requireHubUrl, resolveAgentCredential, resolveSettings, type AgentCredential, type Coded } from '../../../config/index.js';
+import { formatAddress } from '../../../hub/contract/index.js';
+import { HubClient } from '../../../hub/client/index.js';
+import { ENTRY_FILES, hostName, parseSessionRecord, readRecord, resolveStateRoot, sessionEntryDir, stateKey } from '../../../spool/index.js';
+import { EXIT } from '../../exit-codes.js';
+import type { CliIO } from '../../io.js';
+import { processInspector, resolveAgentSessionKey, type AgentSessionKey, type ProcessInspector } from '../../resolve/index.js';
+import { hubFailureError } from './failures.js';
+
+/** The flags every command that talks to the Hub as this agent takes. */
+export interface AgentFlags {
+  hub?: string;
+  agent?: string;
+  session?: string;
+  stateHome?: string;
+}
+
+/**
+ * The Hub session this agent session currently holds, as its state entry records it — or
+ * why there is none. A send attaches it so that a reply reaches the run that is reading.
+ */
+export type ThisSession =
+  | { kind: 'attached'; id: string; address: string; entryDir: string | null; key: AgentSessionKey }
+  | { kind: 'none'; why: string; entryDir: string | null; key: AgentSessionKey | null };
+
+export interface AgentAccess {
+  client: HubClient;
+  hubUrl: string;
+  agentId: string;
+  credential: AgentCredential;
+  stateRoot: string;
+  principalAddress: string;
+  thisSession: ThisSession;
+  /** For stderr: config and credential warnings. */
+  warnings: string[];
+}
+
+/**
+ * Hub URL, credential and agent id as the bridge resolves them, then this agent session's
+ * entry read-only — never created: a send must not leave state behind. An agent session
+ * the CLI cannot determine is not an error here; the send goes without a session.
+ */
+export async function resolveAgentAccess(flags: AgentFlags, io: CliIO, inspect: ProcessInspector = processInspector): Promise<Coded<AgentAccess>> {
+  const root = resolveStateRoot({ stateHome: flags.stateHome, env: io.env });
+  if (!root.ok) return { ok: false, error: { code: 'bad_state_home', message: root.reason, exit: EXIT.usage } };
+  const loaded = loadConfigFiles({ env: io.env, cwd: io.cwd });
+  if (!loaded.ok) return loaded;
+  const settings = resolveSettings({ flags: { hub: flags.hub }, env: io.env, loaded: loaded.value });
+  if (!settings.ok) return settings;
+  const hubUrl = requireHubUrl(settings.value);
+  if (!hubUrl.ok) return hubUrl;
+  const cred = resolveAgentCredential({ env: io.env, hubUrl: hubUrl.value, agent: flags.agent, stateRoot: root.value });
+  if (!cred.ok) return cred;
+
+  const client = new HubClient({ baseUrl: hubUrl.value, token: cred.value.token, userAgent: 'oh-hai' });
+  let agentId = cred.value.agentId;
+  if (agentId === null) {
+    const who = await client.whoami();
+    if (!who.ok) return { ok: false, error: hubFailureError(who.failure, { hubUrl: hubUrl.value, credential: cred.value.source, doing: 'learning the agent id of this token (GET /v1/whoami)' }) };
+    if (who.value.kind !== 'agent') {
+      return {
+        ok: false,
+        error: { code: 'not_an_agent_token', exit: EXIT.auth, message: `the ${cred.value.source} token is the account's human token; messaging needs an agent token (mint one, then export OH_HAI_TOKEN=<agent token>)` },
+      };
+    }
+    agentId = who.value.agent.id;
+    await rememberAgentId({ stateRoot: root.value, hubUrl: hubUrl.value, token: cred.value.token, agentId });
+  }
+
+  return {
+    ok: true,
+    value: {
+      client,
+      hubUrl: hubUrl.value,
+      agentId,
+      credential: cred.value,
+      stateRoot: root.value,
+      principalAddress: formatAddress(agentId),
+      thisSession: findThisSession({ flags, io, inspect, root: root.value, hubUrl: hubUrl.value, agentId }),
+      warnings: [...settings.value.warnings, ...cred.value.warnings],
+    },
+  };
+}
+
+function findThisSession(p: { flags: AgentFlags; io: CliIO; inspect: ProcessInspector; root: string; hubUrl: string; agentId: string }): ThisSession {
+  const key = resolveAgentSessionKey({ flag: p.flags.session, env: p.io.env, host: hostName(), selfPid: p.io.pid, inspect: p.inspect });
+  if (!key.ok) return { kind: 'none', why: `the CLI could not tell which agent session this is (${key.reason})`, entryDir: null, key: null };
+  const entryDir = sessionEntryDir(p.root, stateKey(p.hubUrl, p.agentId, key.value.key));
+  const record = readRecord(entryDir, ENTRY_FILES.session, parseSessionRecord);
+  if (record.state === 'ok') return { kind: 'attached', id: record.value.id, address: record.value.address, entryDir, key: key.value };
+  // A pinned key names its Hub session outright, bridge or no bridge.
+  if (key.value.pinned !== null) {
+    return { kind: 'attached', id: key.value.pinned, address: formatAddress(p.agentId, key.value.pinned), entryDir, key: key.value };
+  }
+  const why =
+    record.state === 'absent'
+      ? `this agent session (${key.value.describe}) has no bridge session yet — run \`oh-hai bridge\` to get one`
+      : `this agent session's session record could not be read (${record.reason})`;
+  return { kind: 'none', why, entryDir, key: key.value };
+}
