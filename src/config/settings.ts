@@ -75,6 +75,10 @@ export function resolveSettings({
     [hubUrl, hubUrlSource] = [parsed.value, 'env'];
   } else if (project?.hubUrl !== undefined) [hubUrl, hubUrlSource] = [project.hubUrl, 'project'];
   else if (user.hubUrl !== undefined) [hubUrl, hubUrlSource] = [user.hubUrl, 'user'];
+  // A repository can point the CLI at another Hub, and an OH_HAI_TOKEN or MA2H_AGENT_TOKENS
+  // credential (not keyed by Hub) would go with it: say so whenever a project overrides the user.
+  if (hubUrlSource === 'project' && user.hubUrl !== undefined && user.hubUrl !== hubUrl)
+    warnings.push(`the Hub URL ${hubUrl} comes from ${loaded.project?.path}, overriding ${user.hubUrl} from ${loaded.user.path}; a token from the environment is sent there`);
   const httpWarning = hubUrl === null ? null : plainHttpWarning(hubUrl);
   if (httpWarning) warnings.push(httpWarning);
 

@@ -77,6 +77,14 @@ describe('resolveSettings precedence: flag > environment > project > user > defa
     expect([empty.bridge.allowFrom, empty.bridge.allowFromSource]).toEqual([[], 'user']);
   });
 
+  it('warns when a project file points at another Hub than the user file', () => {
+    const s = resolve({}, {}, loaded(user, project));
+    expect(s.warnings).toEqual([
+      'the Hub URL https://project.example comes from /p/.oh-hai/config.toml, overriding https://user.example from /u/config.toml; a token from the environment is sent there',
+    ]);
+    expect(resolve({}, {}, loaded(user, { hubUrl: 'https://user.example', numbers: {} })).warnings).toEqual([]);
+  });
+
   it('passes the files\' warnings through and warns on plain http to another host', () => {
     const s = resolve({ hub: 'http://hub.example' }, {}, loaded({ numbers: {} }, null, ['w1']));
     expect(s.warnings).toEqual(['w1', 'the Hub URL http://hub.example is plain http to another host: tokens travel unencrypted; use https://']);
