@@ -1,7 +1,7 @@
 import { type Coded, authFailure, done, usageFailure } from './coded.js';
 import { credentialsForHub, readCredentials } from './credentials-file.js';
 import { lookupCachedAgentId } from './identities.js';
-import { MAX_AGENT_ID_BYTES, badIdReason } from './ids.js';
+import { badAgentIdReason } from './ids.js';
 
 export type CredentialSource = 'OH_HAI_TOKEN' | 'MA2H_AGENT_TOKENS' | 'credentials';
 
@@ -47,7 +47,7 @@ export function parseAgentTokens(raw: string): Coded<{ id: string; token: string
     const id = eq === -1 ? '' : part.slice(0, eq);
     const token = eq === -1 ? '' : part.slice(eq + 1);
     if (eq <= 0) return usageFailure('invalid_agent_tokens', `${where} is not <agent_id>=<token>; the format is agt_a=TOKEN_A,agt_b=TOKEN_B`);
-    const idProblem = badIdReason(id, MAX_AGENT_ID_BYTES);
+    const idProblem = badAgentIdReason(id);
     if (idProblem) return usageFailure('invalid_agent_tokens', `${where}: the agent id is unusable because ${idProblem}`);
     const problem = badTokenReason(token);
     if (problem) return usageFailure('invalid_agent_tokens', `${where} (agent ${id}): the token is unusable because ${problem}`);

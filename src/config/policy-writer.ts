@@ -1,7 +1,7 @@
 import type { CodedError } from '../cli/outcome.js';
 import type { AgentRow } from '../hub/contract/index.js';
 import { type Coded, done } from './coded.js';
-import { MAX_AGENT_ID_BYTES, badIdReason, showId } from './ids.js';
+import { badAgentIdReason, showId } from './ids.js';
 import { userConfigPath } from './paths.js';
 import { describePolicy, parsePolicy } from './policy.js';
 import { commentText, insertTableKey, tomlString } from './toml-edit.js';
@@ -70,7 +70,7 @@ export function filterDirectory(rows: readonly DirectoryRow[]): { keep: Director
       lines.push(`skipped agent ${labelled(r)}: it is revoked at the Hub, so it can send nothing.`);
       continue;
     }
-    const problem = badIdReason(r.id, MAX_AGENT_ID_BYTES) ?? (r.id.includes('"') && r.id.includes("'") ? "it contains both quote kinds (' and \")" : null);
+    const problem = badAgentIdReason(r.id) ?? (r.id.includes('"') && r.id.includes("'") ? "it contains both quote kinds (' and \")" : null);
     if (problem) {
       lines.push(`dropped agent ${labelled(r)}: ${problem}, so the bridge could never match it.`);
       continue;

@@ -28,6 +28,7 @@ export async function run(opts: LoginOptions, io: CliIO): Promise<Outcome> {
   const command = opts.human ? 'oh-hai login --human' : 'oh-hai login';
   if (opts.token !== undefined) return tokenFlagRefusal(command);
   if (opts.human) {
+    // The never-widen check precedes the first Hub call; writePolicy re-runs it under the lock.
     const check = checkExistingPolicy(io.env);
     if (!check.ok) return toOutcome(check.error);
   }

@@ -31,6 +31,8 @@ const NEXT = 'next: run `oh-hai bridge` as a background task — and re-run it a
  */
 export async function run(opts: SetupOptions, io: CliIO): Promise<Outcome> {
   if (opts.token !== undefined) return tokenFlagRefusal('oh-hai setup --hub <url>');
+  // The never-widen check before anything reaches the Hub: a user config that cannot be read
+  // stops here. writePolicy re-runs it (under the lock) right before it would write.
   const check = checkExistingPolicy(io.env);
   if (!check.ok) return toOutcome(check.error);
   const settings = loadSettings(io, opts.hub);
