@@ -68,7 +68,7 @@ export function openStream(core: HubCore, signer: Signer, req: IncomingMessage, 
       stream_max_hold_seconds: core.config.streamMaxHoldSeconds,
     }),
   );
-  req.on('close', () => finish(null));
+  // The response's close is the client going away (the request's fires once its body is read).
   res.on('close', () => finish(null));
   if (sr.drop) {
     core.streams.remove(handle);
