@@ -50,7 +50,7 @@ export async function runSend(intent: MessageIntent, textArg: string | undefined
     }
     if (!opts.json) await writeFlushed(io.stdout, queuedLines(message, sent.route));
     const end = await waitForResponse(a.client, message, { waitMs, pollMs: knobs.value.askPollMs, clock: io.clock });
-    await writeFlushed(io.stdout, opts.json ? JSON.stringify(end.message) + '\n' : waitResultLine(end.message, formatDuration(waitMs)));
+    await writeFlushed(io.stdout, opts.json ? JSON.stringify(end.message) + '\n' : waitResultLine(end.message, waitMs >= 1000 ? formatDuration(waitMs) : `${waitMs / 1000}s`));
     if (end.kind === 'failure') {
       const e = hubFailureError(end.failure, failureContext(a, `waiting for the answer to ${message.id}`));
       return { ...toOutcome(e), message: `${e.message}; the ask is queued at the Hub — check later with: oh-hai messages show ${message.id}` };

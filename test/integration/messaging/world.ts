@@ -1,0 +1,127 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { listEntries, parseConsumerRecord, readRecord, sessionEntryDir, stateKey, parseSessionRecord, type SessionRecord } from '../../../src/spool/index.js';
+import { runOhHai, startOhHai, type RunResult } from '../../helpers/cli.js';
+import { tempEnv, type TempEnv } from '../../helpers/env.js';
+import type { TestHub } from '../../helpers/hub.js';
+import { waitFor } from '../../helpers/wait.js';
+
+/**
+ * One agent on one machine of its own (its own HOME and state root), talking to a real
+ * Hub through the real CLI. `session` is the agent session every command of this party
+ * runs under (MA2H_AGENT_SESSION_ID), as a harness would export it.
+ */
+export interface Party {
+  id: string;
+  token: string;
+  address: string;
+  temp: TempEnv;
+  env: NodeJS.ProcessEnv;
+  stateRoot: string;
+}
+
+/** A spool envelope as `oh-hai bridge --raw` prints it. */
+export interface Envelope {
+  seq: number;
+  type: 'entry' | 'transition';
+  session?: string;
+  entry?: { id: string; kind: string; from: string; to: string; intent?: string; text?: string; message_id?: string; in_reply_to?: string; status?: string; prior?: string };
+}
+
+export async function party(hub: TestHub, label: string, env: NodeJS.ProcessEnv = {}): Promise<Party> {
+  const agent = await hub.mintAgent(label);
+  const temp = tempEnv({
+    MA2H_HUB_URL: hub.url,
+    OH_HAI_TOKEN: agent.token,
+    OH_HAI_HEARTBEAT_MS: '200',
+    OH_HAI_ASK_POLL_MS: '100',
+    OH_HAI_BACKOFF_MIN_MS: '20',
+    OH_HAI_BACKOFF_MAX_MS: '100',
+    // A backstop: a consumer a failed test leaves behind stops on its own.
+    OH_HAI_UNATTENDED_MAX_SECONDS: '120',
+    ...env,
+  });
+  return { id: agent.id, token: agent.token, address: `agent:${agent.id}`, temp, env: temp.env, stateRoot: temp.env.XDG_STATE_HOME! };
+}
+
+/** Run the CLI as this party, in the agent session `session` (or none declared when null). */
+export function as(p: Party, session: string | null, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv } = {}): Promise<RunResult> {
+  const env = { ...p.env, ...(session !== null ? { MA2H_AGENT_SESSION_ID: session } : {}), ...opts.env };
+  return runOhHai(args, { env, input: opts.input });
+}
+
+export const BRIDGE = ['bridge', '--allow-from', 'any-in-account'];
+
+export function startBridge(p: Party, session: string, wait: number) {
+  return startOhHai([...BRIDGE, '--wait', String(wait)], { env: { ...p.env, MA2H_AGENT_SESSION_ID: session } });
+}
+
+export function entryDirOf(p: Party, hub: TestHub, session: string): string {
+  return sessionEntryDir(p.stateRoot, stateKey(hub.url, p.id, session));
+}
+
+export function sessionOf(p: Party, hub: TestHub, session: string): SessionRecord | null {
+  const r = readRecord(entryDirOf(p, hub, session), 'session.json', parseSessionRecord);
+  return r.state === 'ok' ? r.value : null;
+}
+
+/** Run the bridge once so that its background connection registers the session; returns the session record. */
+export async function register(p: Party, hub: TestHub, session: string): Promise<SessionRecord> {
+  const r = await as(p, session, [...BRIDGE, '--wait', '0.2']);
+  if (r.code !== 0) throw new Error(`bridge for ${session} exited ${r.code}: ${r.stderr}`);
+  return waitFor(() => sessionOf(p, hub, session), { what: `the session record of ${session}` });
+}
+
+/**
+ * Run `oh-hai bridge --raw` again and again (each run prints what is waiting and exits)
+ * until the envelopes printed so far satisfy `done`.
+ */
+export async function readUntil(p: Party, session: string, done: (seen: Envelope[]) => boolean, what: string): Promise<Envelope[]> {
+  const seen: Envelope[] = [];
+  await waitFor(
+    async () => {
+      const r = await as(p, session, [...BRIDGE, '--raw', '--wait', '1']);
+      if (r.code !== 0) throw new Error(`bridge exited ${r.code}: ${r.stderr}`);
+      for (const line of r.stdout.split('\n').filter((l) => l !== '')) seen.push(JSON.parse(line) as Envelope);
+      return done(seen);
+    },
+    { timeoutMs: 40_000, what },
+  );
+  return seen;
+}
+
+export const entriesOf = (seen: Envelope[]) => seen.flatMap((e) => (e.type === 'entry' && e.entry ? [e.entry] : []));
+
+/** The pid of the background connection an entry recorded, if it recorded one. */
+export function consumerPid(dir: string): number | null {
+  const r = readRecord(dir, 'consumer.json', parseConsumerRecord);
+  return r.state === 'ok' ? r.value.pid : null;
+}
+
+const gone = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? false;
+  } catch {
+    return true;
+  }
+};
+
+export async function killPid(pid: number, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    return;
+  }
+  await waitFor(() => gone(pid), { what: `pid ${pid} to exit` });
+}
+
+/** Stop every background connection a party's state root recorded (test cleanup). */
+export async function stopAll(p: Party): Promise<void> {
+  for (const loc of listEntries(p.stateRoot)) {
+    const pid = consumerPid(loc.dir);
+    if (pid !== null) await killPid(pid);
+  }
+}
+
+export const file = (dir: string, name: string): string => path.join(dir, name);
