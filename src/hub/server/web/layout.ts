@@ -30,6 +30,9 @@ export function flashBox(f: Flash | null | undefined): HtmlValue {
   }</div>`;
 }
 
+/** A Hub instant, verbatim: never turned into an age or a time remaining on our clock. */
+export const instant = (iso: string): SafeHtml => html`<time class="instant mono" datetime="${iso}">${iso}</time>`;
+
 /** A state shown as a word first; the colour class only repeats it. */
 export const stateWord = (word: string): SafeHtml => html`<span class="state state-${word.replace(/[^a-z_]/g, '')}">${word}</span>`;
 
@@ -41,7 +44,7 @@ export function renderPage(f: Frame): string {
 <nav aria-label="Main"><ul>${NAV.map(
         (n) => html`<li><a href="${n.href}"${chrome.active === n.key ? html` aria-current="page"` : null}>${n.label}</a></li>`,
       )}</ul></nav>
-<span class="who">Signed in as the human of ${chrome.account}</span>
+<span class="who">Signed in as the account’s human (${chrome.account})</span>
 <form class="inline" method="post" action="/logout">${csrfField(chrome.csrf)}<button type="submit">Sign out</button></form>
 </header>`
     : html`<header><span class="brand">oh-hai Hub</span></header>`;

@@ -16,7 +16,7 @@ header .who { color: var(--muted); font-size: .9rem; }
 nav ul { list-style: none; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
 nav a[aria-current="page"] { font-weight: 700; text-decoration-thickness: 3px; }
 header form { margin-left: auto; }
-main { padding: 1rem; max-width: 72rem; }
+main { padding: 1rem; max-width: 90rem; }
 h1 { font-size: 1.5rem; margin: .5rem 0 1rem; }
 h2 { font-size: 1.15rem; margin: 1.5rem 0 .5rem; }
 p.lead { color: var(--muted); margin-top: 0; max-width: 48rem; }
@@ -37,6 +37,9 @@ code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-siz
 .cols { display: flex; flex-wrap: wrap; gap: 2rem; align-items: flex-start; }
 .cols > * { flex: 1 1 22rem; }
 aside { border: 1px solid var(--line); padding: .5rem 1rem; background: #fafafa; }
+aside h2 { margin-top: .5rem; }
+fieldset { max-width: 40rem; }
+.instant { white-space: nowrap; }
 form.stack label { display: block; font-weight: 600; margin: .75rem 0 .25rem; }
 form.stack .hint { display: block; color: var(--muted); font-size: .9rem; margin: 0 0 .25rem; font-weight: 400; }
 input[type=text], input[type=password], textarea { width: 100%; max-width: 40rem; font: inherit; padding: .35rem .5rem; border: 1px solid #767676; border-radius: .25rem; }
@@ -45,7 +48,7 @@ button { font: inherit; padding: .35rem .9rem; border: 1px solid #555; border-ra
 button.primary { background: var(--accent); border-color: var(--accent); color: #fff; }
 button.danger { background: var(--bad); border-color: var(--bad); color: #fff; }
 form.inline { display: inline; margin: 0; }
-.actions { display: flex; gap: 1rem; align-items: center; margin-top: 1rem; }
+.actions { display: flex; gap: 1rem; align-items: center; margin: 1rem 0; }
 ol.track { margin: 0; padding-left: 1.25rem; }
 .empty { color: var(--muted); font-style: italic; }
 `;

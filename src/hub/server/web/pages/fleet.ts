@@ -1,6 +1,6 @@
 import type { FleetRow } from '../../../contract/index.js';
 import { html, type SafeHtml } from '../html.js';
-import { csrfField, stateWord } from '../layout.js';
+import { csrfField, instant, stateWord } from '../layout.js';
 import type { OperatorStop } from '../../../contract/index.js';
 
 const agentCell = (label: string | null, id: string): SafeHtml =>
@@ -11,8 +11,8 @@ function sessionRow(r: FleetRow): SafeHtml {
 <td><code>${r.address}</code>${r.name ? html`<br>name <code>${r.name}</code>` : null}</td>
 <td>${agentCell(r.agent_label, r.agent_id)}</td>
 <td>${stateWord(r.reachability)}</td>
-<td><code>${r.expires_at}</code></td>
-<td>${r.last_renewed_at ? html`<code>${r.last_renewed_at}</code>` : html`<span class="empty">never</span>`}</td>
+<td>${instant(r.expires_at)}</td>
+<td>${r.last_renewed_at ? instant(r.last_renewed_at) : html`<span class="empty">never</span>`}</td>
 <td>${r.holder ? html`host <code>${r.holder.host}</code><br>pid <code>${r.holder.pid}</code>` : html`<span class="empty">no consumer</span>`}</td>
 <td><form method="get" action="/fleet/close"><input type="hidden" name="session" value="${r.session_id}"><button type="submit" aria-label="Close session ${r.session_id}">Close session…</button></form></td>
 </tr>`;
@@ -24,7 +24,7 @@ function stopRow(s: OperatorStop, csrf: string): SafeHtml {
 <td>${s.name ? html`<code>${s.name}</code>` : html`<span class="empty">none</span>`}</td>
 <td>${s.client_key ? html`<code>${s.client_key}</code>` : html`<span class="empty">none</span>`}</td>
 <td>${s.session_id ? html`<code>${s.session_id}</code>` : html`<span class="empty">unknown</span>`}</td>
-<td><code>${s.recorded_at}</code></td>
+<td>${instant(s.recorded_at)}</td>
 <td><form method="post" action="/fleet/lift">${csrfField(csrf)}
 <input type="hidden" name="agent_id" value="${s.agent_id}">
 ${s.client_key ? html`<input type="hidden" name="client_key" value="${s.client_key}">` : null}

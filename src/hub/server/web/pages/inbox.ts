@@ -1,6 +1,6 @@
 import type { Message } from '../../../contract/index.js';
 import { html, type SafeHtml } from '../html.js';
-import { stateWord } from '../layout.js';
+import { instant, stateWord } from '../layout.js';
 
 function outcome(m: Message): SafeHtml {
   switch (m.state) {
@@ -21,11 +21,11 @@ function outcome(m: Message): SafeHtml {
 
 function row(m: Message): SafeHtml {
   return html`<tr>
-<td><code>${m.created_at}</code></td>
+<td>${instant(m.created_at)}</td>
 <td><code>${m.to}</code>${m.destination ? html`<br>was ${stateWord(m.destination.snapshot)} when sent` : null}</td>
 <td class="text">${m.text}</td>
 <td>${stateWord(m.state)}<br>${outcome(m)}</td>
-<td><ol class="track">${m.track.map((t) => html`<li>${t.state} <code>${t.at}</code></li>`)}</ol></td>
+<td><ol class="track">${m.track.map((t) => html`<li>${t.state} ${instant(t.at)}</li>`)}</ol></td>
 <td><code>${m.id}</code></td>
 </tr>`;
 }
