@@ -240,7 +240,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
         if (!messagingEnabled(core.db)) return errorReply(MESSAGING_OFF);
         const consumer = consumerOf(c);
         if (!consumer.ok) return errorReply(consumer.error);
-        return openStream(core, signer, c.req, c.res, { agentId: agentOf(c), sessionId: session.value, consumer: consumer.value, drop: c.faults.drop });
+        return openStream(core, signer, c.res, { agentId: agentOf(c), sessionId: session.value, consumer: consumer.value, drop: c.faults.drop });
       },
     },
     {

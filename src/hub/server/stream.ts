@@ -1,10 +1,11 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { ConsumerIdentity, Delivery } from '../contract/index.js';
 import { holdMs } from './config.js';
 import type { HubCore } from './core.js';
 import type { Signer } from './delivery.js';
 import { takePending } from './entries.js';
 import { errorReply, type Reply } from './http.js';
+import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
 import { presentSession, touchHolder } from './sessions.js';
 
@@ -26,7 +27,7 @@ const frame = (event: string, data: unknown): string => `event: ${event}\ndata: 
  * bounded so the client's reconnect renews again before the lease runs out. A push is
  * provisional: every entry not yet acknowledged is pushed again on the next connect.
  */
-export function openStream(core: HubCore, signer: Signer, req: IncomingMessage, res: ServerResponse, sr: StreamRequest): Reply {
+export function openStream(core: HubCore, signer: Signer, res: ServerResponse, sr: StreamRequest): Reply {
   let finished = false;
   const cleanups: Array<() => void> = [];
   const finish = (last: string | null) => {
@@ -50,7 +51,6 @@ export function openStream(core: HubCore, signer: Signer, req: IncomingMessage, 
   const session = presented.value;
   const hold = holdMs(core.config, session.lease_seconds);
 
-  core.streams.add(handle);
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-store',
@@ -59,23 +59,23 @@ export function openStream(core: HubCore, signer: Signer, req: IncomingMessage, 
   });
   res.flushHeaders();
   res.socket?.setNoDelay(true);
-  res.write(
-    frame('open', {
-      session: session.id,
-      expires_at: new Date(session.expires_at).toISOString(),
-      lease_seconds: session.lease_seconds,
-      hold_ms: hold,
-      stream_max_hold_seconds: core.config.streamMaxHoldSeconds,
-    }),
-  );
-  // The response's close is the client going away (the request's fires once its body is read).
-  res.on('close', () => finish(null));
+  const open = frame('open', {
+    session: session.id,
+    expires_at: iso(session.expires_at),
+    lease_seconds: session.lease_seconds,
+    hold_ms: hold,
+    stream_max_hold_seconds: core.config.streamMaxHoldSeconds,
+  });
   if (sr.drop) {
-    core.streams.remove(handle);
+    // Fault injection: the client sees `open`, then the socket dies mid-stream (no reconnect event).
     finished = true;
-    res.socket?.destroy();
+    res.write(open, () => res.socket?.destroy());
     return { kind: 'handled' };
   }
+  core.streams.add(handle);
+  res.write(open);
+  // The response's close is the client going away (the request's fires once its body is read).
+  res.on('close', () => finish(null));
 
   const pushed = new Set<string>();
   const push = () => {

@@ -1,0 +1,167 @@
+import { createParser } from 'eventsource-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validateEntry, verifyMac } from '../../../src/hub/contract/index.js';
+import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { openSse, type SseEvent } from './sse.js';
+
+// SSE (§5): framing, pushes, keep-alive comments, the hold bound and the close events.
+describe('reference Hub: the SSE stream', () => {
+  let hub: TestHub;
+  let a: { id: string; token: string };
+  let b: { id: string; token: string };
+
+  beforeAll(async () => {
+    hub = await startHub({ args: ['--lease-min-seconds', '0.5', '--stream-max-hold-seconds', '1.5', '--keepalive-seconds', '0.2'] });
+    a = await hub.mintAgent('sender');
+    b = await hub.mintAgent('streamer');
+  });
+  afterAll(async () => {
+    await hub.dispose();
+  });
+
+  const session = async (body: Record<string, unknown> = {}) =>
+    (await hubCall(hub, 'POST', '/v1/sessions', { token: b.token, body: { client_key: `ck-${Math.random()}`, ...body } })).body.session as {
+      id: string;
+      address: string;
+      expires_at: string;
+    };
+  const stream = (id: string, headers?: Record<string, string>) => openSse(`${hub.url}/v1/inbox/stream?session=${id}`, { token: b.token, headers });
+  const send = (to: string, text: string) => hubCall(hub, 'POST', '/v1/messages', { token: a.token, body: { to, intent: 'notify', text } });
+  const deliveries = (e: SseEvent) => JSON.parse(e.data).messages as { entry: any; signature: string }[];
+
+  it('opens with the lease and the hold, pushes what is pending, then what arrives', async () => {
+    const s = await session({ lease_seconds: 30 });
+    await send(s.address, 'before connect');
+    const c = await stream(s.id);
+    expect(c.status).toBe(200);
+    expect(c.headers['content-type']).toMatch(/^text\/event-stream/);
+    const open = JSON.parse((await c.next((e) => e.event === 'open')).data);
+    expect(open).toMatchObject({ session: s.id, lease_seconds: 30, hold_ms: 1500, stream_max_hold_seconds: 1.5 });
+    expect(open.expires_at > s.expires_at).toBe(true); // the connect renewed the lease
+    const first = await c.next((e) => e.event === 'entries');
+    expect(deliveries(first).map((d) => d.entry.text)).toEqual(['before connect']);
+    await send(s.address, 'after connect');
+    const pushed = await c.next((e) => e.event === 'entries' && deliveries(e).some((d) => d.entry.text === 'after connect'));
+    const d = deliveries(pushed)[0]!;
+    expect(validateEntry(d.entry).ok).toBe(true);
+    expect(verifyMac(hub.signingKey, d.signature, d.entry)).toBe(true);
+    c.close();
+  });
+
+  it('carries U+2028/U+2029 raw inside one data: line and never splits the record', async () => {
+    const s = await session();
+    const text = 'line\u2028separator\u2029paragraph — ünïcödé';
+    await send(s.address, text);
+    const c = await stream(s.id);
+    const e = await c.next((x) => x.event === 'entries');
+    expect(deliveries(e)[0]!.entry.text).toBe(text);
+    const dataLine = c
+      .raw()
+      .split('\n')
+      .find((l) => l.startsWith('data: {"messages"'));
+    expect(dataLine).toContain('\u2028');
+    expect(dataLine).toContain('\u2029');
+    expect(JSON.parse(dataLine!.slice('data: '.length)).messages[0].entry.text).toBe(text);
+    c.close();
+  });
+
+  it('parses the same events from the stream with CRLF line ends (the test parser is a real SSE parser)', async () => {
+    const s = await session();
+    await send(s.address, 'crlf');
+    const c = await stream(s.id);
+    await c.next((x) => x.event === 'reconnect');
+    await c.ended;
+    const events: SseEvent[] = [];
+    const parser = createParser({ onEvent: (m) => events.push({ event: m.event ?? 'message', data: m.data }) });
+    const converted = c.raw().replace(/\n/g, '\r\n');
+    // Feed in awkward chunks so many a CR and its LF land in different feeds.
+    for (let i = 0; i < converted.length; i += 7) parser.feed(converted.slice(i, i + 7));
+    expect(c.events.map((e) => e.event)).toEqual(['open', 'entries', 'reconnect']);
+    expect(events).toEqual(c.events);
+  });
+
+  it('sends a keep-alive comment and ends every hold with reconnect {"reason":"hold_bound"}', async () => {
+    const s = await session();
+    const c = await stream(s.id);
+    const reconnect = await c.next((e) => e.event === 'reconnect');
+    expect(JSON.parse(reconnect.data)).toEqual({ reason: 'hold_bound' });
+    await c.ended;
+    expect(c.comments.map((x) => x.trim())).toContain('keepalive');
+    expect(c.raw()).toMatch(/\n: keepalive\n\n/);
+  });
+
+  it('bounds the hold by the lease: hold = min(max hold, lease − min(1 s, lease/4)); each reconnect renews', async () => {
+    const s = await session({ lease_seconds: 1 });
+    const c1 = await stream(s.id);
+    const open1 = JSON.parse((await c1.next((e) => e.event === 'open')).data);
+    expect(open1.hold_ms).toBe(750);
+    await c1.next((e) => e.event === 'reconnect');
+    await c1.ended;
+    // Reconnecting at once after the bound renews the lease before it lapses.
+    const c2 = await stream(s.id);
+    expect(c2.status).toBe(200);
+    const open2 = JSON.parse((await c2.next((e) => e.event === 'open')).data);
+    expect(open2.expires_at > open1.expires_at).toBe(true);
+    c2.close();
+  });
+
+  it('pushes again on the next connect whatever was not acknowledged', async () => {
+    const s = await session();
+    await send(s.address, 'ack me later');
+    const c1 = await stream(s.id);
+    const id = deliveries(await c1.next((e) => e.event === 'entries'))[0]!.entry.id;
+    c1.close();
+    const c2 = await stream(s.id);
+    const again = deliveries(await c2.next((e) => e.event === 'entries'))[0]!;
+    expect(again.entry.id).toBe(id);
+    c2.close();
+    await hubCall(hub, 'POST', '/v1/inbox/ack', { token: b.token, body: { session: s.id, acknowledged: [id] } });
+    const c3 = await stream(s.id);
+    await c3.next((e) => e.event === 'reconnect');
+    expect(c3.events.filter((e) => e.event === 'entries')).toEqual([]);
+  });
+
+  it('claims a principal entry for the stream that receives it first', async () => {
+    const s1 = await session();
+    const s2 = await session();
+    const c = await stream(s1.id);
+    await c.next((e) => e.event === 'open');
+    const sent = await send(`agent:${b.id}`, 'principal push');
+    const pushed = await c.next((e) => e.event === 'entries' && deliveries(e).some((d) => d.entry.message_id === sent.body.message.id));
+    expect(pushed).toBeTruthy();
+    const other = await hubCall(hub, 'GET', `/v1/inbox?session=${s2.id}`, { token: b.token });
+    expect(other.body.messages.some((d: { entry: { message_id?: string } }) => d.entry.message_id === sent.body.message.id)).toBe(false);
+    c.close();
+  });
+
+  it('ends the stream with event: closed when its agent closes the session; the next connect is 410', async () => {
+    const s = await session();
+    const c = await stream(s.id);
+    await c.next((e) => e.event === 'open');
+    await hubCall(hub, 'POST', `/v1/sessions/${s.id}/close`, { token: b.token });
+    expect(JSON.parse((await c.next((e) => e.event === 'closed')).data)).toEqual({ reason: 'closed' });
+    await c.ended;
+    const again = await stream(s.id);
+    expect(again.status).toBe(410);
+    expect(JSON.parse(again.errorBody).error.code).toBe('session_closed');
+  });
+
+  it('refuses before the stream starts with the JSON errors: 406, 400, 404, 403 messaging_disabled', async () => {
+    const s = await session();
+    const json = await stream(s.id, { accept: 'application/json' });
+    expect(json.status).toBe(406);
+    expect(JSON.parse(json.errorBody).error.code).toBe('not_acceptable');
+    const none = await openSse(`${hub.url}/v1/inbox/stream`, { token: b.token });
+    expect(none.status).toBe(400);
+    const unknown = await stream('sess_unknown');
+    expect(unknown.status).toBe(404);
+    await hubCall(hub, 'PATCH', '/v1/account', { token: hub.humanToken, body: { agent_messaging: false } });
+    try {
+      const off = await stream(s.id);
+      expect(off.status).toBe(403);
+      expect(JSON.parse(off.errorBody).error.code).toBe('messaging_disabled');
+    } finally {
+      await hubCall(hub, 'PATCH', '/v1/account', { token: hub.humanToken, body: { agent_messaging: true } });
+    }
+  });
+});
