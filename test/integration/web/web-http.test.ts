@@ -1,0 +1,202 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHub, type TestHub } from '../../helpers/hub.js';
+
+/**
+ * The web inbox's sessions, CSRF and origin checks at the HTTP level, against a real
+ * `oh-hai hub serve`: what a browser is protected from cannot be shown by a browser that
+ * plays by the rules, so these requests are forged on purpose.
+ */
+describe('web inbox over HTTP: sign-in, cookies, CSRF and origin checks', () => {
+  let hub: TestHub;
+
+  beforeAll(async () => {
+    hub = await startHub();
+  });
+  afterAll(async () => {
+    await hub?.dispose();
+  });
+
+  interface Browserish {
+    cookie: string | null;
+    origin: string;
+  }
+
+  const request = async (
+    b: Browserish,
+    method: 'GET' | 'POST' | 'PUT',
+    path: string,
+    form?: Record<string, string>,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; location: string | null; setCookie: string | null; body: string }> => {
+    const res = await fetch(hub.url + path, {
+      method,
+      redirect: 'manual',
+      headers: {
+        ...(b.cookie ? { cookie: b.cookie } : {}),
+        ...(form ? { 'content-type': 'application/x-www-form-urlencoded', origin: b.origin } : {}),
+        ...headers,
+      },
+      ...(form ? { body: new URLSearchParams(form).toString() } : {}),
+    });
+    const setCookie = res.headers.get('set-cookie');
+    if (setCookie) b.cookie = setCookie.split(';')[0]!;
+    return { status: res.status, location: res.headers.get('location'), setCookie, body: await res.text() };
+  };
+
+  const csrfOf = (body: string): string => {
+    const m = /name="csrf" value="([^"]+)"/.exec(body);
+    if (!m) throw new Error(`no csrf field in: ${body.slice(0, 400)}`);
+    return m[1]!;
+  };
+
+  const messaging = async (): Promise<boolean> => {
+    const res = await fetch(`${hub.url}/v1/account`, { headers: { authorization: `Bearer ${hub.humanToken}` } });
+    return ((await res.json()) as { account: { agent_messaging: boolean } }).account.agent_messaging;
+  };
+
+  const signIn = async (): Promise<Browserish> => {
+    const b: Browserish = { cookie: null, origin: hub.url };
+    const page = await request(b, 'GET', '/login');
+    const r = await request(b, 'POST', '/login', { csrf: csrfOf(page.body), token: hub.humanToken });
+    expect(r.status).toBe(303);
+    expect(r.location).toBe('/fleet');
+    return b;
+  };
+
+  it('sets an HttpOnly SameSite=Strict cookie with a random id, and replaces it on sign-in', async () => {
+    const b: Browserish = { cookie: null, origin: hub.url };
+    const page = await request(b, 'GET', '/login');
+    expect(page.status).toBe(200);
+    expect(page.setCookie).toMatch(/^oh_hai_web=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict$/);
+    const anonymous = b.cookie;
+    const r = await request(b, 'POST', '/login', { csrf: csrfOf(page.body), token: hub.humanToken });
+    expect(r.status).toBe(303);
+    expect(r.setCookie).toMatch(/^oh_hai_web=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict$/);
+    expect(b.cookie).not.toBe(anonymous);
+    for (const v of [r.location, r.setCookie, r.body]) expect(v ?? '').not.toContain(hub.humanToken);
+
+    const fleet = await request(b, 'GET', '/fleet');
+    expect(fleet.status).toBe(200);
+    expect(fleet.body).toContain('<h1>Fleet</h1>');
+    expect(fleet.body).not.toContain(hub.humanToken);
+    // The anonymous id planted before sign-in is not a signed-in session.
+    const planted = await request({ cookie: anonymous, origin: hub.url }, 'GET', '/fleet');
+    expect(planted.status).toBe(303);
+    expect(planted.location).toBe('/login');
+  });
+
+  it('marks the cookie Secure and expects an https origin when a TLS-terminating proxy says so', async () => {
+    const b: Browserish = { cookie: null, origin: hub.url };
+    const page = await request(b, 'GET', '/login', undefined, { 'x-forwarded-proto': 'https' });
+    expect(page.setCookie).toMatch(/; Secure$/);
+    const plain = await request(b, 'POST', '/login', { csrf: csrfOf(page.body), token: hub.humanToken }, { 'x-forwarded-proto': 'https' });
+    expect(plain.status).toBe(403);
+    b.origin = hub.url.replace(/^http:/, 'https:');
+    const tls = await request(b, 'POST', '/login', { csrf: csrfOf(page.body), token: hub.humanToken }, { 'x-forwarded-proto': 'https' });
+    expect(tls.status).toBe(303);
+    expect(tls.setCookie).toMatch(/; Secure$/);
+  });
+
+  it('refuses an agent token and an unknown token at sign-in', async () => {
+    const agent = await hub.mintAgent('web-http');
+    const b: Browserish = { cookie: null, origin: hub.url };
+    const page = await request(b, 'GET', '/login');
+    const asAgent = await request(b, 'POST', '/login', { csrf: csrfOf(page.body), token: agent.token });
+    expect(asAgent.status).toBe(403);
+    expect(asAgent.body).toContain('That is an agent token');
+    const unknown = await request(b, 'POST', '/login', { csrf: csrfOf(page.body), token: 'ohh_h_nope' });
+    expect(unknown.status).toBe(401);
+    expect(unknown.body).not.toContain('ohh_h_nope');
+    expect((await request(b, 'GET', '/fleet')).location).toBe('/login');
+  });
+
+  it('acts on a POST only with the session’s form token and from the same origin', async () => {
+    const b = await signIn();
+    const csrf = csrfOf((await request(b, 'GET', '/settings')).body);
+    expect(await messaging()).toBe(true);
+
+    const noToken = await request(b, 'POST', '/settings', { agent_messaging: 'off' });
+    expect(noToken.status).toBe(403);
+    const wrongToken = await request(b, 'POST', '/settings', { agent_messaging: 'off', csrf: csrf.slice(1) + 'x' });
+    expect(wrongToken.status).toBe(403);
+    const foreign = await request({ ...b, origin: 'http://evil.example' }, 'POST', '/settings', { agent_messaging: 'off', csrf });
+    expect(foreign.status).toBe(403);
+    const noOrigin = await fetch(`${hub.url}/settings`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: b.cookie!, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ agent_messaging: 'off', csrf }).toString(),
+    });
+    expect(noOrigin.status).toBe(403);
+    // Another signed-in browser's token is not this session's token.
+    const other = await signIn();
+    const otherCsrf = csrfOf((await request(other, 'GET', '/settings')).body);
+    expect((await request(b, 'POST', '/settings', { agent_messaging: 'off', csrf: otherCsrf })).status).toBe(403);
+    expect(await messaging()).toBe(true);
+
+    const good = await request(b, 'POST', '/settings', { agent_messaging: 'off', csrf });
+    expect(good.status).toBe(303);
+    expect(good.location).toBe('/settings');
+    expect(await messaging()).toBe(false);
+    expect((await request(b, 'POST', '/settings', { agent_messaging: 'on', csrf })).status).toBe(303);
+    expect(await messaging()).toBe(true);
+  });
+
+  it('sends nothing for a signed-out POST, and refuses oversized or non-form bodies', async () => {
+    const anon: Browserish = { cookie: null, origin: hub.url };
+    const r = await request(anon, 'POST', '/send', { to: 'agent:agt_x', text: 'hi', csrf: 'x' });
+    expect(r.status).toBe(303);
+    expect(r.location).toBe('/login');
+
+    const b = await signIn();
+    const csrf = csrfOf((await request(b, 'GET', '/send')).body);
+    const big = await request(b, 'POST', '/send', { to: 'agent:agt_x', text: 'x'.repeat(300 * 1024), csrf });
+    expect(big.status).toBe(413);
+    const json = await fetch(`${hub.url}/send`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: b.cookie!, origin: hub.url, 'content-type': 'application/json' },
+      body: JSON.stringify({ to: 'agent:agt_x', text: 'hi', csrf }),
+    });
+    expect(json.status).toBe(415);
+    const list = await fetch(`${hub.url}/v1/messages?direction=sent`, { headers: { authorization: `Bearer ${hub.humanToken}` } });
+    expect(((await list.json()) as { messages: unknown[] }).messages).toEqual([]);
+  });
+
+  it('shows the API’s own refusal when a directive cannot be sent, keeping what was typed', async () => {
+    const b = await signIn();
+    const csrf = csrfOf((await request(b, 'GET', '/send')).body);
+    const r = await request(b, 'POST', '/send', { to: 'agent:agt_nobody', text: 'Tidy <up>', csrf });
+    expect(r.status).toBe(404);
+    expect(r.body).toContain('recipient_not_found');
+    expect(r.body).toContain('>Tidy &lt;up&gt;</textarea>');
+    expect(r.body).toContain('value="agent:agt_nobody"');
+  });
+
+  it('signs out: the server forgets the session and clears the cookie', async () => {
+    const b = await signIn();
+    const kept = b.cookie;
+    const csrf = csrfOf((await request(b, 'GET', '/fleet')).body);
+    const out = await request(b, 'POST', '/logout', { csrf });
+    expect(out.status).toBe(303);
+    expect(out.location).toBe('/login');
+    expect(out.setCookie).toContain('Max-Age=0');
+    const reused = await request({ cookie: kept, origin: hub.url }, 'GET', '/fleet');
+    expect(reused.status).toBe(303);
+    expect(reused.location).toBe('/login');
+  });
+
+  it('leaves the API alone: unknown paths keep the JSON 404, wrong methods on pages get 405', async () => {
+    const miss = await fetch(`${hub.url}/nope`);
+    expect(miss.status).toBe(404);
+    expect(await miss.json()).toMatchObject({ error: { code: 'not_found' } });
+    const who = await fetch(`${hub.url}/v1/whoami`, { headers: { authorization: `Bearer ${hub.humanToken}` } });
+    expect(await who.json()).toMatchObject({ kind: 'human' });
+    const put = await request({ cookie: null, origin: hub.url }, 'PUT', '/fleet');
+    expect(put.status).toBe(405);
+    const css = await fetch(`${hub.url}/web.css`);
+    expect(css.headers.get('content-type')).toBe('text/css; charset=utf-8');
+    const page = await fetch(`${hub.url}/login`);
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+  });
+});
