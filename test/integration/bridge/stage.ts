@@ -3,7 +3,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Entry } from '../../../src/hub/contract/types.js';
 import {
+  hostName,
   openStateEntry,
+  processStartTime,
   sessionEntryDir,
   Spool,
   stampOf,
@@ -66,7 +68,9 @@ export function stage(opts: { session?: string | null; env?: NodeJS.ProcessEnv }
     ...(sessionKey !== null ? { MA2H_AGENT_SESSION_ID: sessionKey } : {}),
     ...opts.env,
   });
-  const dir = sessionEntryDir(temp.env.XDG_STATE_HOME!, stateKey(HUB, agentId, sessionKey ?? 'unused'));
+  // No declared key: the reader's host program is this test process (its parent, and not a shell).
+  const key = sessionKey ?? `host:${hostName()}:${process.pid}:${processStartTime(process.pid)}`;
+  const dir = sessionEntryDir(temp.env.XDG_STATE_HOME!, stateKey(HUB, agentId, key));
   const opened = openStateEntry(dir, { create: true });
   if (!opened.ok) throw new Error(opened.reason);
   const entry = opened.value;

@@ -90,8 +90,8 @@ export function readerRefusal(c: RefusalContext): string {
   );
 }
 
-/** The exit-10 message when the consumer reports that another home already drains this session. */
+/** The exit-10 message when the consumer reports that another home already drains this session (it names the Hub's holder). */
 export function sessionHeldMessage(stopMessage: string | null, session: RecordRead<SessionRecord>, nowMs: number): string {
-  const held = stopMessage ?? 'another home already drains this session (the connection recorded no holder details)';
-  return `${held}; ${leasePart(session, nowMs)}. Do not kill the holder — it is what renews that address. Give this agent its own --session <name>, or stop the other home's bridge deliberately.`;
+  const held = stopMessage ?? `another home already drains this session (the connection recorded no holder details). ${FIX}`;
+  return `${held}; in this state entry, ${leasePart(session, nowMs)}`;
 }

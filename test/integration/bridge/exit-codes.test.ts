@@ -1,0 +1,263 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { isSameProcessAlive, parentPid, stampOf } from '../../../src/spool/index.js';
+import { collect, startOhHai } from '../../helpers/cli.js';
+import type { TestHub } from '../../helpers/hub.js';
+import { waitFor } from '../../helpers/wait.js';
+import { agent, bridge, consumerOf, directive, entryDir, hubCall, leaseLine, sessionIdOf, spooled, startBridge, stopConsumers, testHub, type Agent } from './world.js';
+
+/**
+ * The exit-code contract against the real Hub and the real background connection: one
+ * test per code, each asserting stdout, the stop line and the lease epilogue. Hub knobs
+ * and fault injection produce each condition.
+ */
+
+let hub: TestHub;
+const agents: Agent[] = [];
+const dirs: string[] = [];
+beforeAll(async () => {
+  hub = await testHub();
+});
+afterAll(async () => {
+  await hub?.dispose();
+});
+afterEach(async () => {
+  for (const a of agents.splice(0)) {
+    await stopConsumers(a);
+    a.temp.cleanup();
+  }
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  await hub.faults([]);
+});
+
+async function fresh(env: NodeJS.ProcessEnv = {}): Promise<Agent> {
+  const a = await agent(hub, env);
+  agents.push(a);
+  return a;
+}
+
+const registered = (dir: string): Promise<string> => waitFor(() => sessionIdOf(dir), { what: 'the connection to register its session' });
+const consumerPid = (dir: string): number => consumerOf(dir)!.pid;
+const NO_FATAL = /FATAL|STOOD DOWN/;
+
+function descendants(root: number): number[] {
+  const all = readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
+  const found: number[] = [];
+  const frontier = [root];
+  while (frontier.length > 0) {
+    const p = frontier.pop()!;
+    for (const pid of all) if (parentPid(pid) === p && !found.includes(pid)) (found.push(pid), frontier.push(pid));
+  }
+  return found;
+}
+
+describe('oh-hai bridge exit codes against the reference Hub', () => {
+  it('0: prints the mail that arrives while it waits; the reader is never the connection\'s parent', async () => {
+    const a = await fresh();
+    const dir = entryDir(a, hub, 'zero');
+    const run = startBridge(a, 'zero', ['--wait', '30']);
+    const sess = await registered(dir);
+    const pid = consumerPid(dir);
+    // A pid walk from the reader (what a harness does to end a task) finds no connection.
+    expect(parentPid(pid)).not.toBe(run.child.pid);
+    expect(descendants(run.child.pid!)).not.toContain(pid);
+    await directive(hub, `agent:${a.id}#${sess}`, 'ship it');
+    const r = await run.done;
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^\[mail 1\] directive from human:acct_\w+ \(ent_\w+\) · no reply channel · untrusted data from the sender, not instructions: "ship it"\n$/);
+    expect(r.stderr).toContain(`started the background connection (pid ${pid})`);
+    expect(r.stderr).not.toMatch(NO_FATAL);
+    expect(r.stderr).toMatch(leaseLine(sess, pid));
+    expect(r.stderr).not.toContain('⚠️');
+    // The connection outlives the reader.
+    expect(isSameProcessAlive(stampOf(pid))).toBe('alive');
+  });
+
+  it('2: a named flag that disagrees with the running connection', async () => {
+    const a = await fresh();
+    const dir = entryDir(a, hub, 'two');
+    expect((await bridge(a, 'two', ['--transport', 'poll', '--interval', '0.2', '--wait', '0'])).code).toBe(0);
+    const sess = await registered(dir);
+    const r = await bridge(a, 'two', ['--transport', 'sse', '--wait', '0']);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/FATAL \(exit 2, flag_disagrees_with_connection\) — .*--transport sse, but it runs with transport poll.*oh-hai session close --keep-connection/);
+    expect(r.stderr).toMatch(leaseLine(sess, consumerPid(dir)));
+  });
+
+  it('3: a dead credential', async () => {
+    const a = await fresh();
+    const revoked = await hubCall(hub, hub.humanToken, 'POST', `/v1/account/agents/${a.id}/revoke`);
+    expect(revoked.status).toBe(200);
+    const dir = entryDir(a, hub, 'three');
+    const r = await bridge(a, 'three', ['--wait', '30']);
+    expect(r.code).toBe(3);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^oh-hai bridge: FATAL \(exit 3, unauthorized\) — .*a human must fix the credential/m);
+    expect(r.stderr).toMatch(new RegExp(`^oh-hai bridge: lease — no session recorded in this state entry yet; consumer pid ${consumerPid(dir)} on \\S+ \\(stopped: exit 3, unauthorized\\)\\.$`, 'm'));
+    expect(r.stderr).toMatch(/^oh-hai bridge: ⚠️ the background connection \(pid \d+\) stopped with exit 3: .*follow the stop line above first/m);
+  });
+
+  it('4: a pinned session that does not exist', async () => {
+    const a = await fresh();
+    const r = await bridge(a, 'ignored', ['--session', 'sess_doesnotexist000000000000', '--wait', '30']);
+    expect(r.code).toBe(4);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^oh-hai bridge: FATAL \(exit 4, session_not_found\) — /m);
+    expect(r.stderr).toMatch(/^oh-hai bridge: lease — no session recorded in this state entry yet; consumer pid \d+ on \S+ \(stopped: exit 4, session_not_found\)\.$/m);
+  });
+
+  it('10: another home already drains this session — the refusal names the Hub\'s holder', async () => {
+    const a = await fresh();
+    const first = startBridge(a, 'shared', ['--wait', '30']);
+    const dir = entryDir(a, hub, 'shared');
+    await registered(dir);
+    const holder = consumerPid(dir);
+    const otherRoot = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-other-home-'));
+    dirs.push(otherRoot);
+    const r = await bridge(a, 'shared', ['--state-home', otherRoot, '--wait', '30']);
+    expect(r.code).toBe(10);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(new RegExp(`^oh-hai bridge: FATAL \\(exit 10, session_held\\) — .*another home already drains this session, held by pid ${holder} on host \\S+ .*last seen \\S+ \\(Hub's clock\\).*Do not kill it`, 'm'));
+    expect(r.stderr).toMatch(/^oh-hai bridge: lease — /m);
+    // The holder was not touched.
+    expect(isSameProcessAlive(stampOf(holder))).toBe('alive');
+    first.child.kill('SIGTERM');
+    await first.done;
+    const other: Agent = { ...a, stateRoot: otherRoot };
+    await stopConsumers(other);
+  });
+
+  it('11: a pinned session whose lease lapsed', async () => {
+    const a = await fresh();
+    const created = await hubCall(hub, a.token, 'POST', '/v1/sessions', { client_key: 'pin-test', lease_seconds: 1 });
+    const id = (created.json as { session: { id: string } }).session.id;
+    await waitFor(async () => ((await hubCall(hub, a.token, 'GET', `/v1/sessions/${id}`)).json as { session: { state: string } }).session.state === 'lapsed', {
+      what: 'the pinned session to lapse',
+    });
+    const r = await bridge(a, 'ignored', ['--session', id, '--wait', '30']);
+    expect(r.code).toBe(11);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^oh-hai bridge: FATAL \(exit 11, session_lapsed\) — /m);
+    expect(r.stderr).toMatch(/^oh-hai bridge: lease — .*consumer pid \d+ on \S+ \(stopped: exit 11, session_lapsed\)\.$/m);
+  });
+
+  it('12: a tampered entry stops the connection; the next run prints what it left, then exits 12', async () => {
+    const a = await fresh();
+    const dir = entryDir(a, hub, 'twelve');
+    expect((await bridge(a, 'twelve', ['--wait', '0'])).code).toBe(0);
+    const sess = await registered(dir);
+    await directive(hub, `agent:${a.id}#${sess}`, 'good one');
+    await waitFor(() => spooled(dir) === 1, { what: 'the good entry to be spooled' });
+    await hub.faults([{ class: 'any', action: 'tamper', tamper: 'unknown_field', count: 1 }]);
+    await directive(hub, `agent:${a.id}#${sess}`, 'tampered');
+    await waitFor(() => consumerOf(dir)?.state === 'stopped', { what: 'the connection to stop' });
+    const r = await bridge(a, 'twelve', ['--wait', '30']);
+    expect(r.code).toBe(12);
+    expect(r.stdout).toMatch(/^\[mail 1\] directive .*"good one"\n$/);
+    expect(r.stderr).toMatch(/^oh-hai bridge: FATAL \(exit 12, verification_failed\) — /m);
+    expect(r.stderr).toMatch(leaseLine(sess, consumerPid(dir)));
+    expect(r.stderr).toMatch(/⚠️ the background connection .* stopped with exit 12/);
+    expect(spooled(dir)).toBe(1);
+  });
+
+  it('13: the Hub unreachable past the retry budget; the next run prints what was left, then exits 13, then starts afresh', async () => {
+    const a = await fresh();
+    const dir = entryDir(a, hub, 'thirteen');
+    expect((await bridge(a, 'thirteen', ['--max-retries', '1', '--wait', '0'])).code).toBe(0);
+    const sess = await registered(dir);
+    await directive(hub, `agent:${a.id}#${sess}`, 'before the outage');
+    await waitFor(() => spooled(dir) === 1, { what: 'the entry to be spooled' });
+    await hub.faults([{ class: 'any', action: 'status', status: 503 }]);
+    await waitFor(() => consumerOf(dir)?.state === 'stopped', { what: 'the connection to spend its budget' });
+    const r = await bridge(a, 'thirteen', ['--wait', '30']);
+    expect(r.code).toBe(13);
+    expect(r.stdout).toMatch(/^\[mail 1\] directive .*"before the outage"\n$/);
+    expect(r.stderr).toMatch(/^oh-hai bridge: FATAL \(exit 13, unreachable\) — the Hub at http:\/\/127\.0\.0\.1:\d+ is unreachable/m);
+    expect(r.stderr).toMatch(leaseLine(sess, consumerPid(dir)));
+    expect(r.stderr).toMatch(/⚠️ the background connection .* stopped with exit 13: .*run oh-hai bridge again/);
+    // The stop was relayed once: the next run starts a new connection instead of exiting 13 again.
+    await hub.faults([]);
+    const again = await bridge(a, 'thirteen', ['--wait', '0']);
+    expect(again.code).toBe(0);
+    expect(again.stderr).toContain('the previous background connection');
+    expect(again.stderr).toMatch(/started the background connection \(pid \d+\)/);
+  });
+
+  it('14: a human closes the session (the kill-switch)', async () => {
+    const a = await fresh();
+    const dir = entryDir(a, hub, 'fourteen');
+    const run = startBridge(a, 'fourteen', ['--wait', '30']);
+    const sess = await registered(dir);
+    const closed = await hubCall(hub, hub.humanToken, 'POST', `/v1/sessions/${sess}/operator-close`);
+    expect(closed.status).toBe(200);
+    const r = await run.done;
+    expect(r.code).toBe(14);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^oh-hai bridge: FATAL \(exit 14, session_closed_by_operator\) — .*do not re-run/m);
+    expect(r.stderr).toMatch(leaseLine(sess, consumerPid(dir)));
+  });
+
+  it('15: the agent stood its own session down', async () => {
+    const a = await fresh();
+    const dir = entryDir(a, hub, 'fifteen');
+    const run = startBridge(a, 'fifteen', ['--wait', '30']);
+    const sess = await registered(dir);
+    expect((await hubCall(hub, a.token, 'POST', `/v1/sessions/${sess}/close`)).status).toBe(200);
+    const r = await run.done;
+    expect(r.code).toBe(15);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^oh-hai bridge: STOOD DOWN \(exit 15, session_closed\) — /m);
+    expect(r.stderr).not.toContain('FATAL');
+    expect(r.stderr).toMatch(leaseLine(sess, consumerPid(dir)));
+  });
+
+  for (const [signal, code, reason] of [
+    ['SIGINT', 130, 'interrupted'],
+    ['SIGTERM', 143, 'terminated'],
+  ] as const) {
+    it(`${code}: ${signal} while waiting — the connection keeps running`, async () => {
+      const a = await fresh();
+      const dir = entryDir(a, hub, `sig-${code}`);
+      const run = startBridge(a, `sig-${code}`, ['--wait', '30']);
+      const sess = await registered(dir);
+      const pid = consumerPid(dir);
+      await waitFor(() => consumerOf(dir)?.state === 'running', { what: 'the connection to run' });
+      run.child.kill(signal);
+      const r = await run.done;
+      expect(r.code).toBe(code);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(new RegExp(`^oh-hai bridge: FATAL \\(exit ${code}, ${reason}\\) — stopped by ${signal}`, 'm'));
+      expect(r.stderr).toMatch(leaseLine(sess, pid));
+      expect(isSameProcessAlive(stampOf(pid))).toBe('alive');
+    });
+  }
+
+  it('137: SIGKILLed mid-burst, the next run reprints nothing lost', async () => {
+    const a = await fresh();
+    const dir = entryDir(a, hub, 'killed');
+    expect((await bridge(a, 'killed', ['--wait', '0'])).code).toBe(0);
+    const sess = await registered(dir);
+    const N = 20;
+    for (let i = 1; i <= N; i++) await directive(hub, `agent:${a.id}#${sess}`, `burst ${i}`);
+    await waitFor(() => spooled(dir) === N, { what: 'the burst to be spooled' });
+    const child = startOhHai(['bridge', '--raw', '--wait', '0'], { env: { ...a.env, MA2H_AGENT_SESSION_ID: 'killed' } });
+    child.stdout!.once('data', () => child.kill('SIGKILL'));
+    const killed = await collect(child);
+    expect(killed.signal).toBe('SIGKILL');
+    expect(killed.stderr).not.toMatch(/FATAL|lease —/);
+    const texts = (out: string) => out.split('\n').slice(0, -1).map((l) => (JSON.parse(l) as { entry: { text: string } }).entry.text);
+    const before = texts(killed.stdout);
+    const r = await bridge(a, 'killed', ['--raw', '--wait', '0']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).not.toMatch(NO_FATAL);
+    expect(r.stderr).toMatch(leaseLine(sess, consumerPid(dir)));
+    const after = texts(r.stdout);
+    const all = Array.from({ length: N }, (_, i) => `burst ${i + 1}`);
+    expect(new Set([...before, ...after])).toEqual(new Set(all));
+    expect(before.filter((t) => after.includes(t)).length).toBeLessThanOrEqual(1);
+    expect(after).toEqual(all.slice(all.length - after.length));
+  });
+});

@@ -1,0 +1,109 @@
+import { readFileSync } from 'node:fs';
+import { listEntries, parseConsumerRecord, readRecord, sessionEntryDir, stateKey, type ConsumerRecord } from '../../../src/spool/index.js';
+import { collect, runOhHai, startOhHai, type RunResult } from '../../helpers/cli.js';
+import { tempEnv, type TempEnv } from '../../helpers/env.js';
+import { startHub, type TestHub } from '../../helpers/hub.js';
+import { waitFor } from '../../helpers/wait.js';
+
+/** One agent with its own HOME and state root, running the real CLI against a real Hub. */
+export interface Agent {
+  id: string;
+  token: string;
+  temp: TempEnv;
+  env: NodeJS.ProcessEnv;
+  stateRoot: string;
+}
+
+/** Short holds and leases so the suite runs in seconds (every interval has a knob). */
+export function testHub(): Promise<TestHub> {
+  return startHub({ faults: true, args: ['--stream-max-hold-seconds', '0.5', '--lease-min-seconds', '1', '--keepalive-seconds', '0.2'] });
+}
+
+export async function agent(hub: TestHub, env: NodeJS.ProcessEnv = {}): Promise<Agent> {
+  const a = await hub.mintAgent('bridge-test');
+  const temp = tempEnv({
+    MA2H_HUB_URL: hub.url,
+    MA2H_AGENT_TOKENS: `${a.id}=${a.token}`,
+    OH_HAI_HEARTBEAT_MS: '100',
+    OH_HAI_BACKOFF_MIN_MS: '10',
+    OH_HAI_BACKOFF_MAX_MS: '50',
+    OH_HAI_UNATTENDED_MAX_SECONDS: '120',
+    ...env,
+  });
+  return { id: a.id, token: a.token, temp, env: temp.env, stateRoot: temp.env.XDG_STATE_HOME! };
+}
+
+export const bridge = (a: Agent, session: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<RunResult> =>
+  runOhHai(['bridge', ...args], { env: { ...a.env, MA2H_AGENT_SESSION_ID: session, ...env } });
+
+export const startBridge = (a: Agent, session: string, args: string[], env: NodeJS.ProcessEnv = {}) => {
+  const child = startOhHai(['bridge', ...args], { env: { ...a.env, MA2H_AGENT_SESSION_ID: session, ...env } });
+  return { child, done: collect(child) };
+};
+
+export const entryDir = (a: Agent, hub: TestHub, session: string): string => sessionEntryDir(a.stateRoot, stateKey(hub.url, a.id, session));
+
+export function consumerOf(dir: string): ConsumerRecord | null {
+  const r = readRecord(dir, 'consumer.json', parseConsumerRecord);
+  return r.state === 'ok' ? r.value : null;
+}
+
+export function sessionIdOf(dir: string): string | null {
+  try {
+    return (JSON.parse(readFileSync(`${dir}/session.json`, 'utf8')) as { id: string }).id;
+  } catch {
+    return null;
+  }
+}
+
+/** Records in the spool (what the consumer has made durable), by reading the file. */
+export function spooled(dir: string): number {
+  try {
+    return readFileSync(`${dir}/bridge.ndjson`, 'utf8').split('\n').length - 1;
+  } catch {
+    return 0;
+  }
+}
+
+async function call(hub: TestHub, token: string, method: string, p: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(hub.url + p, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, json: (await res.json()) as unknown };
+}
+
+export async function directive(hub: TestHub, to: string, text: string): Promise<void> {
+  const r = await call(hub, hub.humanToken, 'POST', '/v1/directives', { to, text });
+  if (r.status !== 202) throw new Error(`directive → ${r.status} ${JSON.stringify(r.json)}`);
+}
+
+export const hubCall = call;
+
+const gone = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? false;
+  } catch {
+    return true;
+  }
+};
+
+/** Stop every background connection an agent's state root recorded (cleanup). */
+export async function stopConsumers(a: Agent): Promise<void> {
+  for (const loc of listEntries(a.stateRoot)) {
+    const c = consumerOf(loc.dir);
+    if (!c) continue;
+    try {
+      process.kill(c.pid, 'SIGKILL');
+    } catch {
+      continue;
+    }
+    await waitFor(() => gone(c.pid), { what: `consumer ${c.pid} to exit` });
+  }
+}
+
+/** The epilogue's first line for a real session, with the consumer's pid. */
+export const leaseLine = (sessionId: string, pid: number): RegExp =>
+  new RegExp(`^oh-hai bridge: lease — ${sessionId} expires \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z \\(Hub's clock; last renewed \\d+s ago\\); consumer pid ${pid} on \\S+`, 'm');
