@@ -5,6 +5,7 @@ import { register as send } from './send/register.js';
 import { register as messages } from './messages/register.js';
 import { register as fleet } from './fleet/register.js';
 import { register as hub } from './hub/register.js';
+import { register as demo } from './demo/register.js';
 import { register as account } from './account/register.js';
 import { register as bridge } from './bridge/register.js';
 import { register as consumer } from './consumer/register.js';
@@ -16,4 +17,4 @@ import { register as consumer } from './consumer/register.js';
  */
 export type Registration = (program: Command, host: CommandHost) => void;
 
-export const registrations: Registration[] = [teach, send, messages, fleet, hub, account, bridge, consumer];
+export const registrations: Registration[] = [teach, send, messages, fleet, hub, demo, account, bridge, consumer];

@@ -44,7 +44,8 @@ export interface ConfigToken {
 
 export const HUB_DEFAULTS = {
   host: '127.0.0.1',
-  port: 0,
+  /** `oh-hai hub serve` listens here unless told otherwise, so a Hub keeps its URL across restarts. */
+  port: 8417,
   leaseMinSeconds: 60,
   leaseDefaultSeconds: 900,
   leaseMaxSeconds: 3600,
@@ -59,6 +60,30 @@ export const HUB_DEFAULTS = {
   maxBodyBytes: 1024 * 1024,
   maxLivePerAgent: 16,
 } as const;
+
+/** A config with every knob at its default; `dataDir`, `signingKey` and `version` have none. */
+export function defaultHubConfig(required: Pick<HubConfig, 'dataDir' | 'signingKey' | 'version'>): HubConfig {
+  const d = HUB_DEFAULTS;
+  return {
+    host: d.host,
+    port: d.port,
+    leaseMinSeconds: d.leaseMinSeconds,
+    leaseDefaultSeconds: d.leaseDefaultSeconds,
+    leaseMaxSeconds: d.leaseMaxSeconds,
+    streamMaxHoldSeconds: d.streamMaxHoldSeconds,
+    keepaliveSeconds: d.keepaliveSeconds,
+    maxWaitSeconds: d.maxWaitSeconds,
+    presenceSeconds: d.presenceSeconds,
+    messageTtlSeconds: d.messageTtlSeconds,
+    replayWindowSeconds: d.replayWindowSeconds,
+    holderStaleSeconds: d.holderStaleSeconds,
+    clockOffsetMs: d.clockOffsetMs,
+    maxBodyBytes: d.maxBodyBytes,
+    faultInjection: false,
+    configTokens: [],
+    ...required,
+  };
+}
 
 /** The hard ceiling on a held long-poll: a load balancer's 60 s idle timeout (MA2H §4). */
 const WAIT_CEILING_SECONDS = 60;

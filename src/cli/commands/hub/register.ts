@@ -58,7 +58,7 @@ export const register: Registration = (program, host) => {
   hub
     .command('serve')
     .description('run the reference Hub (prints "hub: listening on <url>" when ready; SIGTERM stops it cleanly)')
-    .option('--port <n>', 'TCP port (0 = an ephemeral port)', integer('--port', 0, 65535))
+    .option('--port <n>', 'TCP port (default 8417; 0 = an ephemeral port)', integer('--port', 0, 65535))
     .option('--host <addr>', 'address to listen on', '127.0.0.1')
     .option('--data <dir>', 'durable store (default: <state root>/oh-hai/hub)')
     .option('--signing-key <key>', 'delivery HMAC key (prefer MA2H_SIGNING_KEY: argv is visible to other users; random per start when unset)')

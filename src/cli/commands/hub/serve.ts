@@ -11,7 +11,7 @@ type Built = { ok: true; config: HubConfig; randomKey: boolean } | { ok: false; 
 
 /** Flags > environment > defaults; every knob checked together so the message names the flag to fix. */
 async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
-  const { HUB_DEFAULTS, checkConfig, parseConfigTokens } = await import('../../../hub/server/index.js');
+  const { HUB_DEFAULTS, checkConfig, defaultHubConfig, parseConfigTokens } = await import('../../../hub/server/index.js');
   let maxWait: number = HUB_DEFAULTS.maxWaitSeconds;
   if (flags.maxWaitSeconds !== undefined) maxWait = flags.maxWaitSeconds;
   else if (io.env.MA2H_MAX_WAIT_SECONDS !== undefined && io.env.MA2H_MAX_WAIT_SECONDS !== '') {
@@ -28,30 +28,31 @@ async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
   }
   const givenKey = flags.signingKey ?? io.env.MA2H_SIGNING_KEY;
   const randomKey = givenKey === undefined || givenKey === '';
-  const leaseMin = flags.leaseMinSeconds ?? HUB_DEFAULTS.leaseMinSeconds;
-  const leaseMax = flags.leaseMaxSeconds ?? Math.max(HUB_DEFAULTS.leaseMaxSeconds, leaseMin);
-  const config: HubConfig = {
-    host: flags.host ?? HUB_DEFAULTS.host,
-    port: flags.port ?? HUB_DEFAULTS.port,
+  const base = defaultHubConfig({
     dataDir: resolveDataDir(flags.data, io.env, io.cwd),
     signingKey: randomKey ? randomBytes(32).toString('hex') : givenKey,
+    version: VERSION,
+  });
+  const leaseMin = flags.leaseMinSeconds ?? base.leaseMinSeconds;
+  const leaseMax = flags.leaseMaxSeconds ?? Math.max(base.leaseMaxSeconds, leaseMin);
+  const config: HubConfig = {
+    ...base,
+    host: flags.host ?? base.host,
+    port: flags.port ?? base.port,
     leaseMinSeconds: leaseMin,
     // An unnamed default follows the bounds a test narrowed, rather than contradicting them.
-    leaseDefaultSeconds: flags.leaseDefaultSeconds ?? Math.min(leaseMax, Math.max(leaseMin, HUB_DEFAULTS.leaseDefaultSeconds)),
+    leaseDefaultSeconds: flags.leaseDefaultSeconds ?? Math.min(leaseMax, Math.max(leaseMin, base.leaseDefaultSeconds)),
     leaseMaxSeconds: leaseMax,
-    streamMaxHoldSeconds: flags.streamMaxHoldSeconds ?? HUB_DEFAULTS.streamMaxHoldSeconds,
-    keepaliveSeconds: flags.keepaliveSeconds ?? HUB_DEFAULTS.keepaliveSeconds,
+    streamMaxHoldSeconds: flags.streamMaxHoldSeconds ?? base.streamMaxHoldSeconds,
+    keepaliveSeconds: flags.keepaliveSeconds ?? base.keepaliveSeconds,
     maxWaitSeconds: maxWait,
-    presenceSeconds: flags.presenceSeconds ?? HUB_DEFAULTS.presenceSeconds,
-    messageTtlSeconds: flags.messageTtlSeconds ?? HUB_DEFAULTS.messageTtlSeconds,
-    replayWindowSeconds: flags.replayWindowSeconds ?? HUB_DEFAULTS.replayWindowSeconds,
-    holderStaleSeconds: flags.holderStaleSeconds ?? HUB_DEFAULTS.holderStaleSeconds,
-    clockOffsetMs: flags.clockOffsetMs ?? HUB_DEFAULTS.clockOffsetMs,
+    presenceSeconds: flags.presenceSeconds ?? base.presenceSeconds,
+    messageTtlSeconds: flags.messageTtlSeconds ?? base.messageTtlSeconds,
+    replayWindowSeconds: flags.replayWindowSeconds ?? base.replayWindowSeconds,
+    holderStaleSeconds: flags.holderStaleSeconds ?? base.holderStaleSeconds,
+    clockOffsetMs: flags.clockOffsetMs ?? base.clockOffsetMs,
     faultInjection: flags.faultInjection === true,
-    agentDirectory: flags.agentDirectory !== false,
     configTokens,
-    maxBodyBytes: HUB_DEFAULTS.maxBodyBytes,
-    version: VERSION,
   };
   const problem = checkConfig(config);
   return problem === null ? { ok: true, config, randomKey } : { ok: false, outcome: usageError(problem) };

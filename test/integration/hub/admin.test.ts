@@ -1,0 +1,139 @@
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runOhHai, startOhHai } from '../../helpers/cli.js';
+import { tempEnv, type TempEnv } from '../../helpers/env.js';
+import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { waitFor } from '../../helpers/wait.js';
+
+// The admin commands a person runs against their own Hub, through the real CLI.
+describe('oh-hai hub admin commands', () => {
+  let hub: TestHub;
+  let t: TempEnv;
+  const admin = (...args: string[]) => runOhHai(['hub', ...args, '--data', hub.dataDir], { env: t.env });
+
+  beforeAll(async () => {
+    hub = await startHub();
+    t = tempEnv();
+  });
+  afterAll(async () => {
+    await hub.dispose();
+    t.cleanup();
+  });
+
+  it('mints an agent and prints its token once; lists and revokes agents', async () => {
+    const add = await admin('agent', 'add', 'builder');
+    expect(add.code, add.stderr).toBe(0);
+    const id = /minted agent (agt_\S+)/.exec(add.stdout)![1]!;
+    const token = /token \(shown once[^:]*\): (\S+)/.exec(add.stdout)![1]!;
+    expect((await hubCall(hub, 'GET', '/v1/whoami', { token })).body.agent.id).toBe(id);
+    const ls = await admin('agent', 'ls');
+    expect(ls.stdout).toContain(`${id}\tbuilder\tactive\taccount`);
+    const json = await admin('agent', 'ls', '--json');
+    expect(JSON.parse(json.stdout)).toContainEqual({ id, label: 'builder', revoked: false, source: 'account' });
+    const revoke = await admin('agent', 'revoke', id);
+    expect(revoke.code).toBe(0);
+    expect((await hubCall(hub, 'GET', '/v1/whoami', { token })).status).toBe(401);
+    const unknown = await admin('agent', 'revoke', 'agt_nobody');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/FATAL \(exit 2, agent_not_found\)/);
+  });
+
+  it('sends a directive, closes a session as the operator and lifts the stop', async () => {
+    const agent = await hub.mintAgent('worker');
+    const s = (await hubCall(hub, 'POST', '/v1/sessions', { token: agent.token, body: { client_key: 'ck', name: 'run-1' } })).body.session;
+    const d = await admin('directive', '--to', s.address, 'Run', 'the', 'tests.');
+    expect(d.code, d.stderr).toBe(0);
+    expect(d.stdout).toMatch(/queued directive msg_\S+ to agent:/);
+    const drained = await hubCall(hub, 'GET', `/v1/inbox?session=${s.id}`, { token: agent.token });
+    expect(drained.body.messages[0].entry).toMatchObject({ kind: 'directive', text: 'Run the tests.' });
+
+    const close = await admin('session', 'close', s.id);
+    expect(close.code, close.stderr).toBe(0);
+    expect(close.stdout).toMatch(/closed_by_operator/);
+    expect(close.stdout).toContain(`oh-hai hub lift --agent ${agent.id} --name run-1`);
+    expect((await hubCall(hub, 'POST', '/v1/sessions', { token: agent.token, body: { client_key: 'ck' } })).status).toBe(403);
+    const lift = await admin('lift', '--agent', agent.id);
+    expect(lift.stdout).toMatch(/lifted 1 operator stop/);
+    expect((await hubCall(hub, 'POST', '/v1/sessions', { token: agent.token, body: { client_key: 'ck' } })).status).toBe(201);
+
+    const bad = await admin('directive', '--to', 'bob', 'hi');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--to/);
+  });
+
+  it('switches messaging off and on', async () => {
+    const off = await admin('messaging', 'off');
+    expect(off.stdout).toMatch(/agent messaging is off/);
+    expect((await hubCall(hub, 'GET', '/v1/account', { token: hub.humanToken })).body.account.agent_messaging).toBe(false);
+    const on = await admin('messaging', 'on');
+    expect(on.stdout).toMatch(/agent messaging is on/);
+    expect((await admin('messaging', 'maybe')).code).toBe(2);
+  });
+
+  it('says what is wrong when there is no token or no Hub', async () => {
+    const noData = await runOhHai(['hub', 'agent', 'ls'], { env: t.env });
+    expect(noData.code).toBe(3);
+    expect(noData.stderr).toMatch(/no human token at .*oh-hai\/hub\/human-token/);
+    const down = await runOhHai(['hub', 'agent', 'ls', '--data', hub.dataDir, '--hub', 'http://127.0.0.1:9'], { env: t.env });
+    expect(down.code).toBe(13);
+    expect(down.stderr).toMatch(/could not reach the Hub at http:\/\/127\.0\.0\.1:9/);
+  });
+});
+
+describe('oh-hai hub serve: flags and defaults', () => {
+  it('refuses bad knobs with exit 2 naming the flag', async () => {
+    const t = tempEnv();
+    try {
+      const notNumber = await runOhHai(['hub', 'serve', '--port', '0', '--lease-min-seconds', 'soon'], { env: t.env });
+      expect(notNumber.code).toBe(2);
+      expect(notNumber.stderr).toMatch(/--lease-min-seconds/);
+      const crossed = await runOhHai(['hub', 'serve', '--port', '0', '--lease-min-seconds', '100', '--lease-max-seconds', '50'], { env: t.env });
+      expect(crossed.code).toBe(2);
+      expect(crossed.stderr).toMatch(/--lease-min-seconds \(100\) is above --lease-max-seconds \(50\)/);
+      const tokens = await runOhHai(['hub', 'serve', '--port', '0'], { env: { ...t.env, MA2H_AGENT_TOKENS: 'no-equals-sign' } });
+      expect(tokens.code).toBe(2);
+      expect(tokens.stderr).toMatch(/MA2H_AGENT_TOKENS/);
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('keeps its store under the state root by default, never in the cwd, and clamps the advertised wait', async () => {
+    const t = tempEnv();
+    const proc = startOhHai(['hub', 'serve', '--port', '0', '--max-wait-seconds', '300', '--presence-seconds', '40'], { env: t.env, cwd: t.root });
+    try {
+      let out = '';
+      proc.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
+      const url = await waitFor(() => /hub: listening on (\S+)/.exec(out)?.[1]);
+      const dataDir = path.join(t.env.XDG_STATE_HOME!, 'oh-hai', 'hub');
+      expect(out).toContain(`hub: data ${dataDir}`);
+      expect(statSync(path.join(dataDir, 'human-token')).mode & 0o777).toBe(0o600);
+      expect(existsSync(path.join(t.root, 'hub.sqlite'))).toBe(false);
+      const cap = await hubCall(url, 'GET', '/v1/capability');
+      expect(cap.body.inbound.max_wait_seconds).toBe(40);
+      // The admin commands find this Hub through the URL it recorded.
+      const ls = await runOhHai(['hub', 'agent', 'ls'], { env: t.env });
+      expect(ls.code, ls.stderr).toBe(0);
+    } finally {
+      proc.kill('SIGTERM');
+      await new Promise((r) => proc.once('exit', r));
+      t.cleanup();
+    }
+  });
+});
+
+describe('oh-hai demo', () => {
+  it('runs the round trip on an embedded Hub and exits 0', async () => {
+    const t = tempEnv();
+    try {
+      const r = await runOhHai(['demo'], { env: t.env });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/bob drained ent_\S+ from agent:agt_\S+: "Hello from alice/);
+      expect(r.stdout).toContain('queued → delivered → acknowledged');
+      expect(r.stdout).toMatch(/alice got a receipt: msg_\S+ acknowledged/);
+    } finally {
+      t.cleanup();
+    }
+  });
+});
