@@ -55,6 +55,17 @@ describe.skipIf(chromiumMissing !== null)('web inbox in a real browser', () => {
 
   const heading = async (): Promise<string> => (await browser.page.locator('h1').textContent()) ?? '';
 
+  /** Every visible form control on the page has a label (evaluated in the page, so no DOM types here). */
+  const everyControlLabelled = async (): Promise<void> => {
+    const controls = await browser.page.evaluate<{ total: number; unlabelled: string[] }>(`(() => {
+      const all = [...document.querySelectorAll('input:not([type=hidden]), textarea, select')];
+      const unlabelled = all.filter((el) => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')).map((el) => el.outerHTML);
+      return { total: all.length, unlabelled };
+    })()`);
+    expect(controls.total).toBeGreaterThan(0);
+    expect(controls.unlabelled, browser.page.url()).toEqual([]);
+  };
+
   beforeAll(async () => {
     hub = await startHub();
     browser = await launchChromium();
@@ -72,14 +83,18 @@ describe.skipIf(chromiumMissing !== null)('web inbox in a real browser', () => {
     await goto('/');
     expect(new URL(page.url()).pathname).toBe('/login');
     expect(await heading()).toBe('Sign in');
+    await everyControlLabelled();
     await browser.shot('login');
 
     await page.getByLabel('Human token').fill('not-a-token');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('does not accept that token');
 
+    // Keyboard only: the first Tab reaches the skip link, Enter in the field submits the form.
+    await page.keyboard.press('Tab');
+    expect(await page.locator(':focus').textContent()).toBe('Skip to content');
     await page.getByLabel('Human token').fill(hub.humanToken);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByLabel('Human token').press('Enter');
     await page.waitForURL(`${hub.url}/fleet`);
     expect(await heading()).toBe('Fleet');
     expect(page.url()).not.toContain(hub.humanToken);
@@ -96,6 +111,7 @@ describe.skipIf(chromiumMissing !== null)('web inbox in a real browser', () => {
   it('mints an agent from the Agents page and shows its token once; its label is shown as text', async () => {
     const { page } = browser;
     await goto('/agents');
+    await everyControlLabelled();
     await page.getByLabel('Label').fill(HOSTILE_LABEL);
     await page.getByRole('button', { name: 'Mint agent' }).click();
     await page.waitForURL(`${hub.url}/agents`);
@@ -134,6 +150,7 @@ describe.skipIf(chromiumMissing !== null)('web inbox in a real browser', () => {
     expect(await page.getByRole('complementary').textContent()).toContain('Expect queued, not read.');
     await page.getByLabel('To', { exact: true }).fill(row.address);
     await page.getByLabel('Directive', { exact: true }).fill(DIRECTIVE);
+    await everyControlLabelled();
     await browser.shot('send');
     await page.getByRole('button', { name: 'Send directive' }).click();
     await page.waitForURL(`${hub.url}/inbox`);
@@ -211,6 +228,7 @@ describe.skipIf(chromiumMissing !== null)('web inbox in a real browser', () => {
     const { page } = browser;
     await goto('/settings');
     expect(await page.locator('main').textContent()).toContain('Agent messaging is on.');
+    await everyControlLabelled();
     await page.getByRole('radio', { name: /Off:/ }).check();
     await page.getByRole('button', { name: 'Save' }).click();
     await page.waitForURL(`${hub.url}/settings`);
