@@ -45,21 +45,17 @@ export function entryById(core: HubCore, id: string): EntryRow | null {
  */
 export function takePending(core: HubCore, agentId: string, sessionId: string | null, limit: number, skip?: ReadonlySet<string>): EntryRow[] {
   return core.db.transaction((): EntryRow[] => {
-    const rows =
+    const principal = core.db
+      .prepare(
+        `SELECT * FROM entries WHERE to_agent = ? AND to_session IS NULL AND state = 'pending'
+           AND (claimed_session IS NULL OR claimed_session = ?) ORDER BY seq`,
+      )
+      .all(agentId, sessionId) as EntryRow[];
+    const own =
       sessionId === null
-        ? (core.db
-            .prepare(
-              `SELECT * FROM entries WHERE to_agent = ? AND to_session IS NULL AND claimed_session IS NULL AND state = 'pending'
-               ORDER BY seq`,
-            )
-            .all(agentId) as EntryRow[])
-        : (core.db
-            .prepare(
-              `SELECT * FROM entries WHERE state = 'pending' AND (
-                 to_session = ? OR (to_agent = ? AND to_session IS NULL AND (claimed_session IS NULL OR claimed_session = ?)))
-               ORDER BY seq`,
-            )
-            .all(sessionId, agentId, sessionId) as EntryRow[]);
+        ? []
+        : (core.db.prepare(`SELECT * FROM entries WHERE to_session = ? AND state = 'pending' ORDER BY seq`).all(sessionId) as EntryRow[]);
+    const rows = [...own, ...principal].sort((x, y) => x.seq - y.seq);
     const out: EntryRow[] = [];
     const claim = core.db.prepare('UPDATE entries SET claimed_session = ? WHERE id = ? AND claimed_session IS NULL');
     for (const row of rows) {

@@ -62,6 +62,9 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
   return async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const abort = new AbortController();
     res.on('close', () => abort.abort());
+    // A client that vanishes mid-request surfaces as a stream error; it is not the Hub's fault and must never crash it.
+    req.on('error', () => abort.abort());
+    res.on('error', () => abort.abort());
     try {
       const reply = await route(req, res, abort.signal);
       if (reply && reply.kind !== 'handled') send(res, reply);
@@ -105,7 +108,13 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
     if (faults.delayMs > 0) await sleep(faults.delayMs);
     if (faults.status !== null) {
       req.resume();
-      return fault(faults.status, faults.status === 503 ? 'unavailable' : 'injected_fault', `fault injection: this ${r.cls} request fails with ${faults.status}`);
+      const code = faults.status === 503 ? 'unavailable' : faults.status === 429 ? 'rate_limited' : 'injected_fault';
+      return errorReply({
+        status: faults.status,
+        code,
+        message: `fault injection: this ${r.cls} request fails with ${faults.status}`,
+        ...(faults.status === 429 ? { headers: { 'retry-after': '1' } } : {}),
+      });
     }
     if (faults.drop && r.cls !== 'stream') {
       req.socket.destroy();

@@ -102,7 +102,7 @@ CREATE TABLE IF NOT EXISTS entries (
   state TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS entries_by_session ON entries (to_session, state);
-CREATE INDEX IF NOT EXISTS entries_by_agent ON entries (to_agent, state);
+CREATE INDEX IF NOT EXISTS entries_by_mailbox ON entries (to_agent, to_session, state);
 CREATE INDEX IF NOT EXISTS entries_by_claim ON entries (claimed_session, state);
 CREATE INDEX IF NOT EXISTS entries_open ON entries (state, created_at);
 `;

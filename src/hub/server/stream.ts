@@ -39,6 +39,9 @@ export function openStream(core: HubCore, signer: Signer, res: ServerResponse, s
     if (last !== null && !res.destroyed) res.end(last);
     else if (!res.destroyed) res.end();
   };
+  const write = (chunk: string) => {
+    if (!finished && !res.destroyed && !res.writableEnded) res.write(chunk);
+  };
   const handle: OpenStream = {
     sessionId: sr.sessionId,
     consumer: sr.consumer,
@@ -76,25 +79,25 @@ export function openStream(core: HubCore, signer: Signer, res: ServerResponse, s
   res.write(open);
   // The response's close is the client going away (the request's fires once its body is read).
   res.on('close', () => finish(null));
+  res.on('error', () => finish(null));
 
   const pushed = new Set<string>();
   const push = () => {
-    if (finished) return;
-    for (;;) {
+    while (!finished) {
       const rows = takePending(core, sr.agentId, sr.sessionId, PUSH_BATCH, pushed);
       if (rows.length === 0) return;
       const messages: Delivery[] = rows.map((r) => {
         pushed.add(r.id);
         return signer.deliver(r, 'stream');
       });
-      res.write(frame('entries', { messages }));
+      write(frame('entries', { messages }));
       if (rows.length < PUSH_BATCH) return;
     }
   };
   push();
   cleanups.push(core.bus.mail.on(sr.agentId, push));
 
-  const keepalive = setInterval(() => res.write(': keepalive\n\n'), core.config.keepaliveSeconds * 1000);
+  const keepalive = setInterval(() => write(': keepalive\n\n'), core.config.keepaliveSeconds * 1000);
   const bound = setTimeout(() => finish(frame('reconnect', { reason: 'hold_bound' })), hold);
   cleanups.push(() => clearInterval(keepalive), () => clearTimeout(bound));
   return { kind: 'handled' };

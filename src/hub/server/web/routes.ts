@@ -69,14 +69,19 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
 
   const refusalText = (r: ApiRefusal): string => `${r.code}: ${r.message}`;
 
+  /** The Hub stopped accepting the token: forget the session and say so on the sign-in page. */
+  const signOut = (c: Signed): void => {
+    sessions.destroy(c.s.id);
+    const fresh = sessions.create();
+    fresh.flash = { kind: 'error', text: 'The Hub no longer accepts the token this browser signed in with. Sign in again.' };
+    redirect(c.res, '/login', { 'set-cookie': sessionCookie(fresh.id, c.secure) });
+  };
+
   /** A Hub answer, or null after the page has already told the browser what went wrong. */
   const need = <T>(c: Signed, a: ApiAnswer<T>): T | null => {
     if (a.ok) return a.value;
     if (a.status === 401) {
-      sessions.destroy(c.s.id);
-      const fresh = sessions.create();
-      fresh.flash = { kind: 'error', text: 'The Hub no longer accepts the token this browser signed in with. Sign in again.' };
-      redirect(c.res, '/login', { 'set-cookie': sessionCookie(fresh.id, c.secure) });
+      signOut(c);
       return null;
     }
     show(c, 'The Hub refused', null, html`<p>The Hub's API answered ${a.status} <code>${a.code}</code>: <span class="text">${a.message}</span></p>
@@ -88,6 +93,13 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
   const after = (c: Signed, location: string, flash: Flash): void => {
     c.s.flash = flash;
     redirect(c.res, location);
+  };
+
+  /** An action's answer as the flash on `location`: what was done, or the API's refusal after `failed`. */
+  const settle = (c: Signed, a: ApiAnswer<unknown>, location: string, done: string, failed: string): void => {
+    if (a.ok) after(c, location, { kind: 'ok', text: done });
+    else if (a.status === 401) signOut(c);
+    else after(c, location, { kind: 'error', text: `${failed} ${refusalText(a)}` });
   };
 
   const routes: Record<string, Route> = {
@@ -118,14 +130,13 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
       },
       post: async (c, form) => {
         const id = form.get('session') ?? '';
-        const a = await hub.operatorClose(c.token, id);
-        if (a.ok) {
-          after(c, '/fleet', {
-            kind: 'ok',
-            text: `Closed session ${id} (closed_by_operator). Its bridge exits 14; its queued mail bounced and its unread asks resolved. An operator stop is recorded below: lift it to let this run register again.`,
-          });
-        } else if (a.status !== 401) after(c, '/fleet', { kind: 'error', text: `Session ${id} was not closed. ${refusalText(a)}` });
-        else need(c, a);
+        settle(
+          c,
+          await hub.operatorClose(c.token, id),
+          '/fleet',
+          `Closed session ${id} (closed_by_operator). Its bridge exits 14; its queued mail bounced and its unread asks resolved. An operator stop is recorded below: lift it to let this run register again.`,
+          `Session ${id} was not closed.`,
+        );
       },
     },
     '/fleet/lift': {
@@ -133,10 +144,13 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
         const agent_id = form.get('agent_id') ?? '';
         const client_key = form.get('client_key');
         const name = form.get('name');
-        const a = await hub.liftStop(c.token, { agent_id, ...(client_key ? { client_key } : {}), ...(name ? { name } : {}) });
-        if (a.ok) after(c, '/fleet', { kind: 'ok', text: `Lifted the operator stop on agent ${agent_id}: that run may register a new session.` });
-        else if (a.status !== 401) after(c, '/fleet', { kind: 'error', text: `The stop was not lifted. ${refusalText(a)}` });
-        else need(c, a);
+        settle(
+          c,
+          await hub.liftStop(c.token, { agent_id, ...(client_key ? { client_key } : {}), ...(name ? { name } : {}) }),
+          '/fleet',
+          `Lifted the operator stop on agent ${agent_id}: that run may register a new session.`,
+          'The stop was not lifted.',
+        );
       },
     },
     '/inbox': {
@@ -166,10 +180,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
           });
           return;
         }
-        if (a.status === 401) {
-          need(c, a);
-          return;
-        }
+        if (a.status === 401) return signOut(c);
         const choices = await addressChoices(c);
         if (!choices) return;
         show(c, 'Send directive', 'send', sendPage({ csrf: c.s.csrf, choices, to, text }), a.status, {
@@ -195,10 +206,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
           });
           return;
         }
-        if (a.status === 401) {
-          need(c, a);
-          return;
-        }
+        if (a.status === 401) return signOut(c);
         const agents = need(c, await hub.agents(c.token));
         if (!agents) return;
         show(c, 'Agents', 'agents', agentsPage({ agents, csrf: c.s.csrf, label }), a.status, {
@@ -221,10 +229,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
       },
       post: async (c, form) => {
         const id = form.get('agent') ?? '';
-        const a = await hub.revokeAgent(c.token, id);
-        if (a.ok) after(c, '/agents', { kind: 'ok', text: `Revoked agent ${id}: its token is refused from now on.` });
-        else if (a.status !== 401) after(c, '/agents', { kind: 'error', text: `Agent ${id} was not revoked. ${refusalText(a)}` });
-        else need(c, a);
+        settle(c, await hub.revokeAgent(c.token, id), '/agents', `Revoked agent ${id}: its token is refused from now on.`, `Agent ${id} was not revoked.`);
       },
     },
     '/settings': {
@@ -239,17 +244,15 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
           after(c, '/settings', { kind: 'error', text: 'Choose On or Off for Agent messaging.' });
           return;
         }
-        const a = await hub.setMessaging(c.token, choice === 'on');
-        if (a.ok) {
-          after(c, '/settings', {
-            kind: 'ok',
-            text:
-              choice === 'on'
-                ? 'Agent messaging is on: agents may register sessions and send.'
-                : 'Agent messaging is off: sessions and agents’ sends are refused with messaging_disabled.',
-          });
-        } else if (a.status !== 401) after(c, '/settings', { kind: 'error', text: `The setting was not changed. ${refusalText(a)}` });
-        else need(c, a);
+        settle(
+          c,
+          await hub.setMessaging(c.token, choice === 'on'),
+          '/settings',
+          choice === 'on'
+            ? 'Agent messaging is on: agents may register sessions and send.'
+            : 'Agent messaging is off: sessions and agents’ sends are refused with messaging_disabled.',
+          'The setting was not changed.',
+        );
       },
     },
   };
