@@ -42,11 +42,13 @@ describe.skipIf(chromiumMissing !== null)('web inbox in a real browser', () => {
   const liveSessions = async (): Promise<FleetRowJson[]> => (await api('GET', '/v1/fleet', hub.humanToken)).json.sessions as FleetRowJson[];
 
   /** Start `oh-hai bridge` for the minted agent under a fixed session name; resolves with its result when it exits. */
-  const bridge = (waitSeconds: number): { proc: ChildProcess; done: Promise<RunResult> } => {
+  const bridge = (waitSeconds: number): { stderr: () => string; done: Promise<RunResult> } => {
     const proc = startOhHai(['bridge', '--wait', String(waitSeconds)], { env: agentEnv.env });
     proc.stdin?.end();
     bridges.push(proc);
-    return { proc, done: collect(proc, 90_000) };
+    let stderr = '';
+    proc.stderr?.on('data', (d: Buffer | string) => (stderr += String(d)));
+    return { stderr: () => stderr, done: collect(proc, 90_000) };
   };
 
   const goto = async (path: string): Promise<void> => {
@@ -178,6 +180,8 @@ describe.skipIf(chromiumMissing !== null)('web inbox in a real browser', () => {
 
   it('closes the session from the Fleet page after a confirmation; the bridge exits 14 and the run cannot re-register', async () => {
     const waiting = bridge(60);
+    // Close only once this reader attends the running connection, so its exit is the kill-switch's.
+    await waitFor(() => waiting.stderr().includes('adopting the running background connection'), { what: 'the second bridge adopting the connection' });
     const { page } = browser;
     await waitFor(async () => {
       await goto('/fleet');
