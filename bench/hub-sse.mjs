@@ -1,0 +1,139 @@
+// SSE push latency of the reference Hub: N concurrent streams (default 500) on one Hub on
+// loopback, M messages (default 1000) sent to random sessions, at most C sends in flight.
+// Prints send→push latency p50/p95/p99/max and the Hub's RSS. Needs `npm run build` first.
+// Never run by CI. Usage: node bench/hub-sse.mjs [--sessions 500] [--messages 1000] [--concurrency 10]
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const arg = (name, dflt) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : dflt;
+};
+const SESSIONS = arg('sessions', 500);
+const MESSAGES = arg('messages', 1000);
+const CONCURRENCY = arg('concurrency', 10);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-bench-hub-'));
+const hub = spawn(process.execPath, [path.join(root, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', dir], {
+  env: { ...process.env, MA2H_SIGNING_KEY: 'bench-key' },
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+const url = await new Promise((resolve, reject) => {
+  let out = '';
+  hub.stdout.setEncoding('utf8').on('data', (d) => {
+    out += d;
+    const m = /hub: listening on (\S+)/.exec(out);
+    if (m) resolve(m[1]);
+  });
+  hub.once('exit', (code) => reject(new Error(`hub exited ${code}`)));
+});
+const human = readFileSync(path.join(dir, 'human-token'), 'utf8').trim();
+
+function call(method, p, token, body) {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const req = request(url + p, { method, agent: false, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d) => (text += d));
+      res.on('end', () => (res.statusCode >= 400 ? reject(new Error(`${method} ${p} ${res.statusCode} ${text}`)) : resolve(JSON.parse(text))));
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+const rssKb = () => {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${hub.pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : NaN;
+};
+
+// Mint one agent per session (the Hub allows 16 live sessions per agent) and a sender.
+const sender = await call('POST', '/v1/account/agents', human, { label: 'bench-sender' });
+const sessions = [];
+for (let i = 0; i < SESSIONS; i++) {
+  const a = await call('POST', '/v1/account/agents', human, { label: `bench-${i}` });
+  const s = await call('POST', '/v1/sessions', a.token, { client_key: `bench-${i}` });
+  sessions.push({ token: a.token, id: s.session.id, address: s.session.address });
+}
+
+// A push can beat the send's own HTTP answer back to this process, so arrivals are kept
+// until the send's start time is known.
+const sentAt = new Map();
+const arrivedAt = new Map();
+const latencies = [];
+let connects = 0;
+let opened = 0;
+
+/** One stream per session, reconnecting at once on the hold bound (as a bridge does). */
+function stream(s, first) {
+  const req = request(`${url}/v1/inbox/stream?session=${s.id}`, { agent: false, headers: { accept: 'text/event-stream', authorization: `Bearer ${s.token}` } });
+  req.on('response', (res) => {
+    connects++;
+    let buf = '';
+    res.setEncoding('utf8').on('data', (d) => {
+      buf += d;
+      let cut;
+      while ((cut = buf.indexOf('\n\n')) >= 0) {
+        const frame = buf.slice(0, cut);
+        buf = buf.slice(cut + 2);
+        if (first && frame.startsWith('event: open')) {
+          first = false;
+          opened++;
+        }
+        if (!frame.startsWith('event: entries')) continue;
+        const now = performance.now();
+        for (const d of JSON.parse(frame.slice(frame.indexOf('data: ') + 6)).messages) {
+          const id = d.entry.message_id;
+          const t0 = sentAt.get(id);
+          if (t0 !== undefined) {
+            latencies.push(now - t0);
+            sentAt.delete(id);
+          } else if (!arrivedAt.has(id)) arrivedAt.set(id, now);
+        }
+      }
+    });
+    res.on('end', () => setImmediate(() => stream(s, false)));
+  });
+  req.on('error', () => setTimeout(() => stream(s, false), 100));
+  req.end();
+}
+const rssIdle = rssKb();
+for (const s of sessions) stream(s, true);
+while (opened < SESSIONS) await new Promise((r) => setTimeout(r, 20));
+const rssOpen = rssKb();
+
+let next = 0;
+const t0 = performance.now();
+async function worker() {
+  while (next < MESSAGES) {
+    next++;
+    const s = sessions[Math.floor(Math.random() * sessions.length)];
+    const start = performance.now();
+    const r = await call('POST', '/v1/messages', sender.token, { to: s.address, intent: 'notify', text: `bench ${next}` });
+    const arrived = arrivedAt.get(r.message.id);
+    if (arrived !== undefined) {
+      latencies.push(arrived - start);
+      arrivedAt.delete(r.message.id);
+    } else sentAt.set(r.message.id, start);
+  }
+}
+await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+while (latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
+const elapsed = (performance.now() - t0) / 1000;
+
+latencies.sort((a, b) => a - b);
+const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(1);
+console.log(`sessions ${SESSIONS} (streams open), messages ${MESSAGES} (${CONCURRENCY} in flight), ${latencies.length} pushes seen in ${elapsed.toFixed(1)} s`);
+console.log(`send→push latency ms: p50 ${pct(50)}  p95 ${pct(95)}  p99 ${pct(99)}  max ${latencies[latencies.length - 1].toFixed(1)}`);
+console.log(`hub RSS: ${(rssIdle / 1024).toFixed(0)} MiB before streams, ${(rssOpen / 1024).toFixed(0)} MiB with ${SESSIONS} open, ${(rssKb() / 1024).toFixed(0)} MiB after the sends`);
+console.log(`stream connects: ${connects} (reconnects on the 30 s hold bound included)`);
+
+hub.kill('SIGTERM');
+await new Promise((r) => hub.once('exit', r));
+rmSync(dir, { recursive: true, force: true });
+process.exit(0);
