@@ -4,11 +4,13 @@ import { register as teach } from './teach/register.js';
 import { register as send } from './send/register.js';
 import { register as messages } from './messages/register.js';
 import { register as fleet } from './fleet/register.js';
+import { register as session } from './session/register.js';
 import { register as hub } from './hub/register.js';
 import { register as demo } from './demo/register.js';
 import { register as account } from './account/register.js';
 import { register as bridge } from './bridge/register.js';
 import { register as consumer } from './consumer/register.js';
+import { register as doctor } from './doctor/register.js';
 
 /**
  * Every command group registers itself here. A registration only declares flags;
@@ -17,4 +19,4 @@ import { register as consumer } from './consumer/register.js';
  */
 export type Registration = (program: Command, host: CommandHost) => void;
 
-export const registrations: Registration[] = [teach, send, messages, fleet, hub, demo, account, bridge, consumer];
+export const registrations: Registration[] = [teach, send, messages, fleet, session, hub, demo, account, bridge, consumer, doctor];

@@ -82,6 +82,11 @@ function lag(dir: string): number | null {
   }
 }
 
+/** What one state entry says about its connection, its reader and its lag. */
+export function annotateEntry(dir: string, probe: LocalProbe): LocalAnnotation {
+  return { entry: dir, ...consumerState(dir, probe), ...readerState(dir, probe), lag: lag(dir) };
+}
+
 /** Scan the session entries of a state root and index them by their current session id. */
 export function scanLocalState(root: string, probe: LocalProbe): LocalScan {
   const bySession = new Map<string, LocalAnnotation>();
@@ -94,7 +99,7 @@ export function scanLocalState(root: string, probe: LocalProbe): LocalScan {
       unmatched.push({ entry: loc.dir, reason: session.reason });
       continue;
     }
-    bySession.set(session.value.id, { entry: loc.dir, ...consumerState(loc.dir, probe), ...readerState(loc.dir, probe), lag: lag(loc.dir) });
+    bySession.set(session.value.id, annotateEntry(loc.dir, probe));
   }
   return { bySession, unmatched };
 }

@@ -94,7 +94,7 @@ function findThisSession(p: { flags: AgentFlags; io: CliIO; inspect: ProcessInsp
   }
   const why =
     record.state === 'absent'
-      ? `this agent session (${key.value.describe}) has no bridge session yet — run \`oh-hai bridge\` to get one`
+      ? `this agent session (${key.value.describe}) holds no session: no oh-hai bridge has registered one here, or it was stood down`
       : `this agent session's session record could not be read (${record.reason})`;
   return { kind: 'none', why, entryDir, key: key.value };
 }
