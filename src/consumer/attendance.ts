@@ -29,15 +29,17 @@ export function readerAttendance(reader: RecordRead<ReaderRecord>, probe: Attend
     return { attending: false, why: `the reader record could not be read (${reader.reason})`, lastAttendedAt: null };
   }
   const r = reader.value;
-  const lastAttendedAt = Math.min(r.heartbeat_at, r.deadline_at);
-  const absentBecause = (why: string): Attendance => ({ attending: false, why, lastAttendedAt });
+  // A stale heartbeat or a passed deadline dates the end of attendance; a dead reader or
+  // starter does not (a wedged reader may keep beating after its starter is gone).
+  const dated = (why: string): Attendance => ({ attending: false, why, lastAttendedAt: Math.min(r.heartbeat_at, r.deadline_at) });
+  const undated = (why: string): Attendance => ({ attending: false, why, lastAttendedAt: null });
   const heartbeatAge = probe.nowMs - r.heartbeat_at;
-  if (heartbeatAge > probe.staleMs) return absentBecause(`the reader's heartbeat is ${Math.round(heartbeatAge / 1000)} s old`);
-  if (probe.nowMs >= r.deadline_at) return absentBecause('the reader is past the deadline it declared');
+  if (heartbeatAge > probe.staleMs) return dated(`the reader's heartbeat is ${Math.round(heartbeatAge / 1000)} s old`);
+  if (probe.nowMs >= r.deadline_at) return dated('the reader is past the deadline it declared');
   // A reader on another host (unknown) is judged by its heartbeat alone: pids are host-local.
-  if (probe.liveness(r) === 'dead') return absentBecause(`reader pid ${r.pid} no longer exists`);
+  if (probe.liveness(r) === 'dead') return undated(`reader pid ${r.pid} no longer exists`);
   const starter = { pid: r.starter_pid, host: r.host, start_time: r.starter_start_time };
-  if (probe.liveness(starter) === 'dead') return absentBecause(`the process that started the reader (pid ${r.starter_pid}) no longer exists`);
+  if (probe.liveness(starter) === 'dead') return undated(`the process that started the reader (pid ${r.starter_pid}) no longer exists`);
   return { attending: true };
 }
 

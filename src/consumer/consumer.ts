@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { EXIT } from '../cli/exit-codes.js';
 import { parsePolicy, policyAdmits, policyItems, resolveAgentCredential, type Policy } from '../config/index.js';
@@ -76,17 +76,31 @@ export async function runConsumer(opts: ConsumerOptions): Promise<ConsumerEnd> {
   }
   const entry = opened.value;
   let compromisedBy: string | null = null;
-  const locked = await acquireLock(entry.dir, ENTRY_FILES.consumerLock, {
-    staleMs: LOCK_STALE_MS,
-    clock: opts.clock,
-    onCompromised: (err) => {
-      compromisedBy = err.message;
-    },
-  });
+  const take = () =>
+    acquireLock(entry.dir, ENTRY_FILES.consumerLock, {
+      staleMs: LOCK_STALE_MS,
+      clock: opts.clock,
+      onCompromised: (err) => {
+        compromisedBy = err.message;
+      },
+    });
+  let locked = await take();
+  if (!locked.ok && locked.code === 'held' && holderIsDead(entry)) {
+    // A consumer killed with -9 leaves a fresh-looking lock for up to LOCK_STALE_MS; its record
+    // (written right after it took the lock) says by pid and start time that it is gone.
+    entry.log(`consumer.lock is held by a consumer that no longer exists; taking it over`);
+    rmSync(entry.path(ENTRY_FILES.consumerLock), { recursive: true, force: true });
+    locked = await take();
+  }
   if (!locked.ok) return { kind: 'refused', stop: refusal(entry, opts, locked.reason) };
   if (opts.settings) entry.write('settings', opts.settings);
   const consumer = new Consumer(entry, locked.lock, knobs.value, opts, () => compromisedBy);
   return { kind: 'stopped', stop: await consumer.run() };
+}
+
+function holderIsDead(entry: StateEntry): boolean {
+  const rec = entry.read('consumer');
+  return rec.state === 'ok' && isSameProcessAlive(rec.value) === 'dead';
 }
 
 /** Another consumer holds the entry: say who, from its record, without touching that record. */
@@ -385,11 +399,12 @@ class Consumer {
 
     while (!this.stopped) {
       if (this.cap === null) {
-        if (!(await this.readCapability(settings))) continue;
-        const transport = settings.leg === 'principal' ? 'poll' : chooseTransport(this.cap!, settings.transport);
+        const cap = await this.readCapability(settings);
+        if (cap === null) continue;
+        const transport = settings.leg === 'principal' ? 'poll' : chooseTransport(cap, settings.transport);
         this.record = { ...this.record, transport };
         this.writeRecord();
-        this.log(`Hub ${settings.hub} speaks MA2H ${this.cap!.version}; transport ${transport}${settings.leg === 'principal' ? ' (principal drain)' : ''}`);
+        this.log(`Hub ${settings.hub} speaks MA2H ${cap.version}; transport ${transport}${settings.leg === 'principal' ? ' (principal drain)' : ''}`);
         continue;
       }
       if (keeper && keeper.current === null) {
@@ -408,12 +423,13 @@ class Consumer {
     }
   }
 
-  private async readCapability(settings: ConsumerSettings): Promise<boolean> {
+  /** The capability (also kept in `cap`); null after a stop or a fault waited out (the caller loops). */
+  private async readCapability(settings: ConsumerSettings): Promise<Capability | null> {
     const r = await this.client!.capability(this.signal);
     if (r.ok) {
       this.cap = r.value;
       this.noteServerTime(r.value.server_time, "the Hub's server_time");
-      return true;
+      return r.value;
     }
     if (r.failure.kind === 'protocol') {
       this.stopWith(
@@ -423,9 +439,10 @@ class Consumer {
           `the Hub at ${settings.hub} cannot be used: ${r.failure.message}. A retry will not change that; point oh-hai at an MA2H 0.5+ Hub (--hub, MA2H_HUB_URL or [hub] url)`,
         ),
       );
-      return false;
+      return null;
     }
-    return this.handle(classifyFailure(r.failure, { operation: 'read capability', sessionId: null, pinned: null }));
+    await this.handle(classifyFailure(r.failure, { operation: 'read capability', sessionId: null, pinned: null }));
+    return null;
   }
 
   private verifyContext(r: Running, session: string | null): VerifyContext {

@@ -81,10 +81,11 @@ export class Bench {
   }
 
   /** reader.json as an attending reader started by this test process. */
-  attend(over: { heartbeatAgoMs?: number; deadlineInMs?: number; starterPid?: number } = {}): void {
+  attend(over: { heartbeatAgoMs?: number; deadlineInMs?: number; starterPid?: number; starterStartTime?: string | null } = {}): void {
     const now = Date.now();
     const me = selfStamp(process.pid);
-    const starter = selfStamp(over.starterPid ?? process.ppid);
+    const starterPid = over.starterPid ?? process.ppid;
+    const starter = { pid: starterPid, start_time: over.starterStartTime !== undefined ? over.starterStartTime : selfStamp(starterPid).start_time };
     writeFileAtomic(
       path.join(this.dir, 'reader.json'),
       JSON.stringify({
@@ -142,6 +143,24 @@ export class Bench {
 
   entries(): SpoolLine[] {
     return this.spool().filter((l) => l.type === 'entry');
+  }
+
+  /** Entry ids the pending-ack ledger still holds (replaying its ops, read-only). */
+  ledgerLive(): string[] {
+    let text = '';
+    try {
+      text = readFileSync(path.join(this.dir, 'ledger.ndjson'), 'utf8');
+    } catch {
+      return [];
+    }
+    const live = new Set<string>();
+    for (const line of text.split('\n')) {
+      if (!line.endsWith('}')) continue;
+      const op = JSON.parse(line) as { op: string; id?: string; ids?: string[] };
+      if (op.op === 'entry' && op.id) live.add(op.id);
+      if (op.op === 'acknowledged') for (const id of op.ids ?? []) live.delete(id);
+    }
+    return [...live];
   }
 
   log(): string {

@@ -47,7 +47,8 @@ describe('readerAttendance', () => {
 
   it('a live pid is not enough: when the process that started the reader is gone, it does not attend', () => {
     const v = readerAttendance(reader(), probe(T0 + 5000, (s) => s.pid === 50));
-    expect(v).toMatchObject({ attending: false, why: /started the reader \(pid 50\)/ });
+    // Its heartbeat says nothing about when attendance ended: a wedged reader keeps beating.
+    expect(v).toMatchObject({ attending: false, why: /started the reader \(pid 50\)/, lastAttendedAt: null });
   });
 
   it('checks the starter by pid AND start time (a recycled pid is another process)', () => {
@@ -57,7 +58,7 @@ describe('readerAttendance', () => {
   });
 
   it('a dead reader does not attend', () => {
-    expect(readerAttendance(reader(), probe(T0 + 5000, (s) => s.pid === 100))).toMatchObject({ attending: false, why: /reader pid 100/ });
+    expect(readerAttendance(reader(), probe(T0 + 5000, (s) => s.pid === 100))).toMatchObject({ attending: false, why: /reader pid 100/, lastAttendedAt: null });
   });
 });
 
