@@ -63,6 +63,32 @@ export const BRIDGE_EXIT_TABLE: readonly ExitRow[] = [
   },
 ];
 
+/**
+ * `oh-hai doctor`'s own codes (also `oh-hai bridge status`, which forwards to its bridge
+ * checks). 20 and 21 lie outside the bridge's contract (0, 2, 3, 4, 10–15, 128 + N), so a
+ * script can never mistake a doctor result for a bridge exit.
+ */
+export const DOCTOR_EXIT = { ok: 0, usage: 2, failed: 20, couldNotRun: 21 } as const;
+
+export const DOCTOR_EXIT_TABLE: readonly ExitRow[] = [
+  {
+    code: 0,
+    meaning: 'every check passed, or some only warned (a warn is a risk or an unknown, e.g. a record that exists and could not be read)',
+    todo: 'read the warnings; do not relaunch anything on a warn',
+  },
+  { code: 2, meaning: 'usage error — the flags are wrong', todo: 'fix the command' },
+  {
+    code: 20,
+    meaning: 'at least one check failed; each failing line names its check and the fix',
+    todo: 'apply the fix the failing check prints (a failing bridge check is what a health script acts on)',
+  },
+  {
+    code: 21,
+    meaning: 'the checks could not run: the bridge could not be located (no Hub URL, credential or agent session), so nothing was judged',
+    todo: 'fix what the output names, then run it again; this is not evidence that the bridge is down',
+  },
+];
+
 /** Signals the reader handles: it finishes the record in flight and exits 128 + N. */
 export const SIGNAL_EXIT = { SIGHUP: 129, SIGINT: 130, SIGQUIT: 131, SIGKILL: 137, SIGTERM: 143 } as const;
 

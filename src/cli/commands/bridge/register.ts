@@ -1,4 +1,4 @@
-import { Option } from 'commander';
+import { Option, type Command } from 'commander';
 import type { Registration } from '../index.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -50,14 +50,16 @@ export const register: Registration = (program, host) => {
     .option('--session <name|sess_id>')
     .option('--state-home <absolute path>')
     .option('--json')
-    .action(async (opts) => {
+    // `bridge` declares the same flags, and commander hands a flag after the subcommand to
+    // the parent: read both levels, or `bridge status --session x` silently drops x.
+    .action(async (_opts, cmd: Command) => {
       const { status } = await import('./retired.js');
-      finish(await status(opts, host.io));
+      finish(await status(cmd.optsWithGlobals(), host.io));
     });
 
   bridge
     .command('stop')
-    .description('retired: forwards to oh-hai session close (--keep-session: --keep-connection; --purge: then clears the state entry)')
+    .description('retired: forwards to oh-hai session close (--keep-session: --keep-connection; --purge: session close --purge)')
     .option('--keep-session')
     .option('--purge')
     .option('--session <name|sess_id>')

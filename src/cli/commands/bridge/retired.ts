@@ -1,9 +1,5 @@
-import { rmSync } from 'node:fs';
-import { hostName } from '../../../spool/index.js';
-import { EXIT } from '../../exit-codes.js';
 import type { CliIO } from '../../io.js';
-import { toOutcome, type Outcome } from '../../outcome.js';
-import { processInspector, resolveBridge } from '../../resolve/index.js';
+import type { Outcome } from '../../outcome.js';
 
 /**
  * The surface retired in 0.10.0 (product doc: "Removed and retired in 0.10.0"): flags that
@@ -53,7 +49,8 @@ const carried = (f: { session?: string; stateHome?: string }): string[] => [
 
 export async function status(f: StatusFlags, io: CliIO): Promise<Outcome> {
   warn(io, 'bridge status is retired; forwarding to the bridge checks of oh-hai doctor --self-test (a later release makes it an unknown subcommand, exit 2)');
-  return { exit: await forward(['doctor', '--self-test', ...carried(f), ...(f.json ? ['--json'] : [])], io), style: 'silent' };
+  const { runBridgeChecks } = await import('../doctor/index.js');
+  return runBridgeChecks(f, io);
 }
 
 export interface StopFlags {
@@ -66,15 +63,8 @@ export interface StopFlags {
 }
 
 export async function stop(f: StopFlags, io: CliIO): Promise<Outcome> {
-  const target = f.keepSession ? 'oh-hai session close --keep-connection' : 'oh-hai session close';
-  warn(io, `bridge stop is retired; forwarding to ${target}${f.purge ? ', then clearing this agent session\'s state entry' : ''} (a later release makes it an unknown subcommand, exit 2)`);
+  const args = ['session', 'close', ...(f.keepSession ? ['--keep-connection'] : []), ...(f.purge ? ['--purge'] : [])];
+  warn(io, `bridge stop is retired; forwarding to oh-hai ${args.join(' ')} (a later release makes it an unknown subcommand, exit 2)`);
   const identity = [...carried(f), ...(f.hub !== undefined ? ['--hub', f.hub] : []), ...(f.agent !== undefined ? ['--agent', f.agent] : [])];
-  const code = await forward(['session', 'close', ...(f.keepSession ? ['--keep-connection'] : []), ...identity], io);
-  // Clear only once nothing is left to stand down: after a failed close the spool may hold unread mail.
-  if (!f.purge || (code !== EXIT.ok && code !== EXIT.noSession)) return { exit: code, style: 'silent' };
-  const resolved = await resolveBridge({ flags: f, io, create: false, host: hostName(), inspect: processInspector });
-  if (!resolved.ok) return resolved.error.code === 'state_entry_absent' ? { exit: code, style: 'silent' } : toOutcome(resolved.error);
-  rmSync(resolved.value.entry.dir, { recursive: true, force: true });
-  warn(io, `cleared the state entry ${resolved.value.entry.dir}`);
-  return { exit: code, style: 'silent' };
+  return { exit: await forward([...args, ...identity], io), style: 'silent' };
 }
