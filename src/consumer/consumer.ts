@@ -338,13 +338,17 @@ class Consumer {
     );
   }
 
-  /** Read the Hub's clock: its Date header or server_time, against ours at the moment of reading. */
-  private noteServerTime(instant: string | null, source: string): void {
-    if (instant === null) return;
+  /**
+   * Read the Hub's clock against ours at the moment of reading. The capability's
+   * server_time (millisecond precision) is the reading; a Date header (whole seconds)
+   * stands in only when the Hub sent no server_time.
+   */
+  private noteServerTime(instant: string | null, source: 'server_time' | 'date'): void {
+    if (instant === null || (source === 'date' && this.clockReading?.source.startsWith('the Hub\'s server_time'))) return;
     const hub = Date.parse(instant);
     if (Number.isNaN(hub)) return;
-    const ours = this.opts.clock.now();
-    this.clockReading = { offsetMs: hub - ours, source: `${source} at ${instant}` };
+    const label = source === 'server_time' ? "the Hub's server_time" : "the Hub's Date header";
+    this.clockReading = { offsetMs: hub - this.opts.clock.now(), source: `${label} at ${instant}` };
   }
 
   private async drive(r: Running): Promise<void> {
@@ -428,7 +432,7 @@ class Consumer {
     const r = await this.client!.capability(this.signal);
     if (r.ok) {
       this.cap = r.value;
-      this.noteServerTime(r.value.server_time, "the Hub's server_time");
+      this.noteServerTime(r.value.server_time, 'server_time');
       return r.value;
     }
     if (r.failure.kind === 'protocol') {
@@ -481,7 +485,7 @@ class Consumer {
       capability: this.cap,
       onOpen: (ev, serverDate) => {
         this.connected();
-        this.noteServerTime(serverDate, "the Hub's Date header");
+        this.noteServerTime(serverDate, 'date');
         keeper.renewed({ id: ev.session, expires_at: ev.expires_at, lease_seconds: ev.lease_seconds });
       },
       onEntries: async (ev) => {
@@ -507,7 +511,7 @@ class Consumer {
     if (this.stopped) return null;
     if (!r.ok) return classifyFailure(r.failure, this.context('drain', sid));
     this.connected();
-    this.noteServerTime(r.serverDate, "the Hub's Date header");
+    this.noteServerTime(r.serverDate, 'date');
     if (r.value.session) keeper.renewed(r.value.session);
     const fresh = await deliver(r.value.messages, sid);
     // A drain that brought new mail may have left more behind the batch limit: drain again at once.
@@ -522,7 +526,7 @@ class Consumer {
     if (this.stopped) return null;
     if (!r.ok) return classifyFailure(r.failure, this.context('principal drain', null));
     this.connected();
-    this.noteServerTime(r.serverDate, "the Hub's Date header");
+    this.noteServerTime(r.serverDate, 'date');
     const fresh = await deliver(r.value.messages, null);
     // The interval is a floor under a Hub that answers at once (an unacknowledged entry is
     // handed back immediately), not a pause after a held drain.

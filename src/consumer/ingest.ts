@@ -38,7 +38,7 @@ export class Ingest {
     const verdict = verifyBatch(raws, ctx);
     if (!verdict.ok) {
       const message =
-        `${verdict.rejection.message}. Nothing from this delivery was spooled or acknowledged: the Hub still holds it. ` +
+        `${verdict.rejection.message.replace(/\.$/, '')}. Nothing from this delivery was spooled or acknowledged: the Hub still holds it. ` +
         'Possible tampering — tell a human; do not retry past it.';
       this.d.log(message);
       return { ok: false, stop: stop(EXIT.verification, 'verification_failed', message) };
