@@ -3,6 +3,12 @@ import type { Registration } from '../index.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
+/**
+ * Commander hands a flag that `bridge` itself declares to `bridge` even when it follows a
+ * subcommand (`bridge stop --session x`), so the retired subcommands read them from there.
+ */
+const parentFlags = (cmd: Command): Record<string, unknown> => cmd.parent?.opts() ?? {};
+
 export const register: Registration = (program, host) => {
   const finish = (outcome: Parameters<typeof host.finish>[1]) => host.finish('oh-hai bridge', outcome);
   const bridge = program
@@ -39,9 +45,9 @@ export const register: Registration = (program, host) => {
     .allowUnknownOption()
     .allowExcessArguments()
     .argument('[args...]')
-    .action(async (args: string[]) => {
+    .action(async (args: string[], _opts, cmd: Command) => {
       const { consume } = await import('./retired.js');
-      finish(await consume(args, host.io));
+      finish(await consume(args, parentFlags(cmd), host.io));
     });
 
   bridge
@@ -66,8 +72,8 @@ export const register: Registration = (program, host) => {
     .option('--state-home <absolute path>')
     .option('--hub <url>')
     .option('--agent <id>')
-    .action(async (opts) => {
+    .action(async (opts, cmd: Command) => {
       const { stop } = await import('./retired.js');
-      finish(await stop(opts, host.io));
+      finish(await stop({ ...parentFlags(cmd), ...opts }, host.io));
     });
 };

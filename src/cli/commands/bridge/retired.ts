@@ -31,9 +31,29 @@ async function forward(args: string[], io: CliIO): Promise<number> {
 
 const warn = (io: CliIO, line: string): void => void io.stderr.write(`oh-hai bridge: ${line}\n`);
 
-export async function consume(args: string[], io: CliIO): Promise<Outcome> {
+/** The bridge flags the connection's direct mode also takes, as they were typed. */
+const CONNECTION_FLAGS: Record<string, string> = {
+  session: '--session',
+  stateHome: '--state-home',
+  hub: '--hub',
+  agent: '--agent',
+  transport: '--transport',
+  interval: '--interval',
+  maxRetries: '--max-retries',
+  allowFrom: '--allow-from',
+};
+
+function asArgv(flags: Record<string, unknown>): string[] {
+  return Object.entries(CONNECTION_FLAGS).flatMap(([key, flag]) => {
+    const v = flags[key];
+    const values = Array.isArray(v) ? v : v === undefined ? [] : [v];
+    return values.flatMap((x) => [flag, String(x)]);
+  });
+}
+
+export async function consume(args: string[], bridgeFlags: Record<string, unknown>, io: CliIO): Promise<Outcome> {
   warn(io, 'bridge consume is the old spelling of a now-private entrypoint; forwarding to oh-hai __consumer (run oh-hai bridge instead)');
-  return { exit: await forward(['__consumer', ...args], io), style: 'silent' };
+  return { exit: await forward(['__consumer', ...asArgv(bridgeFlags), ...args], io), style: 'silent' };
 }
 
 export interface StatusFlags {

@@ -1,0 +1,68 @@
+// The warm path: a consumer already running, 100 records waiting after the cursor.
+// Measures the wall time of `oh-hai bridge --wait 0` (start, adopt, print 100 summary lines
+// with a cursor write after each flush, epilogue, exit) against `node -e 0` on the same
+// machine. Target (issue 5): ≤ 2× bare node. Needs `npm run build`. Never run by CI.
+//   node bench/bridge-warm.mjs [--runs 20] [--records 100]
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { sessionEntryDir, stateKey } from '../dist/spool/index.js';
+import { agentEnv, bin, percentile, startHub, timed, until } from './bridge-world.mjs';
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? fallback : Number(process.argv[i + 1]);
+};
+const RUNS = arg('--runs', 20);
+const RECORDS = arg('--records', 100);
+
+const hub = await startHub(['--stream-max-hold-seconds', '30']);
+const agent = await hub.mint('warm-bench');
+const { env, tmp } = agentEnv(hub.url, agent, 'warm');
+const dir = sessionEntryDir(env.XDG_STATE_HOME, stateKey(hub.url, agent.id, 'warm'));
+const spoolLines = () => {
+  try {
+    return readFileSync(path.join(dir, 'bridge.ndjson'), 'utf8').split('\n').length - 1;
+  } catch {
+    return 0;
+  }
+};
+try {
+  // First run starts the background connection; then fill the spool.
+  await timed(process.execPath, [bin, 'bridge', '--wait', '0'], env);
+  const session = await until(() => {
+    try {
+      return JSON.parse(readFileSync(path.join(dir, 'session.json'), 'utf8')).id;
+    } catch {
+      return null;
+    }
+  }, 'the session');
+  for (let i = 0; i < RECORDS; i++) {
+    await hub.call(hub.human, 'POST', '/v1/directives', { to: `agent:${agent.id}#${session}`, text: `warm record ${i} ${'x'.repeat(200)}` });
+  }
+  await until(() => spoolLines() >= RECORDS, 'the records to be spooled');
+
+  const bare = [];
+  const warm = [];
+  let lines = 0;
+  for (let i = 0; i < RUNS; i++) {
+    bare.push((await timed(process.execPath, ['-e', '0'], env)).ms);
+    writeFileSync(path.join(dir, 'cursor.json'), '{"seq":0,"offset":0}\n', { mode: 0o600 });
+    lines = 0;
+    const r = await timed(process.execPath, [bin, 'bridge', '--wait', '0'], env, (d) => (lines += d.toString().split('\n').length - 1));
+    if (r.code !== 0 || lines !== RECORDS) throw new Error(`bridge exited ${r.code} after ${lines} lines`);
+    warm.push(r.ms);
+  }
+  const fmt = (xs) => `p50 ${percentile(xs, 50).toFixed(1)} ms, p90 ${percentile(xs, 90).toFixed(1)} ms`;
+  console.log(`node -e 0:                         ${fmt(bare)}`);
+  console.log(`oh-hai bridge (${RECORDS} waiting, warm): ${fmt(warm)}`);
+  console.log(`ratio (p50): ${(percentile(warm, 50) / percentile(bare, 50)).toFixed(2)}× bare node (target ≤ 2×)`);
+} finally {
+  try {
+    const pid = JSON.parse(readFileSync(path.join(dir, 'consumer.json'), 'utf8')).pid;
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    // no consumer to stop
+  }
+  await hub.stop();
+  rmSync(tmp, { recursive: true, force: true });
+}

@@ -1,0 +1,97 @@
+// Shared by the bridge benches: a real reference Hub, a minted agent, and the CLI as a process.
+// Needs `npm run build` first. Never run by CI.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const bin = path.join(root, 'bin', 'oh-hai');
+
+/** Start `oh-hai hub serve` on an ephemeral loopback port; resolves once its ready line is out. */
+export async function startHub(args = []) {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-bench-hub-'));
+  const data = path.join(tmp, 'data');
+  const proc = spawn(process.execPath, [bin, 'hub', 'serve', '--port', '0', '--data', data, ...args], {
+    env: { PATH: process.env.PATH, HOME: tmp, XDG_STATE_HOME: path.join(tmp, 'state'), XDG_CONFIG_HOME: path.join(tmp, 'config') },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.setEncoding('utf8').on('data', (d) => {
+      out += d;
+      const m = /^hub: listening on (http:\/\/\S+)$/m.exec(out);
+      if (m) resolve(m[1]);
+    });
+    proc.once('exit', (c) => reject(new Error(`hub exited ${c}`)));
+  });
+  const human = readFileSync(path.join(data, 'human-token'), 'utf8').trim();
+  const call = async (token, method, p, body) => {
+    const res = await fetch(url + p, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const json = await res.json();
+    if (!res.ok) throw new Error(`${method} ${p} → ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+  return {
+    url,
+    human,
+    call,
+    mint: async (label) => {
+      const r = await call(human, 'POST', '/v1/account/agents', { label });
+      return { id: r.agent.id, token: r.token };
+    },
+    stop: async () => {
+      proc.kill('SIGTERM');
+      await new Promise((r) => proc.once('exit', r));
+      rmSync(tmp, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A private HOME and state root for one agent, with its token in the environment (never argv). */
+export function agentEnv(hubUrl, agent, session) {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-bench-agent-'));
+  return {
+    tmp,
+    env: {
+      PATH: process.env.PATH,
+      HOME: tmp,
+      XDG_STATE_HOME: path.join(tmp, 'state'),
+      XDG_CONFIG_HOME: path.join(tmp, 'config'),
+      MA2H_HUB_URL: hubUrl,
+      MA2H_AGENT_TOKENS: `${agent.id}=${agent.token}`,
+      MA2H_AGENT_SESSION_ID: session,
+    },
+  };
+}
+
+/** Run a command to completion; resolves with its exit code and wall time in ms. */
+export function timed(cmd, args, env, onStdout) {
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    const p = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    p.stdout.on('data', (d) => onStdout?.(d));
+    p.stderr.resume();
+    p.once('close', (code) => resolve({ code, ms: performance.now() - t0 }));
+  });
+}
+
+export const percentile = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+export async function until(probe, what, timeoutMs = 30_000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

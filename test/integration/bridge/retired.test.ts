@@ -1,0 +1,77 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { isSameProcessAlive, stampOf } from '../../../src/spool/index.js';
+import { runOhHai } from '../../helpers/cli.js';
+import type { TestHub } from '../../helpers/hub.js';
+import { waitFor } from '../../helpers/wait.js';
+import { agent, bridge, consumerOf, entryDir, sessionIdOf, stopConsumers, testHub, type Agent } from './world.js';
+
+/** The retired subcommands warn once and forward, returning the forwarded command's exit code. */
+let hub: TestHub;
+const agents: Agent[] = [];
+beforeAll(async () => {
+  hub = await testHub();
+});
+afterAll(async () => {
+  await hub?.dispose();
+});
+afterEach(async () => {
+  for (const a of agents.splice(0)) {
+    await stopConsumers(a);
+    a.temp.cleanup();
+  }
+});
+
+const warnings = (stderr: string, what: string) => stderr.split('\n').filter((l) => l.startsWith(`oh-hai bridge: ${what} is retired`) || l.startsWith(`oh-hai bridge: ${what} is the old spelling`));
+
+describe('retired bridge subcommands', () => {
+  it('bridge stop forwards to oh-hai session close: stops the connection, closes the session, exit 0; then 4 with nothing to stand down', async () => {
+    const a = await agent(hub);
+    agents.push(a);
+    const dir = entryDir(a, hub, 'stopme');
+    expect((await bridge(a, 'stopme', ['--wait', '0'])).code).toBe(0);
+    await waitFor(() => sessionIdOf(dir), { what: 'the session' });
+    const pid = consumerOf(dir)!.pid;
+    // --session after the subcommand belongs to it, not to the bridge.
+    const r = await runOhHai(['bridge', 'stop', '--session', 'stopme'], { env: a.env });
+    expect(warnings(r.stderr, 'bridge stop')).toHaveLength(1);
+    expect(r.stderr).toContain('forwarding to oh-hai session close');
+    expect(r.code).toBe(0);
+    await waitFor(() => isSameProcessAlive(stampOf(pid)) === 'dead', { what: 'the connection to stop' });
+    const again = await runOhHai(['bridge', 'stop', '--session', 'stopme'], { env: a.env });
+    expect(again.code).toBe(4);
+    const direct = await runOhHai(['session', 'close', '--session', 'stopme'], { env: a.env });
+    expect(direct.code).toBe(again.code);
+  });
+
+  it('bridge stop --keep-session forwards to session close --keep-connection', async () => {
+    const a = await agent(hub);
+    agents.push(a);
+    const dir = entryDir(a, hub, 'keep');
+    expect((await bridge(a, 'keep', ['--wait', '0'])).code).toBe(0);
+    const sess = await waitFor(() => sessionIdOf(dir), { what: 'the session' });
+    const r = await runOhHai(['bridge', 'stop', '--keep-session', '--session', 'keep'], { env: a.env });
+    expect(r.stderr).toContain('forwarding to oh-hai session close --keep-connection');
+    expect(r.code).toBe(0);
+    // The session stays: the next bridge run comes back to the same address.
+    expect((await bridge(a, 'keep', ['--wait', '0'])).code).toBe(0);
+    expect(sessionIdOf(dir)).toBe(sess);
+  });
+
+  it('bridge consume forwards to the private entrypoint with its exit code', async () => {
+    const env = { PATH: process.env.PATH };
+    const r = await runOhHai(['bridge', 'consume', '--entry', '/nonexistent/entry'], { env });
+    expect(warnings(r.stderr, 'bridge consume')).toHaveLength(1);
+    const direct = await runOhHai(['__consumer', '--entry', '/nonexistent/entry'], { env });
+    expect(r.code).toBe(direct.code);
+    expect(r.code).not.toBe(0);
+  });
+
+  it('bridge status warns once and returns what oh-hai doctor --self-test returns', async () => {
+    const a = await agent(hub);
+    agents.push(a);
+    const r = await runOhHai(['bridge', 'status', '--session', 'nobody'], { env: a.env });
+    expect(warnings(r.stderr, 'bridge status')).toHaveLength(1);
+    const direct = await runOhHai(['doctor', '--self-test', '--session', 'nobody'], { env: a.env });
+    expect(r.code).toBe(direct.code);
+  });
+});
