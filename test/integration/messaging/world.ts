@@ -69,7 +69,17 @@ export function sessionOf(p: Party, hub: TestHub, session: string): SessionRecor
 export async function register(p: Party, hub: TestHub, session: string): Promise<SessionRecord> {
   const r = await as(p, session, [...BRIDGE, '--wait', '0.2']);
   if (r.code !== 0) throw new Error(`bridge for ${session} exited ${r.code}: ${r.stderr}`);
-  return waitFor(() => sessionOf(p, hub, session), { what: `the session record of ${session}` });
+  try {
+    return await waitFor(() => sessionOf(p, hub, session), { what: `the session record of ${session}` });
+  } catch (e) {
+    let log = '(no bridge.log)';
+    try {
+      log = readFileSync(file(entryDirOf(p, hub, session), 'bridge.log'), 'utf8');
+    } catch {
+      // the entry never got a log: the message says so
+    }
+    throw new Error(`${(e as Error).message}\nbridge stderr: ${r.stderr}\nbridge.log:\n${log}`);
+  }
 }
 
 /**

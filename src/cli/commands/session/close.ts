@@ -90,7 +90,7 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
     // 3. Forget the id locally, and let the next reader of this entry hear that it stood down.
     if (entry && sessionId !== null) {
       forget(entry, sessionId);
-      if (stopped) recordStandDown(entry, stopped, sessionId);
+      if (stopped) recordStandDown(entry, stopped, sessionId, io.clock.now());
       out.push(`forgot ${sessionId} locally (${entry.dir}); the next oh-hai bridge registers a new session with a new address`);
     }
     if (opts.purge && entry) {
@@ -132,9 +132,10 @@ function forget(entry: StateEntry | null, sessionId: string): void {
 /**
  * The stopped connection recorded a clean stop by signal; what happened is a stand-down,
  * which a reader relays as exit 15. Rewritten only while the record is still that stop
- * (same process, same instant), so a connection started since is never overwritten.
+ * (same process, same instant), so a connection started since is never overwritten; the
+ * new instant makes it a stop no reader has relayed yet, so the next run says it once.
  */
-function recordStandDown(entry: StateEntry, stopped: ConsumerRecord, sessionId: string): void {
+function recordStandDown(entry: StateEntry, stopped: ConsumerRecord, sessionId: string, nowMs: number): void {
   const now = entry.read('consumer');
   if (now.state !== 'ok' || !sameProcess(now.value, stopped) || now.value.stopped_at !== stopped.stopped_at || now.value.state !== 'stopped') return;
   entry.write('consumer', {
@@ -142,5 +143,6 @@ function recordStandDown(entry: StateEntry, stopped: ConsumerRecord, sessionId: 
     exit_code: EXIT.stoodDown,
     stop_reason: 'session_closed',
     stop_message: `this agent stood its session ${sessionId} down (oh-hai session close): the connection stopped and the session was closed at the Hub. Run oh-hai bridge again only if this run should have a new address`,
+    stopped_at: nowMs,
   });
 }

@@ -1,0 +1,152 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { collect } from '../../helpers/cli.js';
+import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { waitFor } from '../../helpers/wait.js';
+import { as, consumerPid, entryDirOf, file, party, register, sessionOf, startBridge, stopAll, type Party } from './world.js';
+
+interface Track {
+  id: string;
+  state: string;
+  prior: string | null;
+  track: { state: string }[];
+}
+
+describe('oh-hai session close and status', () => {
+  let hub: TestHub;
+  let alice: Party;
+  let bob: Party;
+
+  beforeAll(async () => {
+    hub = await startHub();
+    alice = await party(hub, 'alice');
+    bob = await party(hub, 'bob');
+  });
+
+  afterAll(async () => {
+    for (const p of [alice, bob]) if (p) await stopAll(p);
+    for (const p of [alice, bob]) p?.temp.cleanup();
+    await hub?.dispose();
+  });
+
+  const messageOf = async (id: string): Promise<Track> => JSON.parse((await as(alice, null, ['messages', 'show', '--json', id])).stdout) as Track;
+
+  it('closes during a burst in order — stop, wait, close, forget — losing nothing and registering no replacement', async () => {
+    const s = await register(bob, hub, 'bob-burst');
+    const dir = entryDirOf(bob, hub, 'bob-burst');
+    const pid = consumerPid(dir)!;
+
+    // The burst: sends keep going while the session is closed under them.
+    const sent: string[] = [];
+    const refused: string[] = [];
+    let closing: Promise<Awaited<ReturnType<typeof as>>> | null = null;
+    for (let i = 0; i < 24; i++) {
+      const r = await as(alice, null, ['send', '--json', '--to', s.address, `burst ${i}`]);
+      if (r.code === 0) sent.push((JSON.parse(r.stdout) as { id: string }).id);
+      else {
+        expect(r.code, r.stderr).toBe(4);
+        expect(r.stderr).toMatch(/FATAL \(exit 4, session_closed\)/);
+        refused.push(`burst ${i}`);
+      }
+      if (i === 8) closing = as(bob, 'bob-burst', ['session', 'close']);
+    }
+    const closed = await closing!;
+    expect(closed.code, closed.stderr).toBe(0);
+    expect(closed.stdout.split('\n').filter((l) => l !== '')).toEqual([
+      expect.stringMatching(new RegExp(`^stopped the background connection \\(pid ${pid} on \\S+\\); it stopped cleanly$`)),
+      expect.stringMatching(new RegExp(`^closed session ${s.id} \\(${s.address.replace('#', '\\#')}\\) at the Hub at \\S+Z \\(Hub's clock\\)`)),
+      `forgot ${s.id} locally (${dir}); the next oh-hai bridge registers a new session with a new address`,
+    ]);
+    expect(sent.length).toBeGreaterThan(0);
+
+    // The connection stopped on our SIGTERM, before the Hub closed the session: had the
+    // close come first, it would have ended on the Hub's `closed` event instead.
+    const log = readFileSync(file(dir, 'bridge.log'), 'utf8');
+    expect(log).toMatch(new RegExp(`${pid} consumer stopped: exit 0 \\(signal\\) — stopped by SIGTERM`));
+    expect(log.slice(log.indexOf(`${pid} consumer stopped`))).not.toMatch(/address changed|registered session/);
+    // No replacement: nothing of bob's is live at the Hub, and the id is forgotten here.
+    const fleet = await hubCall(hub, 'GET', '/v1/fleet', { token: bob.token });
+    expect((fleet.body.sessions as { agent_id: string }[]).filter((r) => r.agent_id === bob.id)).toEqual([]);
+    expect((await hubCall(hub, 'GET', `/v1/sessions/${s.id}`, { token: bob.token })).body.session.state).toBe('closed');
+    expect(sessionOf(bob, hub, 'bob-burst')).toBeNull();
+
+    // Nothing lost: every queued send ends acknowledged or bounced, and whatever a consumer held is in bob's spool.
+    const spooled = new Set(
+      readFileSync(file(dir, 'bridge.ndjson'), 'utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => (JSON.parse(l) as { entry?: { message_id?: string } }).entry?.message_id),
+    );
+    for (const id of sent) {
+      const m = await waitFor(async () => {
+        const t = await messageOf(id);
+        return t.state === 'acknowledged' || t.state === 'bounced' ? t : null;
+      }, { what: `${id} to end` });
+      if (m.state === 'acknowledged' || m.prior === 'delivered') expect(spooled.has(id), `${id} (${m.state}, prior ${m.prior}) is in the spool`).toBe(true);
+    }
+
+    // The next run says once that this agent stood down; the one after starts afresh.
+    const next = await as(bob, 'bob-burst', ['bridge', '--wait', '0.2']);
+    expect(next.code, next.stderr).toBe(15);
+    expect(next.stderr).toMatch(/^oh-hai bridge: STOOD DOWN \(exit 15, session_closed\) — this agent stood its session \S+ down \(oh-hai session close\)/m);
+    const after = await as(bob, 'bob-burst', ['bridge', '--wait', '0.2']);
+    expect(after.code, after.stderr).toBe(0);
+    const fresh = await waitFor(() => sessionOf(bob, hub, 'bob-burst'), { what: 'a new session after the stand-down' });
+    expect(fresh.id).not.toBe(s.id);
+  });
+
+  it('a reader waiting when the session is closed stops with the connection, and exactly one run says STOOD DOWN', async () => {
+    await register(bob, hub, 'bob-wait');
+    const dir = entryDirOf(bob, hub, 'bob-wait');
+    const reader = startBridge(bob, 'bob-wait', 60);
+    const readerDone = collect(reader);
+    await waitFor(() => readFileSync(file(dir, 'reader.json'), 'utf8').includes(`"pid":${reader.pid}`), { what: 'the reader to attend' });
+    expect((await as(bob, 'bob-wait', ['session', 'close'])).code).toBe(0);
+    const waiting = await readerDone;
+    const next = await as(bob, 'bob-wait', ['bridge', '--wait', '0.2']);
+    // The reader relays the connection's clean stop (0) or, if it read the record after the close, the stand-down (15).
+    expect([waiting.code, next.code].sort()).toEqual([0, 15]);
+    expect(waiting.stderr + next.stderr).toMatch(/STOOD DOWN \(exit 15, session_closed\)/);
+  });
+
+  it('--keep-connection stops the connection and leaves the session open; the next bridge adopts it', async () => {
+    const s = await register(bob, hub, 'bob-keep');
+    const dir = entryDirOf(bob, hub, 'bob-keep');
+    const pid = consumerPid(dir)!;
+    const r = await as(bob, 'bob-keep', ['session', 'close', '--keep-connection']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`stopped the background connection (pid ${pid}`);
+    expect(r.stdout).toContain(`session ${s.id} stays open`);
+    expect((await hubCall(hub, 'GET', `/v1/sessions/${s.id}`, { token: bob.token })).body.session.state).toBe('active');
+    expect((await as(bob, 'bob-keep', ['bridge', '--wait', '0.2'])).code).toBe(0);
+    await waitFor(() => consumerPid(dir) !== pid && sessionOf(bob, hub, 'bob-keep')?.id === s.id, { what: 'a new connection on the same session' });
+  });
+
+  it('nothing to stand down is exit 4', async () => {
+    const r = await as(bob, 'bob-never', ['session', 'close']);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toMatch(/oh-hai session close: FATAL \(exit 4, nothing_to_stand_down\) — nothing to stand down: this agent session \(MA2H_AGENT_SESSION_ID=bob-never\) holds no session/);
+    const keep = await as(bob, 'bob-never', ['session', 'close', '--keep-connection']);
+    expect(keep.code).toBe(4);
+  });
+
+  it('status shows the Hub (the authority) and the local record, each labelled with whose clock it is', async () => {
+    const s = await register(bob, hub, 'bob-status');
+    const r = await as(bob, 'bob-status', ['session', 'status']);
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe(`session ${s.id} · ${s.address}`);
+    expect(lines[1]).toMatch(/^at the Hub \(the authority; every instant is the Hub's clock\): active · lease 900 s · expires \S+Z · last renewed \S+Z/);
+    expect(lines[2]).toMatch(new RegExp(`^as last seen here \\(renewal age on our clock\\): lease — ${s.id} expires \\S+Z \\(Hub's clock; last renewed \\d+s ago\\); consumer pid \\d+ on \\S+\\.$`));
+    expect(r.stdout).toMatch(/^on this host: reader not attending .* · 0 unread · state entry /m);
+    expect(r.stdout).not.toMatch(/remaining|left\b/);
+    const json = JSON.parse((await as(bob, 'bob-status', ['session', 'status', '--json'])).stdout) as { hub: { state: string }; local: { record: { id: string } } };
+    expect(json.hub.state).toBe('active');
+    expect(json.local.record.id).toBe(s.id);
+
+    expect((await as(bob, 'bob-status', ['session', 'close'])).code).toBe(0);
+    const after = await as(bob, 'bob-status', ['session', 'status']);
+    expect(after.code).toBe(4);
+    expect(after.stderr).toMatch(/FATAL \(exit 4, no_session\)/);
+  });
+});
