@@ -1,0 +1,66 @@
+// End-to-end latency over SSE: a peer's send answered 202 → the waiting reader's printed
+// line (Hub push → consumer verify, spool fsync, ledger → fs.watch → reader prints).
+// Targets (issue 5): p50 ≤ 15 ms, p99 ≤ 50 ms. Needs `npm run build`. Never run by CI.
+//   node bench/bridge-latency.mjs [--samples 100]
+import { spawn } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { sessionEntryDir, stateKey } from '../dist/spool/index.js';
+import { agentEnv, bin, percentile, startHub, timed, until } from './bridge-world.mjs';
+
+const i = process.argv.indexOf('--samples');
+const SAMPLES = i === -1 ? 100 : Number(process.argv[i + 1]);
+
+const hub = await startHub();
+const receiver = await hub.mint('latency-receiver');
+const sender = await hub.mint('latency-sender');
+const { env, tmp } = agentEnv(hub.url, receiver, 'latency');
+const dir = sessionEntryDir(env.XDG_STATE_HOME, stateKey(hub.url, receiver.id, 'latency'));
+const readJson = (name) => {
+  try {
+    return JSON.parse(readFileSync(path.join(dir, name), 'utf8'));
+  } catch {
+    return null;
+  }
+};
+
+try {
+  await timed(process.execPath, [bin, 'bridge', '--wait', '0'], env);
+  const session = (await until(() => readJson('session.json'), 'the session')).id;
+  await until(() => readJson('consumer.json')?.state === 'running', 'the connection to run');
+  const to = `agent:${receiver.id}#${session}`;
+  const latencies = [];
+  for (let n = 0; n < SAMPLES; n++) {
+    const reader = spawn(process.execPath, [bin, 'bridge', '--wait', '30'], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+    const marker = `latency sample ${n}`;
+    const printed = new Promise((resolve) => {
+      let out = '';
+      reader.stdout.setEncoding('utf8').on('data', (d) => {
+        out += d;
+        if (out.includes(marker)) resolve(performance.now());
+      });
+    });
+    const exited = new Promise((r) => reader.once('exit', r));
+    // Measure the steady state: the reader has claimed the entry and is waiting.
+    await until(() => readJson('reader.json')?.pid === reader.pid, 'the reader to wait');
+    await new Promise((r) => setTimeout(r, 50));
+    await hub.call(sender.token, 'POST', '/v1/messages', { to, intent: 'notify', text: marker });
+    const t0 = performance.now();
+    const t1 = await printed;
+    latencies.push(t1 - t0);
+    await exited;
+  }
+  const f = (p) => `${percentile(latencies, p).toFixed(1)} ms`;
+  console.log(`send 202 → printed line, ${SAMPLES} samples over SSE: p50 ${f(50)}, p99 ${f(99)}, max ${f(100)} (targets: p50 ≤ 15 ms, p99 ≤ 50 ms)`);
+} finally {
+  const c = readJson('consumer.json');
+  if (c) {
+    try {
+      process.kill(c.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+  }
+  await hub.stop();
+  rmSync(tmp, { recursive: true, force: true });
+}
