@@ -124,14 +124,14 @@ describe('oh-hai hub serve: flags and defaults', () => {
 });
 
 describe('oh-hai demo', () => {
-  it('runs the round trip on an embedded Hub and exits 0', async () => {
+  it('runs the round trip on an embedded Hub, the message printed by a real oh-hai bridge, and exits 0', async () => {
     const t = tempEnv();
     try {
       const r = await runOhHai(['demo'], { env: t.env });
       expect(r.code, r.stderr).toBe(0);
-      expect(r.stdout).toMatch(/bob drained ent_\S+ from agent:agt_\S+: "Hello from alice/);
+      expect(r.stdout).toMatch(/^\[mail 1\] notify from agent:agt_\S+ \(msg_\S+\) .*"Hello from alice/m);
       expect(r.stdout).toContain('queued → delivered → acknowledged');
-      expect(r.stdout).toMatch(/alice got a receipt: msg_\S+ acknowledged/);
+      expect(r.stdout).toMatch(/^closed session sess_\S+/m);
     } finally {
       t.cleanup();
     }

@@ -1,14 +1,23 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { HubClient, type HubResult } from '../../../hub/client/index.js';
+import type { Message } from '../../../hub/contract/index.js';
 import { EXIT } from '../../exit-codes.js';
 import type { CliIO } from '../../io.js';
 import { VERSION } from '../../main.js';
 import type { Outcome } from '../../outcome.js';
 
-class DemoStepFailed extends Error {}
+class DemoStepFailed extends Error {
+  constructor(
+    message: string,
+    readonly exit: number = EXIT.unreachable,
+  ) {
+    super(message);
+  }
+}
 
 /** Unwrap a Hub answer or stop the demo naming the step that failed. */
 function must<T>(step: string, r: HubResult<T>): T {
@@ -17,10 +26,29 @@ function must<T>(step: string, r: HubResult<T>): T {
   throw new DemoStepFailed(`${step}: ${f.kind === 'http' ? `${f.status} ${f.code} — ${f.message}` : f.message}`);
 }
 
+/** Run this same CLI as a child, its stdout and stderr passed through verbatim. */
+function runSelf(io: CliIO, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(io.self.execPath, [...io.self.args, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+      io.stdout.write(d);
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => io.stderr.write(d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout }));
+  });
+}
+
+const WAIT_SECONDS = 30;
+
 /**
- * The whole MA2H round trip on an embedded Hub: mint two agents, one sends the other a
- * message, the recipient drains and acknowledges it, the sender sees the track and the
- * receipt. Everything lives in a temp dir that is removed at the end.
+ * The bridge demo on an embedded Hub: alice sends bob a message, and a real `oh-hai bridge`
+ * run as bob prints it; alice then sees the track reach acknowledged, and bob's session is
+ * stood down. Bob's state, config and credential live in a temp dir that is removed at the
+ * end, so the demo never touches the user's own; his token reaches the bridge in its
+ * environment, never in argv.
  */
 export async function runDemo(io: CliIO): Promise<Outcome> {
   const say = (line: string) => io.stdout.write(line + '\n');
@@ -45,31 +73,49 @@ export async function runDemo(io: CliIO): Promise<Outcome> {
     const bob = must('mint bob', await human.mintAgent({ label: 'bob' }));
     say(`2. minted two agents: alice = ${alice.agent.id}, bob = ${bob.agent.id}`);
     const asAlice = client(alice.token);
-    const asBob = client(bob.token);
     const sent = must('send', await asAlice.send({ to: `agent:${bob.agent.id}`, intent: 'notify', text: 'Hello from alice — oh hai!' }));
     say(`3. alice sent ${sent.message.id} to ${sent.message.to}: state ${sent.message.state} (queued is accepted, not read)`);
-    const drained = must('drain', await asBob.drain());
-    const ids: string[] = [];
-    for (const d of drained.messages as { entry: { id: string; from: string; text?: string }; signature: string }[]) {
-      ids.push(d.entry.id);
-      say(`4. bob drained ${d.entry.id} from ${d.entry.from}: "${d.entry.text ?? ''}" (signature ${d.signature.slice(0, 30)}…)`);
-    }
-    const acked = must('ack', await asBob.ack({ delivered: ids, acknowledged: ids }));
-    say(`5. bob acknowledged ${acked.acknowledged} entr${acked.acknowledged === 1 ? 'y' : 'ies'} after reading`);
-    const track = must('read the track', await asAlice.getMessage(sent.message.id));
-    say(`6. alice reads the delivery track: ${track.track.map((t) => t.state).join(' → ')}`);
-    const receipts = must('drain receipts', await asAlice.drain());
-    for (const d of receipts.messages as { entry: { kind: string; status?: string; message_id?: string } }[]) {
-      if (d.entry.kind === 'receipt') say(`7. alice got a receipt: ${d.entry.message_id} ${d.entry.status}`);
-    }
+
+    const bobEnv: NodeJS.ProcessEnv = {
+      PATH: io.env.PATH,
+      TMPDIR: io.env.TMPDIR,
+      LANG: io.env.LANG,
+      HOME: path.join(dir, 'home'),
+      XDG_STATE_HOME: path.join(dir, 'state'),
+      XDG_CONFIG_HOME: path.join(dir, 'config'),
+      MA2H_HUB_URL: hub.url,
+      OH_HAI_TOKEN: bob.token,
+      // A connection left behind by a failed step stops soon after the Hub does.
+      OH_HAI_MAX_RETRIES: '1',
+    };
+    say(`4. bob runs: oh-hai bridge --session demo --wait ${WAIT_SECONDS}`);
+    const bridge = await runSelf(io, ['bridge', '--session', 'demo', '--wait', String(WAIT_SECONDS)], bobEnv);
+    if (bridge.code !== EXIT.ok) throw new DemoStepFailed(`oh-hai bridge exited ${bridge.code ?? 'on a signal'} (its stderr above says why)`, bridge.code ?? EXIT.internal);
+    if (!bridge.stdout.includes(sent.message.id)) throw new DemoStepFailed(`oh-hai bridge printed nothing about ${sent.message.id} within ${WAIT_SECONDS} s`);
+
+    const track = await acknowledged(asAlice, sent.message.id, io);
+    say(`5. alice reads the delivery track: ${track.track.map((t) => t.state).join(' → ')}`);
+    say('6. bob stands his session down: oh-hai session close --session demo');
+    const close = await runSelf(io, ['session', 'close', '--session', 'demo'], bobEnv);
+    if (close.code !== EXIT.ok) throw new DemoStepFailed(`oh-hai session close exited ${close.code ?? 'on a signal'}`, close.code ?? EXIT.internal);
     say('done: the Hub is shut down and its temp dir removed');
     return { exit: EXIT.ok, style: 'silent' };
   } catch (e) {
     if (!(e instanceof DemoStepFailed)) throw e;
-    return { exit: EXIT.unreachable, code: 'demo_failed', message: e.message };
+    return { exit: e.exit, code: 'demo_failed', message: e.message };
   } finally {
     await Promise.all(clients.map((c) => c.close()));
     await hub.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The consumer acks once the reader's cursor has passed the record: wait (bounded) for the track to say so. */
+async function acknowledged(sender: HubClient, id: string, io: CliIO): Promise<Message> {
+  const deadline = io.clock.now() + WAIT_SECONDS * 1000;
+  for (;;) {
+    const m = must('read the track', await sender.getMessage(id, { wait: 5 }));
+    if (m.state === 'acknowledged') return m;
+    if (io.clock.now() > deadline) throw new DemoStepFailed(`${id} is still ${m.state} after ${WAIT_SECONDS} s`);
   }
 }
