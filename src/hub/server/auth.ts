@@ -34,7 +34,7 @@ export function checkKind(caller: Caller, needs: Needs): Answer<Caller> {
 }
 
 /** Query parameters that carry a credential by name; a token is never put in a URL (§0). */
-const TOKEN_PARAMS = new Set(['token', 'access_token', 'bearer', 'authorization', 'auth', 'api_key', 'apikey', 'key']);
+const TOKEN_PARAMS = new Set(['token', 'access_token', 'bearer', 'authorization', 'auth', 'api_key', 'apikey']);
 
 /** True when the query string carries a credential: by parameter name, or a value that is a live token. */
 export function tokenInUrl(core: HubCore, url: URL): boolean {

@@ -12,7 +12,7 @@ export interface ApiError {
 export type ErrorReply = { kind: 'error'; error: ApiError };
 
 export type Reply =
-  | { kind: 'json'; status: number; body: unknown; headers?: Record<string, string> }
+  | { kind: 'json'; status: number; body: unknown }
   | ErrorReply
   /** The handler wrote the response itself (an SSE stream). */
   | { kind: 'handled' };
@@ -26,7 +26,7 @@ export const bad = <T = never>(status: number, code: string, message: string, de
   error: { status, code, message, ...(details ? { details } : {}) },
 });
 
-export const json = (status: number, body: unknown, headers?: Record<string, string>): Reply => ({ kind: 'json', status, body, ...(headers ? { headers } : {}) });
+export const json = (status: number, body: unknown): Reply => ({ kind: 'json', status, body });
 export const errorReply = (error: ApiError): ErrorReply => ({ kind: 'error', error });
 export const fault = (status: number, code: string, message: string, details?: Record<string, unknown>): ErrorReply =>
   errorReply({ status, code, message, ...(details ? { details } : {}) });
@@ -44,7 +44,7 @@ export function send(res: ServerResponse, reply: Exclude<Reply, { kind: 'handled
   if (res.headersSent || res.destroyed) return;
   const status = reply.kind === 'json' ? reply.status : reply.error.status;
   const payload = JSON.stringify(reply.kind === 'json' ? reply.body : errorBody(reply.error));
-  const headers = reply.kind === 'json' ? reply.headers : reply.error.headers;
+  const headers = reply.kind === 'json' ? undefined : reply.error.headers;
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(payload),

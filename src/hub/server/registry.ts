@@ -58,10 +58,4 @@ export class StreamRegistry {
   endAll(): void {
     for (const set of [...this.bySession.values()]) for (const s of [...set]) s.end();
   }
-
-  get count(): number {
-    let n = 0;
-    for (const set of this.bySession.values()) n += set.size;
-    return n;
-  }
 }

@@ -5,7 +5,7 @@ import type { HubCore } from './core.js';
 import { moveToPrincipal, releaseClaims, setEntryState, type EntryRow } from './entries.js';
 import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
-import type { StreamCloseReason } from './registry.js';
+import type { OpenStream, StreamCloseReason } from './registry.js';
 import { markUndeliverable, type EndReason } from './track.js';
 
 export interface SessionRow {
@@ -112,7 +112,7 @@ export interface Presenting {
   /** A drain or connect (touches presence); false for acks and sends. */
   connect: boolean;
   /** The stream making this connect, so it is not superseded by itself. */
-  stream?: import('./registry.js').OpenStream | null;
+  stream?: OpenStream | null;
 }
 
 /**
@@ -145,10 +145,11 @@ export function presentSession(core: HubCore, agentId: string, id: string, p: Pr
   })();
 }
 
-/** A stream ended: its holder was seen until now (an open stream counts as seen). */
-export function touchHolder(core: HubCore, id: string, home: string): void {
+/** A stream ended: the session, and its holder if the stream was the holder's, were seen until now. */
+export function streamEnded(core: HubCore, id: string, consumerHome: string | null): void {
   const now = core.clock.now();
-  core.db.prepare('UPDATE sessions SET holder_seen_at = ?, seen_at = ? WHERE id = ? AND holder_home = ?').run(now, now, id, home);
+  core.db.prepare('UPDATE sessions SET seen_at = ? WHERE id = ?').run(now, id);
+  if (consumerHome !== null) core.db.prepare('UPDATE sessions SET holder_seen_at = ? WHERE id = ? AND holder_home = ?').run(now, id, consumerHome);
 }
 
 export interface Registered {

@@ -7,7 +7,7 @@ import { takePending } from './entries.js';
 import { errorReply, type Reply } from './http.js';
 import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
-import { presentSession, touchHolder } from './sessions.js';
+import { presentSession, streamEnded } from './sessions.js';
 
 /** How many deliveries one `entries` event carries at most. */
 const PUSH_BATCH = 100;
@@ -35,7 +35,7 @@ export function openStream(core: HubCore, signer: Signer, res: ServerResponse, s
     finished = true;
     for (const c of cleanups) c();
     core.streams.remove(handle);
-    if (sr.consumer) touchHolder(core, sr.sessionId, sr.consumer.home);
+    streamEnded(core, sr.sessionId, sr.consumer?.home ?? null);
     if (last !== null && !res.destroyed) res.end(last);
     else if (!res.destroyed) res.end();
   };
