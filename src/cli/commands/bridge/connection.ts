@@ -63,8 +63,9 @@ function asPolicy(items: string[] | null): Policy | null | undefined {
 }
 
 const policyText = (items: string[] | null): string => {
+  if (items === null) return 'none declared';
   const p = asPolicy(items);
-  return p === undefined ? (items ?? []).join(', ') : describePolicy(p);
+  return p === undefined ? items.join(', ') : describePolicy(p);
 };
 
 function samePolicy(a: string[] | null, b: string[] | null): boolean {
