@@ -36,20 +36,6 @@ export function ensureDir(dir: string, mode = 0o700): void {
 
 /** temp file → write → fsync → rename → fsync dir. Readers see the old or the new file, never half. */
 export function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600): void {
-  replaceFile(file, data, mode, true);
-}
-
-/**
- * The same atomic replace without the two fsyncs, for a record rewritten many times a
- * second whose only risk from a power loss is reverting to an earlier value (the reader's
- * cursor: reverting re-prints, never skips). A killed process still leaves the old or the
- * new file, never half. Make the last value durable with writeFileAtomic.
- */
-export function replaceFileAtomic(file: string, data: string | Uint8Array, mode = 0o600): void {
-  replaceFile(file, data, mode, false);
-}
-
-function replaceFile(file: string, data: string | Uint8Array, mode: number, durable: boolean): void {
   const dir = path.dirname(file);
   const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
   const fd = openSync(tmp, 'w', mode);
@@ -57,7 +43,7 @@ function replaceFile(file: string, data: string | Uint8Array, mode: number, dura
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     let off = 0;
     while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
-    if (durable) fsyncSync(fd);
+    fsyncSync(fd);
   } catch (e) {
     closeSync(fd);
     try {
@@ -70,5 +56,5 @@ function replaceFile(file: string, data: string | Uint8Array, mode: number, dura
   closeSync(fd);
   chmodSync(tmp, mode);
   renameSync(tmp, file);
-  if (durable) fsyncDir(dir);
+  fsyncDir(dir);
 }

@@ -1,7 +1,7 @@
 import { validateEntry } from '../../../hub/contract/entry.js';
 import { ENTRY_FILES, entryStanding, type Cursor, type SpoolItem, type StateEntry } from '../../../spool/index.js';
-import { replaceFileAtomic } from '../../../util/fs-durable.js';
 import { writeFlushed } from '../../io.js';
+import { CursorFile } from './cursor-file.js';
 import { entrySummary, plain, transitionSummary } from './summary.js';
 
 /**
@@ -34,11 +34,8 @@ export class Printer {
 
   /**
    * Print what is there now. Rejects when stdout fails; the cursor then stays before the
-   * failed record. Each step is an atomic replace, which a killed reader cannot tear; the
-   * last one is also made durable (fsync) before returning. Fsyncing every step would cost
-   * two fsyncs per record for one thing only: after a power loss, fewer records printed
-   * twice. A reverted cursor re-prints from the spool, which the consumer fsynced before
-   * acking; it never skips.
+   * failed record. Each step is written in place; the last is made durable before returning
+   * (see CursorFile for why not a rename and an fsync per record).
    */
   async printAvailable(): Promise<void> {
     const items = this.entry.spoolReader().readFrom(this.cursor);
@@ -47,19 +44,17 @@ export class Printer {
     const current = session.state === 'ok' ? session.value.id : '';
     if (session.state === 'ok') for (const h of session.value.history) this.replaced.add(h.id);
     for (const { record } of items) if (record.type === 'transition') this.replaced.add(record.from_session);
-    const cursorFile = this.entry.path(ENTRY_FILES.cursor);
-    let stepped = false;
+    const cursorFile = new CursorFile(this.entry.path(ENTRY_FILES.cursor));
     try {
       for (const item of items) {
         if (this.stopRequested()) return;
         await writeFlushed(this.out, this.raw ? item.line + '\n' : this.summary(item, current));
         this.cursor = { seq: item.record.seq, offset: item.end };
-        replaceFileAtomic(cursorFile, JSON.stringify(this.cursor) + '\n');
-        stepped = true;
+        cursorFile.step(this.cursor);
         this.printed += 1;
       }
     } finally {
-      if (stepped) this.entry.writeCursor(this.cursor);
+      cursorFile.close();
     }
   }
 
