@@ -7,3 +7,4 @@ export { parseFaultRules, FAULT_CLASSES, FAULT_ACTIONS, TAMPER_MODES, type Fault
 export type { ExtraRoutes } from './router.js';
 export type { HubCore } from './core.js';
 export { parseConfigTokens } from './config-tokens.js';
+export { STORE_IN_USE } from './store.js';

@@ -8,6 +8,9 @@ export type Db = Database.Database;
 
 const SCHEMA_VERSION = 1;
 
+/** The error code `openStore` throws with when another process holds the store. */
+export const STORE_IN_USE = 'HUB_DATA_DIR_IN_USE';
+
 /**
  * The durable store. Instants are integer milliseconds on the Hub's clock, so leases
  * and message TTLs are measured across restarts from stored instants, never from timers.
@@ -111,20 +114,33 @@ CREATE INDEX IF NOT EXISTS entries_open ON entries (state, created_at);
 export function openStore(dataDir: string): Db {
   ensureDir(dataDir, 0o700);
   const file = path.join(dataDir, STORE_FILE);
-  // SQLite gives its -wal and -shm files the database file's mode, so creating it 0600 covers all three.
+  // SQLite gives its -wal file the database file's mode, so creating it 0600 covers both.
   closeSync(openSync(file, 'a', 0o600));
   chmodSync(file, 0o600);
   const db = new Database(file);
-  // WAL + FULL: every committed answer survives a kill -9 or power loss.
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
-  db.pragma('busy_timeout = 5000');
-  db.exec(SCHEMA);
-  const version = getMeta(db, 'schema_version');
-  if (version === null) setMeta(db, 'schema_version', String(SCHEMA_VERSION));
-  else if (Number(version) !== SCHEMA_VERSION) {
+  try {
+    db.pragma('busy_timeout = 1000');
+    // One Hub per data dir: the exclusive lock is held until this process closes the store
+    // or dies (the kernel drops it, so a restart after kill -9 opens at once).
+    db.pragma('locking_mode = EXCLUSIVE');
+    // WAL + FULL: every committed answer survives a kill -9 or power loss.
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.exec('BEGIN EXCLUSIVE; COMMIT');
+    db.exec(SCHEMA);
+    const version = getMeta(db, 'schema_version');
+    if (version === null) setMeta(db, 'schema_version', String(SCHEMA_VERSION));
+    else if (Number(version) !== SCHEMA_VERSION) {
+      throw new Error(`the store in ${dataDir} has schema version ${version}; this Hub reads version ${SCHEMA_VERSION}`);
+    }
+  } catch (e) {
     db.close();
-    throw new Error(`the store in ${dataDir} has schema version ${version}; this Hub reads version ${SCHEMA_VERSION}`);
+    if ((e as { code?: string }).code === 'SQLITE_BUSY') {
+      throw Object.assign(new Error(`another Hub is using the data dir ${dataDir} (its store is locked); stop it first, or pass another --data`), {
+        code: STORE_IN_USE,
+      });
+    }
+    throw e;
   }
   return db;
 }

@@ -99,6 +99,20 @@ describe('oh-hai hub serve: flags and defaults', () => {
     }
   });
 
+  it('refuses a second Hub on a data dir that a running Hub holds, with exit 2', async () => {
+    const hub = await startHub();
+    const t = tempEnv();
+    try {
+      const second = await runOhHai(['hub', 'serve', '--port', '0', '--data', hub.dataDir], { env: t.env });
+      expect(second.code).toBe(2);
+      expect(second.stderr).toMatch(/FATAL \(exit 2, data_dir_in_use\) — another Hub is using the data dir/);
+      expect((await hubCall(hub, 'GET', '/v1/capability')).status).toBe(200);
+    } finally {
+      await hub.dispose();
+      t.cleanup();
+    }
+  });
+
   it('keeps its store under the state root by default, never in the cwd, and clamps the advertised wait', async () => {
     const t = tempEnv();
     const proc = startOhHai(['hub', 'serve', '--port', '0', '--max-wait-seconds', '300', '--presence-seconds', '40'], { env: t.env, cwd: t.root });

@@ -77,7 +77,7 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   const { config } = built;
   const out = (line: string) => io.stdout.write(line + '\n');
   const stopped = stopSignal();
-  const { createHubServer } = await import('../../../hub/server/index.js');
+  const { createHubServer, STORE_IN_USE } = await import('../../../hub/server/index.js');
   const { mountWebInbox } = await import('../../../hub/server/web/index.js');
   let url = '';
   const web = mountWebInbox({ clock: io.clock, baseUrl: () => url });
@@ -87,6 +87,7 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
     url = server.url;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
+    if (code === STORE_IN_USE) return usageError((e as Error).message, 'data_dir_in_use');
     if (code === 'EADDRINUSE') return usageError(`${config.host}:${config.port} is already in use; pick another --port (0 = any free port)`, 'address_in_use');
     if (code === 'EACCES' || code === 'EPERM') {
       return usageError(`cannot listen on ${config.host}:${config.port} or write ${config.dataDir} (${code}); pick another --port or --data`, 'permission_denied');
