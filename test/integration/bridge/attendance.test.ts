@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isSameProcessAlive, stampOf } from '../../../src/spool/index.js';
 import { collect, ohHaiBin, startOhHai } from '../../helpers/cli.js';
 import { waitFor } from '../../helpers/wait.js';
-import { EPILOGUE, stage, type Stage } from './stage.js';
+import { EPILOGUE, message, stage, type Stage } from './stage.js';
 
 let st: Stage | null = null;
 const kill: number[] = [];
@@ -47,6 +47,23 @@ describe('reader attendance and signals', () => {
       expect(r.stderr.indexOf('lease —')).toBeGreaterThan(r.stderr.indexOf('FATAL'));
     });
   }
+
+  it('SIGTERM mid-burst finishes the record in flight, then exits 143: every printed line is whole and the cursor names the last', async () => {
+    st = stage();
+    st.consumerRunning();
+    st.append(Array.from({ length: 2000 }, (_, i) => message(`burst ${i + 1}`)));
+    const child = startOhHai(['bridge', '--raw', '--wait', '0'], { env: st.env });
+    child.stdout!.once('data', () => child.kill('SIGTERM'));
+    const r = await collect(child);
+    expect(r.code).toBe(143);
+    expect(r.stdout.endsWith('\n')).toBe(true);
+    const seqs = r.stdout.trimEnd().split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq);
+    expect(seqs.length).toBeLessThan(2000);
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+    expect(st.cursor().seq).toBe(seqs.length);
+    expect(r.stderr).toMatch(/FATAL \(exit 143, terminated\)/);
+    expect(r.stderr).toMatch(EPILOGUE);
+  });
 
   it('a second agent in the same host program is refused with exit 10 naming the live holder', async () => {
     st = stage({ session: null });
