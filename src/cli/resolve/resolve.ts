@@ -86,7 +86,8 @@ export async function resolveBridge(req: ResolveRequest): Promise<Coded<Resolved
   const dir = sessionEntryDir(root.value, key);
   const opened = openStateEntry(dir, { create: req.create, log: { clock: io.clock, pid: io.pid, deny: [cred.value.token] } });
   if (!opened.ok) {
-    return { ok: false, error: { code: `state_entry_${opened.code}`, message: opened.reason, exit: opened.code === 'foreign_owner' ? EXIT.usage : EXIT.internal } };
+    // No entry (read-only callers) is "nothing here for this agent session"; the rest is the environment, not a bug.
+    return { ok: false, error: { code: `state_entry_${opened.code}`, message: opened.reason, exit: opened.code === 'absent' ? EXIT.noSession : EXIT.usage } };
   }
   const entry = opened.value;
   if (req.create) recordIdentity(entry, { hub: hubUrl.value, agent_id: agentId, session: sessionKey.value });

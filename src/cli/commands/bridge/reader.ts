@@ -106,8 +106,8 @@ export class Reader {
     const { resolved: r, io } = this.run;
     for (const w of r.warnings) this.say(w);
 
-    const refusal = await this.claim({ pid: io.pid, host: hostName(), declared: r.sessionKey.declared });
-    if (refusal) return refusal;
+    const claimed = await this.claim({ pid: io.pid, host: hostName(), declared: r.sessionKey.declared });
+    if ('refusal' in claimed) return claimed.refusal;
 
     const consumer = this.entry.read('consumer');
     const wanted = this.wantedSettings();
@@ -148,7 +148,7 @@ export class Reader {
     }
     if (policy === null) this.say(this.noPolicyLine());
 
-    this.heartbeat = new Heartbeat(this.entry, this.record as ReaderRecord, io.clock);
+    this.heartbeat = new Heartbeat(this.entry, claimed.record, io.clock);
     this.heartbeat.start(this.run.knobs.heartbeatMs, (end) => {
       this.attendanceEnd = end;
       this.wake?.();
@@ -199,25 +199,23 @@ export class Reader {
     return signalOutcome(signal);
   }
 
-  private async claim(me: Me): Promise<Outcome | null> {
+  private async claim(me: Me): Promise<{ refusal: Outcome } | { record: ReaderRecord }> {
     const { io, knobs, resolved } = this.run;
     const { facts, decision } = judgeHolder(this.entry, me, io.clock, knobs.staleMs);
     if (decision.action === 'refuse') {
-      return {
-        exit: EXIT.held,
-        code: 'reader_held',
-        message: readerRefusal({ facts, session: this.entry.read('session'), keyFrom: resolved.sessionKey.describe, readerPath: this.entry.path(ENTRY_FILES.reader) }),
-      };
+      const message = readerRefusal({ facts, session: this.entry.read('session'), keyFrom: resolved.sessionKey.describe, readerPath: this.entry.path(ENTRY_FILES.reader) });
+      return { refusal: { exit: EXIT.held, code: 'reader_held', message } };
     }
     const waitMs = resolved.settings.bridge.waitSeconds * 1000;
-    this.record = myRecord(me, io.clock, { heartbeatMs: knobs.heartbeatMs, staleMs: knobs.staleMs, deadlineMs: waitMs + knobs.graceSeconds * 1000 });
-    this.entry.write('reader', this.record);
-    if (decision.action !== 'displace') return null;
+    const record = myRecord(me, io.clock, { heartbeatMs: knobs.heartbeatMs, staleMs: knobs.staleMs, deadlineMs: waitMs + knobs.graceSeconds * 1000 });
+    this.record = record;
+    this.entry.write('reader', record);
+    if (decision.action !== 'displace') return { record };
     const holder = facts.record.state === 'ok' ? facts.record.value : null;
     this.entry.log(`reader: displaced the previous reader${decision.pid !== null ? ` pid ${decision.pid}` : ''} (${decision.why})`);
     if (decision.why === 'declared' && holder) this.say(`took over from this agent session's previous reader (pid ${holder.pid} on ${holder.host}); one reader prints your mail`);
     if (decision.signal && holder) await this.stopHolder(holder);
-    return null;
+    return { record };
   }
 
   /** SIGTERM a live local holder and give it a bounded time to finish its record in flight. */
@@ -323,7 +321,8 @@ export class Reader {
         if (ended) finish({ kind: 'consumer', end: ended });
       };
       cleanups.push(watchFiles(this.entry.dir, [ENTRY_FILES.spool, ENTRY_FILES.consumer], check));
-      const timer = setTimeout(() => finish({ kind: 'deadline' }), Math.max(0, remaining));
+      // setTimeout takes at most 2^31 - 1 ms (~24.8 days); a longer bound ends there.
+      const timer = setTimeout(() => finish({ kind: 'deadline' }), Math.min(Math.max(0, remaining), 2 ** 31 - 1));
       cleanups.push(() => clearTimeout(timer));
       cleanups.push(this.run.stop.onStop(() => finish({ kind: 'signal' })));
       this.wake = check;
