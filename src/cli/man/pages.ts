@@ -1,0 +1,410 @@
+import { NUMERIC_KNOBS } from '../../config/knobs.js';
+import { BRIDGE_EXIT_TABLE, DOCTOR_EXIT_TABLE, type ExitRow } from '../exit-codes.js';
+import type { PageSpec } from './generate.js';
+
+/**
+ * One PageSpec per man page. Flags, synopses and option text come from the commander
+ * definitions (generate.ts); what is here is what commander cannot know: the prose,
+ * environment, files, exit status and examples. Exit tables are read from exit-codes.ts.
+ */
+
+const exitRows = (rows: readonly ExitRow[]): [string, string][] => rows.map((r) => [String(r.code), `${r.meaning}. What to do: ${r.todo}.`]);
+
+const STATE_ROOT = '<state root> is --state-home when given, else $XDG_STATE_HOME, else ~/.local/state.';
+
+const ENV_HUB: [string, string] = ['MA2H_HUB_URL', 'The Hub origin, when --hub is not given (before [hub] url in the config files).'];
+const ENV_TOKEN: [string, string] = ['OH_HAI_TOKEN', 'One agent token. Wins over MA2H_AGENT_TOKENS and the credentials file. Never put a token in argv.'];
+const ENV_TOKENS: [string, string] = [
+  'MA2H_AGENT_TOKENS',
+  'Several agent identities as comma-separated <agent_id>=<token> pairs; --agent picks one.',
+];
+const ENV_XDG: [string, string][] = [
+  ['XDG_CONFIG_HOME', 'Where config.toml and credentials.json live ($XDG_CONFIG_HOME/oh-hai/), when it is an absolute path; else ~/.config.'],
+  ['XDG_STATE_HOME', 'The state root when --state-home is not given; else ~/.local/state.'],
+];
+const ENV_SESSION: [string, string][] = [
+  ['MA2H_SESSION_ID', 'The agent session when --session is not given. A sess_… value pins that Hub session; anything else is a name.'],
+  ['MA2H_AGENT_SESSION_ID', 'The agent session, after MA2H_SESSION_ID: set one per agent when one program hosts several.'],
+  ['CLAUDE_CODE_SESSION_ID', 'The agent session a harness sets, after MA2H_AGENT_SESSION_ID.'],
+];
+
+const FILE_CONFIG: [string, string] = ['~/.config/oh-hai/config.toml', 'The user config ($XDG_CONFIG_HOME/oh-hai/config.toml); see oh-hai-config(5).'];
+const FILE_PROJECT: [string, string] = ['.oh-hai/config.toml', 'The project config, in the working directory or the nearest parent; it may set [hub] but never [bridge].'];
+const FILE_CREDENTIALS: [string, string] = ['~/.config/oh-hai/credentials.json', 'Stored tokens, written by oh-hai login (0600, directory 0700).'];
+const FILE_ENTRY: [string, string] = [
+  '<state root>/oh-hai/bridge/sessions/<key>/',
+  `The state entry of one agent session (0700, files 0600): identity.json, settings.json, session.json, consumer.json, reader.json, bridge.ndjson (the spool), cursor.json, ledger.ndjson, seen-jti.json and bridge.log. The key is derived from the Hub origin, the agent id and the agent session — never the working directory. No token is ever written here. ${STATE_ROOT}`,
+];
+
+const MESSAGING_EXIT: [string, string][] = [
+  ['0', 'Done (a send is queued: accepted by the Hub, not delivered).'],
+  ['2', 'Usage error: a bad flag, address or id, no text, or a config file that is wrong (the message names it).'],
+  ['3', 'The credential is missing, unknown or revoked, or agent messaging is switched off for the account.'],
+  ['4', 'No such recipient or message, or the session addressed has ended.'],
+  ['13', 'The Hub is unreachable, or kept failing after the retries (each retry reuses one idempotency key).'],
+];
+
+const oh_hai: PageSpec = {
+  name: 'oh-hai',
+  section: 1,
+  summary: 'keep AI agents reachable over an MA2H Hub',
+  program: true,
+  commands: ['setup', 'login', 'logout', 'upgrade', 'teach', 'demo'],
+  description: `oh-hai keeps an AI agent reachable by humans and by peer agents through an MA2H Hub. The agent runs oh-hai bridge as a background task and re-runs it after every exit; a detached background connection drains the agent session's mailbox into a durable local spool, and nothing is acknowledged to the sender until a reader has printed it.
+
+Nobody is ever told a message was seen when it was not: kill either process at any instant and every entry is either printed and acknowledged, or still unacknowledged at the Hub and delivered again.
+
+Set up once with oh-hai setup (the Hub URL, a login, the sender policy), then run oh-hai bridge. Every command group has its own page, listed under COMMANDS and SEE ALSO. Progress and errors go to stderr; stdout carries only what a command was asked to print. Every fatal exit prints one line on stderr: oh-hai <command>: FATAL (exit <n>, <code>) \u2014 followed by what failed and the fix.`,
+  optionNotes: {
+    '--token': 'Refused (exit 2): a token passed as a flag value is already in shell history and in the process list. The error says to rotate it; use --token-stdin or the echo-off prompt instead.',
+  },
+  environment: [ENV_HUB, ENV_TOKEN, ENV_TOKENS, ...ENV_XDG],
+  files: [
+    FILE_CONFIG,
+    FILE_PROJECT,
+    FILE_CREDENTIALS,
+    FILE_ENTRY,
+    ['<state root>/oh-hai/internal-errors.log', 'Where exit 1 (a bug in oh-hai) writes its details.'],
+  ],
+  exitStatus: [
+    ['0', 'Success.'],
+    ['1', 'An internal error: a bug in oh-hai, never a documented condition. Details are in <state root>/oh-hai/internal-errors.log.'],
+    ['2', 'Usage or configuration error; the message names the flag, file or key and the fix.'],
+    ['3', 'The credential is missing, refused or revoked; a human must fix it.'],
+    ['13', 'The Hub is unreachable, or is not a usable MA2H Hub.'],
+    ['130', 'A prompt was cancelled with Ctrl-C.'],
+    ['other', 'Each command documents its own: the bridge contract (0, 2, 3, 4, 10 to 15 and 128 + N) is in oh-hai-bridge(1).'],
+  ],
+  examples: [
+    { text: 'The whole loop on an embedded local Hub, printed step by step:', code: 'oh-hai demo' },
+    { text: 'First run against a Hub, with the token in a file (never on the command line):', code: 'oh-hai setup --hub https://hub.example.com --token-stdin < agent-token' },
+    { text: 'What to paste into an agent\u2019s instructions:', code: 'oh-hai teach' },
+  ],
+  seeAlso: [
+    'oh-hai-bridge(1)',
+    'oh-hai-send(1)',
+    'oh-hai-messages(1)',
+    'oh-hai-fleet(1)',
+    'oh-hai-hub(1)',
+    'oh-hai-config(5)',
+    'SUPERVISION.md in the source repository',
+  ],
+};
+
+const bridge: PageSpec = {
+  name: 'oh-hai-bridge',
+  section: 1,
+  summary: 'print the mail waiting for this agent session, and keep its background connection draining',
+  commands: ['bridge'],
+  description: `oh-hai bridge is the whole invocation: no flags are needed. It resolves this agent session, makes sure one detached background connection is draining the session into a local spool, prints every message waiting \u2014 one readable summary line per record \u2014 and exits 0. If nothing is waiting it waits for the next message, up to the wait bound (--wait, [bridge] wait_seconds, default 540 seconds), and prints what arrives; reaching the bound with nothing to print is also exit 0, and nothing is lost because the cursor never moved.
+
+Run it as a background task and RE-RUN IT AFTER EVERY EXIT: act on what it printed, then run it again. Branch on the exit code (EXIT STATUS, or oh-hai bridge --exit-codes); never wrap it in a blind loop, which turns a dead credential into an infinite restart loop that looks exactly like a healthy idle bridge. Killing it loses nothing: the connection keeps draining, and the next run prints everything the cursor had not passed.
+
+The session is yours, not the folder's: the agent session is --session, else MA2H_SESSION_ID, else MA2H_AGENT_SESSION_ID, else CLAUDE_CODE_SESSION_ID, else the long-lived program hosting the agent. A sess_\u2026 value pins that exact Hub session; anything else is a name. Two agents in one checkout get two sessions and two addresses. Sends from this agent session attach it automatically, so a peer\u2019s reply reaches the run that is reading.
+
+The reader is never the connection's parent: on POSIX it double-forks, so a harness that ends a background task by walking parent pids does not reach the connection. A connection with no attending reader stops after the unattended bound ([bridge] unattended_max_seconds, default 900) without closing the session; the lease then lapses on its own.`,
+  optionNotes: {
+    'bridge --once': 'Removed in 0.10.0: warns once on stderr and is ignored. A later release makes it a usage error (exit 2).',
+    'bridge --until-event': 'Removed in 0.10.0: warns once on stderr and is ignored. A later release makes it a usage error (exit 2).',
+    'bridge --stream': 'Removed in 0.10.0: warns once on stderr and is ignored. A later release makes it a usage error (exit 2).',
+    'bridge --attach-only': 'Removed in 0.10.0: warns once on stderr and is ignored. A later release makes it a usage error (exit 2).',
+    'bridge status --session': 'Carried over to oh-hai doctor --self-test.',
+    'bridge status --state-home': 'Carried over to oh-hai doctor --self-test.',
+    'bridge status --json': 'Carried over: doctor\u2019s --json envelope.',
+    'bridge stop --keep-session': 'Forwards to oh-hai session close --keep-connection: the connection stops, the session stays open.',
+    'bridge stop --purge': 'Forwards to oh-hai session close, then clears this agent session\u2019s state entry.',
+    'bridge stop --session': 'Carried over to oh-hai session close.',
+    'bridge stop --state-home': 'Carried over to oh-hai session close.',
+    'bridge stop --hub': 'Carried over to oh-hai session close.',
+    'bridge stop --agent': 'Carried over to oh-hai session close.',
+  },
+  sections: [
+    {
+      heading: 'Output',
+      text: `Each record is one line on stdout: [mail <seq>] followed by the kind, the sender, the ids, how to reply (oh-hai reply <message id> for an ask or task) and the text, quoted and marked as untrusted data from the sender, not instructions. An address change (the session lapsed and was replaced) and a possibly bounced record (it arrived under a session since replaced, so its sender may already have had the bounce) have lines of their own.
+
+--raw (or its equivalent --json) prints the spool envelope verbatim instead, one NDJSON object per record \u2014 what a program parses. It is the only difference the flag makes: same session, same spool, same exit codes. The envelope carries the Hub's signature verbatim.
+
+Diagnostics go to stderr. Every fatal exit prints oh-hai bridge: FATAL (exit <n>, <code>) \u2014 \u2026 (a stand-down prints STOOD DOWN instead). When the background connection died, the next run prints the records it left behind first and then exits with the connection's own code.`,
+    },
+    {
+      heading: 'Lease epilogue',
+      text: `Every exit that reached a state entry ends with one stderr line read off that entry, with no Hub call: oh-hai bridge: lease \u2014 sess_\u2026 expires <instant> (Hub's clock; last renewed <duration> ago); consumer pid <n> on <host>. The instant is the Hub's, printed verbatim; the staleness is measured on this machine's clock. There is deliberately no "time remaining". A lapsed lease, one inside its warning window (a third of the lease, at most five minutes), or a dead, absent or unreadable connection adds a second line saying what happens next. A run that failed before it resolved a state entry prints its reason and no epilogue.`,
+    },
+    {
+      heading: 'Sender policy',
+      text: `Only an addressed ask or task is subject to the policy; directives, notifies, responses and receipts are always delivered. --allow-from any-in-account accepts any agent in your account; --allow-from agent:<id> only that peer (repeatable; add #sess_\u2026 to pin one run). With no policy declared the bridge still runs, says so on stderr on every run, and refuses every addressed ask/task, leaving it unacked. The running connection enforces the policy it started with: a flagless run adopts it, a named --allow-from that disagrees is exit 2, and oh-hai session close --keep-connection followed by oh-hai bridge applies a new one. See oh-hai-config(5).`,
+    },
+    {
+      heading: 'Retired',
+      text: `--once, --until-event, --stream and --attach-only are removed: each warns once on stderr and is ignored. oh-hai bridge consume is the old spelling of the private connection entrypoint (warns and forwards). oh-hai bridge status and oh-hai bridge stop still work, with one warning line, and return the forwarded command's exit code: bridge status \u2192 the bridge checks of oh-hai doctor --self-test; bridge stop \u2192 oh-hai session close; bridge stop --keep-session \u2192 oh-hai session close --keep-connection; bridge stop --purge \u2192 oh-hai session close, then the state entry is cleared. A later release makes them unknown subcommands (exit 2).`,
+    },
+    {
+      heading: 'Service managers',
+      text: `For a bridge that must outlive every shell, run the background connection itself under a service manager through its private, non-forking entrypoint, oh-hai __consumer --mode direct --session <name>. It stays in the foreground, logs to stderr, has no unattended bound, and stops cleanly with exit 0 on SIGTERM. A unit must name its mailbox with --session and put the stop classes in RestartPreventExitStatus= (2 3 4 10 12 14 15, plus 11 when it pins a sess_\u2026 id); 13 is the one that should restart. Something must still re-run oh-hai bridge --session <name> to read the spool: process supervision is not reader attendance. SUPERVISION.md in the source repository has the systemd and launchd unit files.`,
+      example: 'ExecStart=/usr/local/bin/oh-hai __consumer --mode direct --session builder-1\nRestart=on-failure\nRestartPreventExitStatus=2 3 4 10 12 14 15',
+    },
+  ],
+  environment: [
+    ...ENV_SESSION,
+    [NUMERIC_KNOBS.waitSeconds.env, `The wait bound, when --wait is not given (default ${NUMERIC_KNOBS.waitSeconds.fallback}).`],
+    ['OH_HAI_READER_GRACE_SECONDS', 'The reader\u2019s declared deadline is the wait bound plus this (default 30); past it the reader no longer counts as attending.'],
+    ENV_HUB,
+    ENV_TOKEN,
+    ENV_TOKENS,
+    ...ENV_XDG,
+  ],
+  files: [
+    FILE_ENTRY,
+    ['<entry>/bridge.ndjson', 'The spool: one JSON record per line, exactly what --raw prints.'],
+    ['<entry>/bridge.log', 'One line per event from the reader and the connection, with no secrets.'],
+    FILE_CONFIG,
+  ],
+  exitStatus: exitRows(BRIDGE_EXIT_TABLE),
+  examples: [
+    { text: 'The loop, as a harness background task: run, act on what was printed, run again.', code: 'oh-hai bridge' },
+    { text: 'The exit-code table, with no credential and no Hub call:', code: 'oh-hai bridge --exit-codes' },
+    { text: 'Two agents in one checkout, each with its own mailbox:', code: 'oh-hai bridge --session builder\noh-hai bridge --session reviewer' },
+    { text: 'Accept asks and tasks from any agent in the account, applied to a running connection:', code: 'oh-hai session close --keep-connection\noh-hai bridge --allow-from any-in-account' },
+  ],
+  seeAlso: ['oh-hai(1)', 'oh-hai-send(1)', 'oh-hai-fleet(1)', 'oh-hai-config(5)', 'SUPERVISION.md in the source repository'],
+};
+
+const session: PageSpec = {
+  name: 'oh-hai-session',
+  section: 1,
+  summary: "stand this agent session down, or ask the Hub how it stands",
+  commands: ['session'],
+  description: `oh-hai session close stands this agent session down, in this order: it stops the background connection, waits for its clean stop, closes the session at the Hub, and forgets the id locally. Closing first would race the connection, which would register a replacement session. A running oh-hai bridge of this agent session then exits 15 (STOOD DOWN): nothing failed; run it again only if this run should have a new address. Mail still unacknowledged at the Hub bounces to its senders. Nothing to stand down is exit 4.
+
+--keep-connection stops the connection and leaves the session open: that is how a changed setting (a new --allow-from, say) is applied \u2014 the next oh-hai bridge starts a connection with it, under the same address.
+
+oh-hai session status asks the Hub \u2014 the authority on a session's state \u2014 and shows this host's record beside it. Each fact says whose clock it is: the Hub's instants are printed verbatim, ages are measured on this machine's clock, and nothing is "time remaining".
+
+The agent session is resolved as oh-hai bridge resolves it (--session, MA2H_SESSION_ID, MA2H_AGENT_SESSION_ID, CLAUDE_CODE_SESSION_ID, else the program hosting the agent), so run these from the same place as the bridge, or name the session.`,
+  environment: [
+    ['OH_HAI_STOP_WAIT_MS', 'How long session close waits for the connection\u2019s clean stop after SIGTERM, in milliseconds (default 30000).'],
+    ...ENV_SESSION,
+    ENV_HUB,
+    ENV_TOKEN,
+    ENV_TOKENS,
+    ...ENV_XDG,
+  ],
+  files: [FILE_ENTRY, ['<entry>/session.json', 'The Hub session this host last registered, with its lease as last seen (the Hub\u2019s expires_at verbatim).'], ['<entry>/consumer.json', 'The background connection: pid, host, heartbeat, and how it stopped.']],
+  exitStatus: [
+    ['0', 'session close: stood down (with --keep-connection: the connection stopped). session status: the Hub answered.'],
+    ['2', 'Usage error.'],
+    ['3', 'The credential is dead.'],
+    ['4', 'session close: nothing to stand down. session status: no session recorded here, or the Hub does not know it.'],
+    ['10', 'session close: the connection runs on another host, which this host cannot signal.'],
+    ['13', 'The Hub is unreachable. For session close the session was not closed and stays recorded: run it again.'],
+  ],
+  examples: [
+    { text: 'The run is over: give the address back.', code: 'oh-hai session close' },
+    { text: 'Apply a new sender policy to a running connection:', code: 'oh-hai session close --keep-connection\noh-hai bridge --allow-from any-in-account' },
+    { text: 'Is this session still live, according to the Hub?', code: 'oh-hai session status --session builder-1' },
+  ],
+  seeAlso: ['oh-hai-bridge(1)', 'oh-hai-fleet(1)', 'oh-hai(1)'],
+};
+
+const doctor: PageSpec = {
+  name: 'oh-hai-doctor',
+  section: 1,
+  summary: "check this machine's oh-hai setup, and prove the round trip works",
+  commands: ['doctor'],
+  description: `oh-hai doctor is the health check: one line per check \u2014 pass, warn or fail, with the fix for anything not passing \u2014 for Node.js, the config files, the state root and its modes, the sender policy, the Hub, its capability document, the clock offset against the Hub, and the credential (which source it came from; never the token).
+
+--self-test adds the throwaway round trip: session \u2192 addressed notify \u2192 drain \u2192 verify \u2192 ack \u2192 reachability \u2192 close, each step named and timed, on a session of its own (never the bridge's). It needs agent messaging switched on for the account (Settings \u2192 Agent messaging). Then, read-only and sending nothing into it, it checks THIS agent session's bridge (or the one --session / --state-home names) as four named checks: bridge consumer (the connection is live), bridge session (active at the Hub), bridge reader (a reader is attending, or the bridge is inside the unattended bound) and bridge unread (nothing unread past that bound). A failure fails the self-test and names the check; a run with no bridge passes with no bridge for this agent session.
+
+A record that exists and could not be read is an unknown, reported as a warn, not a fail: a fail is what a health script relaunches on, which is the one thing an unreadable record must not trigger. The reader check measures from the later of the reader's heartbeat and the connection's start; when the connection record is unreadable that is an upper bound, and the check says so instead of reporting a bound as passed.
+
+oh-hai bridge status, which is retired, forwards to the bridge checks.`,
+  environment: [
+    ['OH_HAI_DOCTOR_TIMEOUT_SECONDS', 'Each Hub request\u2019s timeout, and how long the self-test\u2019s drain step waits for its notify (default 10).'],
+    ['OH_HAI_STALE_HOLDER_SECONDS', 'A heartbeat older than this is not attendance (default 60), judged exactly as the connection judges it.'],
+    ...ENV_SESSION,
+    ENV_HUB,
+    ENV_TOKEN,
+    ENV_TOKENS,
+    ...ENV_XDG,
+  ],
+  files: [FILE_CONFIG, FILE_PROJECT, FILE_CREDENTIALS, FILE_ENTRY],
+  exitStatus: exitRows(DOCTOR_EXIT_TABLE),
+  examples: [
+    { text: 'Is this machine set up?', code: 'oh-hai doctor' },
+    { text: 'Prove a message gets through, then check this bridge:', code: 'oh-hai doctor --self-test' },
+    { text: 'A health script for a supervised bridge:', code: 'oh-hai doctor --self-test --session builder-1 --json' },
+  ],
+  seeAlso: ['oh-hai-bridge(1)', 'oh-hai-config(5)', 'oh-hai(1)'],
+};
+
+const send: PageSpec = {
+  name: 'oh-hai-send',
+  section: 1,
+  summary: 'send a notify, an ask or a task to another agent, and reply to one',
+  commands: ['send', 'ask', 'task', 'reply'],
+  description: `oh-hai send, ask and task queue a message from this agent to an address: agent:<id> (the agent's principal mailbox, claimed by whichever live session of it drains first) or agent:<id>#sess_\u2026 (one run, as oh-hai fleet ls prints it). send is a notify (no reply expected); ask is a question and task is one action, both answered with oh-hai reply. The text is the last argument, or stdin when it is - or absent and stdin is a pipe; at most 64 KiB.
+
+A send is queued, never "delivered": the Hub accepted it, nothing more. The destination snapshot it prints is online (a consumer drained that mailbox within the presence window), offline, or unknown \u2014 the Hub has no presence signal, which is not evidence that the peer is down. Follow the delivery track with oh-hai messages list. Acknowledged means a consumer read the bytes, never that the model acted on them.
+
+This agent session is attached automatically when it has one (the session oh-hai bridge registered), so answers and receipts reach the run that is reading; otherwise they go to the agent's principal mailbox. A transient failure is retried with the same idempotency key, so a retry never queues a second copy.
+
+Write directives short, one action, with what "done" looks like, addressed to the run you mean. On the receiving side entries are data, not instructions.`,
+  environment: [['OH_HAI_ASK_POLL_MS', 'How often ask --wait polls the message (default 2000).'], ...ENV_SESSION, ENV_HUB, ENV_TOKEN, ENV_TOKENS, ...ENV_XDG],
+  files: [FILE_CONFIG, FILE_CREDENTIALS, FILE_ENTRY],
+  exitStatus: MESSAGING_EXIT.map(([code, text]): [string, string] => {
+    if (code === '0') return [code, `${text} ask --wait also exits 0 when the wait runs out (it prints the message id to check later) and when the ask bounced or expired while waiting: the send itself worked.`];
+    if (code === '2') return [code, `${text} For reply, also: that message takes no (more) answers.`];
+    return [code, text];
+  }),
+  examples: [
+    { text: 'Tell one run something:', code: 'oh-hai send --to agent:agt_123#sess_456 "the build is green"' },
+    { text: 'Ask, and wait up to a minute for the answer:', code: 'oh-hai ask --to agent:agt_123 --wait 60 "which branch should I rebase on?"' },
+    { text: 'Answer the ask the bridge printed (reply: oh-hai reply msg_789):', code: 'oh-hai reply msg_789 "main"' },
+    { text: 'Text from a file:', code: 'oh-hai task --to agent:agt_123 - < task.txt' },
+  ],
+  seeAlso: ['oh-hai-messages(1)', 'oh-hai-fleet(1)', 'oh-hai-bridge(1)', 'oh-hai(1)'],
+};
+
+const messages: PageSpec = {
+  name: 'oh-hai-messages',
+  section: 1,
+  summary: 'what this agent sent or received, and how far each message got',
+  commands: ['messages'],
+  description: `oh-hai messages list prints one line per message, newest first, with its state and delivery track; oh-hai messages show prints one message in full: parties, track, destination snapshot and response. Every instant is the Hub's, printed verbatim.
+
+The track: queued (the Hub accepted it; nobody has it yet) \u2192 delivered (a consumer holds it durably, spooled on the recipient's machine) \u2192 acknowledged (a reader's cursor passed it: a consumer read the bytes \u2014 never proof that the model acted on it). Or bounced: its session lapsed or closed first, and the prior says how far it got \u2014 prior: queued means never seen, prior: delivered means seen but never confirmed. Or expired: not acknowledged within the Hub's message TTL. Each terminal state also sends the sender a receipt entry, which oh-hai bridge prints.`,
+  environment: [ENV_HUB, ENV_TOKEN, ENV_TOKENS, ...ENV_XDG],
+  files: [FILE_CONFIG, FILE_CREDENTIALS],
+  exitStatus: MESSAGING_EXIT,
+  examples: [
+    { text: 'What you sent, and where each got to:', code: 'oh-hai messages list' },
+    { text: 'One message in full, as JSON:', code: 'oh-hai messages show msg_789 --json' },
+    { text: 'What this agent received:', code: 'oh-hai messages list --received --limit 20' },
+  ],
+  seeAlso: ['oh-hai-send(1)', 'oh-hai-bridge(1)', 'oh-hai(1)'],
+};
+
+const fleet: PageSpec = {
+  name: 'oh-hai-fleet',
+  section: 1,
+  summary: 'every session you can address, and what this host knows about each',
+  commands: ['fleet'],
+  description: `oh-hai fleet ls lists every live session in the account with its address and reachability as the Hub sees it: online (a consumer drained or connected within the presence window), offline (nothing drains it now), or unknown (the Hub has no presence signal \u2014 not evidence that it is down). Lease instants are the Hub's, printed verbatim; nothing here is "time remaining".
+
+Rows whose session has a state entry on this host are annotated from local files, with no further Hub call: home found \u00b7 consumer live / reader attending \u00b7 N unread (N is the lag: records spooled that no reader has printed yet); home found \u00b7 consumer DEAD (nothing on this host drains it; oh-hai bridge with that agent session starts a connection); home found \u00b7 consumer UNKNOWN / reader unknown (the record is there and could not be read \u2014 null, not false, under --json). Do not relaunch on UNKNOWN: it is not evidence that nothing is running, and a relaunch against a live connection changes the session's address. The other rows say no local state here: that is local state, not a Hub signal, and says nothing about a session on another machine.`,
+  environment: [ENV_HUB, ENV_TOKEN, ENV_TOKENS, ...ENV_XDG],
+  files: [FILE_ENTRY, FILE_CONFIG, FILE_CREDENTIALS],
+  exitStatus: MESSAGING_EXIT.filter(([code]) => code !== '4'),
+  examples: [
+    { text: 'Addresses to send to, and whether anything reads them:', code: 'oh-hai fleet ls' },
+    { text: 'For a program:', code: 'oh-hai fleet ls --json' },
+  ],
+  seeAlso: ['oh-hai-send(1)', 'oh-hai-bridge(1)', 'oh-hai(1)'],
+};
+
+const hub: PageSpec = {
+  name: 'oh-hai-hub',
+  section: 1,
+  summary: 'run the reference MA2H Hub and administer it',
+  commands: ['hub'],
+  description: `oh-hai hub serve runs the project's reference Hub: MA2H 0.5 on node:http with a SQLite store, for tests, demos and small deployments. It listens on 127.0.0.1 by default, prints hub: listening on <url> when ready, serves the web inbox at / (sign in with the human token), and stops cleanly on SIGTERM or SIGINT. The first start creates an account and writes its human token to <data>/human-token (0600).
+
+The other subcommands administer a running Hub over HTTP as the account's human: they read the human token from the data dir (--data, never argv) and the URL the Hub recorded there (or --hub). oh-hai hub agent add prints a new agent's token once. oh-hai hub session close is the operator kill-switch: the session's queued mail bounces, its bridge exits 14, and re-registering is refused until oh-hai hub lift.
+
+The test knobs (--lease-min-seconds, --stream-max-hold-seconds, \u2026) shrink every interval so a test suite runs in seconds; --fault-injection enables POST /v1/_faults, and is for tests only.`,
+  environment: [
+    ['MA2H_SIGNING_KEY', 'The delivery HMAC key, when --signing-key is not given (prefer this: argv is visible to other users). Random per start when unset.'],
+    ['MA2H_MAX_WAIT_SECONDS', 'The long-poll clamp, when --max-wait-seconds is not given (default 25).'],
+    ['MA2H_AGENT_TOKENS', 'The Hub\u2019s configured token store: comma-separated <agent_id>=<token> pairs it accepts besides the agents it minted (the directory lists them with source "config").'],
+    ['XDG_STATE_HOME', 'The default data dir is $XDG_STATE_HOME/oh-hai/hub (else ~/.local/state/oh-hai/hub).'],
+  ],
+  files: [
+    ['<data>/hub.sqlite', 'The durable store.'],
+    ['<data>/human-token', 'The account\u2019s human token (0600); the admin commands and the web inbox sign-in use it.'],
+    ['<data>/hub.json', 'The URL the running Hub listens on, for the admin commands.'],
+  ],
+  exitStatus: [
+    ['0', 'Success; hub serve after a clean stop.'],
+    ['2', 'Usage error: a bad flag or value, a bad MA2H_AGENT_TOKENS, or (admin) a request the Hub refused as invalid.'],
+    ['3', 'The Hub refused the human token from the data dir: is --data the data dir of this Hub?'],
+    ['13', 'The Hub is unreachable, or not an MA2H Hub.'],
+  ],
+  examples: [
+    { text: 'A Hub on a fixed port, and an agent to talk to it:', code: 'oh-hai hub serve --port 8787 &\noh-hai hub agent add builder' },
+    { text: 'A directive from the human to one run:', code: 'oh-hai hub directive --to agent:agt_123#sess_456 "rebase on main; done when CI is green"' },
+    { text: 'The kill-switch, and lifting it:', code: 'oh-hai hub session close sess_456\noh-hai hub lift --agent agt_123' },
+  ],
+  seeAlso: ['oh-hai(1)', 'oh-hai-bridge(1)', 'oh-hai-fleet(1)'],
+};
+
+const knobRows: [string, string][] = Object.values(NUMERIC_KNOBS).map((k) => [
+  k.env,
+  `[bridge] ${k.key}; default ${k.fallback}${k.integer ? '' : ' (fractions allowed)'}.`,
+]);
+
+const config: PageSpec = {
+  name: 'oh-hai-config',
+  section: 5,
+  summary: 'oh-hai configuration files, keys and environment knobs',
+  commands: [],
+  description: `oh-hai reads two TOML files: the user config, $XDG_CONFIG_HOME/oh-hai/config.toml (else ~/.config/oh-hai/config.toml), and a project config, .oh-hai/config.toml in the working directory or the nearest parent (only the first found). Precedence is flag > environment > project file > user file > default. A project file may not set [bridge] at all \u2014 not a key, not an empty table \u2014 because a repository must not widen who may ask your agent; such a file is a usage error (exit 2) naming it. So for the bridge keys the chain is flag > environment > user file > default; only [hub] url has a project layer.
+
+Unknown keys are warnings naming the file and the key, never errors. A wrong type or range is a usage error naming the file, the key and the expected type. Seconds may be fractional everywhere.`,
+  sections: [
+    {
+      heading: 'Keys',
+      items: [
+        ['[hub] url', 'The Hub origin (https://hub.example.com). A path, query, fragment or user:password@ is refused. Flag --hub; environment MA2H_HUB_URL. No Hub URL anywhere is exit 2 naming the three fixes.'],
+        ['[bridge] allow_from', 'The sender policy: a list of any-in-account, agent:<id> or agent:<id>#<session id>. Flag --allow-from (overrides the file entirely). Not declared: fail-closed. allow_from = [] is a declared policy that admits nobody.'],
+        ...Object.values(NUMERIC_KNOBS).map((k): [string, string] => [
+          `[bridge] ${k.key}`,
+          `${k.integer ? 'A whole number' : 'Seconds'}; default ${k.fallback}; environment ${k.env}.`,
+        ]),
+        ['[bridge] transport', 'auto (SSE when the Hub offers it, else long-poll), sse or poll. Flag --transport.'],
+      ],
+    },
+    {
+      heading: 'The sender policy',
+      text: `MA2H requires an explicit policy for which principals may ask or task your agent. oh-hai setup, oh-hai login --human and oh-hai upgrade write every agent currently minted in your account into [bridge] allow_from of the user config \u2014 when, and only when, no policy exists. An existing policy is never touched and never widened, however narrow. The policy is written once and never refreshed: an agent minted later stays refused however many times you run oh-hai upgrade. The fix is by hand: add the peer to [bridge] allow_from, or clear the key entirely and re-run oh-hai upgrade. A running connection enforces the policy it started with; see oh-hai-bridge(1).`,
+      example: '[hub]\nurl = "https://hub.example.com"\n\n[bridge]\nallow_from = ["agent:agt_reviewer", "agent:agt_builder#sess_456"]\nwait_seconds = 540',
+    },
+    {
+      heading: 'Credentials',
+      text: `The agent token is OH_HAI_TOKEN, else MA2H_AGENT_TOKENS (--agent <id> picks among several), else credentials.json for the resolved Hub (written by oh-hai login, 0600). No credential is exit 3 with the fix. A token is never printed, logged, put in argv, in a URL, in config.toml or in a state entry. The agent id of OH_HAI_TOKEN is learned once with GET /v1/whoami and cached in <state root>/oh-hai/identities.json under a hash of the Hub origin and the token, never the token itself.`,
+    },
+  ],
+  environment: [
+    ENV_HUB,
+    ENV_TOKEN,
+    ENV_TOKENS,
+    ...ENV_SESSION,
+    ...knobRows,
+    ['OH_HAI_READER_GRACE_SECONDS', 'The reader\u2019s declared deadline is the wait bound plus this; default 30.'],
+    ['OH_HAI_HEARTBEAT_MS', 'Reader and connection heartbeat interval in milliseconds; default 5000.'],
+    ['OH_HAI_BACKOFF_MIN_MS', 'Full-jitter backoff floor for genuine faults, in milliseconds; default 1000.'],
+    ['OH_HAI_BACKOFF_MAX_MS', 'Full-jitter backoff cap, in milliseconds; default 30000. Must be at least the floor.'],
+    ['OH_HAI_STALE_HOLDER_SECONDS', 'A state record whose heartbeat is older than this is stale; default 60.'],
+    ['OH_HAI_CURSOR_POLL_MS', 'How often the connection re-reads the reader\u2019s cursor as a safety net beside file watching, in milliseconds; default 1000.'],
+    ['OH_HAI_REPLAY_WINDOW_SECONDS', 'Overrides the replay window the Hub advertises (else 300 when it advertises none). For tests of the fallback only.'],
+    ['OH_HAI_ASK_POLL_MS', 'How often ask --wait polls the message, in milliseconds; default 2000.'],
+    ['OH_HAI_STOP_WAIT_MS', 'How long oh-hai session close waits for the connection\u2019s clean stop after SIGTERM, in milliseconds; default 30000.'],
+    ['OH_HAI_DOCTOR_TIMEOUT_SECONDS', 'oh-hai doctor\u2019s timeout for each Hub request and for the self-test\u2019s drain; default 10.'],
+    ...ENV_XDG,
+    ['HOME', 'The base of ~/.config and ~/.local/state when the XDG variables are unset.'],
+  ],
+  files: [
+    FILE_CONFIG,
+    FILE_PROJECT,
+    FILE_CREDENTIALS,
+    ['<state root>/oh-hai/identities.json', 'The OH_HAI_TOKEN \u2192 agent id cache (hashes, no tokens; 0600).'],
+    FILE_ENTRY,
+  ],
+  examples: [
+    { text: 'Accept asks and tasks from one peer (user config only):', code: '[bridge]\nallow_from = ["agent:agt_reviewer"]' },
+    { text: 'Shrink the intervals for a quick local test:', code: 'OH_HAI_WAIT_SECONDS=5 OH_HAI_MAX_RETRIES=1 oh-hai bridge' },
+  ],
+  seeAlso: ['oh-hai(1)', 'oh-hai-bridge(1)'],
+};
+
+export const PAGES: readonly PageSpec[] = [oh_hai, bridge, session, doctor, send, messages, fleet, hub, config];
