@@ -135,7 +135,9 @@ class Consumer {
   private timers: (() => void)[] = [];
   /** Open files, closed once the serial queue is idle. */
   private closers: (() => void)[] = [];
-  private flushQueued = false;
+  /** The ack round in flight, if any, and whether another was asked for meanwhile. */
+  private flushing: Promise<void> | null = null;
+  private flushAgain = false;
   private budget: RetryBudget | null = null;
   private keeper: SessionKeeper | null = null;
 
@@ -397,7 +399,7 @@ class Consumer {
           this.stopWith(lockLost());
           return 0;
         }
-        await this.flushNow(acker);
+        flush();
         return result.spooled;
       });
 
@@ -539,17 +541,33 @@ class Consumer {
     return this.compromisedBy() === null && this.lock.check();
   }
 
-  /** Coalesce flush requests: a burst of cursor moves costs one ack round, not one per record. */
+  /**
+   * Acks run beside the serial queue, one round at a time: ingest never waits for the Hub's
+   * answer to an ack, and a burst of requests (cursor moves, batches) costs one more round,
+   * not one each. Safe beside ingest because every ledger call is synchronous and an ack
+   * round only names entries the ledger already held when the round began.
+   */
   private scheduleFlush(acker: Acker): void {
-    if (this.flushQueued || this.stopped) return;
-    this.flushQueued = true;
-    void this.serial.run(async () => {
-      this.flushQueued = false;
-      await this.flushNow(acker);
-    });
+    if (this.stopped) return;
+    if (this.flushing) {
+      this.flushAgain = true;
+      return;
+    }
+    this.flushing = (async () => {
+      try {
+        do {
+          this.flushAgain = false;
+          await this.flushNow(acker);
+        } while (this.flushAgain && !this.stopped);
+      } catch (e) {
+        // A ledger write that failed after the Hub confirmed an ack: never retried (fsyncgate).
+        this.stopWith(stop(EXIT.internal, 'spool_write_failed', `${e instanceof Error ? e.message : String(e)}; stopping without acking anything more`));
+      } finally {
+        this.flushing = null;
+      }
+    })();
   }
 
-  /** Runs on the serial queue. */
   private async flushNow(acker: Acker): Promise<void> {
     if (this.stopped) return;
     if (!this.lockHealthy()) {
@@ -617,6 +635,7 @@ class Consumer {
     this.abort.abort();
     for (const t of this.timers.splice(0)) t();
     await this.serial.idle().catch(() => undefined);
+    await this.flushing;
     for (const c of this.closers.splice(0)) c();
     this.record = { ...this.record, state: 'stopped', exit_code: s.exit, stop_reason: s.reason, stop_message: redact(s.message, this.token ? [this.token] : []), stopped_at: this.opts.clock.now() };
     try {

@@ -14,7 +14,7 @@ afterAll(async () => {
 });
 afterEach(async (ctx) => {
   // A failure is easier to read with the consumer's own account of it.
-  if (ctx.task.result?.state === 'fail' && bench) console.log(`bridge.log:\n${bench.log()}\nconsumer.json: ${JSON.stringify(bench.consumer())}`);
+  if (ctx.task.result?.state === 'fail' && bench) console.log(bench.report());
   await bench?.dispose();
   bench = null;
 });

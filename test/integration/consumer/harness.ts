@@ -46,6 +46,8 @@ export class Bench {
   readonly dir: string;
   readonly env: NodeJS.ProcessEnv;
   readonly procs: ChildProcess[] = [];
+  /** Everything the consumers printed on stderr, in start order (for failure reports). */
+  readonly stderr: string[] = [];
 
   constructor(
     readonly hub: TestHub,
@@ -103,13 +105,23 @@ export class Bench {
   start(args: string[] = [], env: NodeJS.ProcessEnv = {}): ChildProcess {
     const p = startOhHai(['__consumer', '--entry', this.dir, ...args], { env: { ...this.env, ...env } });
     p.stdin?.end();
+    const i = this.stderr.push('') - 1;
+    p.stderr?.on('data', (d: Buffer) => (this.stderr[i] += d.toString('utf8')));
     this.procs.push(p);
     return p;
   }
 
   /** Start and wait for the exit. */
   async runToEnd(args: string[] = [], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<RunResult> {
-    return collect(this.start(args, env), timeoutMs);
+    const p = startOhHai(['__consumer', '--entry', this.dir, ...args], { env: { ...this.env, ...env } });
+    p.stdin?.end();
+    this.procs.push(p);
+    return collect(p, timeoutMs);
+  }
+
+  /** What a failing test prints: the consumer's log, record and stderr. */
+  report(): string {
+    return `bridge.log:\n${this.log()}\nconsumer.json: ${JSON.stringify(this.consumer())}\nstderr:\n${this.stderr.join('\n---\n')}`;
   }
 
   read<T>(name: string): T | null {

@@ -16,7 +16,7 @@ afterAll(async () => {
   await hub?.dispose();
 });
 afterEach(async (ctx) => {
-  if (ctx.task.result?.state === 'fail' && bench) console.log(`bridge.log:\n${bench.log()}\nconsumer.json: ${JSON.stringify(bench.consumer())}`);
+  if (ctx.task.result?.state === 'fail' && bench) console.log(bench.report());
   await hub.faults([]);
   await bench?.dispose();
   bench = null;
