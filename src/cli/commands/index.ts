@@ -5,6 +5,7 @@ import { register as send } from './send/register.js';
 import { register as messages } from './messages/register.js';
 import { register as fleet } from './fleet/register.js';
 import { register as session } from './session/register.js';
+import { register as inbox } from './inbox/register.js';
 import { register as hub } from './hub/register.js';
 import { register as demo } from './demo/register.js';
 import { register as account } from './account/register.js';
@@ -19,4 +20,4 @@ import { register as doctor } from './doctor/register.js';
  */
 export type Registration = (program: Command, host: CommandHost) => void;
 
-export const registrations: Registration[] = [teach, send, messages, fleet, session, hub, demo, account, bridge, consumer, doctor];
+export const registrations: Registration[] = [teach, send, messages, fleet, session, inbox, hub, demo, account, bridge, consumer, doctor];

@@ -1,14 +1,24 @@
-import { loadConfigFiles, rememberAgentId, requireHubUrl, resolveAgentCredential, resolveSettings, type AgentCredential, type Coded } from '../../../config/index.js';
+import {
+  loadConfigFiles,
+  rememberAgentId,
+  requireHubUrl,
+  resolveAgentCredential,
+  resolveSettings,
+  type AgentCredential,
+  type Coded,
+  type ResolvedSettings,
+  type SettingsFlags,
+} from '../../../config/index.js';
 import { formatAddress } from '../../../hub/contract/index.js';
 import { HubClient } from '../../../hub/client/index.js';
-import { ENTRY_FILES, hostName, parseSessionRecord, readRecord, resolveStateRoot, sessionEntryDir, stateKey } from '../../../spool/index.js';
+import { ENTRY_FILES, hostName, parseSessionRecord, principalEntryDir, readRecord, resolveStateRoot, sessionEntryDir, stateKey } from '../../../spool/index.js';
 import { EXIT } from '../../exit-codes.js';
 import type { CliIO } from '../../io.js';
 import { processInspector, resolveAgentSessionKey, type AgentSessionKey, type ProcessInspector } from '../../resolve/index.js';
 import { hubFailureError } from './failures.js';
 
-/** The flags every command that talks to the Hub as this agent takes. */
-export interface AgentFlags {
+/** The flags every command that talks to the Hub as this agent takes (plus the bridge settings `inbox watch` names). */
+export interface AgentFlags extends Omit<SettingsFlags, 'transport' | 'unattendedMaxSeconds'> {
   hub?: string;
   agent?: string;
   session?: string;
@@ -29,11 +39,19 @@ export interface AgentAccess {
   agentId: string;
   credential: AgentCredential;
   stateRoot: string;
+  settings: ResolvedSettings;
   principalAddress: string;
   thisSession: ThisSession;
   /** For stderr: config and credential warnings. */
   warnings: string[];
 }
+
+/**
+ * The principal leg's state entry of an identity (`oh-hai inbox watch`): one per Hub and
+ * agent on this machine. The key's third part is a constant, in its own directory
+ * (…/bridge/principal/), so no agent-session key can collide with it.
+ */
+export const principalEntryFor = (root: string, hubUrl: string, agentId: string): string => principalEntryDir(root, stateKey(hubUrl, agentId, 'principal'));
 
 /**
  * Hub URL, credential and agent id as the bridge resolves them, then this agent session's
@@ -45,7 +63,11 @@ export async function resolveAgentAccess(flags: AgentFlags, io: CliIO, inspect: 
   if (!root.ok) return { ok: false, error: { code: 'bad_state_home', message: root.reason, exit: EXIT.usage } };
   const loaded = loadConfigFiles({ env: io.env, cwd: io.cwd });
   if (!loaded.ok) return loaded;
-  const settings = resolveSettings({ flags: { hub: flags.hub }, env: io.env, loaded: loaded.value });
+  const settings = resolveSettings({
+    flags: { hub: flags.hub, wait: flags.wait, interval: flags.interval, maxRetries: flags.maxRetries, allowFrom: flags.allowFrom },
+    env: io.env,
+    loaded: loaded.value,
+  });
   if (!settings.ok) return settings;
   const hubUrl = requireHubUrl(settings.value);
   if (!hubUrl.ok) return hubUrl;
@@ -75,6 +97,7 @@ export async function resolveAgentAccess(flags: AgentFlags, io: CliIO, inspect: 
       agentId,
       credential: cred.value,
       stateRoot: root.value,
+      settings: settings.value,
       principalAddress: formatAddress(agentId),
       thisSession: findThisSession({ flags, io, inspect, root: root.value, hubUrl: hubUrl.value, agentId }),
       warnings: [...settings.value.warnings, ...cred.value.warnings],

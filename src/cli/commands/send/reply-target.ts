@@ -1,12 +1,9 @@
 import { existsSync } from 'node:fs';
 import { validateEntry, type Entry } from '../../../hub/contract/index.js';
-import { SpoolReader, principalEntryDir, stateKey } from '../../../spool/index.js';
+import { SpoolReader } from '../../../spool/index.js';
 import { fail, ok, type Result } from '../../../util/result.js';
 import { plain } from '../bridge/summary.js';
-import type { AgentAccess } from '../messaging/index.js';
-
-/** The principal leg's entry of an identity: one per (Hub, agent) on this machine (`oh-hai inbox watch`). */
-export const principalEntryFor = (root: string, hubUrl: string, agentId: string): string => principalEntryDir(root, stateKey(hubUrl, agentId, 'principal'));
+import { principalEntryFor, type AgentAccess } from '../messaging/index.js';
 
 /** Where the entries this agent has been shown live: this agent session's spool, then the principal leg's. */
 function spoolsOf(a: AgentAccess): string[] {

@@ -31,7 +31,8 @@ export async function runSend(intent: MessageIntent, textArg: string | undefined
   const text = await readMessageText(textArg, io, command);
   if (!text.ok) return usageError(text.reason, 'bad_text');
 
-  const access = await resolveAgentAccess(opts, io);
+  // --wait here is the ask's wait for an answer, not the bridge's wait bound: only the identity flags go on.
+  const access = await resolveAgentAccess({ hub: opts.hub, agent: opts.agent, session: opts.session, stateHome: opts.stateHome }, io);
   if (!access.ok) return toOutcome(access.error);
   const a = access.value;
   try {

@@ -1,0 +1,72 @@
+import { openStateEntry, type ConsumerSettings, type IdentityRecord } from '../../../spool/index.js';
+import { EXIT } from '../../exit-codes.js';
+import type { CliIO } from '../../io.js';
+import { toOutcome, type Outcome } from '../../outcome.js';
+import { launchDetached, type LaunchRequest } from '../../spawn/index.js';
+import type { Result } from '../../../util/result.js';
+import { readReaderKnobs } from '../bridge/knobs.js';
+import { processSignals, StopRequest, type SignalSource } from '../bridge/signals.js';
+import { principalEntryFor, resolveAgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { watchPrincipal } from './watch.js';
+import { NAME } from './words.js';
+
+export interface WatchOptions extends AgentFlagValues {
+  wait?: string;
+  interval?: string;
+  maxRetries?: string;
+  allowFrom?: string[];
+  raw?: boolean;
+}
+
+export interface WatchDeps {
+  signals: SignalSource;
+  launch: (req: LaunchRequest) => Promise<Result<{ pid: number }>>;
+}
+
+const defaults: WatchDeps = { signals: processSignals, launch: launchDetached };
+
+/** The identity the principal entry records, for doctor and for anyone listing entries. */
+const identityOf = (hub: string, agentId: string): IdentityRecord => ({ hub, agent_id: agentId, session_key: 'principal', key_source: 'principal leg', pinned: null, name: null });
+
+export async function runWatch(opts: WatchOptions, io: CliIO, deps: WatchDeps = defaults): Promise<Outcome> {
+  const stop = new StopRequest(deps.signals);
+  try {
+    const knobs = readReaderKnobs(io.env);
+    if (!knobs.ok) return toOutcome(knobs.error);
+    const access = await resolveAgentAccess(
+      { hub: opts.hub, agent: opts.agent, stateHome: opts.stateHome, wait: opts.wait, interval: opts.interval, maxRetries: opts.maxRetries, allowFrom: opts.allowFrom },
+      io,
+    );
+    if (!access.ok) return toOutcome(access.error);
+    const a = access.value;
+    await a.client.close();
+    for (const w of a.warnings) io.stderr.write(`${NAME}: ${w}\n`);
+
+    const opened = openStateEntry(principalEntryFor(a.stateRoot, a.hubUrl, a.agentId), { create: true, log: { clock: io.clock, pid: io.pid, deny: [a.credential.token] } });
+    if (!opened.ok) return { exit: opened.code === 'foreign_owner' ? EXIT.usage : EXIT.internal, code: `state_entry_${opened.code}`, message: opened.reason };
+    const entry = opened.value;
+    const identity = identityOf(a.hubUrl, a.agentId);
+    const have = entry.read('identity');
+    if (have.state !== 'ok' || JSON.stringify(have.value) !== JSON.stringify(identity)) entry.write('identity', identity);
+
+    const b = a.settings.bridge;
+    const wanted: ConsumerSettings = {
+      hub: a.hubUrl,
+      agent_id: a.agentId,
+      session_key: 'principal',
+      pinned: null,
+      name: null,
+      // The principal drain is a long-poll (GET /v1/inbox?wait=): no stream exists for it.
+      transport: 'poll',
+      interval_seconds: b.intervalSeconds,
+      max_retries: b.maxRetries,
+      unattended_max_seconds: b.unattendedMaxSeconds,
+      allow_from: b.allowFrom,
+      agent: opts.agent ?? null,
+      leg: 'principal',
+    };
+    return await watchPrincipal({ entry, address: a.principalAddress, wanted, waitMs: b.waitSeconds * 1000, io, stop, knobs: knobs.value, raw: opts.raw === true || opts.json === true, launch: deps.launch });
+  } finally {
+    stop.dispose();
+  }
+}
