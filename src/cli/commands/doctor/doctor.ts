@@ -56,7 +56,7 @@ function replayWindow(knobs: DoctorKnobs, cap: Capability): { seconds: number; s
 
 const skippedSteps = (why: string): Step[] => STEP_NAMES.map((name) => ({ name, status: 'skip', ms: null, detail: `not run: ${why}` }));
 
-export const newClientKey = (): string => `doctor-self-test-${randomBytes(6).toString('hex')}`;
+const newClientKey = (): string => `doctor-self-test-${randomBytes(6).toString('hex')}`;
 
 /** What the Hub section established, for the self-test and the bridge checks. */
 interface HubFindings {
