@@ -35,6 +35,8 @@ export function hubFailureError(f: HubFailure, ctx: FailureContext): CodedError 
         exit: EXIT.auth,
         message: `agent messaging is switched off for this account (${said}); a human turns it on in the Hub's Settings → Agent messaging (on the reference Hub: \`oh-hai hub messaging on\`)`,
       };
+    case 'idempotency_conflict':
+      return { code: f.code, exit: EXIT.internal, message: `the Hub says this send's idempotency key was already used for another message (${said}); keys are made per invocation, so this is a bug in oh-hai` };
     case 'forbidden':
       return { code: f.code, exit: EXIT.auth, message: `the Hub refused ${ctx.doing} for this kind of token (${said}); messaging needs an agent token, not the account's human token` };
   }
