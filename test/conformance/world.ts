@@ -76,6 +76,7 @@ interface ConsumerFile {
   dir: string;
   pid: number;
   state: string;
+  transport: string | null;
   exit_code: number | null;
   stop_reason: string | null;
   stop_message: string | null;
@@ -91,7 +92,7 @@ export function consumers(p: Party): ConsumerFile[] {
       const dir = path.join(legDir, key);
       try {
         const c = JSON.parse(readFileSync(path.join(dir, 'consumer.json'), 'utf8')) as Omit<ConsumerFile, 'dir'>;
-        out.push({ dir, pid: c.pid, state: c.state, exit_code: c.exit_code, stop_reason: c.stop_reason, stop_message: c.stop_message });
+        out.push({ dir, pid: c.pid, state: c.state, transport: c.transport, exit_code: c.exit_code, stop_reason: c.stop_reason, stop_message: c.stop_message });
       } catch {
         // no record (yet) in this entry
       }
