@@ -137,7 +137,7 @@ describe('reader attendance and signals', () => {
     // The shell starts the reader in the background, waits (by condition) until it has claimed, then exits.
     const sh = spawn(
       'sh',
-      ['-c', `nohup "${process.execPath}" "${ohHaiBin}" bridge --wait 60 >/dev/null 2>"${errFile}" & while [ ! -f "${readerJson}" ]; do sleep 0.02; done; echo $!`],
+      ['-c', `nohup "${process.execPath}" "${ohHaiBin}" bridge --wait 60 >/dev/null 2>"${errFile}" & r=$!; while [ ! -f "${readerJson}" ] && kill -0 $r 2>/dev/null; do sleep 0.02; done; echo $r`],
       { env: st.env, stdio: ['ignore', 'pipe', 'ignore'] },
     );
     let out = '';
@@ -145,6 +145,7 @@ describe('reader attendance and signals', () => {
     await new Promise((r) => sh.once('exit', r));
     const pid = Number(out.trim());
     kill.push(pid);
+    expect(st.entry.read('reader').state, readFileSync(errFile, 'utf8')).toBe('ok');
     await waitFor(() => isSameProcessAlive(stampOf(pid)) === 'dead' || readFileSync(errFile, 'utf8').includes('lease —'), {
       what: 'the orphaned reader to stop',
     });

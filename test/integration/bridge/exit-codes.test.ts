@@ -6,7 +6,7 @@ import { isSameProcessAlive, parentPid, stampOf } from '../../../src/spool/index
 import { collect, startOhHai } from '../../helpers/cli.js';
 import type { TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
-import { agent, bridge, consumerOf, directive, entryDir, hubCall, leaseLine, sessionIdOf, spooled, startBridge, stopConsumers, testHub, type Agent } from './world.js';
+import { agent, bridge, consumerOf, directive, entryDir, hubCall, leaseLine, registered, spooled, startBridge, stopConsumers, testHub, type Agent } from './world.js';
 
 /**
  * The exit-code contract against the real Hub and the real background connection: one
@@ -38,7 +38,6 @@ async function fresh(env: NodeJS.ProcessEnv = {}): Promise<Agent> {
   return a;
 }
 
-const registered = (dir: string): Promise<string> => waitFor(() => sessionIdOf(dir), { what: 'the connection to register its session' });
 const consumerPid = (dir: string): number => consumerOf(dir)!.pid;
 const NO_FATAL = /FATAL|STOOD DOWN/;
 

@@ -3,7 +3,7 @@ import { isSameProcessAlive, stampOf } from '../../../src/spool/index.js';
 import { runOhHai } from '../../helpers/cli.js';
 import type { TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
-import { agent, bridge, consumerOf, entryDir, sessionIdOf, stopConsumers, testHub, type Agent } from './world.js';
+import { agent, bridge, consumerOf, entryDir, registered, sessionIdOf, stopConsumers, testHub, type Agent } from './world.js';
 
 /** The retired subcommands warn once and forward, returning the forwarded command's exit code. */
 let hub: TestHub;
@@ -29,7 +29,7 @@ describe('retired bridge subcommands', () => {
     agents.push(a);
     const dir = entryDir(a, hub, 'stopme');
     expect((await bridge(a, 'stopme', ['--wait', '0'])).code).toBe(0);
-    await waitFor(() => sessionIdOf(dir), { what: 'the session' });
+    await registered(dir);
     const pid = consumerOf(dir)!.pid;
     // --session after the subcommand belongs to it, not to the bridge.
     const r = await runOhHai(['bridge', 'stop', '--session', 'stopme'], { env: a.env });
@@ -48,7 +48,7 @@ describe('retired bridge subcommands', () => {
     agents.push(a);
     const dir = entryDir(a, hub, 'keep');
     expect((await bridge(a, 'keep', ['--wait', '0'])).code).toBe(0);
-    const sess = await waitFor(() => sessionIdOf(dir), { what: 'the session' });
+    const sess = await registered(dir);
     const r = await runOhHai(['bridge', 'stop', '--keep-session', '--session', 'keep'], { env: a.env });
     expect(r.stderr).toContain('forwarding to oh-hai session close --keep-connection');
     expect(r.code).toBe(0);

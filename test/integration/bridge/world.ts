@@ -56,6 +56,21 @@ export function sessionIdOf(dir: string): string | null {
   }
 }
 
+/** Wait for the connection to register its session; on a timeout, say what bridge.log says. */
+export async function registered(dir: string): Promise<string> {
+  try {
+    return await waitFor(() => sessionIdOf(dir), { timeoutMs: 40_000, what: 'the connection to register its session' });
+  } catch (e) {
+    let log = '(no bridge.log)';
+    try {
+      log = readFileSync(`${dir}/bridge.log`, 'utf8');
+    } catch {
+      // keep the placeholder
+    }
+    throw new Error(`${(e as Error).message}\nbridge.log:\n${log}`);
+  }
+}
+
 /** Records in the spool (what the consumer has made durable), by reading the file. */
 export function spooled(dir: string): number {
   try {
