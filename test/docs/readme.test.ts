@@ -169,7 +169,9 @@ describe('README.md', () => {
       'gets a message printed by oh-hai bridge from `npm install` then `npm run demo`',
       async () => {
         const t = tempEnv({
-          // The clone installs from npm's cache where it can; the throwaway HOME must not hide it.
+          // npm as this machine has it set up (its user config, e.g. nodedir for the native
+          // build, and its cache): the throwaway HOME must not hide them.
+          npm_config_userconfig: process.env.npm_config_userconfig ?? path.join(os.homedir(), '.npmrc'),
           npm_config_cache: process.env.npm_config_cache ?? path.join(os.homedir(), '.npm'),
           npm_config_prefer_offline: 'true',
           npm_config_fund: 'false',
