@@ -115,14 +115,15 @@ function optionBlock(spec: PageSpec, path: string, o: Option): string {
   return roffTagged(bold(o.flags), roffText(parts.filter(Boolean).join(' ')));
 }
 
-function commandIndex(program: Command, pages: readonly PageSpec[]): string[] {
+function commandIndex(program: Command, self: PageSpec, pages: readonly PageSpec[]): string[] {
   const out: string[] = ['.SH COMMANDS'];
   for (const cmd of program.commands) {
     if (isHiddenCommand(cmd)) continue;
     const page = pages.find((p) => p.commands.some((c) => c === cmd.name() || c.startsWith(cmd.name() + ' ')));
     if (!page) throw new Error(`no man page documents 'oh-hai ${cmd.name()}'`);
-    const where = `See ${page.name}(${page.section}).`;
-    out.push(roffTagged(bold(`oh-hai ${cmd.name()}`), roffText(`${cmd.description()} ${where}`)));
+    const description = cmd.description().replace(/([^.])$/, '$1.');
+    const where = page === self ? 'See OPTIONS below.' : `See ${page.name}(${page.section}).`;
+    out.push(roffTagged(bold(`oh-hai ${cmd.name()}`), roffText(`${description} ${where}`)));
   }
   return out;
 }
@@ -136,7 +137,7 @@ export function renderPage(program: Command, spec: PageSpec, opts: { version: st
   if (spec.program) synopsis.unshift(`${bold('oh-hai')} ${italic('command')} [${italic('options')}]`, `${bold('oh-hai')} [${bold('-V')} | ${bold('-h')}]`);
   if (synopsis.length > 0) out.push('.SH SYNOPSIS', synopsis.join('\n.br\n'));
   out.push('.SH DESCRIPTION', roffParagraphs(spec.description));
-  if (spec.program) out.push(...commandIndex(program, opts.pages));
+  if (spec.program) out.push(...commandIndex(program, spec, opts.pages));
   const withOptions = cmds.filter(({ cmd }) => commandOptions(cmd).length > 0 || cmd.description());
   if (withOptions.length > 0 || spec.program) {
     out.push('.SH OPTIONS');

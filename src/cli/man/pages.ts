@@ -207,6 +207,46 @@ The agent session is resolved as oh-hai bridge resolves it (--session, MA2H_SESS
   seeAlso: ['oh-hai-bridge(1)', 'oh-hai-fleet(1)', 'oh-hai(1)'],
 };
 
+const inbox: PageSpec = {
+  name: 'oh-hai-inbox',
+  section: 1,
+  summary: "print the directives waiting in the agent's principal mailbox",
+  commands: ['inbox'],
+  description: `oh-hai inbox watch drains the principal mailbox, agent:<id>: directives a human sent to the agent rather than to one run. Like oh-hai bridge it prints every directive waiting \u2014 one summary line each \u2014 and exits 0, or waits up to the wait bound for the next; re-run it after every exit and branch on the exit code.
+
+It rides the same durable background connection as the bridge, on the principal leg: the connection long-polls GET /v1/inbox?wait=25 (each answered drain is also the agent's presence heartbeat), spools what arrives, and acknowledges exactly what this command has printed, so killing it loses nothing. Its state entry is <state root>/oh-hai/bridge/principal/<key>/.
+
+No session is involved: a human cannot stop it with the kill-switch, and there is no lease to lapse, so its epilogue is the bridge's minus the lease \u2014 what stops working when nothing drains this mailbox is delivery, not an address.
+
+One watcher per identity per machine: a second exits 10 and names the first. Do not kill the first to make room: this mailbox is addressed by agent id, so stopping that watcher costs delivery rather than an address. At scale prefer oh-hai bridge: each watcher is a poller and takes a per-identity lock.`,
+  environment: [
+    [NUMERIC_KNOBS.waitSeconds.env, `The wait bound, when --wait is not given (default ${NUMERIC_KNOBS.waitSeconds.fallback}).`],
+    ENV_HUB,
+    ENV_TOKEN,
+    ENV_TOKENS,
+    ...ENV_XDG,
+  ],
+  files: [
+    ['<state root>/oh-hai/bridge/principal/<key>/', `The principal leg's state entry (0700, files 0600), laid out as a session entry. ${STATE_ROOT}`],
+    FILE_CONFIG,
+    FILE_CREDENTIALS,
+  ],
+  exitStatus: [
+    ['0', 'The directives waiting were printed, or the wait elapsed with none. Act on anything printed, then run it again.'],
+    ['2', 'Usage error. Fix the command.'],
+    ['3', 'The credential is dead. Stop re-running; a human must fix it.'],
+    ['10', 'Another watcher for this identity already runs on this machine; the refusal names it. Do not kill it: stopping it costs delivery.'],
+    ['12', 'An entry failed verification \u2014 possible tampering. Stop; tell a human.'],
+    ['13', 'The Hub is unreachable (reconnect budget exhausted). Re-run with your own backoff; escalate if it repeats.'],
+    ['128 + N', 'Killed from outside by a signal it does not handle. Nothing failed; re-run when directives should flow again.'],
+  ],
+  examples: [
+    { text: 'As a background task, re-run after every exit:', code: 'oh-hai inbox watch' },
+    { text: 'For a program:', code: 'oh-hai inbox watch --raw' },
+  ],
+  seeAlso: ['oh-hai-bridge(1)', 'oh-hai-hub(1)', 'oh-hai(1)'],
+};
+
 const doctor: PageSpec = {
   name: 'oh-hai-doctor',
   section: 1,
@@ -407,4 +447,4 @@ Unknown keys are warnings naming the file and the key, never errors. A wrong typ
   seeAlso: ['oh-hai(1)', 'oh-hai-bridge(1)'],
 };
 
-export const PAGES: readonly PageSpec[] = [oh_hai, bridge, session, doctor, send, messages, fleet, hub, config];
+export const PAGES: readonly PageSpec[] = [oh_hai, bridge, session, inbox, doctor, send, messages, fleet, hub, config];
