@@ -56,6 +56,15 @@ export function party(hub: PeerHub, label: string, opts: { env?: NodeJS.ProcessE
   return p;
 }
 
+/** The same agent on another machine: same credential, its own HOME and state root (another `home`). */
+export function twin(hub: PeerHub, p: Party): Party {
+  const temp = tempEnv();
+  const env = { ...p.env, HOME: temp.env.HOME, XDG_STATE_HOME: temp.env.XDG_STATE_HOME, XDG_CONFIG_HOME: temp.env.XDG_CONFIG_HOME };
+  const t: Party = { ...p, temp, env, stateRoot: env.XDG_STATE_HOME! };
+  parties.push(t);
+  return t;
+}
+
 /** Run the CLI as this party in agent session `session` (none declared when null). */
 export function cli(p: Party, session: string | null, args: string[], opts: { env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<RunResult> {
   const env = { ...p.env, ...(session !== null ? { MA2H_AGENT_SESSION_ID: session } : {}), ...opts.env };
@@ -168,6 +177,10 @@ export function live(hub: PeerHub, p: Party, name?: string): Promise<SessionRec>
     { what: `a live session of ${p.id}${name !== undefined ? ` named ${name}` : ''}` },
   );
 }
+
+/** The party's session once its connection holds an open stream on it. */
+export const attached = (hub: PeerHub, p: Party): Promise<SessionRec> =>
+  waitFor(() => sessionsOf(hub, p).find((s) => s.state === 'active' && s.streams.size > 0), { what: `an open stream of ${p.id}` });
 
 /** Stream connects (2xx or not) the peer Hub saw for one session. */
 export const streamConnects = (hub: PeerHub, sessionId: string) =>
