@@ -22,7 +22,8 @@ let consumer: ConsumerRecord | null = null;
 beforeAll(async () => {
   // A hold longer than the test, so the connection does not reconnect (and rewrite session.json) mid-way.
   hub = await startHub({ args: ['--stream-max-hold-seconds', '600'] });
-  b = await Bench.create(hub, 'real-bridge', { OH_HAI_HEARTBEAT_MS: '600000' });
+  // A heartbeat slower than the test (no consumer.json rewrites), judged stale only past it.
+  b = await Bench.create(hub, 'real-bridge', { OH_HAI_HEARTBEAT_MS: '600000', OH_HAI_STALE_HOLDER_SECONDS: '600' });
 });
 
 afterAll(async () => {
