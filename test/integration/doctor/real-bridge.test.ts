@@ -32,8 +32,9 @@ afterAll(async () => {
     process.kill(consumer.pid, 'SIGTERM');
     await waitFor(() => isSameProcessAlive(consumer!) === 'dead', { what: 'the connection to stop' });
   }
-  b.cleanup();
-  await hub.dispose();
+  // beforeAll may have failed half-way (a Hub that never came up): clean up what exists.
+  if (b) b.cleanup();
+  if (hub) await hub.dispose();
 });
 
 describe('doctor --self-test against a real oh-hai bridge', () => {
