@@ -88,10 +88,9 @@ export const failingNames = (r: DoctorReport): string[] => [
   ...(r.self_test?.steps.filter((s) => s.status === 'fail').map((s) => `self-test ${s.name}`) ?? []),
 ];
 
-const pad = (s: string, n: number): string => (s.length >= n ? s + ' ' : s.padEnd(n));
 
 function lines(status: string, name: string, width: number, detail: string, fix: string | undefined): string[] {
-  const out = [`${pad(status, 5)} ${pad(name, width)} ${detail}`];
+  const out = [`${status.padEnd(5)} ${name.padEnd(width)} ${detail}`];
   if (fix !== undefined) out.push(`${' '.repeat(6 + width + 1)}fix: ${fix}`);
   return out;
 }
