@@ -31,7 +31,9 @@ try {
   const to = `agent:${receiver.id}#${session}`;
   const latencies = [];
   for (let n = 0; n < SAMPLES; n++) {
-    const reader = spawn(process.execPath, [bin, 'bridge', '--wait', '30'], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+    const reader = spawn(process.execPath, [bin, 'bridge', '--wait', '30'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    reader.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
     const marker = `latency sample ${n}`;
     const printed = new Promise((resolve) => {
       let out = '';
@@ -40,9 +42,11 @@ try {
         if (out.includes(marker)) resolve(performance.now());
       });
     });
-    const exited = new Promise((r) => reader.once('exit', r));
+    let gone = false;
+    const exited = new Promise((r) => reader.once('exit', r)).then(() => (gone = true));
     // Measure the steady state: the reader has claimed the entry and is waiting.
-    await until(() => readJson('reader.json')?.pid === reader.pid, 'the reader to wait');
+    await until(() => gone || readJson('reader.json')?.pid === reader.pid, 'the reader to wait');
+    if (gone) throw new Error(`sample ${n}: the reader exited before the send:\n${stderr}`);
     await new Promise((r) => setTimeout(r, 50));
     await hub.call(sender.token, 'POST', '/v1/messages', { to, intent: 'notify', text: marker });
     const t0 = performance.now();

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import { isSameProcessAlive, parentPid, stampOf } from '../../../src/spool/index
 import { collect, startOhHai } from '../../helpers/cli.js';
 import type { TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
+import { descendants } from './proc.js';
 import { agent, bridge, consumerOf, directive, entryDir, hubCall, leaseLine, registered, spooled, startBridge, stopConsumers, testHub, type Agent } from './world.js';
 
 /**
@@ -40,17 +41,6 @@ async function fresh(env: NodeJS.ProcessEnv = {}): Promise<Agent> {
 
 const consumerPid = (dir: string): number => consumerOf(dir)!.pid;
 const NO_FATAL = /FATAL|STOOD DOWN/;
-
-function descendants(root: number): number[] {
-  const all = readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
-  const found: number[] = [];
-  const frontier = [root];
-  while (frontier.length > 0) {
-    const p = frontier.pop()!;
-    for (const pid of all) if (parentPid(pid) === p && !found.includes(pid)) (found.push(pid), frontier.push(pid));
-  }
-  return found;
-}
 
 describe('oh-hai bridge exit codes against the reference Hub', () => {
   it('0: prints the mail that arrives while it waits; the reader is never the connection\'s parent', async () => {

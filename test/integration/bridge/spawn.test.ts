@@ -3,24 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isSameProcessAlive, parentPid, stampOf } from '../../../src/spool/index.js';
+import { descendants } from './proc.js';
 import { repoRoot } from '../../helpers/cli.js';
 import { waitFor } from '../../helpers/wait.js';
 
 // The launcher runs its intermediate from dist/, so the test drives the built module.
 type SpawnModule = typeof import('../../../src/cli/spawn/index.js');
 const load = (): Promise<SpawnModule> => import(path.join(repoRoot, 'dist', 'cli', 'spawn', 'index.js')) as Promise<SpawnModule>;
-
-/** Every pid below `root` in the process tree (by /proc ppid). */
-function descendants(root: number): number[] {
-  const all = readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
-  const found: number[] = [];
-  const frontier = [root];
-  while (frontier.length > 0) {
-    const p = frontier.pop()!;
-    for (const pid of all) if (parentPid(pid) === p && !found.includes(pid)) (found.push(pid), frontier.push(pid));
-  }
-  return found;
-}
 
 const sessionId = (pid: number): string | null => {
   try {

@@ -4,6 +4,7 @@ import { collect, runOhHai, startOhHai, type RunResult } from '../../helpers/cli
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
 import { startHub, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
+import { gone } from './proc.js';
 
 /** One agent with its own HOME and state root, running the real CLI against a real Hub. */
 export interface Agent {
@@ -95,15 +96,6 @@ export async function directive(hub: TestHub, to: string, text: string): Promise
 }
 
 export const hubCall = call;
-
-const gone = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? false;
-  } catch {
-    return true;
-  }
-};
 
 /** Stop every background connection an agent's state root recorded (cleanup). */
 export async function stopConsumers(a: Agent): Promise<void> {
