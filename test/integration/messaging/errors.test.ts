@@ -72,6 +72,10 @@ describe('sending: refusals and transient failures', () => {
     expect(r.stderr.match(/attempt \d failed \(503 unavailable\); retrying in/g)).toHaveLength(2);
     const list = await as(alice, null, ['messages', 'list', '--json']);
     expect(list.stdout.split('\n').filter((l) => l.includes('survives two 503s'))).toHaveLength(1);
+    // Nothing drains bob's mailbox here: the track stays at queued, the Hub's instant verbatim.
+    const id = (JSON.parse(r.stdout) as { id: string; track: { at: string }[] }).id;
+    const lines = await as(alice, null, ['messages', 'list']);
+    expect(lines.stdout).toMatch(new RegExp(`^${id} · notify → ${bob.address} · queued · queued \\S+Z · "survives two 503s"$`, 'm'));
 
     await hub.faults([{ class: 'messages', action: 'status', status: 503 }]);
     const down = await as(alice, null, ['send', '--to', bob.address, 'never queued']);
