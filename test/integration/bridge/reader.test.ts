@@ -112,6 +112,19 @@ describe('oh-hai bridge against a staged entry (the reader itself)', () => {
     }
   });
 
+  it('stdout closed under it (EPIPE): exit 141, the cursor never passes the record that failed', async () => {
+    st = stage();
+    st.consumerRunning();
+    st.append(Array.from({ length: 50 }, (_, i) => message(`record ${i + 1}`)));
+    const child = startOhHai(['bridge', '--wait', '0'], { env: st.env });
+    child.stdout!.destroy();
+    const r = await collect(child);
+    expect(r.code).toBe(141);
+    expect(r.stderr).toMatch(/^oh-hai bridge: FATAL \(exit 141, stdout_closed\) — stdout was closed/m);
+    expect(r.stderr).toMatch(EPILOGUE);
+    expect(st.cursor().seq).toBeLessThan(50);
+  });
+
   it('--exit-codes prints the table with no credential and no Hub', async () => {
     const r = await runOhHai(['bridge', '--exit-codes'], { env: { PATH: process.env.PATH } });
     expect(r.code).toBe(0);

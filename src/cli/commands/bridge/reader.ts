@@ -84,6 +84,10 @@ export class Reader {
   }
 
   async execute(): Promise<Outcome> {
+    // A closed stdout (EPIPE) fails the write in flight, which the printer turns into its
+    // outcome; the stream's 'error' event, emitted after it, must not crash the process. It
+    // stays attached: the event can come after this run has returned.
+    this.run.io.stdout.on('error', () => undefined);
     let outcome: Outcome;
     try {
       outcome = await this.body();
