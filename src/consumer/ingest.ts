@@ -5,9 +5,13 @@ import { stop, type Stop } from './stops.js';
 import { verifyBatch, type Signed, type VerifyContext } from './verify.js';
 
 /**
- * The safety property's first half: verify → dedup on entry.id → append + fsync → ledger →
- * (then the acker sends `ack delivered`). Nothing reaches the spool unverified, no entry is
- * spooled twice, and a failed write is never retried.
+ * The safety property's first half: verify → dedup on entry.id → append + fsync, then (in
+ * `commit`, which every ack round calls first) the ledger and the seen-jti set, then `ack
+ * delivered`. Nothing reaches the spool unverified, no entry is spooled twice, nothing is
+ * acked before the ledger holds it, and a failed write is never retried. Deferring the
+ * ledger to the ack round lets a burst of batches share its fsync: an entry spooled but not
+ * yet ledgered when the process dies was never acked, so the Hub redelivers it and
+ * `readmit` ledgers it from its spool record.
  */
 export interface IngestDeps {
   spool: Spool;
@@ -25,6 +29,8 @@ const REFUSAL_MEMORY = 10_000;
 
 export class Ingest {
   private readonly refusalsLogged = new Set<string>();
+  /** Spooled, not yet in the ledger (nothing of these has been acked). */
+  private unledgered: { id: string; seq: number; session: string | null }[] = [];
 
   constructor(private readonly d: IngestDeps) {}
 
@@ -59,21 +65,26 @@ export class Ingest {
     try {
       if (fresh.length > 0) {
         const written = this.d.spool.append(fresh.map((a) => ({ type: 'entry' as const, session: session ?? arrived.address, entry: a.entry, signature: a.signature })));
-        this.d.ledger.recordSpooled(
-          written.flatMap((r) => (r.type === 'entry' ? [{ id: r.entry.id, seq: r.seq, session }] : [])),
-        );
+        for (const r of written) if (r.type === 'entry') this.unledgered.push({ id: r.entry.id, seq: r.seq, session });
       }
-      for (const a of [...verdict.accepted, ...verdict.refused]) this.d.seen.add(a.jti, a.t);
-      this.d.seen.persist();
     } catch (e) {
       return { ok: false, stop: this.writeFailed(e) };
     }
-    try {
-      this.readmit(redelivered, session);
-    } catch (e) {
-      return { ok: false, stop: this.writeFailed(e) };
-    }
+    for (const a of [...verdict.accepted, ...verdict.refused]) this.d.seen.add(a.jti, a.t);
+    this.readmit(redelivered, session);
     return { ok: true, spooled: fresh.length, redelivered: redelivered.length };
+  }
+
+  /**
+   * Make what was spooled ackable: ledger it and persist the seen jtis, before any ack is
+   * sent. Throws the write error (the caller stops; never retried).
+   */
+  commit(): void {
+    if (this.unledgered.length > 0) {
+      this.d.ledger.recordSpooled(this.unledgered);
+      this.unledgered = [];
+    }
+    this.d.seen.persist();
   }
 
   /**
@@ -83,16 +94,17 @@ export class Ingest {
    * as the cursor says — never acknowledged just because it was seen before.
    */
   private readmit(entries: readonly Entry[], session: string | null): void {
-    const found = entries.flatMap((e) => {
-      const at = this.d.ledger.has(e.id) ? null : this.d.spool.spooledAt(e.id);
+    const waiting = new Set(this.unledgered.map((u) => u.id));
+    for (const e of entries) {
+      if (this.d.ledger.has(e.id) || waiting.has(e.id)) continue;
+      const at = this.d.spool.spooledAt(e.id);
       // On the principal leg the spooled `session` is an address: the ledger keeps null.
-      return at ? [{ id: e.id, seq: at.seq, session: session === null ? null : at.session }] : [];
-    });
-    this.d.ledger.recordSpooled(found);
+      if (at) this.unledgered.push({ id: e.id, seq: at.seq, session: session === null ? null : at.session });
+    }
   }
 
   /** A failed write or fsync is never retried (fsyncgate): stop acking and stop. */
-  private writeFailed(e: unknown): Stop {
+  writeFailed(e: unknown): Stop {
     const message =
       `${e instanceof Error ? e.message : String(e)}. Not retried: nothing more is acked, and every entry not yet acknowledged ` +
       'stays at the Hub and is redelivered to the next consumer, which recovers the spool first';

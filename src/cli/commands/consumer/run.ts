@@ -4,7 +4,6 @@ import { EXIT } from '../../exit-codes.js';
 import type { CliIO } from '../../io.js';
 import { VERSION } from '../../main.js';
 import { usageError, type Outcome } from '../../outcome.js';
-import { processInspector, resolveBridge } from '../../resolve/index.js';
 import type { ConsumerFlags } from './register.js';
 
 const RESOLVE_FLAGS = ['session', 'hub', 'stateHome', 'allowFrom', 'transport', 'interval', 'maxRetries', 'agent'] as const;
@@ -28,6 +27,8 @@ async function locate(flags: ConsumerFlags, io: CliIO): Promise<{ ok: true; dir:
       outcome: usageError('name the state entry: --entry <dir> (as the reader does), or for a service manager --mode direct --session <name> (a unit must name its mailbox)'),
     };
   }
+  // Loaded only here: the reader-started consumer (--entry) never needs flag resolution.
+  const { processInspector, resolveBridge } = await import('../../resolve/index.js');
   const resolved = await resolveBridge({
     flags: {
       session: flags.session,

@@ -1,0 +1,84 @@
+import type { Capability, ConsumerIdentity } from '../hub/contract/index.js';
+import type { HubClient } from '../hub/client/index.js';
+import type { ConsumerSettings } from '../spool/index.js';
+import type { Clock } from '../util/clock.js';
+import { sleep } from './async.js';
+import { classifyClosed, classifyFailure, type Disposition, type FailureContext } from './classify.js';
+import type { HubClock } from './hub-clock.js';
+import type { SessionKeeper } from './session.js';
+
+/**
+ * One round of each way of draining: an SSE hold, a session long-poll, a principal drain.
+ * A round returns null to go round again at once, or what went wrong for the caller to
+ * apply (stop, back off, replace the session).
+ */
+export interface RoundContext {
+  client: HubClient;
+  capability: Capability;
+  identity: ConsumerIdentity;
+  settings: ConsumerSettings;
+  clock: Clock;
+  hubClock: HubClock;
+  signal: AbortSignal;
+  stopped(): boolean;
+  /** A connect or drain succeeded: refills the retry budget, marks the consumer running. */
+  connected(): void;
+  failureContext(operation: string, sessionId: string | null): FailureContext;
+  /** Verify, spool and ledger a batch (on the serial queue); resolves with how many were new. */
+  deliver(raws: readonly unknown[], session: string | null): Promise<number>;
+}
+
+export async function streamRound(ctx: RoundContext, keeper: SessionKeeper, sid: string): Promise<Disposition | null> {
+  const end = await ctx.client.openStream(sid, {
+    signal: ctx.signal,
+    capability: ctx.capability,
+    onOpen: (ev, serverDate) => {
+      ctx.connected();
+      ctx.hubClock.note(serverDate, 'date');
+      keeper.renewed({ id: ev.session, expires_at: ev.expires_at, lease_seconds: ev.lease_seconds });
+    },
+    onEntries: async (ev) => {
+      await ctx.deliver(ev.messages, sid);
+    },
+  });
+  if (ctx.stopped()) return null;
+  switch (end.kind) {
+    case 'hold_bound':
+      // The normal end of every hold: the connect is the renewal, so reconnect at once, no budget spent.
+      return null;
+    case 'closed':
+      return classifyClosed(end.reason, ctx.failureContext('stream', sid));
+    case 'eof':
+      return { kind: 'fault', message: `stream on ${sid}: the connection ended without a reconnect or closed event (dropped mid-hold)`, retryAfterSeconds: null };
+    case 'failure':
+      return classifyFailure(end.failure, ctx.failureContext('stream connect', sid));
+  }
+}
+
+export async function pollRound(ctx: RoundContext, keeper: SessionKeeper, sid: string): Promise<Disposition | null> {
+  const r = await ctx.client.drain({ session: sid, signal: ctx.signal });
+  if (ctx.stopped()) return null;
+  if (!r.ok) return classifyFailure(r.failure, ctx.failureContext('drain', sid));
+  ctx.connected();
+  ctx.hubClock.note(r.serverDate, 'date');
+  if (r.value.session) keeper.renewed(r.value.session);
+  const fresh = await ctx.deliver(r.value.messages, sid);
+  // A drain that brought new mail may have left more behind the batch limit: drain again at once.
+  if (fresh === 0) await sleep(ctx.settings.interval_seconds * 1000, ctx.signal);
+  return null;
+}
+
+/** GET /v1/inbox?wait=<the Hub's max wait>, no session: entries addressed to agent:<id> exactly. */
+export async function principalRound(ctx: RoundContext): Promise<Disposition | null> {
+  const started = ctx.clock.monotonic();
+  const r = await ctx.client.drain({ wait: ctx.capability.inbound.max_wait_seconds ?? 25, signal: ctx.signal });
+  if (ctx.stopped()) return null;
+  if (!r.ok) return classifyFailure(r.failure, ctx.failureContext('principal drain', null));
+  ctx.connected();
+  ctx.hubClock.note(r.serverDate, 'date');
+  const fresh = await ctx.deliver(r.value.messages, null);
+  // The interval is a floor under a Hub that answers at once (an unacknowledged entry is
+  // handed back immediately), not a pause after a held drain.
+  if (fresh === 0) await sleep(ctx.settings.interval_seconds * 1000 - (ctx.clock.monotonic() - started), ctx.signal);
+  return null;
+}

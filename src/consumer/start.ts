@@ -1,0 +1,86 @@
+import { rmSync } from 'node:fs';
+import { EXIT } from '../cli/exit-codes.js';
+import { acquireLock, ENTRY_FILES, isSameProcessAlive, openStateEntry, type ConsumerSettings, type StateEntry } from '../spool/index.js';
+import type { Clock } from '../util/clock.js';
+import { formatDuration } from '../util/duration.js';
+import { Consumer } from './consumer.js';
+import { readKnobs } from './knobs.js';
+import { stop, type Stop } from './stops.js';
+
+export interface ConsumerOptions {
+  dir: string;
+  mode: 'auto' | 'direct';
+  env: NodeJS.ProcessEnv;
+  clock: Clock;
+  pid: number;
+  /** Direct mode logs here as well as to bridge.log. */
+  stderr: NodeJS.WritableStream | null;
+  /** Aborted from outside (SIGTERM, SIGINT): a clean stop. The reason names the signal. */
+  shutdown: AbortSignal;
+  version: string;
+  /** Direct mode with --session resolved its own settings: written to settings.json once the lock is ours. */
+  settings?: ConsumerSettings | null;
+  random?: () => number;
+}
+
+/**
+ * How a consumer ended. `stopped` was recorded in consumer.json before returning;
+ * `refused` never took the entry (no entry, or another consumer holds it) and wrote nothing.
+ */
+export type ConsumerEnd = { kind: 'stopped'; stop: Stop } | { kind: 'refused'; stop: Stop };
+
+const LOCK_STALE_MS = 10_000;
+
+/** Take the entry (one consumer per entry) and run a consumer on it until it stops. Never throws for an expected condition. */
+export async function runConsumer(opts: ConsumerOptions): Promise<ConsumerEnd> {
+  const knobs = readKnobs(opts.env);
+  if (!knobs.ok) return { kind: 'refused', stop: stop(knobs.error.exit, 'bad_settings', knobs.error.message) };
+  const opened = openStateEntry(opts.dir, { create: false, log: { clock: opts.clock, pid: opts.pid } });
+  if (!opened.ok) {
+    return { kind: 'refused', stop: stop(EXIT.usage, 'bad_settings', `--entry ${opts.dir}: ${opened.reason}; the reader (oh-hai bridge) creates the entry and starts the consumer`) };
+  }
+  const entry = opened.value;
+  let compromisedBy: string | null = null;
+  const take = () =>
+    acquireLock(entry.dir, ENTRY_FILES.consumerLock, {
+      staleMs: LOCK_STALE_MS,
+      clock: opts.clock,
+      onCompromised: (err) => {
+        compromisedBy = err.message;
+      },
+    });
+  let locked = await take();
+  if (!locked.ok && locked.code === 'held' && holderIsDead(entry)) {
+    // A consumer killed with -9 leaves a fresh-looking lock for up to LOCK_STALE_MS; its record
+    // (written right after it took the lock) says by pid and start time that it is gone.
+    entry.log('consumer.lock is held by a consumer that no longer exists; taking it over');
+    rmSync(entry.path(ENTRY_FILES.consumerLock), { recursive: true, force: true });
+    locked = await take();
+  }
+  if (!locked.ok) return { kind: 'refused', stop: refusal(entry, opts, locked.reason) };
+  if (opts.settings) entry.write('settings', opts.settings);
+  const consumer = new Consumer(entry, locked.lock, knobs.value, opts, () => compromisedBy);
+  return { kind: 'stopped', stop: await consumer.run() };
+}
+
+function holderIsDead(entry: StateEntry): boolean {
+  const rec = entry.read('consumer');
+  return rec.state === 'ok' && isSameProcessAlive(rec.value) === 'dead';
+}
+
+/** Another consumer holds the entry: say who, from its record, without touching that record. */
+function refusal(entry: StateEntry, opts: ConsumerOptions, reason: string): Stop {
+  const rec = entry.read('consumer');
+  const holder =
+    rec.state === 'ok'
+      ? `pid ${rec.value.pid} on ${rec.value.host}, ${rec.value.state} since ${new Date(rec.value.started_at).toISOString()}, heartbeat ${formatDuration(opts.clock.now() - rec.value.heartbeat_at)} ago`
+      : rec.state === 'absent'
+        ? 'no consumer record yet (it is starting)'
+        : `its record could not be read (${rec.reason})`;
+  const message = `another consumer already drains this entry (${holder}); ${reason}. Leave it running: the reader adopts it`;
+  entry.log(`refused to start: ${message}`);
+  opts.stderr?.write(`oh-hai __consumer: ${message}\n`);
+  // Auto mode: the running consumer serves the entry, nothing failed. Direct mode: a
+  // supervised unit colliding with another consumer is a configuration a restart cannot fix.
+  return stop(opts.mode === 'direct' ? EXIT.held : EXIT.ok, 'consumer_running', message);
+}
