@@ -47,6 +47,15 @@ interface Prepared {
 
 const settingsFailure = (message: string): Stop => stop(EXIT.usage, 'bad_settings', message);
 
+/** Values the file's shape allows but a consumer cannot run with. */
+function settingsProblem(s: ConsumerSettings): string | null {
+  if (!(s.unattended_max_seconds > 0)) {
+    return `unattended_max_seconds is ${s.unattended_max_seconds}: it must be greater than 0 — 0 or less never disabled the unattended bound (a connection under a service manager runs with --mode direct, which has none)`;
+  }
+  if (!(s.interval_seconds > 0)) return `interval_seconds is ${s.interval_seconds}: the long-poll interval must be greater than 0`;
+  return null;
+}
+
 /**
  * One consumer's life on an entry it has locked: prepare (settings, credential, state
  * files), drain until a stop, and record that stop in consumer.json before returning it.
@@ -145,6 +154,11 @@ export class Consumer {
   private async prepare(): Promise<Prepared | null> {
     const settings = this.readSettings();
     if (!settings) return null;
+    const problem = settingsProblem(settings);
+    if (problem) {
+      this.stopWith(settingsFailure(`${this.entry.path(ENTRY_FILES.settings)}: ${problem}`));
+      return null;
+    }
     this.settings = settings;
     this.budget = this.newBudget(settings.max_retries);
     const parsed = parsePolicy(settings.allow_from ?? []);

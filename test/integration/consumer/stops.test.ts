@@ -1,9 +1,12 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { consumerHome } from '../../../src/consumer/index.js';
-import { selfStamp } from '../../../src/spool/index.js';
+import { selfStamp, sessionEntryDir, stateKey } from '../../../src/spool/index.js';
+import { runOhHai, startOhHai } from '../../helpers/cli.js';
 import type { TestHub } from '../../helpers/hub.js';
 import { FAST_HUB, hubCall, makeBench, startHub, waitFor, type Bench } from './harness.js';
 
@@ -329,5 +332,61 @@ describe('leases', () => {
     bench.start();
     await bench.waitRunning();
     expect(bench.session()).toMatchObject({ id: sid, pinned: true });
+  });
+});
+
+describe('refusals before draining', () => {
+  it('unattended_max_seconds ≤ 0 is a usage error (2): it never disabled the bound', async () => {
+    bench = await makeBench(hub);
+    bench.settings({ unattended_max_seconds: 0 });
+    await expectStop(bench, bench.start(), 2, 'bad_settings', /unattended_max_seconds is 0: it must be greater than 0/);
+  });
+
+  it('no settings.json → 2, naming the file and who writes it', async () => {
+    bench = await makeBench(hub);
+    await expectStop(bench, bench.start(), 2, 'bad_settings', /settings\.json: it does not exist; the reader writes it/);
+  });
+
+  it('a credential for another agent than the entry names → 3', async () => {
+    bench = await makeBench(hub);
+    bench.settings({ agent_id: 'agt_someone_else' });
+    await expectStop(bench, bench.start(), 3, 'credential_mismatch', /acts as agent agt_\w+, but this state entry belongs to agent agt_someone_else/);
+  });
+
+  it('--entry with resolution flags, or neither --entry nor a direct --session, is a usage error and writes nothing', async () => {
+    bench = await makeBench(hub);
+    const both = await bench.runToEnd(['--hub', hub.url]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/--entry takes every setting from the entry's settings\.json; drop --hub/);
+    const r = await runOhHai(['__consumer'], { env: bench.env });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--mode direct --session <name>/);
+    expect(bench.consumer()).toBeNull();
+  });
+});
+
+describe('--mode direct --session (a service manager resolves nothing for it)', () => {
+  it('resolves its own entry from flags, config and environment, writes settings.json, and drains under the session name', async () => {
+    bench = await makeBench(hub);
+    const p = startOhHai(['__consumer', '--mode', 'direct', '--session', 'svc-1', '--transport', 'poll', '--interval', '0.2'], {
+      env: { ...bench.env, MA2H_HUB_URL: hub.url },
+    });
+    bench.procs.push(p);
+    const dir = sessionEntryDir(path.join(bench.temp.root, 'state'), stateKey(hub.url, bench.me.id, 'svc-1'));
+    const read = (name: string) => {
+      try {
+        return JSON.parse(readFileSync(path.join(dir, name), 'utf8'));
+      } catch {
+        return null;
+      }
+    };
+    const rec = await waitFor(() => (read('consumer.json')?.state === 'running' ? read('consumer.json') : null), { what: 'the direct consumer running' });
+    expect(rec).toMatchObject({ mode: 'direct', transport: 'poll' });
+    expect(read('settings.json')).toMatchObject({ name: 'svc-1', session_key: 'svc-1', transport: 'poll', interval_seconds: 0.2 });
+    expect(read('session.json')).toMatchObject({ name: 'svc-1' });
+    p.kill('SIGTERM');
+    const code = await new Promise((r) => p.once('exit', r));
+    expect(code).toBe(0);
+    expect(read('consumer.json')).toMatchObject({ state: 'stopped', exit_code: 0, stop_reason: 'signal' });
   });
 });
