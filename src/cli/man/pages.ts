@@ -1,4 +1,4 @@
-import { NUMERIC_KNOBS } from '../../config/knobs.js';
+import { NUMERIC_KNOBS, type NumericKnob } from '../../config/knobs.js';
 import { BRIDGE_EXIT_TABLE, DOCTOR_EXIT_TABLE, type ExitRow } from '../exit-codes.js';
 import type { PageSpec } from './generate.js';
 
@@ -378,6 +378,14 @@ The test knobs (--lease-min-seconds, --stream-max-hold-seconds, \u2026) shrink e
   seeAlso: ['oh-hai(1)', 'oh-hai-bridge(1)', 'oh-hai-fleet(1)'],
 };
 
+const KNOB_MEANING: Record<NumericKnob, string> = {
+  waitSeconds: 'The reader\u2019s wait bound when nothing is waiting (0 prints what is waiting and exits). Flag --wait.',
+  unattendedMaxSeconds:
+    'A connection oh-hai bridge started stops after this long with no attending reader, leaving the session to lapse. Must be greater than 0: 0 or less never disabled the bound. A connection under a service manager (--mode direct) has none.',
+  intervalSeconds: 'The long-poll interval (the principal drain\u2019s floor). Flag --interval.',
+  maxRetries: 'The reconnect budget for genuine faults (transport errors, 5xx) before exit 13. Flag --max-retries.',
+};
+
 const knobRows: [string, string][] = Object.values(NUMERIC_KNOBS).map((k) => [
   k.env,
   `[bridge] ${k.key}; default ${k.fallback}${k.integer ? '' : ' (fractions allowed)'}.`,
@@ -397,10 +405,10 @@ Unknown keys are warnings naming the file and the key, never errors. A wrong typ
       items: [
         ['[hub] url', 'The Hub origin (https://hub.example.com). A path, query, fragment or user:password@ is refused. Flag --hub; environment MA2H_HUB_URL. No Hub URL anywhere is exit 2 naming the three fixes.'],
         ['[bridge] allow_from', 'The sender policy: a list of any-in-account, agent:<id> or agent:<id>#<session id>. Flag --allow-from (overrides the file entirely). Not declared: fail-closed. allow_from = [] is a declared policy that admits nobody.'],
-        ...Object.values(NUMERIC_KNOBS).map((k): [string, string] => [
-          `[bridge] ${k.key}`,
-          `${k.integer ? 'A whole number' : 'Seconds'}; default ${k.fallback}; environment ${k.env}.`,
-        ]),
+        ...(Object.keys(NUMERIC_KNOBS) as NumericKnob[]).map((name): [string, string] => {
+          const k = NUMERIC_KNOBS[name];
+          return [`[bridge] ${k.key}`, `${KNOB_MEANING[name]} ${k.integer ? 'A whole number' : 'Seconds'}; default ${k.fallback}; environment ${k.env}.`];
+        }),
         ['[bridge] transport', 'auto (SSE when the Hub offers it, else long-poll), sse or poll. Flag --transport.'],
       ],
     },
