@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collect, startOhHai } from '../../helpers/cli.js';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
-import { listEntries } from '../../../src/spool/index.js';
+import { listEntries, parseReaderRecord, readRecord } from '../../../src/spool/index.js';
 import { as, party, stopAll, type Envelope, type Party } from './world.js';
 
 /** `oh-hai inbox watch`: the principal leg on the bridge's durable connection. */
@@ -28,6 +28,16 @@ describe('inbox watch', () => {
     expect(r.status).toBe(202);
     return r.body.message.id as string;
   };
+  /** Wait until the watcher `pid` holds the principal entry (its reader record names it). */
+  const holds = (pid: number) =>
+    waitFor(
+      () => {
+        const dir = listEntries(bob.stateRoot).find((l) => l.leg === 'principal')?.dir;
+        const r = dir ? readRecord(dir, 'reader.json', parseReaderRecord) : null;
+        return r?.state === 'ok' && r.value.pid === pid;
+      },
+      { what: `watcher pid ${pid} to hold the principal mailbox` },
+    );
   const watchOnce = (args: string[] = []) => as(bob, null, ['inbox', 'watch', '--raw', '--wait', '1', '--allow-from', 'any-in-account', ...args]);
   const watchUntil = async (done: (seen: Envelope[]) => boolean) => {
     const seen: Envelope[] = [];
@@ -80,17 +90,17 @@ describe('inbox watch', () => {
   it('a second watcher on the machine exits 10 naming the first, and says this mailbox has no lease to lapse', async () => {
     const first = startOhHai(['inbox', 'watch', '--wait', '30'], { env: bob.env });
     const done = collect(first);
-    await waitFor(async () => {
+    await holds(first.pid!);
+    {
       const second = await as(bob, null, ['inbox', 'watch', '--wait', '1']);
-      if (second.code !== 10) return null;
+      expect(second.code, second.stderr).toBe(10);
       expect(second.stderr).toMatch(
         new RegExp(
           `oh-hai inbox watch: FATAL \\(exit 10, watcher_held\\) — another watcher already drains this agent's principal mailbox on this machine: pid ${first.pid} on \\S+, holding for \\d+s, heartbeat \\d+s ago\\.`,
         ),
       );
       expect(second.stderr).toContain(`This mailbox (${bob.address}) is addressed by agent id and has no session lease to lapse`);
-      return true;
-    }, { what: 'the second watcher to be refused' });
+    }
     // The first is undisturbed: it still prints what arrives.
     await directive('d3: for the first watcher');
     const r = await done;
@@ -101,7 +111,7 @@ describe('inbox watch', () => {
   it('killing the foreground loses nothing: the next run prints what arrived meanwhile', async () => {
     const fg = startOhHai(['inbox', 'watch', '--wait', '30'], { env: bob.env });
     const done = collect(fg);
-    await waitFor(async () => (await as(bob, null, ['inbox', 'watch', '--wait', '0.2'])).code === 10, { what: 'the foreground to hold the mailbox' });
+    await holds(fg.pid!);
     fg.kill('SIGKILL');
     await done;
     await directive('d4: while nobody watched');
