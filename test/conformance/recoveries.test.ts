@@ -33,7 +33,7 @@ describe('faults spend the retry budget, then 13', () => {
   });
 
   it('5xx on stream connects after registering → 13; dropped connections count as faults too', async () => {
-    for (const fault of [{ status: 500 }, { drop: true as const }]) {
+    for (const fault of [{ status: 500 }, { drop: 'before' as const }]) {
       const hub = await peerHub();
       const a = party(hub, 'flaky');
       expect((await bridge(a, 's', ['--max-retries', '1', '--wait', '0.5'])).code).toBe(0);

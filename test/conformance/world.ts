@@ -4,7 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import { collect, runOhHai, startOhHai, type RunResult } from '../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
-import { startPeerHub, type PeerHub, type PeerHubOptions, type SessionRec } from '../peer-hub/index.js';
+import { startPeerHub, type MessageRec, type PeerHub, type PeerHubOptions, type SessionRec } from '../peer-hub/index.js';
 
 /**
  * The conformance world: the peer Hub (written from MA2H.md alone) in this process, and
@@ -196,3 +196,29 @@ export function envelopes(stdout: string): { seq: number; type: string; session?
     .filter((l) => l !== '')
     .map((l) => JSON.parse(l) as { seq: number; type: string });
 }
+
+/**
+ * Two agents on machines of their own, each with a registered bridge session ('A' and 'B')
+ * that accepts asks from the account.
+ */
+export async function pair(opts: PeerHubOptions = {}): Promise<{ hub: PeerHub; a: Party; b: Party; aAddr: string; bAddr: string }> {
+  const hub = await peerHub(opts);
+  const a = party(hub, 'asker');
+  const b = party(hub, 'answerer');
+  for (const [p, name] of [[a, 'A'], [b, 'B']] as const) {
+    const r = await bridge(p, name, ['--allow-from', 'any-in-account', '--wait', '0.5']);
+    if (r.code !== 0) throw new Error(`bridge ${name} exited ${r.code}: ${r.stderr}`);
+  }
+  const sa = await live(hub, a, 'A');
+  const sb = await live(hub, b, 'B');
+  return { hub, a, b, aAddr: `agent:${a.id}#${sa.id}`, bAddr: `agent:${b.id}#${sb.id}` };
+}
+
+export const messageWith = (hub: PeerHub, text: string): MessageRec => [...hub.store.messages.values()].find((m) => m.text === text)!;
+
+/** How the CLI shows an id or address: bare when printable ASCII, else JSON-quoted. */
+export const shownId = (s: string): string => (/^[\x21-\x7e]+$/.test(s) ? s : JSON.stringify(s));
+
+/** Wait until the peer Hub has the message's entry acknowledged (a reader read it). */
+export const acknowledged = (hub: PeerHub, m: MessageRec): Promise<boolean> =>
+  waitFor(() => hub.store.entry(m.entryId!)?.acknowledged === true, { what: `${m.id} acknowledged` });

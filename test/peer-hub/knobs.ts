@@ -41,8 +41,12 @@ export interface RequestInfo {
   query: URLSearchParams;
 }
 
-/** A fault the Hub serves instead of the real answer. */
-export type Fault = { status: number; code?: string; retryAfterSeconds?: number } | { drop: true };
+/**
+ * A fault. `status`: answered instead of the real answer. `drop: 'before'`: the connection is
+ * cut without handling the request; `drop: 'after'`: the request takes effect, then the
+ * connection is cut before the answer (a lost response).
+ */
+export type Fault = { status: number; code?: string; retryAfterSeconds?: number } | { drop: 'before' | 'after' };
 
 export interface PeerKnobs {
   protocol: string;

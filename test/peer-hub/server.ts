@@ -116,7 +116,7 @@ export async function startPeerHub(opts: PeerHubOptions = {}): Promise<PeerHub> 
     rec.route = route.name;
 
     const fault = knobs.fault?.({ method: req.method ?? '', route: route.name, path: url.pathname, query: url.searchParams }) ?? null;
-    if (fault !== null) {
+    if (fault !== null && !('drop' in fault && fault.drop === 'after')) {
       if ('drop' in fault) {
         req.socket.destroy();
         return;
@@ -155,6 +155,10 @@ export async function startPeerHub(opts: PeerHubOptions = {}): Promise<PeerHub> 
       },
     };
     const reply: Reply = await route.handle(ctx);
+    if (fault !== null) {
+      req.socket.destroy();
+      return;
+    }
     if (reply === 'streaming' || res.headersSent || res.destroyed) return;
     if (reply instanceof Refusal) return refuse(res, reply);
     sendJson(res, reply.status, reply.body, reply.headers);
