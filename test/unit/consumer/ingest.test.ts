@@ -1,0 +1,134 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Ingest } from '../../../src/consumer/ingest.js';
+import type { VerifyContext } from '../../../src/consumer/verify.js';
+import { signEntry } from '../../../src/hub/contract/index.js';
+import { Ledger, openStateEntry, SeenJti, type Spool } from '../../../src/spool/index.js';
+import { systemClock } from '../../../src/util/clock.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const NOW = Date.now();
+let n = 0;
+const delivery = (id: string, over: Record<string, unknown> = {}) => {
+  const entry = { id, kind: 'directive', from: 'human:acct_1', to: 'agent:agt_me#sess_a', created_at: '2026-09-18T14:18:00.000Z', text: `text of ${id}`, ...over };
+  return { entry, signature: signEntry('k', entry, Math.floor(NOW / 1000), `jti_${String(++n).padStart(16, '0')}`) };
+};
+
+function open(dir: string) {
+  const entry = openStateEntry(dir, { create: true });
+  if (!entry.ok) throw new Error(entry.reason);
+  const spool = entry.value.openSpool(systemClock);
+  const ledger = Ledger.open(dir);
+  const seen = SeenJti.load(dir);
+  if (!spool.ok || !ledger.ok || !seen.ok) throw new Error('state did not open');
+  const logs: string[] = [];
+  let healthy = true;
+  const ingest = new Ingest({ spool: spool.value, ledger: ledger.value, seen: seen.value, log: (t) => logs.push(t), lockHealthy: () => healthy });
+  const ctx = (admit: VerifyContext['admit'] = () => ({ admit: true })): VerifyContext => ({
+    agentId: 'agt_me',
+    leg: { leg: 'session', sessionId: 'sess_a' },
+    replayWindowSeconds: 300,
+    signatureAlgs: ['hmac-sha256'],
+    nowMs: NOW,
+    clock: null,
+    seen: (j) => seen.value.has(j),
+    admit,
+  });
+  const close = () => {
+    spool.value.close();
+    ledger.value.close();
+  };
+  return { ingest, spool: spool.value as Spool, ledger: ledger.value, seen: seen.value, logs, ctx, close, unhealthy: () => (healthy = false) };
+}
+
+const fresh = () => {
+  const d = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-ingest-'));
+  dirs.push(d);
+  return d;
+};
+const arrived = { session: 'sess_a', address: 'agent:agt_me#sess_a' };
+
+describe('Ingest', () => {
+  it('spools a verified batch in one append; the ledger and seen-jti set follow at commit, before any ack', () => {
+    const s = open(fresh());
+    const r = s.ingest.run([delivery('ent_1'), delivery('ent_2')], arrived, s.ctx());
+    expect(r).toEqual({ ok: true, spooled: 2, redelivered: 0 });
+    expect(s.spool.lastSeq()).toBe(2);
+    expect(s.ledger.pending()).toEqual([]);
+    s.ingest.commit();
+    expect(s.ledger.pending().map((p) => [p.id, p.seq, p.session, p.state])).toEqual([
+      ['ent_1', 1, 'sess_a', 'spooled'],
+      ['ent_2', 2, 'sess_a', 'spooled'],
+    ]);
+    const reloaded = SeenJti.load(s.spool.dir);
+    expect(reloaded.ok && reloaded.value.size).toBe(2);
+  });
+
+  it('never spools an entry id twice: a redelivery (new jti) is only re-acked', () => {
+    const s = open(fresh());
+    s.ingest.run([delivery('ent_1')], arrived, s.ctx());
+    const again = s.ingest.run([delivery('ent_1'), delivery('ent_1')], arrived, s.ctx());
+    expect(again).toEqual({ ok: true, spooled: 0, redelivered: 2 });
+    expect(s.spool.lastSeq()).toBe(1);
+  });
+
+  it('after a crash between the spool and the ledger, a redelivery ledgers the spooled record with its own seq — no second record', () => {
+    const dir = fresh();
+    const first = open(dir);
+    first.ingest.run([delivery('ent_1'), delivery('ent_2')], arrived, first.ctx());
+    first.close(); // died before any commit
+    const next = open(dir);
+    expect(next.ledger.pending()).toEqual([]);
+    expect(next.ingest.run([delivery('ent_2')], arrived, next.ctx())).toMatchObject({ ok: true, spooled: 0, redelivered: 1 });
+    next.ingest.commit();
+    expect(next.ledger.pending().map((p) => [p.id, p.seq])).toEqual([['ent_2', 2]]);
+    expect(next.spool.lastSeq()).toBe(2);
+  });
+
+  it('a batch with one bad delivery is refused whole: 12, nothing spooled', () => {
+    const s = open(fresh());
+    const r = s.ingest.run([delivery('ent_ok'), delivery('ent_bad', { x_extra: 1 })], arrived, s.ctx());
+    expect(r).toMatchObject({ ok: false, stop: { exit: 12, reason: 'verification_failed', message: /entry ent_bad failed verification \(entry_shape\).*Nothing from this delivery was spooled/ } });
+    expect(s.spool.lastSeq()).toBe(0);
+  });
+
+  it('a policy refusal is not a stop: the entry is skipped and logged once however often it is redelivered', () => {
+    const s = open(fresh());
+    const refuse = () => ({ admit: false as const, reason: 'no policy' });
+    for (let i = 0; i < 3; i += 1) expect(s.ingest.run([delivery('ent_ask')], arrived, s.ctx(refuse))).toEqual({ ok: true, spooled: 0, redelivered: 0 });
+    expect(s.spool.lastSeq()).toBe(0);
+    expect(s.logs.filter((l) => l.includes('refused entry ent_ask'))).toHaveLength(1);
+  });
+
+  it('a compromised lock stops before the append (1, lock_compromised)', () => {
+    const s = open(fresh());
+    s.unhealthy();
+    expect(s.ingest.run([delivery('ent_1')], arrived, s.ctx())).toMatchObject({ ok: false, stop: { exit: 1, reason: 'lock_compromised' } });
+    expect(s.spool.lastSeq()).toBe(0);
+  });
+
+  it('a failed append is never retried: 1, spool_write_failed, and nothing is ledgered', () => {
+    const s = open(fresh());
+    s.spool.close();
+    const r = s.ingest.run([delivery('ent_1')], arrived, s.ctx());
+    expect(r).toMatchObject({ ok: false, stop: { exit: 1, reason: 'spool_write_failed', message: /Not retried/ } });
+    s.ingest.commit();
+    expect(s.ledger.pending()).toEqual([]);
+  });
+
+  it('on the principal leg, records carry the principal address and the ledger no session', () => {
+    const s = open(fresh());
+    const principal = { ...s.ctx(), leg: { leg: 'principal' as const } };
+    s.ingest.run([delivery('ent_p', { to: 'agent:agt_me' })], { session: null, address: 'agent:agt_me' }, principal);
+    s.ingest.commit();
+    const [item] = s.spool.readAfter(0);
+    expect(item!.record).toMatchObject({ type: 'entry', session: 'agent:agt_me' });
+    expect(s.ledger.pending()).toEqual([{ id: 'ent_p', seq: 1, session: null, state: 'spooled' }]);
+  });
+});
