@@ -123,6 +123,7 @@ describe('send, ask, task and reply between two agents through a real Hub', () =
 
   it('a reply to something that takes none is refused with the reason', async () => {
     const sent = await as(alice, 'alice-1', ['send', '--json', '--to', bobAddr, 'n3: fyi']);
+    expect(sent.code, sent.stderr).toBe(0);
     const id = (JSON.parse(sent.stdout) as { id: string }).id;
     const seen = await readUntil(bob, 'bob-1', (s) => entriesOf(s).some((e) => e.message_id === id), 'the notify to reach bob');
     const entry = entriesOf(seen).find((e) => e.message_id === id)!;
