@@ -85,6 +85,24 @@ describe('bridge over SSE against the peer Hub', () => {
     expect(streamConnects(hub, sess).every((q) => /^home=[A-Za-z0-9._:-]+; host=[A-Za-z0-9._:-]+; pid=\d+$/.test(q.consumer ?? ''))).toBe(true);
   });
 
+  it('with no sender policy, an addressed ask is refused and never acked (the Hub keeps redelivering it); the directive alongside is read', async () => {
+    const hub = await peerHub();
+    const a = party(hub, 'strict');
+    const b = party(hub, 'asker');
+    const sess = await registeredBridge(hub, a, 'pol');
+    const here = `agent:${a.id}#${sess}`;
+    const ask = entryOf(hub, await sendAs(hub, b, { to: here, intent: 'ask', text: 'may I?' }));
+    const d = entryOf(hub, await directive(hub, here, 'carry on'));
+    await spooled(hub, [d]);
+    await waitFor(() => hub.store.entry(ask)!.signed >= 2, { what: 'the ask redelivered' });
+    const r = await bridge(a, 'pol', ['--wait', '5']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('"carry on"');
+    expect(r.stdout).not.toContain('may I?');
+    await waitFor(() => hub.store.entry(d)!.acknowledged, { what: 'the directive acknowledged' });
+    expect([hub.store.entry(ask)!.delivered, hub.store.entry(ask)!.acknowledged]).toEqual([false, false]);
+  });
+
   it('prints mail that arrives while it waits, then exits 0', async () => {
     const hub = await peerHub();
     const a = party(hub, 'waiter');

@@ -93,6 +93,19 @@ describe('the bridge exit for each MA2H status', () => {
     expect(r.stderr).toMatch(fatal(11));
   });
 
+  it('a pinned session whose lease runs out while streaming → 11 (it is never replaced)', async () => {
+    const hub = await peerHub({ sessionIdPrefix: 'sess_' });
+    const a = party(hub, 'pinned-live');
+    const created = await call(hub, a.token, 'POST', '/v1/sessions', { client_key: 'pinned-by-hand' });
+    const id = created.body.session.id as string;
+    const run = startBridge(a, 'ignored', ['--session', id, '--wait', '30']);
+    await attached(hub, a);
+    hub.store.lapseNow(id);
+    const r = await run.done;
+    expect(r.code, r.stderr).toBe(11);
+    expect(hub.requests.filter((q) => q.route === 'sessions.create')).toHaveLength(1);
+  });
+
   it('a pinned session that lapsed before the first run → 11', async () => {
     const hub = await peerHub({ sessionIdPrefix: 'sess_', leaseMinSeconds: 0.5 });
     const a = party(hub, 'lapsed');

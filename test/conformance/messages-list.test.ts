@@ -70,5 +70,9 @@ describe('messages list and show against the peer Hub', () => {
     const show = await cli(a, 'A', ['messages', 'show', m.id]);
     expect(show.stdout).toMatch(/bounced/);
     expect(show.stdout).toMatch(/delivered/);
+    // The bounce receipt reaches the sending run (§12: from is the original message's to).
+    const atA = await bridge(a, 'A', ['--wait', '10']);
+    expect(atA.code, atA.stderr).toBe(0);
+    expect(atA.stdout).toContain(`receipt: your message ${m.id} to ${bAddr} bounced after delivered (session_lapsed)`);
   });
 });

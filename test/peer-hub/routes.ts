@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { canonicalJson, type Json } from './canonical.js';
 import type { PeerKnobs } from './knobs.js';
-import { fields, parseConsumer, queryNumber, readJsonBody } from './request.js';
+import { fields, parseConsumer, queryNumber } from './request.js';
 import { SseWriter } from './sse.js';
 import { iso, messagingDisabled, Refusal, type AgentRec, type HeldStream, type Intent, type PeerStore, type SessionRec } from './store.js';
 import { withExtras } from './wire.js';
@@ -18,6 +18,8 @@ export interface Ctx {
   store: PeerStore;
   knobs: PeerKnobs;
   caller: Caller | null;
+  /** Read the JSON request body (once), recording it in the request log. */
+  body(): Promise<Obj | Refusal>;
   /** Called with a cleanup for anything that outlives the handler (an open stream). */
   hold(cleanup: () => void): () => void;
 }
@@ -102,7 +104,7 @@ function whoami(c: Ctx): Reply {
 }
 
 async function createSession(c: Ctx): Promise<Reply> {
-  const b = await readJsonBody(c.req);
+  const b = await c.body();
   if (b instanceof Refusal) return b;
   const clientKey = fields.string(b, 'client_key');
   const name = fields.optString(b, 'name');
@@ -144,7 +146,7 @@ function operatorClose(c: Ctx): Reply {
 }
 
 async function lift(c: Ctx): Promise<Reply> {
-  const b = await readJsonBody(c.req);
+  const b = await c.body();
   if (b instanceof Refusal) return b;
   const agentId = fields.string(b, 'agent_id');
   const clientKey = fields.optString(b, 'client_key');
@@ -247,7 +249,7 @@ function stream(c: Ctx): Reply {
 }
 
 async function ack(c: Ctx): Promise<Reply> {
-  const b = await readJsonBody(c.req);
+  const b = await c.body();
   if (b instanceof Refusal) return b;
   const sessionId = fields.optString(b, 'session');
   const delivered = fields.optIds(b, 'delivered');
@@ -279,7 +281,7 @@ function senderSession(c: Ctx, id: string | null): SessionRec | null | Refusal {
 }
 
 async function sendMessage(c: Ctx): Promise<Reply> {
-  const b = await readJsonBody(c.req);
+  const b = await c.body();
   if (b instanceof Refusal) return b;
   const to = fields.string(b, 'to');
   const intent = fields.string(b, 'intent');
@@ -308,7 +310,7 @@ async function sendMessage(c: Ctx): Promise<Reply> {
 }
 
 async function respond(c: Ctx): Promise<Reply> {
-  const b = await readJsonBody(c.req);
+  const b = await c.body();
   if (b instanceof Refusal) return b;
   const text = fields.string(b, 'text');
   const sessionId = fields.optString(b, 'session');
@@ -347,7 +349,7 @@ function listMessages(c: Ctx): Reply {
 }
 
 async function directive(c: Ctx): Promise<Reply> {
-  const b = await readJsonBody(c.req);
+  const b = await c.body();
   if (b instanceof Refusal) return b;
   const to = fields.string(b, 'to');
   const text = fields.string(b, 'text');
@@ -360,7 +362,7 @@ async function directive(c: Ctx): Promise<Reply> {
 }
 
 async function patchAccount(c: Ctx): Promise<Reply> {
-  const b = await readJsonBody(c.req);
+  const b = await c.body();
   if (b instanceof Refusal) return b;
   const on = fields.boolean(b, 'agent_messaging');
   if (on instanceof Refusal) return on;
@@ -377,7 +379,7 @@ function listAgents(c: Ctx): Reply {
 }
 
 async function mintAgent(c: Ctx): Promise<Reply> {
-  const b = await readJsonBody(c.req);
+  const b = await c.body();
   if (b instanceof Refusal) return b;
   const label = fields.string(b, 'label');
   if (label instanceof Refusal) return label;

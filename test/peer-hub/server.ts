@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Json } from './canonical.js';
 import { freshToken } from './ids.js';
 import { defaultKnobs, type JsonStyle, type PeerKnobs, type SseStyle } from './knobs.js';
-import { bearer } from './request.js';
+import { bearer, readJsonBody } from './request.js';
 import { header, ROUTES, type Caller, type Ctx, type Reply, type Route } from './routes.js';
 import { PeerStore, Refusal } from './store.js';
 import { emit, errorBody, withExtras } from './wire.js';
@@ -20,6 +20,8 @@ export interface RequestRecord {
   route: string;
   status: number | null;
   consumer: string | null;
+  /** The JSON request body, when the route read one. */
+  body: { [key: string]: Json } | null;
   caller: 'agent' | 'human' | 'none' | 'invalid';
   agentId: string | null;
 }
@@ -82,7 +84,7 @@ export async function startPeerHub(opts: PeerHubOptions = {}): Promise<PeerHub> 
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const target = req.url ?? '/';
-    const rec: RequestRecord = { at: Date.now(), closedAt: null, method: req.method ?? '', target, route: 'none', status: null, consumer: header(req, 'ma2h-consumer') ?? null, caller: 'none', agentId: null };
+    const rec: RequestRecord = { at: Date.now(), closedAt: null, method: req.method ?? '', target, route: 'none', status: null, consumer: header(req, 'ma2h-consumer') ?? null, body: null, caller: 'none', agentId: null };
     requests.push(rec);
     res.on('close', () => {
       rec.status = res.statusCode;
@@ -149,6 +151,11 @@ export async function startPeerHub(opts: PeerHubOptions = {}): Promise<PeerHub> 
       store,
       knobs,
       caller,
+      body: async () => {
+        const b = await readJsonBody(req);
+        if (!(b instanceof Refusal)) rec.body = b;
+        return b;
+      },
       hold: (cleanup) => {
         holds.add(cleanup);
         return () => holds.delete(cleanup);
