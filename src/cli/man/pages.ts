@@ -108,15 +108,6 @@ The reader is never the connection's parent: on POSIX it double-forks, so a harn
     'bridge --until-event': 'Removed in 0.10.0: warns once on stderr and is ignored. A later release makes it a usage error (exit 2).',
     'bridge --stream': 'Removed in 0.10.0: warns once on stderr and is ignored. A later release makes it a usage error (exit 2).',
     'bridge --attach-only': 'Removed in 0.10.0: warns once on stderr and is ignored. A later release makes it a usage error (exit 2).',
-    'bridge status --session': 'Carried over to oh-hai doctor --self-test.',
-    'bridge status --state-home': 'Carried over to oh-hai doctor --self-test.',
-    'bridge status --json': 'Carried over: doctor\u2019s --json envelope.',
-    'bridge stop --keep-session': 'Forwards to oh-hai session close --keep-connection: the connection stops, the session stays open.',
-    'bridge stop --purge': 'Forwards to oh-hai session close, then clears this agent session\u2019s state entry.',
-    'bridge stop --session': 'Carried over to oh-hai session close.',
-    'bridge stop --state-home': 'Carried over to oh-hai session close.',
-    'bridge stop --hub': 'Carried over to oh-hai session close.',
-    'bridge stop --agent': 'Carried over to oh-hai session close.',
   },
   sections: [
     {

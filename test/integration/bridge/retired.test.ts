@@ -1,13 +1,17 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { isSameProcessAlive, stampOf } from '../../../src/spool/index.js';
+import { isSameProcessAlive, sessionEntryDir, stampOf, stateKey } from '../../../src/spool/index.js';
 import { runOhHai } from '../../helpers/cli.js';
-import type { TestHub } from '../../helpers/hub.js';
+import { hubCall, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 import { agent, bridge, consumerOf, entryDir, registered, sessionIdOf, stopConsumers, testHub, type Agent } from './world.js';
 
 /** The retired subcommands warn once and forward, returning the forwarded command's exit code. */
 let hub: TestHub;
 const agents: Agent[] = [];
+const roots: string[] = [];
 beforeAll(async () => {
   hub = await testHub();
 });
@@ -19,6 +23,7 @@ afterEach(async () => {
     await stopConsumers(a);
     a.temp.cleanup();
   }
+  for (const r of roots.splice(0)) rmSync(r, { recursive: true, force: true });
 });
 
 const warnings = (stderr: string, what: string) => stderr.split('\n').filter((l) => l.startsWith(`oh-hai bridge: ${what} is retired`) || l.startsWith(`oh-hai bridge: ${what} is the old spelling`));
@@ -55,6 +60,26 @@ describe('retired bridge subcommands', () => {
     // The session stays: the next bridge run comes back to the same address.
     expect((await bridge(a, 'keep', ['--wait', '0'])).code).toBe(0);
     expect(sessionIdOf(dir)).toBe(sess);
+  });
+
+  it('bridge stop --purge closes the session, then clears the state entry; --state-home and --hub typed after the subcommand are carried', async () => {
+    const a = await agent(hub);
+    agents.push(a);
+    const root = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-purge-'));
+    roots.push(root);
+    const dir = sessionEntryDir(root, stateKey(hub.url, a.id, 'purgeme'));
+    expect((await bridge(a, 'purgeme', ['--wait', '0', '--state-home', root])).code).toBe(0);
+    const sess = await registered(dir);
+    const pid = consumerOf(dir)!.pid;
+    // The environment names a Hub nobody listens on: only the --hub given after `stop` reaches the real one.
+    const env = { ...a.env, MA2H_HUB_URL: 'http://127.0.0.1:9' };
+    const r = await runOhHai(['bridge', 'stop', '--purge', '--state-home', root, '--hub', hub.url, '--session', 'purgeme'], { env });
+    expect(warnings(r.stderr, 'bridge stop')).toHaveLength(1);
+    expect(r.stderr).toContain('forwarding to oh-hai session close --purge');
+    expect(r.code, r.stderr).toBe(0);
+    expect(isSameProcessAlive(stampOf(pid))).toBe('dead');
+    expect((await hubCall(hub, 'GET', `/v1/sessions/${sess}`, { token: a.token })).body.session.state).toBe('closed');
+    expect(existsSync(dir)).toBe(false);
   });
 
   it('bridge consume forwards to the private entrypoint with its exit code', async () => {

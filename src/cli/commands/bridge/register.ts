@@ -5,7 +5,9 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
 
 /**
  * Commander hands a flag that `bridge` itself declares to `bridge` even when it follows a
- * subcommand (`bridge stop --session x`), so the retired subcommands read them from there.
+ * subcommand (`bridge stop --session x`): the retired subcommands read both levels
+ * (`optsWithGlobals`), or a flag typed after them would be silently dropped. Their own
+ * declarations of those flags are for their --help and man page.
  */
 const parentFlags = (cmd: Command): Record<string, unknown> => cmd.parent?.opts() ?? {};
 
@@ -53,11 +55,9 @@ export const register: Registration = (program, host) => {
   bridge
     .command('status')
     .description('retired: forwards to the bridge checks of oh-hai doctor --self-test')
-    .option('--session <name|sess_id>')
-    .option('--state-home <absolute path>')
-    .option('--json')
-    // `bridge` declares the same flags, and commander hands a flag after the subcommand to
-    // the parent: read both levels, or `bridge status --session x` silently drops x.
+    .option('--session <name|sess_id>', 'the agent session whose bridge to check (carried over to oh-hai doctor --self-test)')
+    .option('--state-home <absolute path>', 'the state root it runs under (carried over to oh-hai doctor --self-test)')
+    .option('--json', "doctor's --json envelope (carried over)")
     .action(async (_opts, cmd: Command) => {
       const { status } = await import('./retired.js');
       finish(await status(cmd.optsWithGlobals(), host.io));
@@ -66,14 +66,14 @@ export const register: Registration = (program, host) => {
   bridge
     .command('stop')
     .description('retired: forwards to oh-hai session close (--keep-session: --keep-connection; --purge: session close --purge)')
-    .option('--keep-session')
-    .option('--purge')
-    .option('--session <name|sess_id>')
-    .option('--state-home <absolute path>')
-    .option('--hub <url>')
-    .option('--agent <id>')
-    .action(async (opts, cmd: Command) => {
+    .option('--keep-session', 'forward to oh-hai session close --keep-connection: the connection stops, the session stays open')
+    .option('--purge', "forward to oh-hai session close, then clear this agent session's state entry")
+    .option('--session <name|sess_id>', 'the agent session to stand down (carried over to oh-hai session close)')
+    .option('--state-home <absolute path>', 'the state root it runs under (carried over to oh-hai session close)')
+    .option('--hub <url>', 'the Hub URL (carried over to oh-hai session close)')
+    .option('--agent <id>', 'which identity, when several tokens are configured (carried over to oh-hai session close)')
+    .action(async (_opts, cmd: Command) => {
       const { stop } = await import('./retired.js');
-      finish(await stop({ ...parentFlags(cmd), ...opts }, host.io));
+      finish(await stop(cmd.optsWithGlobals(), host.io));
     });
 };
