@@ -224,6 +224,32 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
     });
   }
 
+  // Signals the bridge does not handle keep the OS default: the shell reports 128 + N.
+  for (const [signal, code] of [
+    ['SIGHUP', 129],
+    ['SIGQUIT', 131],
+  ] as const) {
+    it(`${code}: ${signal} is not handled — the reader dies of it, the connection keeps draining, the next run prints what came meanwhile`, async () => {
+      const a = await fresh();
+      const name = `unhandled-${code}`;
+      const dir = entryDir(a, hub, name);
+      const run = startBridge(a, name, ['--wait', '30']);
+      const sess = await registered(dir);
+      const pid = consumerPid(dir);
+      await waitFor(() => consumerOf(dir)?.state === 'running', { what: 'the connection to run' });
+      run.child.kill(signal);
+      const r = await run.done;
+      expect(r.code).toBeNull();
+      expect(r.signal).toBe(signal);
+      expect(r.stderr).not.toMatch(/FATAL|lease —/);
+      expect(isSameProcessAlive(stampOf(pid))).toBe('alive');
+      await directive(hub, `agent:${a.id}#${sess}`, 'sent after the signal');
+      const next = await bridge(a, name, ['--wait', '30']);
+      expect(next.code).toBe(0);
+      expect(next.stdout).toContain('"sent after the signal"');
+    });
+  }
+
   it('137: SIGKILLed mid-burst, the next run reprints nothing lost', async () => {
     const a = await fresh();
     const dir = entryDir(a, hub, 'killed');
