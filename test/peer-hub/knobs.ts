@@ -78,6 +78,13 @@ export interface PeerKnobs {
   sessionIdPrefix: string;
   sse: SseStyle;
   json: JsonStyle;
+  /**
+   * Deliberate violations, for tests that the client refuses them. `reshapeEntry` changes an
+   * entry before it is signed (a validly signed but invalid entry); `tamperSignature` changes
+   * the signature text after signing (`previous` is the last signature this entry went out with).
+   */
+  reshapeEntry: ((entry: { [key: string]: string }) => { [key: string]: string }) | null;
+  tamperSignature: ((signature: string, previous: string | null) => string) | null;
   /** Consulted before every routed request; a non-null answer replaces the real one. */
   fault: ((req: RequestInfo) => Fault | null) | null;
 }
@@ -106,5 +113,7 @@ export const defaultKnobs = (signingKey: string): PeerKnobs => ({
   sessionIdPrefix: 'S~',
   sse: { lineEnd: '\r\n', multiLineData: true, comments: true, splitChunks: true, bom: true, idAndRetry: true },
   json: { reverseKeys: true, extraFields: true },
+  reshapeEntry: null,
+  tamperSignature: null,
   fault: null,
 });

@@ -82,8 +82,9 @@ export interface EntryRec {
   dead: boolean;
   messageId: string | null;
   createdAt: number;
-  /** How many deliveries were signed for it (each afresh). */
+  /** How many deliveries were signed for it (each afresh), and the last signature sent. */
   signed: number;
+  lastSignature: string | null;
 }
 
 export interface MessageRec {
@@ -410,7 +411,11 @@ export class PeerStore {
   delivery(e: EntryRec): Json {
     e.signed += 1;
     const t = this.now() / 1000 - this.knobs.signatureAgeSeconds;
-    return withExtras({ entry: e.entry, signature: signature(this.knobs.signingKey, t, e.entry) }, this.knobs.json, 'delivery');
+    const entry = this.knobs.reshapeEntry?.({ ...e.entry }) ?? e.entry;
+    const signed = signature(this.knobs.signingKey, t, entry);
+    const sent = this.knobs.tamperSignature?.(signed, e.lastSignature) ?? signed;
+    e.lastSignature = sent;
+    return withExtras({ entry, signature: sent }, this.knobs.json, 'delivery');
   }
 
   /** Everything a session may be handed now, claiming the principal entries it takes (first-claim-wins). */
@@ -523,6 +528,7 @@ export class PeerStore {
       messageId,
       createdAt: this.now(),
       signed: 0,
+      lastSignature: null,
     };
     this.entries.push(e);
     this.entryById.set(entry.id!, e);
