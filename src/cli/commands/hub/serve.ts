@@ -52,6 +52,7 @@ async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
     holderStaleSeconds: flags.holderStaleSeconds ?? base.holderStaleSeconds,
     clockOffsetMs: flags.clockOffsetMs ?? base.clockOffsetMs,
     faultInjection: flags.faultInjection === true,
+    agentDirectory: flags.agentDirectory !== false,
     configTokens,
   };
   const problem = checkConfig(config);
