@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait.js';
-import { attached, bridge, call, consumers, enc, fatal, live, party, peerHub, startBridge, teardown } from './world.js';
+import { attached, bridge, call, consumers, directive, enc, fatal, live, party, peerHub, sessionsOf, startBridge, teardown } from './world.js';
 
 /**
  * The rows of the §0 table that are not a refusal to stop on: genuine faults (5xx, network,
@@ -59,12 +59,37 @@ describe('what the table says the bridge does without exiting', () => {
     const a = party(hub, 'renewed');
     const run = startBridge(a, 'lap', ['--wait', '30']);
     const old = await attached(hub, a);
+    const lapsedAt = hub.requests.length;
     hub.store.lapseNow(old.id);
     const r = await run.done;
     expect(r.code, r.stderr).toBe(0);
     const fresh = await live(hub, a, 'lap');
     expect(fresh.id).not.toBe(old.id);
     expect(r.stdout).toContain(`address changed (session_lapsed): agent:${a.id}#${old.id} → agent:${a.id}#${fresh.id}`);
+  });
+
+  it('after the session is replaced, entries that arrived under the old one are acked without naming it (§12)', async () => {
+    const hub = await peerHub();
+    const a = party(hub, 'moved');
+    expect((await bridge(a, 'mv', ['--wait', '0.5'])).code).toBe(0);
+    const old = await attached(hub, a);
+    const toOld = await directive(hub, `agent:${a.id}#${old.id}`, 'to the old address');
+    const toPrincipal = await directive(hub, a.address, 'to the agent');
+    const ids = [toOld, toPrincipal].map((m) => hub.store.messages.get(m)!.entryId!);
+    await waitFor(() => ids.every((id) => hub.store.entry(id)!.delivered), { what: 'both spooled under the old session' });
+    const lapsedAt = hub.requests.length;
+    hub.store.lapseNow(old.id);
+    const fresh = await waitFor(() => sessionsOf(hub, a).find((x) => x.state === 'active'), { what: 'the replacement session' });
+    const r = await bridge(a, 'mv', ['--wait', '10']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('"to the old address"');
+    expect(r.stdout).toContain('"to the agent"');
+    // The principal entry is live mail: it must end acknowledged at the Hub.
+    await waitFor(() => hub.store.entry(ids[1]!)!.acknowledged, { what: 'the principal directive acknowledged' });
+    const acksSince = hub.requests.slice(lapsedAt).filter((q) => q.route === 'inbox.ack');
+    expect(acksSince.length).toBeGreaterThan(0);
+    expect(acksSince.filter((q) => q.body?.session === old.id || q.status === 410)).toEqual([]);
+    expect(fresh.state).toBe('active');
   });
 
   it('event: closed {"reason":"replaced"} stops the connection quietly with exit 0 and stop reason replaced', async () => {

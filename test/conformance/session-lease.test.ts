@@ -48,6 +48,17 @@ describe('registering and renewing the session', () => {
     });
   }
 
+  it('a silent stream (keep-alive comments only) is held until the Hub ends it at the hold bound', async () => {
+    // The client's body timeout must follow the advertised keep-alive, not a guess of its own.
+    const hub = await peerHub({ streamMaxHoldSeconds: 6, keepaliveSeconds: 2.5 });
+    const a = party(hub, 'silent');
+    const r = await bridge(a, 'quiet', ['--wait', '8']);
+    expect(r.code, r.stderr).toBe(0);
+    const s = await live(hub, a, 'quiet');
+    const ended = await waitFor(() => streamConnects(hub, s.id).filter((q) => q.streamEnd !== null), { what: 'a finished stream' });
+    expect(ended.map((q) => q.streamEnd)).toEqual(ended.map(() => 'hold_bound'));
+  });
+
   it('a new connection from the same home keeps the named session instead of registering another', async () => {
     const hub = await peerHub();
     const a = party(hub, 'adopter');

@@ -20,6 +20,8 @@ export interface Ctx {
   caller: Caller | null;
   /** Read the JSON request body (once), recording it in the request log. */
   body(): Promise<Obj | Refusal>;
+  /** Note how a stream ended (first call wins). */
+  streamEnded(how: string): void;
   /** Called with a cleanup for anything that outlives the handler (an open stream). */
   hold(cleanup: () => void): () => void;
 }
@@ -216,6 +218,7 @@ function stream(c: Ctx): Reply {
     consumer,
     push: (deliveries) => void writer.event('entries', { messages: deliveries }),
     close: (reason) => {
+      c.streamEnded(`closed:${reason}`);
       finish();
       void writer.event('closed', { reason });
       void writer.end();
@@ -223,6 +226,7 @@ function stream(c: Ctx): Reply {
   };
   const ms = holdMs(knobs, s);
   const boundTimer = setTimeout(() => {
+    c.streamEnded('hold_bound');
     finish();
     void writer.event('reconnect', { reason: 'hold_bound' });
     void writer.end();
@@ -232,7 +236,10 @@ function stream(c: Ctx): Reply {
     finish();
     res.destroy();
   });
-  res.on('close', finish);
+  res.on('close', () => {
+    c.streamEnded('client');
+    finish();
+  });
 
   store.attach(s, held);
   void writer.event(

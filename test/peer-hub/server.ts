@@ -20,6 +20,8 @@ export interface RequestRecord {
   route: string;
   status: number | null;
   consumer: string | null;
+  /** How a stream ended: `hold_bound`, `closed:<reason>`, or `client` (the client went away first). */
+  streamEnd: string | null;
   /** The JSON request body, when the route read one. */
   body: { [key: string]: Json } | null;
   caller: 'agent' | 'human' | 'none' | 'invalid';
@@ -84,7 +86,7 @@ export async function startPeerHub(opts: PeerHubOptions = {}): Promise<PeerHub> 
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const target = req.url ?? '/';
-    const rec: RequestRecord = { at: Date.now(), closedAt: null, method: req.method ?? '', target, route: 'none', status: null, consumer: header(req, 'ma2h-consumer') ?? null, body: null, caller: 'none', agentId: null };
+    const rec: RequestRecord = { at: Date.now(), closedAt: null, method: req.method ?? '', target, route: 'none', status: null, consumer: header(req, 'ma2h-consumer') ?? null, body: null, streamEnd: null, caller: 'none', agentId: null };
     requests.push(rec);
     res.on('close', () => {
       rec.status = res.statusCode;
@@ -155,6 +157,9 @@ export async function startPeerHub(opts: PeerHubOptions = {}): Promise<PeerHub> 
         const b = await readJsonBody(req);
         if (!(b instanceof Refusal)) rec.body = b;
         return b;
+      },
+      streamEnded: (how) => {
+        rec.streamEnd ??= how;
       },
       hold: (cleanup) => {
         holds.add(cleanup);
