@@ -164,7 +164,10 @@ const PARSERS: Record<string, (json: unknown, serverDate: string | null, opts: S
     const e = parseReconnectEvent(json);
     if (!e.ok) return e.reason;
     await opts.onReconnect?.(e.value);
-    // hold_bound is the only reason MA2H defines; another is a fault to back off from.
-    return e.value.reason === 'hold_bound' ? { kind: 'hold_bound' } : `reconnect event with unknown reason "${e.value.reason}"`;
+    // hold_bound is the only free reconnect. A Hub that is stopping says `shutdown`: a fault to
+    // back off from (its port is about to close), told apart from a dropped connection in the log.
+    if (e.value.reason === 'hold_bound') return { kind: 'hold_bound' };
+    if (e.value.reason === 'shutdown') return { kind: 'failure', failure: { kind: 'network', message: 'the Hub is shutting down (event: reconnect {"reason":"shutdown"})' } };
+    return `reconnect event with unknown reason "${e.value.reason}"`;
   },
 };

@@ -8,8 +8,13 @@ export interface OpenStream {
   consumer: { home: string; host: string; pid: number } | null;
   /** Send `event: closed {"reason"}` and end the stream. */
   close(reason: StreamCloseReason): void;
-  /** End the stream without an event (superseded by its own consumer, or the Hub is stopping). */
+  /** End the stream without an event (superseded by its own consumer). */
   end(): void;
+  /**
+   * The Hub is stopping: send `event: reconnect {"reason":"shutdown"}` and end the stream.
+   * Resolves once the response is written out (or the client is gone).
+   */
+  shutdown(): Promise<void>;
 }
 
 /** The open streams, by session: holder "seen", reachability, and the events that end them. */
@@ -55,7 +60,8 @@ export class StreamRegistry {
     }
   }
 
-  endAll(): void {
-    for (const set of [...this.bySession.values()]) for (const s of [...set]) s.end();
+  /** The Hub is stopping: tell every open stream so, and resolve once each has been written out. */
+  async shutdownAll(): Promise<void> {
+    await Promise.all([...this.bySession.values()].flatMap((set) => [...set].map((s) => s.shutdown())));
   }
 }

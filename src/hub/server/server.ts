@@ -47,9 +47,12 @@ export interface HubServer {
   humanTokenPath: string;
   /** The services, for an embedding that needs more than HTTP (tests, the web inbox). */
   core: HubCore;
-  /** Stop accepting, end open streams, close the store. */
+  /** Stop accepting, end open streams with `reconnect {"reason":"shutdown"}`, close the store. */
   close(): Promise<void>;
 }
+
+/** How long a stopping Hub waits for its open streams to take their last event. */
+const SHUTDOWN_WRITE_MS = 2000;
 
 const formatUrl = (host: string, port: number): string => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
@@ -114,15 +117,17 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     humanTokenPath: boot.humanTokenPath,
     core,
     close() {
-      closing ??= new Promise<void>((resolve) => {
+      closing ??= (async () => {
         clearInterval(sweeper);
-        core.streams.endAll();
-        server.close(() => {
-          db.close();
-          resolve();
-        });
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        // A client that reads nothing could hold a stream's last write forever: the wait is bounded.
+        let bound: NodeJS.Timeout | undefined;
+        await Promise.race([core.streams.shutdownAll(), new Promise<void>((resolve) => (bound = setTimeout(resolve, SHUTDOWN_WRITE_MS)))]);
+        clearTimeout(bound);
         server.closeAllConnections();
-      });
+        await closed;
+        db.close();
+      })();
       return closing;
     },
   };

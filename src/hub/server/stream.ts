@@ -42,11 +42,20 @@ export function openStream(core: HubCore, signer: Signer, res: ServerResponse, s
   const write = (chunk: string) => {
     if (!finished && !res.destroyed && !res.writableEnded) res.write(chunk);
   };
+  // Registered first, so it settles even when the client is already gone by the time it is awaited.
+  const gone = new Promise<void>((resolve) => {
+    res.once('finish', resolve);
+    res.once('close', resolve);
+  });
   const handle: OpenStream = {
     sessionId: sr.sessionId,
     consumer: sr.consumer,
     close: (reason: StreamCloseReason) => finish(frame('closed', { reason })),
     end: () => finish(null),
+    shutdown: () => {
+      finish(frame('reconnect', { reason: 'shutdown' }));
+      return gone;
+    },
   };
 
   const presented = presentSession(core, sr.agentId, sr.sessionId, { consumer: sr.consumer, connect: true, stream: handle });

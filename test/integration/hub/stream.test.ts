@@ -165,3 +165,26 @@ describe('reference Hub: the SSE stream', () => {
     }
   });
 });
+
+describe('reference Hub: stopping', () => {
+  it('ends every open stream with reconnect {"reason":"shutdown"} on SIGTERM (not a bare close), then exits 0', async () => {
+    const hub = await startHub({ args: ['--stream-max-hold-seconds', '60', '--keepalive-seconds', '30'] });
+    try {
+      const b = await hub.mintAgent('held');
+      const streams = [];
+      for (const key of ['one', 'two']) {
+        const s = (await hubCall(hub, 'POST', '/v1/sessions', { token: b.token, body: { client_key: key } })).body.session as { id: string };
+        const c = await openSse(`${hub.url}/v1/inbox/stream?session=${s.id}`, { token: b.token });
+        await c.next((e) => e.event === 'open');
+        streams.push(c);
+      }
+      expect(await hub.stop()).toBe(0);
+      for (const c of streams) {
+        await c.ended;
+        expect(c.events.at(-1)).toEqual({ event: 'reconnect', data: '{"reason":"shutdown"}' });
+      }
+    } finally {
+      await hub.dispose();
+    }
+  });
+});

@@ -143,7 +143,7 @@ describe('openStream framing over a real socket', () => {
     ['malformed open data', `event: open\ndata: {"session":"sess_1"}\n\n`, "open event: data is missing required field 'expires_at'"],
     ['data that is not JSON', 'event: entries\ndata: {messages\n\n', 'event entries carries data that is not JSON'],
     ['entries without messages', 'event: entries\ndata: {}\n\n', "entries event: data is missing required field 'messages'"],
-    ['a reconnect for another reason', 'event: reconnect\ndata: {"reason":"shutdown"}\n\n', 'reconnect event with unknown reason "shutdown"'],
+    ['a reconnect for a reason MA2H does not name', 'event: reconnect\ndata: {"reason":"nap"}\n\n', 'reconnect event with unknown reason "nap"'],
     ['a closed event with an unknown reason', 'event: closed\ndata: {"reason":"bored"}\n\n', 'closed event: data field \'reason\' is "bored"'],
   ])('%s is a protocol failure', async (_name, body, fragment) => {
     const s = await stream(async (_req, res) => {
@@ -155,6 +155,16 @@ describe('openStream framing over a real socket', () => {
     if (s.end.kind !== 'failure') return;
     expect(s.end.failure.kind).toBe('protocol');
     expect(s.end.failure.message).toContain(fragment);
+  });
+
+  it('a stopping Hub\'s reconnect {"reason":"shutdown"} is a fault to back off from, saying the Hub is shutting down', async () => {
+    const s = await stream(async (_req, res) => {
+      sseHead(res);
+      await writeChunk(res, `event: open\ndata: ${JSON.stringify(open)}\n\nevent: reconnect\ndata: {"reason":"shutdown"}\n\n`);
+      res.end();
+    });
+    expect(s.log).toEqual(['open', 'reconnect:shutdown']);
+    expect(s.end).toEqual({ kind: 'failure', failure: { kind: 'network', message: 'the Hub is shutting down (event: reconnect {"reason":"shutdown"})' } });
   });
 
   it('bytes that are not UTF-8 are a protocol failure, not replacement characters', async () => {
