@@ -31,6 +31,16 @@ export function badTokenReason(token: string): string | null {
   return null;
 }
 
+/**
+ * The environment variable whose token `resolveAgentCredential` would present, or null when
+ * the environment holds none (then only `credentials.json`, keyed by Hub, can supply one).
+ */
+export function environmentCredential(env: NodeJS.ProcessEnv): 'OH_HAI_TOKEN' | 'MA2H_AGENT_TOKENS' | null {
+  if (env.OH_HAI_TOKEN !== undefined && env.OH_HAI_TOKEN !== '') return 'OH_HAI_TOKEN';
+  if (env.MA2H_AGENT_TOKENS !== undefined && env.MA2H_AGENT_TOKENS.trim() !== '') return 'MA2H_AGENT_TOKENS';
+  return null;
+}
+
 const loginFix = (hubUrl: string) => `oh-hai login --hub ${hubUrl} --token-stdin < token-file`;
 
 /**
@@ -86,8 +96,9 @@ export function resolveAgentCredential({
   /** When given, an OH_HAI_TOKEN's agent id is looked up in the identity cache. */
   stateRoot?: string;
 }): Coded<AgentCredential> {
+  const fromEnv = environmentCredential(env);
   const single = env.OH_HAI_TOKEN;
-  if (single !== undefined && single !== '') {
+  if (fromEnv === 'OH_HAI_TOKEN' && single !== undefined) {
     const problem = badTokenReason(single);
     if (problem) return usageFailure('invalid_token', `OH_HAI_TOKEN is unusable because ${problem}`);
     const agentId = stateRoot === undefined ? null : lookupCachedAgentId({ stateRoot, hubUrl, token: single });
@@ -96,7 +107,7 @@ export function resolveAgentCredential({
     return done({ token: single, agentId, label: null, source: 'OH_HAI_TOKEN', warnings: [] });
   }
   const several = env.MA2H_AGENT_TOKENS;
-  if (several !== undefined && several.trim() !== '') {
+  if (fromEnv === 'MA2H_AGENT_TOKENS' && several !== undefined) {
     const pairs = parseAgentTokens(several);
     if (!pairs.ok) return pairs;
     const chosen = pick(pairs.value, agent, 'MA2H_AGENT_TOKENS');

@@ -1,4 +1,5 @@
 import { type Coded, done, usageFailure } from './coded.js';
+import { environmentCredential } from './credentials.js';
 import { parseHubUrl, plainHttpWarning } from './hub-url.js';
 import { type NumericKnob, NUMERIC_KNOBS, type Transport, checkNumber, checkTransport } from './knobs.js';
 import type { LoadedConfig } from './load.js';
@@ -75,10 +76,17 @@ export function resolveSettings({
     [hubUrl, hubUrlSource] = [parsed.value, 'env'];
   } else if (project?.hubUrl !== undefined) [hubUrl, hubUrlSource] = [project.hubUrl, 'project'];
   else if (user.hubUrl !== undefined) [hubUrl, hubUrlSource] = [user.hubUrl, 'user'];
-  // A repository can point the CLI at another Hub, and an OH_HAI_TOKEN or MA2H_AGENT_TOKENS
-  // credential (not keyed by Hub) would go with it: say so whenever a project overrides the user.
-  if (hubUrlSource === 'project' && user.hubUrl !== undefined && user.hubUrl !== hubUrl)
-    warnings.push(`the Hub URL ${hubUrl} comes from ${loaded.project?.path}, overriding ${user.hubUrl} from ${loaded.user.path}; a token from the environment is sent there`);
+  // A repository must not widen who may ask your agent (product doc), nor choose where its
+  // credential goes: a token from the environment is not keyed by Hub, so it is never sent to
+  // a Hub that only a project file names. Naming the Hub outside the repository confirms it.
+  if (hubUrlSource === 'project' && user.hubUrl !== hubUrl) {
+    const envToken = environmentCredential(env);
+    if (envToken !== null) return projectHubRefused(hubUrl!, envToken, loaded);
+    if (user.hubUrl !== undefined)
+      warnings.push(
+        `the Hub URL ${hubUrl} comes from ${loaded.project?.path}, overriding ${user.hubUrl} from ${loaded.user.path}; only a token stored for that Hub (oh-hai login) is sent there`,
+      );
+  }
   const httpWarning = hubUrl === null ? null : plainHttpWarning(hubUrl);
   if (httpWarning) warnings.push(httpWarning);
 
@@ -133,6 +141,15 @@ export function resolveSettings({
     sources,
     warnings,
   });
+}
+
+function projectHubRefused(hubUrl: string, envToken: string, loaded: LoadedConfig): Coded<never> {
+  return usageFailure(
+    'project_hub_unconfirmed',
+    `${loaded.project?.path} points oh-hai at the Hub ${hubUrl}, which nothing outside that repository names, and the token in ${envToken} ` +
+      `is not tied to any Hub, so it is not sent to a Hub a repository chose. If you trust that Hub, name it yourself: ` +
+      `export MA2H_HUB_URL=${hubUrl}, pass --hub ${hubUrl}, or set [hub] url = "${hubUrl}" in ${loaded.user.path}`,
+  );
 }
 
 /** The Hub URL, or a usage error (exit 2) that names the three ways to give one. */

@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -185,6 +187,39 @@ describe('refusals that need no Hub', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`${path.join(repo, '.oh-hai', 'config.toml')}: a project config may not set [bridge]`);
     expect(r.stderr).toContain('a repository must not widen who may ask your agent');
+  });
+
+  it('a token from the environment is never sent to a Hub only a project file names: bridge, send and doctor refuse, and that Hub hears nothing', async () => {
+    t = tempEnv();
+    const heard: string[] = [];
+    const repoHub = createServer((req, res) => {
+      heard.push(`${req.method} ${req.url} ${req.headers.authorization ?? ''}`);
+      res.writeHead(500).end();
+    });
+    await new Promise<void>((resolve) => repoHub.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(repoHub.address() as AddressInfo).port}`;
+      const repo = path.join(t.root, 'repo');
+      mkdirSync(path.join(repo, '.oh-hai'), { recursive: true });
+      const file = path.join(repo, '.oh-hai', 'config.toml');
+      writeFileSync(file, `[hub]\nurl = "${url}"\n`);
+      const env = { ...t.env, OH_HAI_TOKEN: 'S3CRET', MA2H_AGENT_SESSION_ID: 'repo-run' };
+      for (const args of [['bridge', '--wait', '0'], ['send', '--to', 'agent:agt_peer', 'hello'], ['session', 'status']]) {
+        const r = await runOhHai(args, { env, cwd: repo });
+        expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toContain(`FATAL (exit 2, project_hub_unconfirmed) — ${file} points oh-hai at the Hub ${url}`);
+        expect(r.stderr).toContain(`export MA2H_HUB_URL=${url}`);
+        expect(r.stderr).not.toContain('S3CRET');
+        expect(r.stderr).not.toContain('lease —');
+      }
+      const doctor = await runOhHai(['doctor', '--json'], { env, cwd: repo });
+      const config = (JSON.parse(doctor.stdout) as { checks: { name: string; status: string; detail: string }[] }).checks.find((c) => c.name === 'config');
+      expect(config).toMatchObject({ status: 'fail' });
+      expect(config!.detail).toContain(`${file} points oh-hai at the Hub ${url}`);
+      expect(heard).toEqual([]);
+    } finally {
+      await new Promise((resolve) => repoHub.close(resolve));
+    }
   });
 
   it('a wrong type and a syntax error in the user config name the file, the key or line, and what was expected', async () => {

@@ -80,7 +80,7 @@ describe('resolveSettings precedence: flag > environment > project > user > defa
   it('warns when a project file points at another Hub than the user file', () => {
     const s = resolve({}, {}, loaded(user, project));
     expect(s.warnings).toEqual([
-      'the Hub URL https://project.example comes from /p/.oh-hai/config.toml, overriding https://user.example from /u/config.toml; a token from the environment is sent there',
+      'the Hub URL https://project.example comes from /p/.oh-hai/config.toml, overriding https://user.example from /u/config.toml; only a token stored for that Hub (oh-hai login) is sent there',
     ]);
     expect(resolve({}, {}, loaded(user, { hubUrl: 'https://user.example', numbers: {} })).warnings).toEqual([]);
   });
@@ -109,6 +109,37 @@ describe('resolveSettings refusals', () => {
     const e = failure(flags, env);
     expect(e.exit).toBe(2);
     expect(e.message).toContain(message);
+  });
+
+  describe('a token from the environment never goes to a Hub only a project file names', () => {
+    const project: FileSettings = { hubUrl: 'https://repo-chosen.example', numbers: {} };
+    it.each([
+      ['OH_HAI_TOKEN', { OH_HAI_TOKEN: 'S3CRET' }],
+      ['MA2H_AGENT_TOKENS', { MA2H_AGENT_TOKENS: 'agt_a=S3CRET' }],
+    ] as const)('%s with a project-only Hub URL is a usage error naming the file, the Hub and how to confirm it', (variable, env) => {
+      for (const user of [{ numbers: {} }, { hubUrl: 'https://mine.example', numbers: {} }]) {
+        const e = failure({}, env, loaded(user, project));
+        expect(e).toMatchObject({ exit: 2, code: 'project_hub_unconfirmed' });
+        expect(e.message).toContain(`/p/.oh-hai/config.toml points oh-hai at the Hub https://repo-chosen.example`);
+        expect(e.message).toContain(`the token in ${variable} is not tied to any Hub`);
+        for (const fix of ['export MA2H_HUB_URL=https://repo-chosen.example', '--hub https://repo-chosen.example', '[hub] url = "https://repo-chosen.example" in /u/config.toml'])
+          expect(e.message).toContain(fix);
+        expect(e.message).not.toContain('S3CRET');
+      }
+    });
+
+    it('a Hub named outside the repository confirms it: --hub, MA2H_HUB_URL, or the same URL in the user file', () => {
+      const env = { OH_HAI_TOKEN: 'tok' };
+      expect(resolve({ hub: 'https://repo-chosen.example' }, env, loaded({ numbers: {} }, project)).hubUrlSource).toBe('flag');
+      expect(resolve({}, { ...env, MA2H_HUB_URL: 'https://repo-chosen.example' }, loaded({ numbers: {} }, project)).hubUrlSource).toBe('env');
+      const same = resolve({}, env, loaded({ hubUrl: 'https://repo-chosen.example', numbers: {} }, project));
+      expect([same.hubUrl, same.hubUrlSource, same.warnings]).toEqual(['https://repo-chosen.example', 'project', []]);
+    });
+
+    it('with no token in the environment the project Hub is used: only a token stored for it (keyed by Hub) can go there', () => {
+      const s = resolve({}, { OH_HAI_TOKEN: '', MA2H_AGENT_TOKENS: ' ' }, loaded({ numbers: {} }, project));
+      expect([s.hubUrl, s.hubUrlSource]).toEqual(['https://repo-chosen.example', 'project']);
+    });
   });
 
   it('a missing Hub URL is a usage error naming the three fixes', () => {
