@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait.js';
 import type { MessageRec, PeerHub } from '../peer-hub/index.js';
-import { acknowledged, bridge, cli, messageWith, pair, teardown } from './world.js';
+import { acknowledged, bridge, cli, messageWith, pair, party, teardown } from './world.js';
 
 /**
  * Reading what was sent against the peer Hub (MA2H §8, §10, §12): `messages list`/`show`
@@ -74,5 +74,20 @@ describe('messages list and show against the peer Hub', () => {
     const atA = await bridge(a, 'A', ['--wait', '10']);
     expect(atA.code, atA.stderr).toBe(0);
     expect(atA.stdout).toContain(`receipt: your message ${m.id} to ${bAddr} bounced after delivered (session_lapsed)`);
+  });
+
+  it('a message nobody acknowledged within the Hub TTL shows expired, and the sender run prints the expired receipt', async () => {
+    const { hub, a } = await pair({ messageTtlSeconds: 1 });
+    // An agent nothing drains: the message stays queued until the TTL passes.
+    const absent = party(hub, 'absent');
+    expect((await cli(a, 'A', ['send', '--to', absent.address, 'too slow'])).code).toBe(0);
+    const m = messageWith(hub, 'too slow');
+    await waitFor(() => m.state === 'expired', { what: 'the message TTL to pass' });
+    const list = await cli(a, 'A', ['messages', 'list', '--json']);
+    const row = JSON.parse(list.stdout.split('\n')[0]!) as { state: string; prior: string };
+    expect([row.state, row.prior]).toEqual(['expired', 'queued']);
+    const atA = await bridge(a, 'A', ['--wait', '10']);
+    expect(atA.code, atA.stderr).toBe(0);
+    expect(atA.stdout).toContain(`receipt: your message ${m.id} to ${absent.address} expired after queued (message_ttl)`);
   });
 });

@@ -162,7 +162,7 @@ export async function directive(hub: PeerHub, to: string, text: string): Promise
 }
 
 /** A peer's message through the wire (as a raw client would send it). */
-export async function sendAs(hub: PeerHub, from: Party, body: { to: string; intent: string; text: string; session?: string }): Promise<string> {
+export async function sendAs(hub: PeerHub, from: Party, body: { to: string; intent: string; text: string; session?: string; in_reply_to?: string }): Promise<string> {
   const r = await call(hub, from.token, 'POST', '/v1/messages', body);
   if (r.status !== 202) throw new Error(`send → ${r.status} ${JSON.stringify(r.body)}`);
   return (r.body as { message: { id: string } }).message.id;

@@ -8,7 +8,10 @@
 /** How the SSE bytes are framed. Every variant here is valid SSE (MA2H §5 "Parse with a real SSE parser"). */
 export interface SseStyle {
   lineEnd: '\n' | '\r\n' | '\r';
-  /** Spread each event's JSON over several `data:` lines (JSON allows whitespace between tokens). */
+  /**
+   * Spread each event's JSON over several `data:` lines (JSON allows whitespace between
+   * tokens), with an empty `data:` line among them and the `event:` field after them.
+   */
   multiLineData: boolean;
   /** Comment lines inside and between events, besides the keep-alive. */
   comments: boolean;

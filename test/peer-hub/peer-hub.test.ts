@@ -1,9 +1,8 @@
-import { request } from 'node:http';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { createParser } from 'eventsource-parser';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait.js';
+import { call, consumerHeader, enc, expectEntryShape, openSse, registerSession, verifyDelivery, type Body } from './client.js';
 import { canonicalJson, mac, startPeerHub, type Json, type PeerHub, type PeerHubOptions } from './index.js';
 
 /**
@@ -22,87 +21,9 @@ async function hub(opts: PeerHubOptions = {}): Promise<PeerHub> {
   return h;
 }
 
-type Body = { [key: string]: any };
-
-async function call(h: PeerHub, token: string | null, method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Body }> {
-  const res = await fetch(h.url + p, {
-    method,
-    headers: { ...(token !== null ? { authorization: `Bearer ${token}` } : {}), 'content-type': 'application/json', ...headers },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, body: (await res.json()) as Body };
-}
-
-const enc = encodeURIComponent;
-const SIG = /^t=(\d+),jti=([A-Za-z0-9_-]{16,128}),alg=hmac-sha256,v1=([0-9a-f]{64})$/;
-const consumerHeader = (home: string, pid = 1): Record<string, string> => ({ 'ma2h-consumer': `home=${home}; host=h.test; pid=${pid}` });
-
-/** The §7 table: exactly the common fields plus the kind's, nothing else. */
-const KIND_FIELDS: Record<string, { required: string[]; optional: string[] }> = {
-  directive: { required: ['text'], optional: [] },
-  message: { required: ['message_id', 'intent', 'text'], optional: ['in_reply_to'] },
-  response: { required: ['message_id', 'in_reply_to', 'text'], optional: [] },
-  receipt: { required: ['message_id', 'status'], optional: ['prior', 'reason'] },
-};
-function expectEntryShape(e: Body): void {
-  const spec = KIND_FIELDS[e.kind as string]!;
-  const allowed = new Set(['id', 'kind', 'from', 'to', 'created_at', 'thread_id', ...spec.required, ...spec.optional]);
-  for (const k of Object.keys(e)) expect(allowed.has(k), `${e.kind} has ${k}`).toBe(true);
-  for (const k of ['id', 'kind', 'from', 'to', 'created_at', ...spec.required]) expect(typeof e[k], `${e.kind}.${k}`).toBe('string');
-  expect(e.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-}
-
-function verify(h: PeerHub, d: Body): { t: number; jti: string } {
-  const m = SIG.exec(d.signature as string);
-  expect(m, d.signature).not.toBeNull();
-  expect(mac(h.knobs.signingKey, Number(m![1]), m![2]!, d.entry as Json)).toBe(m![3]);
-  expectEntryShape(d.entry as Body);
-  return { t: Number(m![1]), jti: m![2]! };
-}
-
-interface Sse {
-  status: Promise<number>;
-  events: { event: string | undefined; data: Body }[];
-  comments: string[];
-  chunks: Buffer[];
-  done: Promise<void>;
-  abort(): void;
-}
-
-/** A stream read with a real SSE parser over a streaming UTF-8 decoder, keeping the raw chunks. */
-function openSse(h: PeerHub, token: string, query: string, headers: Record<string, string> = {}): Sse {
-  const events: Sse['events'] = [];
-  const comments: string[] = [];
-  const chunks: Buffer[] = [];
-  let setStatus!: (n: number) => void;
-  const status = new Promise<number>((r) => (setStatus = r));
-  const parser = createParser({
-    onEvent: (e) => events.push({ event: e.event, data: JSON.parse(e.data) as Body }),
-    onComment: (c) => comments.push(c),
-  });
-  const decoder = new TextDecoder('utf-8');
-  let req!: ReturnType<typeof request>;
-  const done = new Promise<void>((resolve) => {
-    req = request(`${h.url}${h.knobs.streamPath}?${query}`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...headers } }, (res) => {
-      setStatus(res.statusCode ?? 0);
-      res.on('data', (b: Buffer) => {
-        chunks.push(b);
-        parser.feed(decoder.decode(b, { stream: true }));
-      });
-      res.on('end', () => resolve());
-      res.on('close', () => resolve());
-    });
-    req.on('error', () => resolve());
-    req.end();
-  });
-  return { status, events, comments, chunks, done, abort: () => req.destroy() };
-}
-
-const register = async (h: PeerHub, token: string, body: Body = {}): Promise<Body> => {
-  const r = await call(h, token, 'POST', '/v1/sessions', { client_key: `ck-${Math.random()}`, ...body });
-  expect([200, 201]).toContain(r.status);
-  return r.body.session as Body;
-};
+const register = registerSession;
+const verify = (h: PeerHub, d: Body) => verifyDelivery({ url: h.url, signingKey: h.knobs.signingKey }, d);
+const openSseAt = (h: PeerHub, token: string, query: string, headers: Record<string, string> = {}) => openSse(h, token, `${h.knobs.streamPath}?${query}`, headers);
 
 describe('canonical JSON and the MAC (shared vectors)', () => {
   const vectors = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'vectors', 'signatures.json'), 'utf8')) as {
@@ -274,7 +195,7 @@ describe('the stream (§5, §12)', () => {
     const a = h.addAgent();
     const s = await register(h, a.token, { lease_seconds: 2 });
     await call(h, h.humanToken, 'POST', '/v1/directives', { to: s.address, text: 'é\u2028🙂 over split chunks' });
-    const st = openSse(h, a.token, `session=${enc(s.id)}`, consumerHeader('home-a'));
+    const st = openSseAt(h, a.token, `session=${enc(s.id)}`, consumerHeader('home-a'));
     expect(await st.status).toBe(200);
     await st.done;
     expect(st.events.map((e) => e.event)).toEqual(['open', 'entries', 'reconnect']);
@@ -288,6 +209,8 @@ describe('the stream (§5, §12)', () => {
     expect([...raw.subarray(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
     expect(raw.toString('utf8')).toContain('\r\ndata: ');
     expect(raw.toString('utf8')).toMatch(/^retry: 2500\r$/m);
+    expect(raw.toString('utf8')).toContain('\r\ndata:\r\n');
+    expect(raw.toString('utf8')).toMatch(/^data: ?[^\r]*\r\nevent: ?open\r$/m);
     // Some chunk begins inside a multi-byte character.
     expect(st.chunks.some((c) => c.length > 0 && (c[0]! & 0xc0) === 0x80)).toBe(true);
   });
@@ -302,7 +225,7 @@ describe('the stream (§5, §12)', () => {
       const h = await hub({ streamMaxHoldSeconds: 30 });
       const a = h.addAgent();
       const s = await register(h, a.token);
-      const st = openSse(h, a.token, `session=${enc(s.id)}`, consumerHeader('home-a', 1));
+      const st = openSseAt(h, a.token, `session=${enc(s.id)}`, consumerHeader('home-a', 1));
       await waitFor(() => st.events.length > 0, { what: 'the open event' });
       if (how === 'close') await call(h, a.token, 'POST', `/v1/sessions/${enc(s.id)}/close`);
       if (how === 'operator-close') await call(h, h.humanToken, 'POST', `/v1/sessions/${enc(s.id)}/operator-close`);
@@ -318,7 +241,7 @@ describe('the stream (§5, §12)', () => {
     const a = h.addAgent();
     const s = await register(h, a.token);
     expect((await call(h, a.token, 'GET', `/v1/inbox/stream?session=${enc(s.id)}`, undefined, { accept: 'application/json' })).status).toBe(406);
-    const st = openSse(h, a.token, `session=${enc(s.id)}`, consumerHeader('home-a'));
+    const st = openSseAt(h, a.token, `session=${enc(s.id)}`, consumerHeader('home-a'));
     await waitFor(() => st.events.length > 0, { what: 'the open event' });
     const other = await call(h, a.token, 'GET', `/v1/inbox/stream?session=${enc(s.id)}`, undefined, { accept: 'text/event-stream', ...consumerHeader('home-b') });
     expect([other.status, other.body.error.code]).toEqual([409, 'session_held']);

@@ -39,9 +39,14 @@ export class SseWriter {
       lines.push(`id: peer-${this.eventNo}`);
       if (this.eventNo === 1) lines.push('retry: 2500');
     }
-    lines.push(`event: ${name}`);
     const text = emit(data, this.json(), style.multiLineData);
-    text.split('\n').forEach((line, i) => lines.push(i % 2 === 0 ? `data:${line}` : `data: ${line}`));
+    const dataLines = text.split('\n').map((line, i) => (i % 2 === 0 ? `data:${line}` : `data: ${line}`));
+    // An empty data line adds a newline to the data: JSON whitespace between the first two tokens.
+    if (style.multiLineData && dataLines.length > 1) dataLines.splice(1, 0, 'data:');
+    // Field order inside an event is free, and the space after the colon is optional.
+    const eventLine = this.eventNo % 2 === 0 ? `event:${name}` : `event: ${name}`;
+    if (style.multiLineData) lines.push(...dataLines, eventLine);
+    else lines.push(eventLine, ...dataLines);
     return this.send(lines.join(style.lineEnd) + style.lineEnd + style.lineEnd);
   }
 
