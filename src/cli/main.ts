@@ -5,7 +5,7 @@ import path from 'node:path';
 import { EXIT } from './exit-codes.js';
 import { processIO, type CliIO } from './io.js';
 import type { Outcome } from './outcome.js';
-import { registrations } from './commands/index.js';
+import { commandGroups } from './commands/index.js';
 import { defaultStateRoot } from './state-root.js';
 
 export const VERSION = '0.12.3';
@@ -15,8 +15,16 @@ interface Finished {
   outcome: Outcome;
 }
 
-/** Build the program with every registration. Exported so man-page generation and tests can walk it. */
-export function buildProgram(io: CliIO, onFinish: (f: Finished) => void): Command {
+/**
+ * Build the program. When `argv` names a top-level command, only the group that declares it
+ * is loaded: a run pays for every module it loads, and the bridge's warm path is mostly that
+ * (docs/performance.md). Without `argv` (man pages, tests), or when it names no known
+ * command (`--help`, `help`, a typo that wants a suggestion), every group is registered.
+ */
+export async function buildProgram(io: CliIO, onFinish: (f: Finished) => void, argv?: readonly string[]): Promise<Command> {
+  const named = argv === undefined ? undefined : firstOperand(argv);
+  const only = commandGroups.filter((g) => named !== undefined && g.commands.includes(named));
+  const registrations = await Promise.all((only.length > 0 ? only : commandGroups).map((g) => g.load()));
   const program = new Command('oh-hai');
   program
     .description('Keeps AI agents reachable: run `oh-hai bridge` as a background task and re-run it after every exit.')
@@ -43,8 +51,8 @@ export function buildProgram(io: CliIO, onFinish: (f: Finished) => void): Comman
 /** Run the CLI in-process and return the exit code; everything printed goes to io. */
 export async function runCli(argv: string[], io: CliIO): Promise<number> {
   let finished: Finished | undefined;
-  const program = buildProgram(io, (f) => (finished = f));
   try {
+    const program = await buildProgram(io, (f) => (finished = f), argv);
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {
     if (err instanceof CommanderError) {
@@ -60,8 +68,11 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   return finished.outcome.exit;
 }
 
+/** The top-level command argv names: the program's own options (-V, -h) take no value. */
+const firstOperand = (argv: readonly string[]): string | undefined => argv.find((a) => !a.startsWith('-'));
+
 function commandName(argv: string[]): string {
-  const first = argv.find((a) => !a.startsWith('-'));
+  const first = firstOperand(argv);
   return first ? `oh-hai ${first}` : 'oh-hai';
 }
 

@@ -1,4 +1,3 @@
-import lockfile from 'proper-lockfile';
 import path from 'node:path';
 import { ensureDir } from '../util/fs-durable.js';
 
@@ -10,6 +9,9 @@ import { ensureDir } from '../util/fs-durable.js';
  */
 export async function withFileLock<T>(file: string, fn: () => T | Promise<T>): Promise<T> {
   ensureDir(path.dirname(file), 0o700);
+  // Loaded here, not at the top: every command that reads config imports this module, and
+  // proper-lockfile (with graceful-fs) is the costliest import of the bridge's warm path.
+  const { default: lockfile } = await import('proper-lockfile');
   let compromised: Error | null = null;
   const release = await lockfile.lock(file, {
     realpath: false,

@@ -1,6 +1,20 @@
 import { readFileSync } from 'node:fs';
-import { TomlError, parse } from 'smol-toml';
+import { createRequire } from 'node:module';
 import { type Coded, done, usageFailure } from './coded.js';
+
+type SmolToml = typeof import('smol-toml');
+
+let smolToml: SmolToml | null = null;
+
+/**
+ * smol-toml, loaded on the first parse: a run with no config file never pays for it, and
+ * its one-file CommonJS build loads in about half the time of its nine ES modules
+ * (docs/performance.md). Synchronous, so the config readers stay synchronous.
+ */
+function toml(): SmolToml {
+  smolToml ??= createRequire(import.meta.url)('smol-toml') as SmolToml;
+  return smolToml;
+}
 
 export type TomlDoc = Record<string, unknown>;
 
@@ -8,6 +22,7 @@ export type TomlRead = { found: false } | { found: true; text: string; doc: Toml
 
 /** Parse TOML text; a syntax error names the file, line and column, and what to do. */
 export function parseToml(text: string, file: string): Coded<TomlDoc> {
+  const { parse, TomlError } = toml();
   try {
     return done(parse(text) as TomlDoc);
   } catch (e) {

@@ -1,6 +1,5 @@
 import fs, { statSync } from 'node:fs';
 import path from 'node:path';
-import lockfile from 'proper-lockfile';
 import { systemClock, type Clock } from '../util/clock.js';
 
 /** A lock this process holds. */
@@ -53,6 +52,9 @@ export async function acquireLock(dir: string, name: string, opts: LockOptions):
   let compromised = false;
   let released = false;
   let unlock: () => Promise<void>;
+  // Loaded on first use: only the consumer locks, and the reader imports this module through
+  // the spool's index; proper-lockfile is the costliest import of its warm path.
+  const { default: lockfile } = await import('proper-lockfile');
   try {
     unlock = await lockfile.lock(lockPath, {
       lockfilePath: lockPath,

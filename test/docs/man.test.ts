@@ -8,7 +8,7 @@ import { commandOptions, documentedOptions, findCommand, pageCommands, renderPag
 import { PAGES } from '../../src/cli/man/pages.js';
 import { repoRoot } from '../helpers/cli.js';
 
-const program = buildProgram(processIO(), () => undefined);
+const program = await buildProgram(processIO(), () => undefined);
 const manDir = path.join(repoRoot, 'man');
 const committed = (file: string): string => readFileSync(path.join(manDir, file), 'utf8');
 

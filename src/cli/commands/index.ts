@@ -1,17 +1,5 @@
 import type { Command } from 'commander';
 import type { CommandHost } from '../host.js';
-import { register as teach } from './teach/register.js';
-import { register as send } from './send/register.js';
-import { register as messages } from './messages/register.js';
-import { register as fleet } from './fleet/register.js';
-import { register as session } from './session/register.js';
-import { register as inbox } from './inbox/register.js';
-import { register as hub } from './hub/register.js';
-import { register as demo } from './demo/register.js';
-import { register as account } from './account/register.js';
-import { register as bridge } from './bridge/register.js';
-import { register as consumer } from './consumer/register.js';
-import { register as doctor } from './doctor/register.js';
 
 /**
  * Every command group registers itself here. A registration only declares flags;
@@ -20,4 +8,28 @@ import { register as doctor } from './doctor/register.js';
  */
 export type Registration = (program: Command, host: CommandHost) => void;
 
-export const registrations: Registration[] = [teach, send, messages, fleet, session, inbox, hub, demo, account, bridge, consumer, doctor];
+/**
+ * A command group: the top-level commands its registration declares, and how to load it.
+ * Loading is lazy because a run that names a command loads only that group (main.ts):
+ * every module loaded costs the warm path time (docs/performance.md). `commands` must be
+ * exactly what the registration declares; test/unit/cli/command-groups.test.ts checks it.
+ */
+export interface CommandGroup {
+  commands: readonly string[];
+  load(): Promise<Registration>;
+}
+
+export const commandGroups: readonly CommandGroup[] = [
+  { commands: ['teach'], load: async () => (await import('./teach/register.js')).register },
+  { commands: ['send', 'ask', 'task', 'reply'], load: async () => (await import('./send/register.js')).register },
+  { commands: ['messages'], load: async () => (await import('./messages/register.js')).register },
+  { commands: ['fleet'], load: async () => (await import('./fleet/register.js')).register },
+  { commands: ['session'], load: async () => (await import('./session/register.js')).register },
+  { commands: ['inbox'], load: async () => (await import('./inbox/register.js')).register },
+  { commands: ['hub'], load: async () => (await import('./hub/register.js')).register },
+  { commands: ['demo'], load: async () => (await import('./demo/register.js')).register },
+  { commands: ['setup', 'login', 'logout', 'upgrade'], load: async () => (await import('./account/register.js')).register },
+  { commands: ['bridge'], load: async () => (await import('./bridge/register.js')).register },
+  { commands: ['__consumer'], load: async () => (await import('./consumer/register.js')).register },
+  { commands: ['doctor'], load: async () => (await import('./doctor/register.js')).register },
+];

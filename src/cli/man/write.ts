@@ -15,7 +15,7 @@ import { exitTableMarkdown, replaceGenerated } from './readme.js';
  */
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
-const program = buildProgram(processIO(), () => undefined);
+const program = await buildProgram(processIO(), () => undefined);
 for (const page of renderPages(program, PAGES, VERSION)) {
   writeFileSync(path.join(repoRoot, 'man', page.file), page.text);
   process.stdout.write(`wrote man/${page.file}\n`);

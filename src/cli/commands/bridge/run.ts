@@ -3,7 +3,7 @@ import { formatExitTable } from '../../exit-codes.js';
 import { writeFlushed, type CliIO } from '../../io.js';
 import { success, toOutcome, type Outcome } from '../../outcome.js';
 import { processInspector, resolveBridge } from '../../resolve/index.js';
-import { launchDetached, type LaunchRequest } from '../../spawn/index.js';
+import type { LaunchRequest } from '../../spawn/index.js';
 import type { Result } from '../../../util/result.js';
 import { readReaderKnobs } from './knobs.js';
 import { NAME, Reader } from './reader.js';
@@ -31,7 +31,11 @@ export interface BridgeDeps {
   launch: (req: LaunchRequest) => Promise<Result<{ pid: number }>>;
 }
 
-const defaults: BridgeDeps = { signals: processSignals, launch: launchDetached };
+const defaults: BridgeDeps = {
+  signals: processSignals,
+  // Only a run that starts the connection needs the double fork; an adopting run never loads it.
+  launch: async (req) => (await import('../../spawn/index.js')).launchDetached(req),
+};
 
 export async function run(opts: BridgeOptions, io: CliIO, deps: BridgeDeps = defaults): Promise<Outcome> {
   if (opts.exitCodes) {

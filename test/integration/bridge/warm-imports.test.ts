@@ -1,0 +1,69 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { repoRoot, runOhHai } from '../../helpers/cli.js';
+import { HUB, message, stage, type Stage } from './stage.js';
+
+/**
+ * The warm path (a connection running, records waiting) loads only what it needs: every
+ * module costs a run start-up time (docs/performance.md), and the bridge must never pay for
+ * the network stack, the Hub server, the lock library or other commands.
+ */
+const preload = path.join(path.dirname(fileURLToPath(import.meta.url)), 'record-loads.mjs');
+
+let st: Stage | null = null;
+afterEach(() => {
+  st?.cleanup();
+  st = null;
+});
+
+async function warmRun(s: Stage): Promise<string[]> {
+  const log = path.join(s.temp.root, 'loads.txt');
+  s.entry.writeCursor({ seq: 0, offset: 0 });
+  const r = await runOhHai(['bridge', '--wait', '0'], { env: { ...s.env, NODE_OPTIONS: `--import=${preload}`, OH_HAI_TEST_LOAD_LOG: log } });
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stdout.trimEnd().split('\n')).toHaveLength(2);
+  expect(r.stderr).toContain('adopting the running background connection');
+  const loaded = readFileSync(log, 'utf8')
+    .split('\n')
+    .filter((u) => u.startsWith('file:'))
+    .map((u) => path.relative(repoRoot, fileURLToPath(u)));
+  // The log works: the bridge's own modules are in it, ES and CommonJS alike.
+  expect(loaded).toContain(path.join('dist', 'cli', 'commands', 'bridge', 'run.js'));
+  expect(loaded).toContain(path.join('node_modules', 'commander', 'lib', 'command.js'));
+  return loaded;
+}
+
+const NEVER = [
+  /^node_modules\/(undici|eventsource-parser|better-sqlite3|proper-lockfile|graceful-fs)\//,
+  /^dist\/hub\/(server|client)\//,
+  /^dist\/cli\/spawn\//,
+  /^dist\/cli\/man\//,
+  // Other command groups: neither their registration nor their run modules.
+  /^dist\/cli\/commands\/(?!bridge\/|index\.js$)/,
+];
+
+describe('the warm path loads only what it needs', () => {
+  it('adopting a running connection loads no network stack, Hub server, lock library, spawn code or other command', async () => {
+    st = stage();
+    st.consumerRunning();
+    st.append([message('one'), message('two')]);
+    const loaded = await warmRun(st);
+    for (const never of NEVER) expect(loaded.filter((m) => never.test(m)), String(never)).toEqual([]);
+    // No config file: the TOML parser is never loaded.
+    expect(loaded.filter((m) => m.includes('smol-toml'))).toEqual([]);
+  });
+
+  it('with a config file it loads the TOML parser, and still nothing on the never list', async () => {
+    st = stage();
+    st.consumerRunning();
+    st.append([message('one'), message('two')]);
+    const configDir = path.join(st.env.XDG_CONFIG_HOME!, 'oh-hai');
+    mkdirSync(configDir, { recursive: true, mode: 0o700 });
+    writeFileSync(path.join(configDir, 'config.toml'), `[hub]\nurl = "${HUB}"\n`, { mode: 0o600 });
+    const loaded = await warmRun(st);
+    expect(loaded.filter((m) => m.includes('smol-toml')).length).toBeGreaterThan(0);
+    for (const never of NEVER) expect(loaded.filter((m) => never.test(m)), String(never)).toEqual([]);
+  });
+});
