@@ -47,12 +47,12 @@ describe('the bridge exit for each MA2H status', () => {
     expect(r.code, r.stderr).toBe(14);
     expect(r.stderr).toMatch(fatal(14));
     // The same agent on another machine, same session name: the Hub refuses the register (§9).
-    const other = twin(hub, a);
+    const other = twin(a);
     const again = await bridge(other, 'op', ['--wait', '30']);
     expect(again.code, again.stderr).toBe(14);
     expect(hub.requests.filter((q) => q.route === 'sessions.create' && q.status === 403)).toHaveLength(1);
     expect((await call(hub, hub.humanToken, 'POST', '/v1/operator-stops/lift', { agent_id: a.id, name: 'op' })).status).toBe(200);
-    const lifted = await bridge(twin(hub, a), 'op', ['--wait', '0.5']);
+    const lifted = await bridge(twin(a), 'op', ['--wait', '0.5']);
     expect(lifted.code, lifted.stderr).toBe(0);
     await live(hub, a, 'op');
   });
@@ -122,7 +122,7 @@ describe('the bridge exit for each MA2H status', () => {
     const run = startBridge(a, 'shared', ['--wait', '30']);
     const s = await attached(hub, a);
     const holder = consumers(a)[0]!.pid;
-    const other = twin(hub, a);
+    const other = twin(a);
     const r = await bridge(other, 'shared', ['--wait', '30']);
     expect(r.code, r.stderr).toBe(10);
     expect(r.stderr).toMatch(fatal(10, 'session_held'));

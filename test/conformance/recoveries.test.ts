@@ -59,7 +59,6 @@ describe('what the table says the bridge does without exiting', () => {
     const a = party(hub, 'renewed');
     const run = startBridge(a, 'lap', ['--wait', '30']);
     const old = await attached(hub, a);
-    const lapsedAt = hub.requests.length;
     hub.store.lapseNow(old.id);
     const r = await run.done;
     expect(r.code, r.stderr).toBe(0);

@@ -57,7 +57,7 @@ export function party(hub: PeerHub, label: string, opts: { env?: NodeJS.ProcessE
 }
 
 /** The same agent on another machine: same credential, its own HOME and state root (another `home`). */
-export function twin(hub: PeerHub, p: Party): Party {
+export function twin(p: Party): Party {
   const temp = tempEnv();
   const env = { ...p.env, HOME: temp.env.HOME, XDG_STATE_HOME: temp.env.XDG_STATE_HOME, XDG_CONFIG_HOME: temp.env.XDG_CONFIG_HOME };
   const t: Party = { ...p, temp, env, stateRoot: env.XDG_STATE_HOME! };

@@ -16,7 +16,7 @@ function alnum(n: number): string {
   return out;
 }
 
-export type IdKind = 'account' | 'agent' | 'session' | 'entry' | 'message' | 'cursor';
+type IdKind = 'account' | 'agent' | 'session' | 'entry' | 'message' | 'cursor';
 
 /** Shapes per style. `exotic` ids need percent-encoding in a URL path or query. */
 const SHAPES: Record<IdStyle, Record<IdKind, (n: number) => string>> = {

@@ -18,9 +18,9 @@ export class Refusal {
   ) {}
 }
 
-export type SessionState = 'active' | 'lapsed' | 'closed' | 'closed_by_operator';
+type SessionState = 'active' | 'lapsed' | 'closed' | 'closed_by_operator';
 type EndState = Exclude<SessionState, 'active'>;
-export type MessageState = 'queued' | 'delivered' | 'acknowledged' | 'bounced' | 'expired';
+type MessageState = 'queued' | 'delivered' | 'acknowledged' | 'bounced' | 'expired';
 export type Intent = 'notify' | 'ask' | 'task';
 type Obj = { [key: string]: Json };
 
@@ -116,17 +116,17 @@ interface OperatorStop {
   name: string | null;
 }
 
-export type Token = { kind: 'agent'; agentId: string } | { kind: 'human' };
+type Token = { kind: 'agent'; agentId: string } | { kind: 'human' };
 
 const NAME = /^[A-Za-z0-9._:-]{1,64}$/;
 const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
-export const principalAddress = (agentId: string): string => `agent:${agentId}`;
-export const sessionAddress = (s: SessionRec): string => `agent:${s.agentId}#${s.id}`;
+const principalAddress = (agentId: string): string => `agent:${agentId}`;
+const sessionAddress = (s: SessionRec): string => `agent:${s.agentId}#${s.id}`;
 
 /** `agent:<id>` or `agent:<id>#<session>`; agent ids never hold `#` (§0). */
-export function parseAddress(a: string): { agentId: string; sessionId: string | null } | null {
+function parseAddress(a: string): { agentId: string; sessionId: string | null } | null {
   if (!a.startsWith('agent:')) return null;
   const rest = a.slice('agent:'.length);
   const hash = rest.indexOf('#');
@@ -143,7 +143,7 @@ const endReason: Record<EndState, string> = {
 };
 
 /** Presenting a session that is not active (§0 table, §3). */
-export function notActive(s: SessionRec, forAck = false): Refusal {
+function notActive(s: SessionRec, forAck = false): Refusal {
   const state = s.state as EndState;
   const status = state === 'closed_by_operator' && !forAck ? 403 : 410;
   return new Refusal(status, endReason[state], `session ${s.id} is ${state}`, { state });
