@@ -11,10 +11,13 @@ import {
   isSameProcessAlive,
   redact,
   selfStamp,
+  standDownRequestFor,
   watchFiles,
+  withdrawStandDown,
   type ConsumerRecord,
   type ConsumerSettings,
   type HeldLock,
+  type StandDownRequest,
   type StateEntry,
 } from '../spool/index.js';
 import { formatDuration } from '../util/duration.js';
@@ -30,6 +33,7 @@ import { Ingest, lockLost } from './ingest.js';
 import type { ConsumerKnobs } from './knobs.js';
 import { principalRound, pollRound, streamRound, type RoundContext } from './rounds.js';
 import { SessionKeeper } from './session.js';
+import { standDown } from './stand-down.js';
 import type { ConsumerOptions } from './start.js';
 import { openDrainState, type DrainState } from './state.js';
 import { stop, type Stop } from './stops.js';
@@ -63,7 +67,15 @@ function settingsProblem(s: ConsumerSettings): string | null {
  */
 export class Consumer {
   private readonly abort = new AbortController();
+  /**
+   * Acks and the stand-down's close. Aborted with everything else on a stop, except a
+   * stand-down: its last acks and its close must still reach the Hub, within the budget
+   * the requester gave.
+   */
+  private readonly hubSteps = new AbortController();
+  private budgetTimer: NodeJS.Timeout | null = null;
   private stopped: Stop | null = null;
+  private standingDown: StandDownRequest | null = null;
   private readonly serial = new Serial();
   private readonly startedAt: number;
   private readonly hubClock: HubClock;
@@ -77,6 +89,7 @@ export class Consumer {
   private readonly timers: (() => void)[] = [];
   private readonly closers: (() => void)[] = [];
   private pump: AckPump | null = null;
+  private acker: Acker | null = null;
   private ingest: Ingest | null = null;
   private client: HubClient | null = null;
 
@@ -107,8 +120,11 @@ export class Consumer {
   }
 
   async run(): Promise<Stop> {
-    const onShutdown = () =>
-      this.stopWith(stop(EXIT.ok, 'signal', `stopped by ${String(this.opts.shutdown.reason ?? 'a signal')}: a clean stop, the session stays open`));
+    const onShutdown = () => {
+      const asked = this.keeper?.current ? standDownRequestFor(this.entry, this.record) : null;
+      if (asked) this.stopWith(stop(EXIT.stoodDown, 'session_closed', 'standing the session down (oh-hai session close)'), asked);
+      else this.stopWith(stop(EXIT.ok, 'signal', `stopped by ${String(this.opts.shutdown.reason ?? 'a signal')}: a clean stop, the session stays open`));
+    };
     if (this.opts.shutdown.aborted) onShutdown();
     else this.opts.shutdown.addEventListener('abort', onShutdown, { once: true });
     try {
@@ -130,10 +146,13 @@ export class Consumer {
     this.opts.stderr?.write(`oh-hai __consumer: ${line}\n`);
   }
 
-  private stopWith(s: Stop): void {
+  private stopWith(s: Stop, standDown: StandDownRequest | null = null): void {
     if (this.stopped) return;
     this.stopped = s;
+    this.standingDown = standDown;
     this.abort.abort();
+    if (standDown) this.budgetTimer = setTimeout(() => this.hubSteps.abort(), standDown.budget_ms);
+    else this.hubSteps.abort();
   }
 
   private isStopped = (): boolean => this.stopped !== null;
@@ -298,8 +317,9 @@ export class Consumer {
       pinned: settings.pinned,
       renewed: (lease) => keeper?.renewed(lease),
       log: (t) => this.log(t),
-      signal: this.abort.signal,
+      signal: this.hubSteps.signal,
     });
+    this.acker = acker;
     const pump = new AckPump({
       acker,
       commit: () => ingest.commit(),
@@ -443,9 +463,30 @@ export class Consumer {
     pump.request();
   }
 
+  /** Drained and ledgered: now close the session at the Hub and forget it (stand-down.ts). */
+  private async performStandDown(asked: Stop): Promise<Stop> {
+    const session = this.keeper?.current;
+    try {
+      withdrawStandDown(this.entry);
+      if (!session || !this.client || !this.acker) return stop(EXIT.ok, 'signal', `asked to stand down before it held a session: a clean stop (${asked.message})`);
+      return await standDown({
+        client: this.client,
+        acker: this.acker,
+        entry: this.entry,
+        session,
+        pinned: this.settings?.pinned ?? null,
+        nowMs: () => this.opts.clock.now(),
+        signal: this.hubSteps.signal,
+        log: (t) => this.log(t),
+      });
+    } catch (e) {
+      return stop(EXIT.internal, 'internal_error', `this is a bug in oh-hai: standing ${session?.id ?? 'the session'} down failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    }
+  }
+
   /** Record the stop in consumer.json before anything else it says, then let go of the entry. */
   private async finish(): Promise<Stop> {
-    const s = this.stopped ?? stop(EXIT.internal, 'internal_error', 'this is a bug in oh-hai: the consumer ended without a stop');
+    let s = this.stopped ?? stop(EXIT.internal, 'internal_error', 'this is a bug in oh-hai: the consumer ended without a stop');
     this.abort.abort();
     for (const t of this.timers.splice(0)) t();
     await this.serial.idle().catch(() => undefined);
@@ -458,6 +499,9 @@ export class Consumer {
         this.log(`could not ledger the last records: ${(e as Error).message}; the Hub redelivers them`);
       }
     }
+    if (this.standingDown) s = await this.performStandDown(s);
+    if (this.budgetTimer) clearTimeout(this.budgetTimer);
+    this.hubSteps.abort();
     for (const c of this.closers.splice(0)) c();
     this.record = {
       ...this.record,

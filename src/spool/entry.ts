@@ -14,6 +14,8 @@ import {
   parseIdentityRecord,
   parseReaderRecord,
   parseSessionRecord,
+  parseStandDownRequest,
+  parseStoodDownRecord,
   readRecord,
   writeRecord,
   type ConsumerRecord,
@@ -22,6 +24,8 @@ import {
   type ReaderRecord,
   type RecordRead,
   type SessionRecord,
+  type StandDownRequest,
+  type StoodDownRecord,
 } from './records.js';
 import { SeenJti } from './seen-jti.js';
 import { Spool, SpoolReader } from './spool.js';
@@ -51,6 +55,8 @@ interface RecordKinds {
   session: SessionRecord;
   consumer: ConsumerRecord;
   reader: ReaderRecord;
+  standDownRequest: StandDownRequest;
+  stoodDown: StoodDownRecord;
 }
 
 const PARSERS: { [K in keyof RecordKinds]: (x: unknown) => Result<RecordKinds[K]> } = {
@@ -59,6 +65,8 @@ const PARSERS: { [K in keyof RecordKinds]: (x: unknown) => Result<RecordKinds[K]
   session: parseSessionRecord,
   consumer: parseConsumerRecord,
   reader: parseReaderRecord,
+  standDownRequest: parseStandDownRequest,
+  stoodDown: parseStoodDownRecord,
 };
 
 /** One state entry directory, checked and ready; every piece of it bound to `dir`. */

@@ -9,3 +9,4 @@ export * from './process.js';
 export * from './ledger.js';
 export * from './seen-jti.js';
 export * from './lock.js';
+export * from './stand-down.js';

@@ -17,6 +17,8 @@ export const ENTRY_FILES = {
   seenJti: 'seen-jti.json',
   log: 'bridge.log',
   consumerLock: 'consumer.lock',
+  standDownRequest: 'stand-down-request.json',
+  stoodDown: 'stood-down.json',
 } as const;
 
 /**
@@ -112,6 +114,34 @@ export interface SessionRecord {
   history: SessionHistoryItem[];
 }
 
+/**
+ * `oh-hai session close` asking one connection (by pid AND start time) to stand its session
+ * down before it signals it: a SIGTERM with this request is a stand-down, without it a clean stop.
+ */
+export interface StandDownRequest extends ProcessStamp {
+  /** Our clock, ms. */
+  requested_at: number;
+  /** How long the connection may spend on the Hub (last acks, the close): less than the requester waits. */
+  budget_ms: number;
+}
+
+/** A session this entry stood down (closed at the Hub, id forgotten), kept until a new session replaces it. */
+export interface StoodDownSession {
+  id: string;
+  address: string;
+  /** What the Hub said when asked to close it. */
+  hub_state: 'closed' | 'closed_by_operator' | 'lapsed' | 'not_found';
+  /** The Hub's instant, verbatim; null when the Hub did not close it just now. */
+  closed_at: string | null;
+  /** Our clock, ms. */
+  stood_down_at: number;
+}
+
+export interface StoodDownRecord {
+  /** Oldest first. */
+  sessions: StoodDownSession[];
+}
+
 export interface IdentityRecord {
   hub: string;
   agent_id: string;
@@ -188,6 +218,24 @@ export function parseSessionRecord(x: unknown): Result<SessionRecord> {
       address: h.str('address'),
       replaced_at: h.num('replaced_at'),
       reason: h.str('reason'),
+    })),
+  });
+}
+
+export function parseStandDownRequest(x: unknown): Result<StandDownRequest> {
+  const f = new Fields(x, 'stand-down request');
+  return f.done<StandDownRequest>({ ...stamp(f), requested_at: f.num('requested_at'), budget_ms: f.num('budget_ms') });
+}
+
+export function parseStoodDownRecord(x: unknown): Result<StoodDownRecord> {
+  const f = new Fields(x, 'stood-down record');
+  return f.done<StoodDownRecord>({
+    sessions: f.list('sessions', (s) => ({
+      id: s.str('id', /./),
+      address: s.str('address', /./),
+      hub_state: s.oneOf('hub_state', ['closed', 'closed_by_operator', 'lapsed', 'not_found']),
+      closed_at: s.strOrNull('closed_at'),
+      stood_down_at: s.num('stood_down_at'),
     })),
   });
 }

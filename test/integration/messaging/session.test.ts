@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collect } from '../../helpers/cli.js';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
+import { parseConsumerRecord, readRecord } from '../../../src/spool/index.js';
 import { as, consumerPid, entryDirOf, file, party, register, sessionOf, startBridge, stopAll, type Party } from './world.js';
 
 interface Track {
@@ -53,17 +54,19 @@ describe('oh-hai session close and status', () => {
     const closed = await closing!;
     expect(closed.code, closed.stderr).toBe(0);
     expect(closed.stdout.split('\n').filter((l) => l !== '')).toEqual([
-      expect.stringMatching(new RegExp(`^stopped the background connection \\(pid ${pid} on \\S+\\); it stopped cleanly$`)),
+      expect.stringMatching(new RegExp(`^stopped the background connection \\(pid ${pid} on \\S+\\); once it had stopped draining, it stood the session down itself$`)),
       expect.stringMatching(new RegExp(`^closed session ${s.id} \\(${s.address.replace('#', '\\#')}\\) at the Hub at \\S+Z \\(Hub's clock\\)`)),
       `forgot ${s.id} locally (${dir}); the next oh-hai bridge registers a new session with a new address`,
     ]);
     expect(sent.length).toBeGreaterThan(0);
 
-    // The connection stopped on our SIGTERM, before the Hub closed the session: had the
+    // The connection stopped draining on our request and closed the session itself: had the
     // close come first, it would have ended on the Hub's `closed` event instead.
     const log = readFileSync(file(dir, 'bridge.log'), 'utf8');
-    expect(log).toMatch(new RegExp(`${pid} consumer stopped: exit 0 \\(signal\\) — stopped by SIGTERM`));
-    expect(log.slice(log.indexOf(`${pid} consumer stopped`))).not.toMatch(/address changed|registered session/);
+    const standing = log.indexOf(`${pid} standing ${s.id} down at the request of oh-hai session close`);
+    expect(standing, log).toBeGreaterThan(-1);
+    expect(log.slice(standing)).toMatch(new RegExp(`${pid} consumer stopped: exit 15 \\(session_closed\\) — this agent stood its session ${s.id} `));
+    expect(log.slice(standing)).not.toMatch(/address changed|registered session|event closed/);
     // No replacement: nothing of bob's is live at the Hub, and the id is forgotten here.
     const fleet = await hubCall(hub, 'GET', '/v1/fleet', { token: bob.token });
     expect((fleet.body.sessions as { agent_id: string }[]).filter((r) => r.agent_id === bob.id)).toEqual([]);
@@ -88,25 +91,32 @@ describe('oh-hai session close and status', () => {
     // The next run says once that this agent stood down; the one after starts afresh.
     const next = await as(bob, 'bob-burst', ['bridge', '--wait', '0.2']);
     expect(next.code, next.stderr).toBe(15);
-    expect(next.stderr).toMatch(/^oh-hai bridge: STOOD DOWN \(exit 15, session_closed\) — this agent stood its session \S+ down \(oh-hai session close\)/m);
+    expect(next.stderr).toMatch(/^oh-hai bridge: STOOD DOWN \(exit 15, session_closed\) — this agent stood its session \S+ \(\S+\) down \(oh-hai session close\)/m);
     const after = await as(bob, 'bob-burst', ['bridge', '--wait', '0.2']);
     expect(after.code, after.stderr).toBe(0);
     const fresh = await waitFor(() => sessionOf(bob, hub, 'bob-burst'), { what: 'a new session after the stand-down' });
     expect(fresh.id).not.toBe(s.id);
   });
 
-  it('a reader waiting when the session is closed stops with the connection, and exactly one run says STOOD DOWN', async () => {
-    await register(bob, hub, 'bob-wait');
+  it('a reader waiting when the session is closed relays the stand-down (15); the next run starts a new session and does not say 15 again', async () => {
+    const s = await register(bob, hub, 'bob-wait');
     const dir = entryDirOf(bob, hub, 'bob-wait');
     const reader = startBridge(bob, 'bob-wait', 60);
     const readerDone = collect(reader);
     await waitFor(() => readFileSync(file(dir, 'reader.json'), 'utf8').includes(`"pid":${reader.pid}`), { what: 'the reader to attend' });
-    expect((await as(bob, 'bob-wait', ['session', 'close'])).code).toBe(0);
+    const close = await as(bob, 'bob-wait', ['session', 'close']);
+    expect(close.code, close.stderr).toBe(0);
     const waiting = await readerDone;
+    expect(waiting.code, waiting.stderr).toBe(15);
+    expect(waiting.stderr).toMatch(new RegExp(`^oh-hai bridge: STOOD DOWN \\(exit 15, session_closed\\) — this agent stood its session ${s.id} \\(\\S+\\) down \\(oh-hai session close\\): the connection stopped, closed it at the Hub at \\S+Z \\(Hub's clock\\)`, 'm'));
+    expect(waiting.stderr).not.toContain('FATAL');
+
     const next = await as(bob, 'bob-wait', ['bridge', '--wait', '0.2']);
-    // The reader relays the connection's clean stop (0) or, if it read the record after the close, the stand-down (15).
-    expect([waiting.code, next.code].sort()).toEqual([0, 15]);
-    expect(waiting.stderr + next.stderr).toMatch(/STOOD DOWN \(exit 15, session_closed\)/);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stderr).not.toMatch(/STOOD DOWN|exit 15/);
+    const fresh = await waitFor(() => sessionOf(bob, hub, 'bob-wait'), { what: 'a new session after the stand-down' });
+    expect(fresh.id).not.toBe(s.id);
+    expect(fresh.address).not.toBe(s.address);
   });
 
   it('--keep-connection stops the connection and leaves the session open; the next bridge adopts it', async () => {
@@ -148,5 +158,43 @@ describe('oh-hai session close and status', () => {
     const after = await as(bob, 'bob-status', ['session', 'status']);
     expect(after.code).toBe(4);
     expect(after.stderr).toMatch(/FATAL \(exit 4, no_session\)/);
+  });
+});
+
+describe('oh-hai session close when the Hub fails the close', () => {
+  let hub: TestHub;
+  let bob: Party;
+
+  beforeAll(async () => {
+    hub = await startHub({ faults: true });
+    bob = await party(hub, 'bob');
+  });
+
+  afterAll(async () => {
+    if (bob) await stopAll(bob);
+    bob?.temp.cleanup();
+    await hub?.dispose();
+  });
+
+  it('the connection stops but does not claim a stand-down; the session stays open and recorded, and a second close finishes it', async () => {
+    const s = await register(bob, hub, 'bob-fault');
+    const dir = entryDirOf(bob, hub, 'bob-fault');
+    const pid = consumerPid(dir)!;
+    // Both closes fail: the connection's own, then the one session close falls back to.
+    await hub.faults([{ class: 'sessions', action: 'status', status: 503, count: 2 }]);
+    const r = await as(bob, 'bob-fault', ['session', 'close']);
+    expect(r.code, r.stderr).toBe(13);
+    expect(r.stderr).toMatch(/FATAL \(exit 13, \S+\) — stopped the background connection .*it stopped cleanly; but .*The session was NOT closed and is still recorded locally: run oh-hai session close again/);
+    const record = readRecord(dir, 'consumer.json', parseConsumerRecord);
+    expect(record.state === 'ok' && [record.value.pid, record.value.exit_code, record.value.stop_reason]).toEqual([pid, 0, 'signal']);
+    expect(record.state === 'ok' && record.value.stop_message).toMatch(new RegExp(`asked to stand ${s.id} down, but closing it at the Hub failed \\(HTTP 503`));
+    expect((await hubCall(hub, 'GET', `/v1/sessions/${s.id}`, { token: bob.token })).body.session.state).toBe('active');
+    expect(sessionOf(bob, hub, 'bob-fault')?.id).toBe(s.id);
+
+    const again = await as(bob, 'bob-fault', ['session', 'close']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain(`closed session ${s.id} (${s.address}) at the Hub at `);
+    expect((await hubCall(hub, 'GET', `/v1/sessions/${s.id}`, { token: bob.token })).body.session.state).toBe('closed');
+    expect(sessionOf(bob, hub, 'bob-fault')).toBeNull();
   });
 });

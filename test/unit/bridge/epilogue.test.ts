@@ -101,6 +101,17 @@ describe('lease epilogue', () => {
     expect(unreadable[1]).toContain('Do not relaunch on this alone');
   });
 
+  it("a connection this run started describes that one, not the predecessor's stop the run already relayed", () => {
+    const stood = consumerRec({ state: 'stopped', exit_code: 15, stop_reason: 'session_closed' });
+    const view = (alive: 'alive' | 'dead'): ConsumerView => ({ record: { state: 'ok', value: stood }, alive: 'dead', started: { pid: 888, host: 'host-a', alive } });
+    const starting = leaseEpilogue('b', { state: 'absent' }, view('alive'), NOW);
+    expect(starting).toEqual(['b: lease — no session recorded in this state entry yet; consumer pid 888 on host-a (started by this run; not recorded yet).']);
+    const died = leaseEpilogue('b', { state: 'absent' }, view('dead'), NOW);
+    expect(died[0]).toContain('consumer pid 888 on host-a (not running).');
+    expect(died[1]).toMatch(/^b: ⚠️ the background connection \(pid 888 on host-a\) is not running and recorded no stop: .*What to do: run oh-hai bridge again/);
+    for (const l of [...starting, ...died]) expect(l).not.toMatch(/exit 15|session_closed|stop line/);
+  });
+
   it('reports an absent or unreadable session record as what it is', () => {
     expect(leaseEpilogue('b', { state: 'absent' }, live, NOW)).toEqual([
       'b: lease — no session recorded in this state entry yet; consumer pid 777 on host-a.',

@@ -13,6 +13,11 @@ export interface ConsumerView {
   record: RecordRead<ConsumerRecord>;
   /** Liveness of the recorded pid by start time; meaningful only when the record is ok. */
   alive: Liveness;
+  /**
+   * The connection this run started, while the record is not yet its own: until then the
+   * record is its predecessor's, whose stop this run has already dealt with.
+   */
+  started?: { pid: number; host: string; alive: Liveness } | null;
 }
 
 /** Exit codes after which re-running `oh-hai bridge` is the documented next step. */
@@ -21,9 +26,10 @@ const RERUN_CODES = new Set([0, 13]);
 /** The warning window: a third of the lease, capped at five minutes (900 s → 5m, 60 s → 20 s). */
 export const warningWindowMs = (leaseSeconds: number): number => Math.min((leaseSeconds * 1000) / 3, 300_000);
 
-type ConsumerState = 'running' | 'stopped' | 'dead' | 'unknown_host' | 'absent' | 'unreadable';
+type ConsumerState = 'running' | 'starting' | 'stopped' | 'dead' | 'unknown_host' | 'absent' | 'unreadable';
 
 function consumerState(c: ConsumerView): ConsumerState {
+  if (c.started) return c.started.alive === 'dead' ? 'dead' : 'starting';
   if (c.record.state !== 'ok') return c.record.state;
   if (c.record.value.state === 'stopped') return 'stopped';
   if (c.alive === 'dead') return 'dead';
@@ -31,6 +37,7 @@ function consumerState(c: ConsumerView): ConsumerState {
 }
 
 function consumerPart(c: ConsumerView): string {
+  if (c.started) return `consumer pid ${c.started.pid} on ${c.started.host} (${c.started.alive === 'dead' ? 'not running' : 'started by this run; not recorded yet'})`;
   const r = c.record;
   if (r.state === 'absent') return 'no consumer record in this state entry';
   if (r.state === 'unreadable') return `consumer record unreadable (${r.reason})`;
@@ -91,11 +98,11 @@ function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView
 
   const target = s ? s.id : 'this agent session';
   const lapses = s ? `it lapses once the Hub's clock passes ${s.expires_at}` : 'no address stays registered';
-  const stoppedCode = consumer.record.state === 'ok' ? consumer.record.value.exit_code : null;
+  const stoppedCode = !consumer.started && consumer.record.state === 'ok' ? consumer.record.value.exit_code : null;
   switch (state) {
     case 'stopped':
     case 'dead': {
-      const r = consumer.record.state === 'ok' ? consumer.record.value : null;
+      const r = consumer.started ?? (consumer.record.state === 'ok' ? consumer.record.value : null);
       const what =
         state === 'stopped'
           ? `the background connection (pid ${r?.pid}) stopped with exit ${stoppedCode ?? '?'}`
@@ -108,6 +115,9 @@ function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView
     }
     case 'absent':
       return `no background connection has recorded itself here: nothing renews ${target}, so ${lapses}. What to do: run oh-hai bridge again to start one.`;
+    case 'starting':
+      // It has not presented the session yet; renewing it is the first thing it does.
+      return null;
     case 'unreadable':
       return (
         `could not read the background connection's record, so whether anything renews ${target} is unknown from here. ` +

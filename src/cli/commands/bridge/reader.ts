@@ -71,6 +71,8 @@ export class Reader {
   private record: ReaderRecord | null = null;
   private heartbeat: Heartbeat | null = null;
   private attendanceEnd: AttendanceEnd | null = null;
+  /** The connection this run started, if it started one. */
+  private started: ProcessStamp | null = null;
   /** Re-evaluates the wait; set while waiting, called on every heartbeat. */
   private wake: (() => void) | null = null;
 
@@ -103,7 +105,9 @@ export class Reader {
   private epilogue(): string[] {
     const consumer = this.entry.read('consumer');
     const alive = consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown';
-    return leaseEpilogue(NAME, this.entry.read('session'), { record: consumer, alive }, this.run.io.clock.now());
+    const s = this.started;
+    const started = s && !(consumer.state === 'ok' && sameProcess(consumer.value, s)) ? { pid: s.pid, host: s.host, alive: isSameProcessAlive(s) } : null;
+    return leaseEpilogue(NAME, this.entry.read('session'), { record: consumer, alive, started }, this.run.io.clock.now());
   }
 
   private async body(): Promise<Outcome> {
@@ -279,6 +283,7 @@ export class Reader {
     });
     if (!launched.ok) return { ok: false, reason: `could not start the background connection: ${launched.reason}` };
     const stamp = stampOf(launched.value.pid);
+    this.started = stamp;
     this.entry.log(`reader: started the background connection pid ${stamp.pid}`);
     this.say(`started the background connection (pid ${stamp.pid}); it logs to ${this.entry.path(ENTRY_FILES.log)}`);
     return { ok: true, value: stamp };
