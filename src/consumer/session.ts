@@ -1,6 +1,6 @@
 import type { Session, SessionLease } from '../hub/contract/index.js';
 import type { HubClient } from '../hub/client/index.js';
-import type { SessionHistoryItem, SessionRecord, Spool, StateEntry } from '../spool/index.js';
+import { clearStoodDown, stoodDownSessions, type SessionHistoryItem, type SessionRecord, type Spool, type StateEntry, type StoodDownSession } from '../spool/index.js';
 import type { Clock } from '../util/clock.js';
 import { classifyFailure, decideByCode, endedCode, type Disposition, type FailureContext } from './classify.js';
 
@@ -27,8 +27,22 @@ export interface SessionKeeperDeps {
 
 export type Established = { ok: true; session: SessionRecord } | { ok: false; disposition: Disposition };
 
+/** The session a new one replaces: the transition is spooled from it, and it joins the history. */
+type Predecessor = Pick<SessionRecord, 'id' | 'address' | 'history'>;
+
+const STOOD_DOWN_REASON: Record<StoodDownSession['hub_state'], string> = {
+  closed: 'session_closed',
+  closed_by_operator: 'session_closed_by_operator',
+  lapsed: 'session_lapsed',
+  not_found: 'session_not_found',
+};
+
+const asHistory = (s: StoodDownSession): SessionHistoryItem => ({ id: s.id, address: s.address, replaced_at: s.stood_down_at, reason: STOOD_DOWN_REASON[s.hub_state] });
+
 export class SessionKeeper {
   private record: SessionRecord | null = null;
+  /** Sessions stood down here (session close forgot them) that the next session replaces. */
+  private stood: StoodDownSession[] = [];
 
   constructor(private readonly d: SessionKeeperDeps) {}
 
@@ -39,9 +53,15 @@ export class SessionKeeper {
   /** Pinned: read it and drain it if active. Unpinned: adopt the recorded session while it is active, else register. */
   async establish(): Promise<Established> {
     if (this.d.pinned !== null) return this.adoptPinned(this.d.pinned);
+    this.stood = stoodDownSessions(this.d.entry);
     const prior = this.d.entry.read('session');
     if (prior.state === 'unreadable') this.d.log(`session record unreadable (${prior.reason}); registering a session`);
-    if (prior.state !== 'ok' || prior.value.pinned) return this.register(null, 'registered');
+    if (prior.state !== 'ok' || prior.value.pinned) {
+      // A session stood down here is what the new one replaces: its unread mail is not fresh.
+      const last = this.stood.at(-1);
+      if (last === undefined) return this.register(null, 'registered');
+      return this.register({ id: last.id, address: last.address, history: this.stood.slice(0, -1).map(asHistory) }, STOOD_DOWN_REASON[last.hub_state]);
+    }
     const got = await this.d.client.getSession(prior.value.id, this.d.signal);
     if (!got.ok) {
       const disposition = classifyFailure(got.failure, this.context('read session', prior.value.id));
@@ -92,7 +112,7 @@ export class SessionKeeper {
    * drain or stream open renews and records it.
    */
   private adopt(s: Session, history: SessionHistoryItem[], renewedAt: number | null): SessionRecord {
-    this.record = {
+    const record = this.write({
       id: s.id,
       address: s.address,
       name: s.name,
@@ -101,13 +121,12 @@ export class SessionKeeper {
       expires_at: s.expires_at,
       renewed_at: renewedAt ?? this.d.clock.now(),
       history,
-    };
-    this.d.entry.write('session', this.record);
+    });
     this.d.log(`adopted session ${s.id} (${s.address}), expires ${s.expires_at} (Hub's clock)`);
-    return this.record;
+    return record;
   }
 
-  private async register(previous: SessionRecord | null, reason: string): Promise<Established> {
+  private async register(previous: Predecessor | null, reason: string): Promise<Established> {
     const body = {
       client_key: this.d.clientKey,
       ...(this.d.name !== null ? { name: this.d.name } : {}),
@@ -143,18 +162,23 @@ export class SessionKeeper {
     } else {
       this.d.log(`${reason} session ${s.id} (${s.address}), expires ${s.expires_at} (Hub's clock)`);
     }
-    this.record = {
-      id: s.id,
-      address: s.address,
-      name: s.name,
-      pinned: false,
-      lease_seconds: s.lease_seconds,
-      expires_at: s.expires_at,
-      renewed_at: now,
-      history,
-    };
-    this.d.entry.write('session', this.record);
-    return { ok: true, session: this.record };
+    return { ok: true, session: this.write({ id: s.id, address: s.address, name: s.name, pinned: false, lease_seconds: s.lease_seconds, expires_at: s.expires_at, renewed_at: now, history }) };
+  }
+
+  /**
+   * session.json names the session, its history now holding every stood-down one; only then
+   * does stood-down.json go, so a reader always finds a replaced session in one or the other.
+   */
+  private write(record: SessionRecord): SessionRecord {
+    const known = new Set([record.id, ...record.history.map((h) => h.id)]);
+    const written = { ...record, history: [...record.history, ...this.stood.filter((s) => !known.has(s.id)).map(asHistory)] };
+    this.record = written;
+    this.d.entry.write('session', written);
+    if (this.stood.length > 0) {
+      clearStoodDown(this.d.entry);
+      this.stood = [];
+    }
+    return written;
   }
 }
 

@@ -4,7 +4,7 @@ import { collect } from '../../helpers/cli.js';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 import { parseConsumerRecord, readRecord } from '../../../src/spool/index.js';
-import { as, consumerPid, entryDirOf, file, party, register, sessionOf, startBridge, stopAll, type Party } from './world.js';
+import { as, consumerPid, entryDirOf, file, party, readUntil, register, sessionOf, startBridge, stopAll, type Party } from './world.js';
 
 interface Track {
   id: string;
@@ -117,6 +117,33 @@ describe('oh-hai session close and status', () => {
     const fresh = await waitFor(() => sessionOf(bob, hub, 'bob-wait'), { what: 'a new session after the stand-down' });
     expect(fresh.id).not.toBe(s.id);
     expect(fresh.address).not.toBe(s.address);
+  });
+
+  it('mail of the closed session left unread is replayed as possibly bounced, never as fresh mail, and session close says it left it', async () => {
+    const s = await register(bob, hub, 'bob-unread');
+    const dir = entryDirOf(bob, hub, 'bob-unread');
+    const sent = await as(alice, null, ['send', '--json', '--to', s.address, 'left unread']);
+    expect(sent.code, sent.stderr).toBe(0);
+    const messageId = (JSON.parse(sent.stdout) as { id: string }).id;
+    await waitFor(() => readFileSync(file(dir, 'bridge.ndjson'), 'utf8').includes(messageId), { what: 'the notify in the spool, unread' });
+
+    const close = await as(bob, 'bob-unread', ['session', 'close']);
+    expect(close.code, close.stderr).toBe(0);
+    expect(close.stderr).toContain(
+      `oh-hai session close: ⚠️ ${s.id} stood down with unread mail: 1 record that arrived under it was never read and stays in ${file(dir, 'bridge.ndjson')}: the next oh-hai bridge prints it marked POSSIBLY BOUNCED, not as fresh mail`,
+    );
+
+    // No reader was waiting: the next run prints what was left, then relays the stand-down.
+    const next = await as(bob, 'bob-unread', ['bridge', '--wait', '0.2']);
+    expect(next.code, next.stderr).toBe(15);
+    const line = next.stdout.split('\n').find((l) => l.includes(messageId));
+    expect(line).toMatch(new RegExp(`^\\[mail \\d+\\] POSSIBLY BOUNCED — arrived under ${s.id}, since replaced; .* do not treat it as fresh mail · notify from ${alice.address} \\(${messageId}\\)`));
+
+    // The run after registers a new session, and the address change names the stand-down.
+    const seen = await readUntil(bob, 'bob-unread', (e) => e.some((x) => x.type === 'transition'), 'the address change after the stand-down');
+    expect(seen.find((x) => x.type === 'transition')).toMatchObject({ event: 'address_changed', from_session: s.id, from_address: s.address, reason: 'session_closed' });
+    const fresh = await waitFor(() => sessionOf(bob, hub, 'bob-unread'), { what: 'the new session' });
+    expect(fresh.history.map((h) => [h.id, h.reason])).toEqual([[s.id, 'session_closed']]);
   });
 
   it('--keep-connection stops the connection and leaves the session open; the next bridge adopts it', async () => {

@@ -1,5 +1,5 @@
 import { validateEntry } from '../../../hub/contract/entry.js';
-import { ENTRY_FILES, entryStanding, type Cursor, type SpoolItem, type StateEntry } from '../../../spool/index.js';
+import { ENTRY_FILES, entryStanding, stoodDownSessions, type Cursor, type SpoolItem, type StateEntry } from '../../../spool/index.js';
 import { writeFlushed } from '../../io.js';
 import { CursorFile } from './cursor-file.js';
 import { entrySummary, plain, transitionSummary } from './summary.js';
@@ -40,6 +40,8 @@ export class Printer {
   async printAvailable(): Promise<void> {
     const items = this.entry.spoolReader().readFrom(this.cursor);
     if (items.length === 0) return;
+    // Stood-down sessions first: a new session takes them into its history before they are cleared.
+    for (const s of stoodDownSessions(this.entry)) this.replaced.add(s.id);
     const session = this.entry.read('session');
     const current = session.state === 'ok' ? session.value.id : '';
     if (session.state === 'ok') for (const h of session.value.history) this.replaced.add(h.id);

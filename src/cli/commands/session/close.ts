@@ -1,5 +1,6 @@
 import { rmSync } from 'node:fs';
 import {
+  ENTRY_FILES,
   forgetSession,
   openStateEntry,
   requestStandDown,
@@ -42,12 +43,14 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
     const opened = ts.entryDir !== null ? openStateEntry(ts.entryDir, { create: false }) : null;
     const entry = opened?.ok ? opened.value : null;
     const out: string[] = [];
-    const finish = async (lines: string[]): Promise<Outcome> => {
+    const finish = async (lines: string[], closed: StoodDownSession | null): Promise<Outcome> => {
+      const unread = entry && closed ? unreadWarning(entry, closed, opts.purge === true) : null;
       if (opts.purge && entry) {
         rmSync(entry.dir, { recursive: true, force: true });
         lines.push(`cleared this agent session's state entry ${entry.dir}`);
       }
       await writeFlushed(io.stdout, lines.join('\n') + '\n');
+      if (unread) io.stderr.write(`${NAME}: ⚠️ ${unread}\n`);
       return success();
     };
 
@@ -72,7 +75,7 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
       if (!stopped.ok) return { exit: EXIT.internal, code: 'connection_did_not_stop', message: stopped.reason };
       const who = `the background connection (pid ${running.record.pid} on ${running.record.host})`;
       const item = standDown ? stoodDownBy(entry, stopped.value, askedAt) : null;
-      if (item) return finish([`stopped ${who}; once it had stopped draining, it stood the session down itself`, hubLine(item), forgotLine(entry, item)]);
+      if (item) return finish([`stopped ${who}; once it had stopped draining, it stood the session down itself`, hubLine(item), forgotLine(entry, item)], item);
       out.push(`stopped ${who}; it stopped cleanly`);
     }
 
@@ -90,7 +93,7 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
     // 2. Close the session at the Hub: the connection is stopped, so nothing registers a replacement.
     if (ts.kind !== 'attached') {
       if (running.kind !== 'local') return nothingToStandDown(ts.why);
-      return finish(out);
+      return finish(out, null);
     }
     const closed = await a.client.closeSession(ts.id);
     const notFound = !closed.ok && closed.failure.kind === 'http' && closed.failure.status === 404;
@@ -114,7 +117,7 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
     if (running.kind !== 'local' && item.hub_state !== 'closed') {
       return nothingToStandDown(`${hubLine(item)}, and no connection ran (${running.why})${entry ? '; forgot it locally' : ''}`);
     }
-    return finish([...out, hubLine(item), ...(entry ? [forgotLine(entry, item)] : [])]);
+    return finish([...out, hubLine(item), ...(entry ? [forgotLine(entry, item)] : [])], item);
   } finally {
     await a.client.close();
   }
@@ -140,6 +143,20 @@ function hubLine(s: StoodDownSession): string {
     default:
       return `session ${s.id} was already ${s.hub_state.replace(/_/g, ' ')} at the Hub (left unchanged)`;
   }
+}
+
+/** Mail of the closed session nobody read: it stays, and is replayed as possibly bounced (never as fresh mail). */
+function unreadWarning(entry: StateEntry, s: StoodDownSession, purged: boolean): string | null {
+  const unread = entry
+    .spoolReader()
+    .readFrom(entry.checkedCursor().cursor)
+    .filter((i) => i.record.type === 'entry' && i.record.session === s.id).length;
+  if (unread === 0) return null;
+  const [what, was] = unread === 1 ? ['1 record that arrived under it', 'was'] : [`${unread} records that arrived under it`, 'were'];
+  const fate = purged
+    ? `${was} cleared with the state entry`
+    : `${unread === 1 ? 'stays' : 'stay'} in ${entry.path(ENTRY_FILES.spool)}: the next oh-hai bridge prints ${unread === 1 ? 'it' : 'them'} marked POSSIBLY BOUNCED, not as fresh mail`;
+  return `${s.id} stood down with unread mail: ${what} ${was} never read and ${fate} — the Hub bounces what was not acknowledged, so the senders may already have had the bounce`;
 }
 
 const forgotLine = (entry: StateEntry, s: StoodDownSession): string =>
