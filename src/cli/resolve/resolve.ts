@@ -14,6 +14,7 @@ import { EXIT } from '../exit-codes.js';
 import type { CliIO } from '../io.js';
 import type { CodedError } from '../outcome.js';
 import type { ProcessInspector } from './host-program.js';
+import { adoptLegacyHomeOnce } from './legacy-hook.js';
 import { resolveAgentSessionKey, type AgentSessionKey } from './session-key.js';
 
 /**
@@ -90,7 +91,13 @@ export async function resolveBridge(req: ResolveRequest): Promise<Coded<Resolved
     return { ok: false, error: { code: `state_entry_${opened.code}`, message: opened.reason, exit: opened.code === 'absent' ? EXIT.noSession : EXIT.usage } };
   }
   const entry = opened.value;
-  if (req.create) recordIdentity(entry, { hub: hubUrl.value, agent_id: agentId, session: sessionKey.value });
+  let adopted: string[] = [];
+  if (req.create) {
+    recordIdentity(entry, { hub: hubUrl.value, agent_id: agentId, session: sessionKey.value });
+    const legacy = await adoptLegacyHomeOnce({ entry, io, hubUrl: hubUrl.value, token: cred.value.token, agentId, pinned: sessionKey.value.pinned });
+    if (!legacy.ok) return legacy;
+    adopted = legacy.value;
+  }
 
   return {
     ok: true,
@@ -103,7 +110,12 @@ export async function resolveBridge(req: ResolveRequest): Promise<Coded<Resolved
       sessionKey: sessionKey.value,
       key,
       entry,
-      warnings: [...settings.value.warnings, ...cred.value.warnings, ...entry.repairs.map((r) => `tightened permissions on ${r.path} from ${r.was} to ${r.now}`)],
+      warnings: [
+        ...settings.value.warnings,
+        ...cred.value.warnings,
+        ...entry.repairs.map((r) => `tightened permissions on ${r.path} from ${r.was} to ${r.now}`),
+        ...adopted,
+      ],
     },
   };
 }
