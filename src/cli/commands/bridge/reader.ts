@@ -21,11 +21,11 @@ import { success, type Outcome } from '../../outcome.js';
 import type { ResolvedBridge } from '../../resolve/index.js';
 import type { LaunchRequest } from '../../spawn/index.js';
 import type { Result } from '../../../util/result.js';
-import { Heartbeat, judgeHolder, myRecord, sameProcess, type AttendanceEnd, type Me } from './attendance.js';
+import { Heartbeat, judgeHolder, myRecord, sameProcess, type AttendanceEnd } from './attendance.js';
 import { isReported, parseReportedStop, planConnection, type NamedFlags, type ReportedStop } from './connection.js';
 import { ConsumerWatch, type ConsumerEnd } from './consumer-watch.js';
-import { leaseEpilogue } from './epilogue.js';
-import { readerRefusal } from './holder.js';
+import { leaseEpilogue, type ConsumerView } from './epilogue.js';
+import { readerRefusal, type HolderFacts } from './holder.js';
 import type { ReaderKnobs } from './knobs.js';
 import { Printer } from './printer.js';
 import type { StopRequest } from './signals.js';
@@ -46,15 +46,47 @@ const REPORTED_STOP = 'reported-stop.json';
 /** How long a displaced live reader gets to finish its record in flight and exit. */
 const DISPLACE_WAIT_MS = 5000;
 
-export interface ReaderRun {
-  resolved: ResolvedBridge;
+/**
+ * What differs between the two readers of a state entry: `oh-hai bridge` on the session
+ * leg and `oh-hai inbox watch` on the principal leg. Everything else — the claim on
+ * reader.json, one connection per entry, the printer, the wait, the stops — is one loop.
+ */
+export interface ReaderLeg {
+  /** The command, which prefixes every stderr line. */
+  name: string;
+  /** How this reader names itself in bridge.log. */
+  logName: string;
+  entry: StateEntry;
+  /** The key came from --session or the environment: a live holder of it is this agent re-running, and is displaced. */
+  declared: boolean;
+  waitMs: number;
+  /** What a connection this run starts runs with (settings.json). */
+  wanted: ConsumerSettings;
+  /** Flags the user named: each asserts what a running connection must use. */
+  named: NamedFlags;
+  /** Resolution's lines for stderr. */
+  warnings: readonly string[];
+  /** Exit 10 for a live holder this run may not displace. */
+  refusal(facts: HolderFacts): Outcome;
+  noPolicyLine(): string;
+  /** The lines after the stop line, read off the entry. */
+  epilogue(consumer: ConsumerView, nowMs: number): string[];
+}
+
+/** One reading run on a leg. */
+export interface LegRun {
+  leg: ReaderLeg;
   io: CliIO;
   stop: StopRequest;
   knobs: ReaderKnobs;
-  named: NamedFlags;
   raw: boolean;
-  agent: string | null;
   launch: (req: LaunchRequest) => Promise<Result<{ pid: number }>>;
+}
+
+export interface ReaderRun extends Omit<LegRun, 'leg'> {
+  resolved: ResolvedBridge;
+  named: NamedFlags;
+  agent: string | null;
 }
 
 type WaitEnd =
@@ -64,8 +96,62 @@ type WaitEnd =
   | { kind: 'signal' }
   | { kind: 'attendance'; end: AttendanceEnd };
 
-/** One run of `oh-hai bridge` after its state entry resolved: every exit ends with the lease epilogue. */
+/** One run of `oh-hai bridge` after its state entry resolved: the session leg of the reading loop. */
 export class Reader {
+  constructor(private readonly run: ReaderRun) {}
+
+  execute(): Promise<Outcome> {
+    return new EntryReader({ ...this.run, leg: sessionLeg(this.run) }).execute();
+  }
+}
+
+/** What the connection must run with, from the bridge's resolution (the session leg). */
+function wantedSettings(r: ResolvedBridge, agent: string | null): ConsumerSettings {
+  const b = r.settings.bridge;
+  return {
+    hub: r.hubUrl,
+    agent_id: r.agentId,
+    session_key: r.sessionKey.key,
+    pinned: r.sessionKey.pinned,
+    name: r.sessionKey.name,
+    transport: b.transport,
+    interval_seconds: b.intervalSeconds,
+    max_retries: b.maxRetries,
+    unattended_max_seconds: b.unattendedMaxSeconds,
+    allow_from: b.allowFrom,
+    agent,
+    leg: 'session',
+  };
+}
+
+function sessionLeg(run: ReaderRun): ReaderLeg {
+  const { resolved: r, io } = run;
+  const entry = r.entry;
+  return {
+    name: NAME,
+    logName: 'reader',
+    entry,
+    declared: r.sessionKey.declared,
+    waitMs: r.settings.bridge.waitSeconds * 1000,
+    wanted: wantedSettings(r, run.agent),
+    named: run.named,
+    warnings: r.warnings,
+    refusal: (facts) => ({
+      exit: EXIT.held,
+      code: 'reader_held',
+      message: readerRefusal({ facts, session: entry.read('session'), keyFrom: r.sessionKey.describe, readerPath: entry.path(ENTRY_FILES.reader) }),
+    }),
+    noPolicyLine: () =>
+      `no sender policy is declared: directives, notifies, responses and receipts are delivered, but every addressed ask/task is refused and left unacked ` +
+      `(the Hub keeps redelivering it). To accept them, add [bridge] allow_from to ${userConfigPath(io.env)} or pass --allow-from any-in-account / agent:<id>, ` +
+      `then oh-hai session close --keep-connection and run oh-hai bridge again.`,
+    epilogue: (consumer, nowMs) => leaseEpilogue(NAME, entry.read('session'), consumer, nowMs),
+  };
+}
+
+/** One reading run on a leg: every exit after the entry resolved ends with the leg's epilogue. */
+export class EntryReader {
+  private readonly leg: ReaderLeg;
   private readonly entry: StateEntry;
   private readonly startedMono: number;
   private record: ReaderRecord | null = null;
@@ -76,13 +162,14 @@ export class Reader {
   /** Re-evaluates the wait; set while waiting, called on every heartbeat. */
   private wake: (() => void) | null = null;
 
-  constructor(private readonly run: ReaderRun) {
-    this.entry = run.resolved.entry;
+  constructor(private readonly run: LegRun) {
+    this.leg = run.leg;
+    this.entry = run.leg.entry;
     this.startedMono = run.io.clock.monotonic();
   }
 
   private say(line: string): void {
-    this.run.io.stderr.write(`${NAME}: ${line}\n`);
+    this.run.io.stderr.write(`${this.leg.name}: ${line}\n`);
   }
 
   async execute(): Promise<Outcome> {
@@ -94,7 +181,7 @@ export class Reader {
     try {
       outcome = await this.body();
     } catch (e) {
-      this.entry.log(`reader: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+      this.entry.log(`${this.leg.logName}: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
       outcome = { exit: EXIT.internal, code: 'internal', message: `this is a bug in oh-hai: ${(e as Error).message}. Details: ${this.entry.path(ENTRY_FILES.log)}` };
     } finally {
       this.heartbeat?.stop();
@@ -107,25 +194,24 @@ export class Reader {
     const alive = consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown';
     const s = this.started;
     const started = s && !(consumer.state === 'ok' && sameProcess(consumer.value, s)) ? { pid: s.pid, host: s.host, alive: isSameProcessAlive(s) } : null;
-    return leaseEpilogue(NAME, this.entry.read('session'), { record: consumer, alive, started }, this.run.io.clock.now());
+    return this.leg.epilogue({ record: consumer, alive, started }, this.run.io.clock.now());
   }
 
   private async body(): Promise<Outcome> {
-    const { resolved: r, io } = this.run;
-    for (const w of r.warnings) this.say(w);
+    const { leg, io } = this.run;
+    for (const w of leg.warnings) this.say(w);
 
-    const claimed = await this.claim({ pid: io.pid, host: hostName(), declared: r.sessionKey.declared });
+    const claimed = await this.claim();
     if ('refusal' in claimed) return claimed.refusal;
 
     const consumer = this.entry.read('consumer');
-    const wanted = this.wantedSettings();
     const plan = planConnection({
       consumer,
       alive: consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown',
       reported: this.readReported(),
       running: consumer.state === 'ok' ? this.runningSettings(consumer.value) : null,
-      wanted,
-      named: this.run.named,
+      wanted: leg.wanted,
+      named: leg.named,
     });
 
     let policy: string[] | null;
@@ -147,14 +233,14 @@ export class Reader {
         break;
       case 'start': {
         if (plan.note) this.say(plan.note);
-        const started = await this.startConsumer(wanted);
+        const started = await this.startConsumer(leg.wanted);
         if (!started.ok) return { exit: EXIT.internal, code: 'consumer_not_started', message: started.reason };
-        policy = wanted.allow_from;
+        policy = leg.wanted.allow_from;
         watch = new ConsumerWatch(this.entry, consumer.state === 'ok' ? consumer.value : null, started.value);
         break;
       }
     }
-    if (policy === null) this.say(this.noPolicyLine());
+    if (policy === null) this.say(leg.noPolicyLine());
 
     this.heartbeat = new Heartbeat(this.entry, claimed.record, io.clock);
     this.heartbeat.start(this.run.knobs.heartbeatMs, (end) => {
@@ -207,20 +293,17 @@ export class Reader {
     return signalOutcome(signal);
   }
 
-  private async claim(me: Me): Promise<{ refusal: Outcome } | { record: ReaderRecord }> {
-    const { io, knobs, resolved } = this.run;
+  private async claim(): Promise<{ refusal: Outcome } | { record: ReaderRecord }> {
+    const { io, knobs } = this.run;
+    const me = { pid: io.pid, host: hostName(), declared: this.leg.declared };
     const { facts, decision } = judgeHolder(this.entry, me, io.clock, knobs.staleMs);
-    if (decision.action === 'refuse') {
-      const message = readerRefusal({ facts, session: this.entry.read('session'), keyFrom: resolved.sessionKey.describe, readerPath: this.entry.path(ENTRY_FILES.reader) });
-      return { refusal: { exit: EXIT.held, code: 'reader_held', message } };
-    }
-    const waitMs = resolved.settings.bridge.waitSeconds * 1000;
-    const record = myRecord(me, io.clock, { heartbeatMs: knobs.heartbeatMs, staleMs: knobs.staleMs, deadlineMs: waitMs + knobs.graceSeconds * 1000 });
+    if (decision.action === 'refuse') return { refusal: this.leg.refusal(facts) };
+    const record = myRecord(me, io.clock, { heartbeatMs: knobs.heartbeatMs, staleMs: knobs.staleMs, deadlineMs: this.leg.waitMs + knobs.graceSeconds * 1000 });
     this.record = record;
     this.entry.write('reader', record);
     if (decision.action !== 'displace') return { record };
     const holder = facts.record.state === 'ok' ? facts.record.value : null;
-    this.entry.log(`reader: displaced the previous reader${decision.pid !== null ? ` pid ${decision.pid}` : ''} (${decision.why})`);
+    this.entry.log(`${this.leg.logName}: displaced the previous reader${decision.pid !== null ? ` pid ${decision.pid}` : ''} (${decision.why})`);
     if (decision.why === 'declared' && holder) this.say(`took over from this agent session's previous reader (pid ${holder.pid} on ${holder.host}); one reader prints your mail`);
     if (decision.signal && holder) await this.stopHolder(holder);
     return { record };
@@ -237,25 +320,6 @@ export class Reader {
     while (isSameProcessAlive(holder) === 'alive' && this.run.io.clock.monotonic() < until && !this.run.stop.requested()) {
       await new Promise((r) => setTimeout(r, 20));
     }
-  }
-
-  private wantedSettings(): ConsumerSettings {
-    const { resolved: r } = this.run;
-    const b = r.settings.bridge;
-    return {
-      hub: r.hubUrl,
-      agent_id: r.agentId,
-      session_key: r.sessionKey.key,
-      pinned: r.sessionKey.pinned,
-      name: r.sessionKey.name,
-      transport: b.transport,
-      interval_seconds: b.intervalSeconds,
-      max_retries: b.maxRetries,
-      unattended_max_seconds: b.unattendedMaxSeconds,
-      allow_from: b.allowFrom,
-      agent: this.run.agent,
-      leg: 'session',
-    };
   }
 
   /** settings.json, when it is the file the running consumer started with (its digest matches). */
@@ -284,7 +348,7 @@ export class Reader {
     if (!launched.ok) return { ok: false, reason: `could not start the background connection: ${launched.reason}` };
     const stamp = stampOf(launched.value.pid);
     this.started = stamp;
-    this.entry.log(`reader: started the background connection pid ${stamp.pid}`);
+    this.entry.log(`${this.leg.logName}: started the background connection pid ${stamp.pid}`);
     this.say(`started the background connection (pid ${stamp.pid}); it logs to ${this.entry.path(ENTRY_FILES.log)}`);
     return { ok: true, value: stamp };
   }
@@ -300,18 +364,10 @@ export class Reader {
     writeRecord(this.entry.dir, REPORTED_STOP, stop);
   }
 
-  private noPolicyLine(): string {
-    return (
-      `no sender policy is declared: directives, notifies, responses and receipts are delivered, but every addressed ask/task is refused and left unacked ` +
-      `(the Hub keeps redelivering it). To accept them, add [bridge] allow_from to ${userConfigPath(this.run.io.env)} or pass --allow-from any-in-account / agent:<id>, ` +
-      `then oh-hai session close --keep-connection and run oh-hai bridge again.`
-    );
-  }
-
   /** Wait (fs.watch on the entry plus the heartbeat as a slow re-check; no busy loop) until something ends the wait. */
   private waitForNews(printer: Printer, watch: ConsumerWatch): Promise<WaitEnd> {
-    const { io, resolved } = this.run;
-    const remaining = resolved.settings.bridge.waitSeconds * 1000 - (io.clock.monotonic() - this.startedMono);
+    const { io } = this.run;
+    const remaining = this.leg.waitMs - (io.clock.monotonic() - this.startedMono);
     return new Promise((resolve) => {
       let settled = false;
       const cleanups: (() => void)[] = [];

@@ -1,7 +1,6 @@
-import type { ConsumerRecord, RecordRead } from '../../../spool/index.js';
 import { formatDuration } from '../../../util/duration.js';
 import type { HolderFacts } from '../bridge/holder.js';
-import type { Liveness } from '../bridge/epilogue.js';
+import type { ConsumerView } from '../bridge/epilogue.js';
 
 export const NAME = 'oh-hai inbox watch';
 
@@ -36,8 +35,15 @@ export const noPolicyLine = (address: string): string =>
  * The bridge's epilogue minus the lease: the principal mailbox has no session to lapse, so
  * what stops when nothing drains it is delivery, not the address.
  */
-export function watchEpilogue(consumer: RecordRead<ConsumerRecord>, alive: Liveness, address: string): string[] {
+export function watchEpilogue(view: ConsumerView, address: string): string[] {
   const nobody = `nothing drains ${address} from this machine: directives and mail to it wait at the Hub, undelivered, until a watcher or a live session of this agent drains them`;
+  const { record: consumer, alive, started } = view;
+  if (started) {
+    // The connection this run started has not recorded itself yet; the record is its predecessor's.
+    const who = `consumer pid ${started.pid} on ${started.host}`;
+    if (started.alive === 'dead') return [`${NAME}: ${who} (not running).`, `${NAME}: ⚠️ ${nobody}. What to do: run ${NAME} again.`];
+    return [`${NAME}: ${who} (started by this run; not recorded yet) drains ${address}.`];
+  }
   if (consumer.state === 'absent') return [`${NAME}: no background connection has recorded itself here.`, `${NAME}: ⚠️ ${nobody}. What to do: run ${NAME} again.`];
   if (consumer.state === 'unreadable') {
     return [
