@@ -1,4 +1,13 @@
-export { resolveBridge, type ResolveFlags, type ResolveRequest, type ResolvedBridge } from './resolve.js';
+export {
+  connectionSettings,
+  resolveAgent,
+  resolveBridge,
+  type AgentRequest,
+  type ResolveFlags,
+  type ResolveRequest,
+  type ResolvedAgent,
+  type ResolvedBridge,
+} from './resolve.js';
 export { resolveAgentSessionKey, type AgentSessionKey, type KeySource } from './session-key.js';
 export { findHostProgram, type HostProgram, type ProcessInspector } from './host-program.js';
 export { processInspector } from './inspector.js';

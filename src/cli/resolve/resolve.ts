@@ -9,7 +9,7 @@ import {
   type ResolvedSettings,
   type SettingsFlags,
 } from '../../config/index.js';
-import { openStateEntry, resolveStateRoot, sessionEntryDir, stateKey, type IdentityRecord, type StateEntry } from '../../spool/index.js';
+import { openStateEntry, resolveStateRoot, sessionEntryDir, stateKey, type ConsumerSettings, type IdentityRecord, type StateEntry } from '../../spool/index.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliIO } from '../io.js';
 import type { CodedError } from '../outcome.js';
@@ -18,10 +18,11 @@ import { adoptLegacyHomeOnce } from './legacy-hook.js';
 import { resolveAgentSessionKey, type AgentSessionKey } from './session-key.js';
 
 /**
- * Bridge-style resolution, shared by `oh-hai bridge`, `__consumer --mode direct`,
- * `session close/status` and `doctor`: flags → config → credential → agent id →
- * agent-session key → state entry, in that order. A failure before the entry resolves
- * carries its reason and nothing else: the lease epilogue is armed only by success.
+ * Bridge-style resolution: flags → config → credential → agent id (`resolveAgent`, which
+ * every command acting as this agent uses, the sending side included) → agent-session key
+ * → state entry (`resolveBridge`: `oh-hai bridge`, `__consumer --mode direct`, `doctor`), in
+ * that order. A failure before the entry resolves carries its reason and nothing else: the
+ * lease epilogue is armed only by success.
  */
 
 export interface ResolveFlags extends SettingsFlags {
@@ -30,33 +31,44 @@ export interface ResolveFlags extends SettingsFlags {
   agent?: string;
 }
 
-export interface ResolveRequest {
+export interface AgentRequest {
   flags: ResolveFlags;
+  io: Pick<CliIO, 'env' | 'cwd'>;
+  /** Learns the agent id of a bare OH_HAI_TOKEN; the default lazily loads the Hub client. */
+  whoami?: (hubUrl: string, token: string) => Promise<Coded<string>>;
+}
+
+export interface ResolveRequest extends AgentRequest {
   io: Pick<CliIO, 'env' | 'cwd' | 'clock' | 'pid'>;
   /** Make the entry when it does not exist (the bridge); read-only callers pass false. */
   create: boolean;
   host: string;
   inspect: ProcessInspector;
-  /** Learns the agent id of a bare OH_HAI_TOKEN; the default lazily loads the Hub client. */
-  whoami?: (hubUrl: string, token: string) => Promise<Coded<string>>;
 }
 
-export interface ResolvedBridge {
+/** Who talks to which Hub, and with what settings. */
+export interface ResolvedAgent {
   stateRoot: string;
   hubUrl: string;
   settings: ResolvedSettings;
   credential: AgentCredential;
   agentId: string;
+  /** Lines for stderr: config warnings, credential warnings. */
+  warnings: string[];
+}
+
+export interface ResolvedBridge extends ResolvedAgent {
   sessionKey: AgentSessionKey;
   key: string;
   entry: StateEntry;
-  /** Lines for stderr: config warnings, credential warnings, permission repairs. */
+  /** Lines for stderr: config and credential warnings, permission repairs, an adopted 0.9 home. */
   warnings: string[];
 }
 
 const usage = (code: string, message: string): { ok: false; error: CodedError } => ({ ok: false, error: { code, message, exit: EXIT.usage } });
 
-export async function resolveBridge(req: ResolveRequest): Promise<Coded<ResolvedBridge>> {
+/** Flags → config → credential → agent id: everything a command acting as this agent needs. */
+export async function resolveAgent(req: AgentRequest): Promise<Coded<ResolvedAgent>> {
   const { flags, io } = req;
 
   const root = resolveStateRoot({ stateHome: flags.stateHome, env: io.env });
@@ -79,13 +91,26 @@ export async function resolveBridge(req: ResolveRequest): Promise<Coded<Resolved
     agentId = learned.value;
     await rememberAgentId({ stateRoot: root.value, hubUrl: hubUrl.value, token: cred.value.token, agentId });
   }
+  return {
+    ok: true,
+    value: { stateRoot: root.value, hubUrl: hubUrl.value, settings: settings.value, credential: cred.value, agentId, warnings: [...settings.value.warnings, ...cred.value.warnings] },
+  };
+}
+
+/** `resolveAgent`, then this agent session's key and its state entry (made with `create`). */
+export async function resolveBridge(req: ResolveRequest): Promise<Coded<ResolvedBridge>> {
+  const { flags, io } = req;
+  const resolved = await resolveAgent(req);
+  if (!resolved.ok) return resolved;
+  const agent = resolved.value;
+  const { stateRoot, hubUrl, credential, agentId } = agent;
 
   const sessionKey = resolveAgentSessionKey({ flag: flags.session, env: io.env, host: req.host, selfPid: io.pid, inspect: req.inspect });
   if (!sessionKey.ok) return usage('agent_session_unknown', sessionKey.reason);
 
-  const key = stateKey(hubUrl.value, agentId, sessionKey.value.key);
-  const dir = sessionEntryDir(root.value, key);
-  const opened = openStateEntry(dir, { create: req.create, log: { clock: io.clock, pid: io.pid, deny: [cred.value.token] } });
+  const key = stateKey(hubUrl, agentId, sessionKey.value.key);
+  const dir = sessionEntryDir(stateRoot, key);
+  const opened = openStateEntry(dir, { create: req.create, log: { clock: io.clock, pid: io.pid, deny: [credential.token] } });
   if (!opened.ok) {
     // No entry (read-only callers) is "nothing here for this agent session"; the rest is the environment, not a bug.
     return { ok: false, error: { code: `state_entry_${opened.code}`, message: opened.reason, exit: opened.code === 'absent' ? EXIT.noSession : EXIT.usage } };
@@ -93,8 +118,8 @@ export async function resolveBridge(req: ResolveRequest): Promise<Coded<Resolved
   const entry = opened.value;
   let adopted: string[] = [];
   if (req.create) {
-    recordIdentity(entry, { hub: hubUrl.value, agent_id: agentId, session: sessionKey.value });
-    const legacy = await adoptLegacyHomeOnce({ entry, io, hubUrl: hubUrl.value, token: cred.value.token, agentId, pinned: sessionKey.value.pinned });
+    recordIdentity(entry, { hub: hubUrl, agent_id: agentId, session: sessionKey.value });
+    const legacy = await adoptLegacyHomeOnce({ entry, io, hubUrl, token: credential.token, agentId, pinned: sessionKey.value.pinned });
     if (!legacy.ok) return legacy;
     adopted = legacy.value;
   }
@@ -102,22 +127,33 @@ export async function resolveBridge(req: ResolveRequest): Promise<Coded<Resolved
   return {
     ok: true,
     value: {
-      stateRoot: root.value,
-      hubUrl: hubUrl.value,
-      settings: settings.value,
-      credential: cred.value,
-      agentId,
+      ...agent,
       sessionKey: sessionKey.value,
       key,
       entry,
-      warnings: [
-        ...settings.value.warnings,
-        ...cred.value.warnings,
-        ...entry.repairs.map((r) => `tightened permissions on ${r.path} from ${r.was} to ${r.now}`),
-        ...adopted,
-      ],
+      warnings: [...agent.warnings, ...entry.repairs.map((r) => `tightened permissions on ${r.path} from ${r.was} to ${r.now}`), ...adopted],
     },
   };
+}
+
+/**
+ * What a connection runs with (its settings.json): this agent session's, or with
+ * `principal` the identity's principal mailbox (`oh-hai inbox watch`), which has no session
+ * and no stream — it is drained by long-poll. `agent` is the --agent pick among several tokens.
+ */
+export function connectionSettings(r: ResolvedAgent, target: AgentSessionKey | 'principal', agent: string | null): ConsumerSettings {
+  const b = r.settings.bridge;
+  const common = {
+    hub: r.hubUrl,
+    agent_id: r.agentId,
+    interval_seconds: b.intervalSeconds,
+    max_retries: b.maxRetries,
+    unattended_max_seconds: b.unattendedMaxSeconds,
+    allow_from: b.allowFrom,
+    agent,
+  };
+  if (target === 'principal') return { ...common, session_key: 'principal', pinned: null, name: null, transport: 'poll', leg: 'principal' };
+  return { ...common, session_key: target.key, pinned: target.pinned, name: target.name, transport: b.transport, leg: 'session' };
 }
 
 /** identity.json says whose entry this is, for doctor and fleet; rewritten only when it differs. */

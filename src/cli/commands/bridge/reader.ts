@@ -18,7 +18,7 @@ import { readFileSync } from 'node:fs';
 import { EXIT } from '../../exit-codes.js';
 import type { CliIO } from '../../io.js';
 import { success, type Outcome } from '../../outcome.js';
-import type { ResolvedBridge } from '../../resolve/index.js';
+import { connectionSettings, type ResolvedBridge } from '../../resolve/index.js';
 import type { LaunchRequest } from '../../spawn/index.js';
 import type { Result } from '../../../util/result.js';
 import { Heartbeat, judgeHolder, myRecord, sameProcess, type AttendanceEnd } from './attendance.js';
@@ -105,25 +105,6 @@ export class Reader {
   }
 }
 
-/** What the connection must run with, from the bridge's resolution (the session leg). */
-function wantedSettings(r: ResolvedBridge, agent: string | null): ConsumerSettings {
-  const b = r.settings.bridge;
-  return {
-    hub: r.hubUrl,
-    agent_id: r.agentId,
-    session_key: r.sessionKey.key,
-    pinned: r.sessionKey.pinned,
-    name: r.sessionKey.name,
-    transport: b.transport,
-    interval_seconds: b.intervalSeconds,
-    max_retries: b.maxRetries,
-    unattended_max_seconds: b.unattendedMaxSeconds,
-    allow_from: b.allowFrom,
-    agent,
-    leg: 'session',
-  };
-}
-
 function sessionLeg(run: ReaderRun): ReaderLeg {
   const { resolved: r, io } = run;
   const entry = r.entry;
@@ -133,7 +114,7 @@ function sessionLeg(run: ReaderRun): ReaderLeg {
     entry,
     declared: r.sessionKey.declared,
     waitMs: r.settings.bridge.waitSeconds * 1000,
-    wanted: wantedSettings(r, run.agent),
+    wanted: connectionSettings(r, r.sessionKey, run.agent),
     named: run.named,
     warnings: r.warnings,
     refusal: (facts) => ({

@@ -28,7 +28,7 @@ async function locate(flags: ConsumerFlags, io: CliIO): Promise<{ ok: true; dir:
     };
   }
   // Loaded only here: the reader-started consumer (--entry) never needs flag resolution.
-  const { processInspector, resolveBridge } = await import('../../resolve/index.js');
+  const { connectionSettings, processInspector, resolveBridge } = await import('../../resolve/index.js');
   const resolved = await resolveBridge({
     flags: {
       session: flags.session,
@@ -48,25 +48,7 @@ async function locate(flags: ConsumerFlags, io: CliIO): Promise<{ ok: true; dir:
   if (!resolved.ok) return { ok: false, outcome: { exit: resolved.error.exit, code: resolved.error.code, message: resolved.error.message } };
   const r = resolved.value;
   for (const w of r.warnings) io.stderr.write(`oh-hai __consumer: ${w}\n`);
-  const b = r.settings.bridge;
-  return {
-    ok: true,
-    dir: r.entry.dir,
-    settings: {
-      hub: r.hubUrl,
-      agent_id: r.agentId,
-      session_key: r.sessionKey.key,
-      pinned: r.sessionKey.pinned,
-      name: r.sessionKey.name,
-      transport: b.transport,
-      interval_seconds: b.intervalSeconds,
-      max_retries: b.maxRetries,
-      unattended_max_seconds: b.unattendedMaxSeconds,
-      allow_from: b.allowFrom,
-      agent: flags.agent ?? null,
-      leg: 'session',
-    },
-  };
+  return { ok: true, dir: r.entry.dir, settings: connectionSettings(r, r.sessionKey, flags.agent ?? null) };
 }
 
 /**

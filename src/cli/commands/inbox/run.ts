@@ -1,4 +1,5 @@
-import { openStateEntry, type ConsumerSettings, type IdentityRecord } from '../../../spool/index.js';
+import { openStateEntry, type IdentityRecord } from '../../../spool/index.js';
+import { formatAddress } from '../../../hub/contract/index.js';
 import { EXIT } from '../../exit-codes.js';
 import type { CliIO } from '../../io.js';
 import { toOutcome, type Outcome } from '../../outcome.js';
@@ -6,7 +7,8 @@ import { launchDetached, type LaunchRequest } from '../../spawn/index.js';
 import type { Result } from '../../../util/result.js';
 import { readReaderKnobs } from '../bridge/knobs.js';
 import { processSignals, StopRequest, type SignalSource } from '../bridge/signals.js';
-import { principalEntryFor, resolveAgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { connectionSettings, resolveAgent } from '../../resolve/index.js';
+import { principalEntryFor, type AgentFlagValues } from '../messaging/index.js';
 import { watchPrincipal } from './watch.js';
 import { NAME } from './words.js';
 
@@ -33,13 +35,12 @@ export async function runWatch(opts: WatchOptions, io: CliIO, deps: WatchDeps = 
   try {
     const knobs = readReaderKnobs(io.env);
     if (!knobs.ok) return toOutcome(knobs.error);
-    const access = await resolveAgentAccess(
-      { hub: opts.hub, agent: opts.agent, stateHome: opts.stateHome, wait: opts.wait, interval: opts.interval, maxRetries: opts.maxRetries, allowFrom: opts.allowFrom },
+    const resolved = await resolveAgent({
+      flags: { hub: opts.hub, agent: opts.agent, stateHome: opts.stateHome, wait: opts.wait, interval: opts.interval, maxRetries: opts.maxRetries, allowFrom: opts.allowFrom },
       io,
-    );
-    if (!access.ok) return toOutcome(access.error);
-    const a = access.value;
-    await a.client.close();
+    });
+    if (!resolved.ok) return toOutcome(resolved.error);
+    const a = resolved.value;
     for (const w of a.warnings) io.stderr.write(`${NAME}: ${w}\n`);
 
     const opened = openStateEntry(principalEntryFor(a.stateRoot, a.hubUrl, a.agentId), { create: true, log: { clock: io.clock, pid: io.pid, deny: [a.credential.token] } });
@@ -49,23 +50,17 @@ export async function runWatch(opts: WatchOptions, io: CliIO, deps: WatchDeps = 
     const have = entry.read('identity');
     if (have.state !== 'ok' || JSON.stringify(have.value) !== JSON.stringify(identity)) entry.write('identity', identity);
 
-    const b = a.settings.bridge;
-    const wanted: ConsumerSettings = {
-      hub: a.hubUrl,
-      agent_id: a.agentId,
-      session_key: 'principal',
-      pinned: null,
-      name: null,
-      // The principal drain is a long-poll (GET /v1/inbox?wait=): no stream exists for it.
-      transport: 'poll',
-      interval_seconds: b.intervalSeconds,
-      max_retries: b.maxRetries,
-      unattended_max_seconds: b.unattendedMaxSeconds,
-      allow_from: b.allowFrom,
-      agent: opts.agent ?? null,
-      leg: 'principal',
-    };
-    return await watchPrincipal({ entry, address: a.principalAddress, wanted, waitMs: b.waitSeconds * 1000, io, stop, knobs: knobs.value, raw: opts.raw === true || opts.json === true, launch: deps.launch });
+    return await watchPrincipal({
+      entry,
+      address: formatAddress(a.agentId),
+      wanted: connectionSettings(a, 'principal', opts.agent ?? null),
+      waitMs: a.settings.bridge.waitSeconds * 1000,
+      io,
+      stop,
+      knobs: knobs.value,
+      raw: opts.raw === true || opts.json === true,
+      launch: deps.launch,
+    });
   } finally {
     stop.dispose();
   }

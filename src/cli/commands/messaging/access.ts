@@ -1,20 +1,10 @@
-import {
-  loadConfigFiles,
-  rememberAgentId,
-  requireHubUrl,
-  resolveAgentCredential,
-  resolveSettings,
-  type AgentCredential,
-  type Coded,
-  type ResolvedSettings,
-  type SettingsFlags,
-} from '../../../config/index.js';
+import type { Coded, SettingsFlags } from '../../../config/index.js';
 import { formatAddress } from '../../../hub/contract/index.js';
 import { HubClient } from '../../../hub/client/index.js';
-import { ENTRY_FILES, hostName, parseSessionRecord, principalEntryDir, readRecord, resolveStateRoot, sessionEntryDir, stateKey } from '../../../spool/index.js';
+import { ENTRY_FILES, hostName, parseSessionRecord, principalEntryDir, readRecord, sessionEntryDir, stateKey } from '../../../spool/index.js';
 import { EXIT } from '../../exit-codes.js';
 import type { CliIO } from '../../io.js';
-import { processInspector, resolveAgentSessionKey, type AgentSessionKey, type ProcessInspector } from '../../resolve/index.js';
+import { processInspector, resolveAgent, resolveAgentSessionKey, type AgentSessionKey, type ProcessInspector, type ResolvedAgent } from '../../resolve/index.js';
 import { hubFailureError } from './failures.js';
 
 /** The flags every command that talks to the Hub as this agent takes (plus the bridge settings `inbox watch` names). */
@@ -33,17 +23,11 @@ export type ThisSession =
   | { kind: 'attached'; id: string; address: string; entryDir: string | null; key: AgentSessionKey }
   | { kind: 'none'; why: string; entryDir: string | null; key: AgentSessionKey | null };
 
-export interface AgentAccess {
+/** The bridge's resolution of this agent (`resolveAgent`), a Hub client acting as it, and this agent session read-only. */
+export interface AgentAccess extends ResolvedAgent {
   client: HubClient;
-  hubUrl: string;
-  agentId: string;
-  credential: AgentCredential;
-  stateRoot: string;
-  settings: ResolvedSettings;
   principalAddress: string;
   thisSession: ThisSession;
-  /** For stderr: config and credential warnings. */
-  warnings: string[];
 }
 
 /**
@@ -59,50 +43,34 @@ export const principalEntryFor = (root: string, hubUrl: string, agentId: string)
  * the CLI cannot determine is not an error here; the send goes without a session.
  */
 export async function resolveAgentAccess(flags: AgentFlags, io: CliIO, inspect: ProcessInspector = processInspector): Promise<Coded<AgentAccess>> {
-  const root = resolveStateRoot({ stateHome: flags.stateHome, env: io.env });
-  if (!root.ok) return { ok: false, error: { code: 'bad_state_home', message: root.reason, exit: EXIT.usage } };
-  const loaded = loadConfigFiles({ env: io.env, cwd: io.cwd });
-  if (!loaded.ok) return loaded;
-  const settings = resolveSettings({
-    flags: { hub: flags.hub, wait: flags.wait, interval: flags.interval, maxRetries: flags.maxRetries, allowFrom: flags.allowFrom },
-    env: io.env,
-    loaded: loaded.value,
-  });
-  if (!settings.ok) return settings;
-  const hubUrl = requireHubUrl(settings.value);
-  if (!hubUrl.ok) return hubUrl;
-  const cred = resolveAgentCredential({ env: io.env, hubUrl: hubUrl.value, agent: flags.agent, stateRoot: root.value });
-  if (!cred.ok) return cred;
-
-  const client = new HubClient({ baseUrl: hubUrl.value, token: cred.value.token, userAgent: 'oh-hai' });
-  let agentId = cred.value.agentId;
-  if (agentId === null) {
-    const who = await client.whoami();
-    if (!who.ok) return { ok: false, error: hubFailureError(who.failure, { hubUrl: hubUrl.value, credential: cred.value.source, doing: 'learning the agent id of this token (GET /v1/whoami)' }) };
-    if (who.value.kind !== 'agent') {
-      return {
-        ok: false,
-        error: { code: 'not_an_agent_token', exit: EXIT.auth, message: `the ${cred.value.source} token is the account's human token; messaging needs an agent token (mint one, then export OH_HAI_TOKEN=<agent token>)` },
-      };
-    }
-    agentId = who.value.agent.id;
-    await rememberAgentId({ stateRoot: root.value, hubUrl: hubUrl.value, token: cred.value.token, agentId });
-  }
-
+  const resolved = await resolveAgent({ flags, io, whoami });
+  if (!resolved.ok) return resolved;
+  const r = resolved.value;
   return {
     ok: true,
     value: {
-      client,
-      hubUrl: hubUrl.value,
-      agentId,
-      credential: cred.value,
-      stateRoot: root.value,
-      settings: settings.value,
-      principalAddress: formatAddress(agentId),
-      thisSession: findThisSession({ flags, io, inspect, root: root.value, hubUrl: hubUrl.value, agentId }),
-      warnings: [...settings.value.warnings, ...cred.value.warnings],
+      ...r,
+      client: new HubClient({ baseUrl: r.hubUrl, token: r.credential.token, userAgent: 'oh-hai' }),
+      principalAddress: formatAddress(r.agentId),
+      thisSession: findThisSession({ flags, io, inspect, root: r.stateRoot, hubUrl: r.hubUrl, agentId: r.agentId }),
     },
   };
+}
+
+/** The resolution's whoami hook, saying a refusal in the sending side's words (hubFailureError). Only a bare OH_HAI_TOKEN needs it. */
+async function whoami(hubUrl: string, token: string): Promise<Coded<string>> {
+  const client = new HubClient({ baseUrl: hubUrl, token, userAgent: 'oh-hai' });
+  try {
+    const who = await client.whoami();
+    if (!who.ok) return { ok: false, error: hubFailureError(who.failure, { hubUrl, credential: 'OH_HAI_TOKEN', doing: 'learning the agent id of this token (GET /v1/whoami)' }) };
+    if (who.value.kind === 'agent') return { ok: true, value: who.value.agent.id };
+    return {
+      ok: false,
+      error: { code: 'not_an_agent_token', exit: EXIT.auth, message: `the OH_HAI_TOKEN token is the account's human token; messaging needs an agent token (mint one, then export OH_HAI_TOKEN=<agent token>)` },
+    };
+  } finally {
+    await client.close();
+  }
 }
 
 function findThisSession(p: { flags: AgentFlags; io: CliIO; inspect: ProcessInspector; root: string; hubUrl: string; agentId: string }): ThisSession {
