@@ -1,0 +1,154 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { hubCall, type TestHub } from '../../helpers/hub.js';
+import { waitFor } from '../../helpers/wait.js';
+import { consumerOf, entryDir, sessionIdOf, stopConsumers, testHub } from '../bridge/world.js';
+import { gone } from '../bridge/proc.js';
+import { bridgeIn, entryIdsIn, legacyWorld, messageState, readSpool, send, sessionState, snapshot, waitLapsed, type LegacyWorld } from './world.js';
+
+/**
+ * Adopting a live 0.9 per-directory home (docs/legacy-0.9.md), end to end: a real Hub, the
+ * real `oh-hai bridge` run in the directory the 0.9 home served, the real consumer it starts.
+ */
+
+let hub: TestHub;
+const worlds: LegacyWorld[] = [];
+
+beforeAll(async () => {
+  hub = await testHub();
+});
+afterAll(async () => {
+  await hub.dispose();
+});
+afterEach(async () => {
+  for (const w of worlds.splice(0)) {
+    w.connection?.kill('SIGKILL');
+    await stopConsumers(w.me);
+    w.me.temp.cleanup();
+  }
+});
+
+async function world(opts: Parameters<typeof legacyWorld>[1]): Promise<LegacyWorld> {
+  const w = await legacyWorld(hub, opts);
+  worlds.push(w);
+  return w;
+}
+
+/** Our connection holds the adopted session at the Hub: same id, its pid, presenting the 0.9 home. */
+async function heldByOurConnection(w: LegacyWorld): Promise<number> {
+  return waitFor(
+    async () => {
+      const c = consumerOf(w.entry);
+      const s = await sessionState(w, w.session.id);
+      return c !== null && c.state === 'running' && s.state === 'active' && s.holder?.pid === c.pid && s.holder.home === w.home ? c.pid : null;
+    },
+    { timeoutMs: 40_000, what: `our connection to hold ${w.session.id}` },
+  );
+}
+
+describe('a live 0.9 home is adopted into the state entry, once', () => {
+  it('keeps its session, prints the unread record, stops its connection, leaves a marker; later runs and other agent sessions adopt nothing', async () => {
+    const w = await world({ count: 3, read: 2, connection: 'stream' });
+    const legacyPid = w.connection!.pid!;
+
+    const first = await bridgeIn(w, ['--wait', '0']);
+    expect(first.code, first.stderr).toBe(0);
+    const printed = first.stdout.trimEnd().split('\n');
+    expect(printed).toHaveLength(1);
+    expect(printed[0]).toMatch(/^\[mail 3\] notify from agent:/);
+    expect(printed[0]).toContain(w.sent[2]!.text);
+    const told = first.stderr.split('\n').filter((l) => l.includes('0.9 bridge home'));
+    expect(told).toHaveLength(1);
+    expect(told[0]).toContain(`oh-hai bridge: adopted the 0.9 bridge home ${w.dir} into this agent session's state entry: session ${w.session.id} (${w.session.address}) kept`);
+    expect(told[0]).toContain('3 records carried over (1 unread) with the cursor');
+    expect(told[0]).toContain(`its 0.9 connection (pid ${legacyPid}) was stopped first`);
+    expect(told[0]).toContain(`${w.dir}/adopted.json says where it went`);
+    expect(gone(legacyPid)).toBe(true);
+
+    // The same session, now held by our connection under the 0.9 home; no second session registered.
+    const pid = await heldByOurConnection(w);
+    expect(sessionIdOf(w.entry)).toBe(w.session.id);
+    const fleet = await hubCall(hub, 'GET', '/v1/fleet', { token: w.me.token });
+    expect((fleet.body.sessions as { agent_id: string; session_id: string }[]).filter((s) => s.agent_id === w.me.id).map((s) => s.session_id)).toEqual([w.session.id]);
+    expect(readFileSync(path.join(w.entry, 'bridge.log'), 'utf8')).toContain(`adopted session ${w.session.id}`);
+
+    // The printed record is acknowledged to its sender (redelivered, deduplicated, acked once the cursor passed it).
+    await waitFor(async () => (await messageState(w, w.sent[2]!.messageId)) === 'acknowledged', { timeoutMs: 30_000, what: 'the adopted unread record to be acknowledged' });
+    expect(entryIdsIn(readSpool(w.entry))).toEqual(w.sent.map((s) => s.entryId));
+
+    // The marker says where it went; every 0.9 file is still there, unchanged.
+    const marker = JSON.parse(readFileSync(path.join(w.dir, 'adopted.json'), 'utf8')) as Record<string, unknown>;
+    expect(marker).toMatchObject({ into: w.entry, session: w.session.id, state: 'done' });
+    expect(marker.note).toContain('Nothing here was deleted');
+    expect(readFileSync(path.join(w.dir, 'bridge.ndjson'), 'utf8')).toBe(w.spoolText);
+    expect(readFileSync(path.join(w.dir, 'cursor'), 'utf8')).toBe('2\n');
+    const markerBytes = readFileSync(path.join(w.dir, 'adopted.json'), 'utf8');
+
+    // A second run: nothing adopted again, nothing re-printed.
+    const again = await bridgeIn(w, ['--wait', '0.2']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toBe('');
+    expect(again.stderr).not.toContain('0.9 bridge home');
+    expect(readFileSync(path.join(w.dir, 'adopted.json'), 'utf8')).toBe(markerBytes);
+    expect(consumerOf(w.entry)?.pid).toBe(pid);
+
+    // Mail to the kept address reaches the adopted entry.
+    const later = await send(w, 'after the upgrade');
+    const next = await bridgeIn(w, ['--wait', '30']);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stdout).toContain('after the upgrade');
+    await waitFor(async () => (await messageState(w, later)) === 'acknowledged', { timeoutMs: 30_000, what: 'the new mail to be acknowledged' });
+
+    // Another agent session in the same checkout does not adopt it (and is not told about it).
+    const other = await bridgeIn(w, ['--wait', '0'], { MA2H_AGENT_SESSION_ID: 'another-agent' });
+    expect(other.code, other.stderr).toBe(0);
+    expect(other.stdout).toBe('');
+    expect(other.stderr).not.toContain('0.9 bridge home');
+    const otherEntry = entryDir(w.me, hub, 'another-agent');
+    expect(existsSync(path.join(otherEntry, 'adopted-0.9.json'))).toBe(false);
+    expect(entryIdsIn(readSpool(otherEntry))).toEqual([]);
+    expect(readFileSync(path.join(w.dir, 'adopted.json'), 'utf8')).toBe(markerBytes);
+  });
+
+  it('a home live only through its running connection is adopted, and its lapsed session is replaced with an address change', async () => {
+    const w = await world({ count: 2, read: 1, leaseSeconds: 1, connection: 'idle' });
+    await waitLapsed(w);
+
+    const first = await bridgeIn(w, ['--wait', '0']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toContain(w.sent[1]!.text);
+    expect(first.stdout).not.toContain(w.sent[0]!.text);
+    expect(first.stderr).toContain(`adopted the 0.9 bridge home ${w.dir}`);
+    expect(first.stderr).toContain(`the session itself is lapsed, so the connection registers a new one and prints the address change`);
+    expect(gone(w.connection!.pid!)).toBe(true);
+
+    const replaced = await waitFor(() => {
+      const id = sessionIdOf(w.entry);
+      return id !== null && id !== w.session.id ? id : null;
+    }, { timeoutMs: 40_000, what: 'the connection to replace the lapsed session' });
+    const next = await bridgeIn(w, ['--wait', '30']);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stdout).toMatch(new RegExp(`^\\[mail 3\\] address changed \\(session_lapsed\\): ${w.session.address} → agent:${w.me.id}#${replaced} `, 'm'));
+    const record = JSON.parse(readFileSync(path.join(w.entry, 'session.json'), 'utf8')) as { history: { id: string }[] };
+    expect(record.history.map((h) => h.id)).toEqual([w.session.id]);
+  });
+
+  it('a home that is not live is not adopted: the run says so and leaves every file as it was', async () => {
+    const w = await world({ count: 2, read: 1, leaseSeconds: 1 });
+    await waitLapsed(w);
+    const before = snapshot(w.dir);
+
+    const r = await bridgeIn(w, ['--wait', '0']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain(
+      `oh-hai bridge: found a 0.9 bridge home at ${w.dir}, but it is not live: its session ${w.session.id} is lapsed and no 0.9 connection is running; not adopted, and left exactly as it was`,
+    );
+    expect(snapshot(w.dir)).toEqual(before);
+    expect(existsSync(path.join(w.entry, 'adopted-0.9.json'))).toBe(false);
+    const own = await waitFor(() => sessionIdOf(w.entry), { timeoutMs: 40_000, what: 'a session of its own' });
+    expect(own).not.toBe(w.session.id);
+    expect(entryIdsIn(readSpool(w.entry)).filter((id) => w.sent.some((s) => s.entryId === id))).toEqual([]);
+  });
+});
