@@ -1,7 +1,7 @@
 import { EXIT } from '../../exit-codes.js';
 import { writeFlushed, type CliIO } from '../../io.js';
 import { success, toOutcome, usageError, type Outcome } from '../../outcome.js';
-import { hubFailureError, resolveAgentAccess, type AgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { hubFailureError, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../messaging/index.js';
 import { listText, showText } from './format.js';
 
 export interface ListOptions extends AgentFlagValues {
@@ -19,27 +19,17 @@ export async function runList(opts: ListOptions, io: CliIO): Promise<Outcome> {
     if (!Number.isInteger(limit) || limit < 1) return usageError(`--limit ${JSON.stringify(opts.limit)} is not a positive whole number, e.g. --limit 20`);
   }
   const direction = opts.received ? 'received' : 'sent';
-  const access = await resolveAgentAccess(opts, io);
-  if (!access.ok) return toOutcome(access.error);
-  const a = access.value;
-  try {
-    for (const w of a.warnings) io.stderr.write(`oh-hai messages: ${w}\n`);
+  return withAgentAccess('oh-hai messages', opts, io, async (a) => {
     const r = await a.client.listMessages({ direction, limit, before: opts.before });
     if (!r.ok) return toOutcome(hubFailureError(r.failure, ctx(a, `listing the messages you ${direction === 'sent' ? 'sent' : 'received'}`)));
     const out = opts.json ? r.value.messages.map((m) => JSON.stringify(m) + '\n').join('') : listText(r.value.messages, direction, r.value.next);
     await writeFlushed(io.stdout, out);
     return success();
-  } finally {
-    await a.client.close();
-  }
+  });
 }
 
 export async function runShow(id: string, opts: AgentFlagValues, io: CliIO): Promise<Outcome> {
-  const access = await resolveAgentAccess(opts, io);
-  if (!access.ok) return toOutcome(access.error);
-  const a = access.value;
-  try {
-    for (const w of a.warnings) io.stderr.write(`oh-hai messages: ${w}\n`);
+  return withAgentAccess('oh-hai messages', opts, io, async (a) => {
     const r = await a.client.getMessage(id);
     if (!r.ok) {
       const f = r.failure;
@@ -50,7 +40,5 @@ export async function runShow(id: string, opts: AgentFlagValues, io: CliIO): Pro
     }
     await writeFlushed(io.stdout, opts.json ? JSON.stringify(r.value) + '\n' : showText(r.value));
     return success();
-  } finally {
-    await a.client.close();
-  }
+  });
 }

@@ -4,6 +4,7 @@ import { HubClient } from '../../../hub/client/index.js';
 import { ENTRY_FILES, hostName, parseSessionRecord, principalEntryDir, readRecord, sessionEntryDir, stateKey } from '../../../spool/index.js';
 import { EXIT } from '../../exit-codes.js';
 import type { CliIO } from '../../io.js';
+import { toOutcome, type Outcome } from '../../outcome.js';
 import { processInspector, resolveAgent, resolveAgentSessionKey, type AgentSessionKey, type ProcessInspector, type ResolvedAgent } from '../../resolve/index.js';
 import { hubFailureError } from './failures.js';
 
@@ -55,6 +56,22 @@ export async function resolveAgentAccess(flags: AgentFlags, io: CliIO, inspect: 
       thisSession: findThisSession({ flags, io, inspect, root: r.stateRoot, hubUrl: r.hubUrl, agentId: r.agentId }),
     },
   };
+}
+
+/**
+ * Run `body` as this agent: resolve access, say its warnings under the command's name, and
+ * release the Hub client whatever the body returns.
+ */
+export async function withAgentAccess(command: string, flags: AgentFlags, io: CliIO, body: (a: AgentAccess) => Promise<Outcome>): Promise<Outcome> {
+  const access = await resolveAgentAccess(flags, io);
+  if (!access.ok) return toOutcome(access.error);
+  const a = access.value;
+  try {
+    for (const w of a.warnings) io.stderr.write(`${command}: ${w}\n`);
+    return await body(a);
+  } finally {
+    await a.client.close();
+  }
 }
 
 /** The resolution's whoami hook, saying a refusal in the sending side's words (hubFailureError). Only a bare OH_HAI_TOKEN needs it. */

@@ -1,5 +1,5 @@
 // Shared by the sending-side commands (send/ask/task/reply, messages, fleet, session, inbox).
-export { resolveAgentAccess, principalEntryFor, type AgentAccess, type AgentFlags, type ThisSession } from './access.js';
+export { resolveAgentAccess, withAgentAccess, principalEntryFor, type AgentAccess, type AgentFlags, type ThisSession } from './access.js';
 export { hubFailureError, isTransient, type FailureContext } from './failures.js';
 export { withRetries, SEND_RETRIES, type RetryOptions } from './retry.js';
 export { readMessagingKnobs, type MessagingKnobs } from './knobs.js';

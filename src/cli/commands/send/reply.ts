@@ -3,7 +3,7 @@ import { writeFlushed, type CliIO } from '../../io.js';
 import { success, toOutcome, usageError, type CodedError, type Outcome } from '../../outcome.js';
 import type { HubFailure } from '../../../hub/client/index.js';
 import { plain } from '../bridge/summary.js';
-import { hubFailureError, readMessageText, readMessagingKnobs, resolveAgentAccess, type AgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { hubFailureError, readMessageText, readMessagingKnobs, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../messaging/index.js';
 import { withThisSession } from './attach.js';
 import { queuedLines } from './output.js';
 import { replyTarget } from './reply-target.js';
@@ -15,11 +15,7 @@ export async function runReply(id: string, textArg: string | undefined, opts: Ag
   if (!knobs.ok) return toOutcome(knobs.error);
   const text = await readMessageText(textArg, io, COMMAND);
   if (!text.ok) return usageError(text.reason, 'bad_text');
-  const access = await resolveAgentAccess(opts, io);
-  if (!access.ok) return toOutcome(access.error);
-  const a = access.value;
-  try {
-    for (const w of a.warnings) io.stderr.write(`${COMMAND}: ${w}\n`);
+  return withAgentAccess(COMMAND, opts, io, async (a) => {
     const target = replyTarget(a, id);
     if (!target.ok) return usageError(target.reason, 'not_answerable');
     const { messageId } = target.value;
@@ -38,9 +34,7 @@ export async function runReply(id: string, textArg: string | undefined, opts: Ag
     const m = sent.value.message;
     await writeFlushed(io.stdout, opts.json ? JSON.stringify(m) + '\n' : `answering ${plain(messageId)}:\n` + queuedLines(m, sent.route));
     return success();
-  } finally {
-    await a.client.close();
-  }
+  });
 }
 
 const isAlreadyResponded = (f: HubFailure): boolean => f.kind === 'http' && f.code === 'already_responded';

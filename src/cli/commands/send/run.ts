@@ -5,7 +5,7 @@ import { formatDuration } from '../../../util/duration.js';
 import { EXIT } from '../../exit-codes.js';
 import { writeFlushed, type CliIO } from '../../io.js';
 import { success, toOutcome, usageError, type Outcome } from '../../outcome.js';
-import { hubFailureError, readMessageText, readMessagingKnobs, resolveAgentAccess, type AgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { hubFailureError, readMessageText, readMessagingKnobs, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../messaging/index.js';
 import { withThisSession } from './attach.js';
 import { queuedLines, waitResultLine } from './output.js';
 import { waitForResponse } from './wait.js';
@@ -17,8 +17,9 @@ export interface SendOptions extends AgentFlagValues {
 
 export async function runSend(intent: MessageIntent, textArg: string | undefined, opts: SendOptions, io: CliIO): Promise<Outcome> {
   const command = `oh-hai ${intent === 'notify' ? 'send' : intent}`;
-  if (opts.to === undefined) return usageError(`${command} needs --to <address>: agent:<id> (the agent's principal mailbox) or agent:<id>#sess_… (one run; see \`oh-hai fleet ls\`)`);
-  const to = parseAddress(opts.to, '--to');
+  const dest = opts.to;
+  if (dest === undefined) return usageError(`${command} needs --to <address>: agent:<id> (the agent's principal mailbox) or agent:<id>#sess_… (one run; see \`oh-hai fleet ls\`)`);
+  const to = parseAddress(dest, '--to');
   if (!to.ok) return usageError(`${to.reason}; an address is agent:<id> or agent:<id>#sess_… (see \`oh-hai fleet ls\`)`, 'bad_address');
   let waitMs: number | null = null;
   if (opts.wait !== undefined) {
@@ -32,18 +33,14 @@ export async function runSend(intent: MessageIntent, textArg: string | undefined
   if (!text.ok) return usageError(text.reason, 'bad_text');
 
   // --wait here is the ask's wait for an answer, not the bridge's wait bound: only the identity flags go on.
-  const access = await resolveAgentAccess({ hub: opts.hub, agent: opts.agent, session: opts.session, stateHome: opts.stateHome }, io);
-  if (!access.ok) return toOutcome(access.error);
-  const a = access.value;
-  try {
-    for (const w of a.warnings) io.stderr.write(`${command}: ${w}\n`);
+  return withAgentAccess(command, { hub: opts.hub, agent: opts.agent, session: opts.session, stateHome: opts.stateHome }, io, async (a) => {
     const key = `oh-hai-${randomUUID()}`;
-    const body = { to: opts.to, intent, text: text.value };
+    const body = { to: dest, intent, text: text.value };
     const sent = await withThisSession(a, knobs.value, io, command, (session, attempt) =>
       // A different body needs a different key: a refused first attempt queued nothing.
       a.client.send({ ...body, session, idempotency_key: attempt === 'first' ? key : `${key}-unattached` }),
     );
-    if (!sent.ok) return toOutcome(recipientError(sent.failure, opts.to, a, command));
+    if (!sent.ok) return toOutcome(recipientError(sent.failure, dest, a, command));
     const { message } = sent.value;
     if (waitMs === null) {
       await writeFlushed(io.stdout, opts.json ? JSON.stringify(message) + '\n' : queuedLines(message, sent.route));
@@ -57,9 +54,7 @@ export async function runSend(intent: MessageIntent, textArg: string | undefined
       return { ...toOutcome(e), message: `${e.message}; the ask is queued at the Hub — check later with: oh-hai messages show ${message.id}` };
     }
     return success();
-  } finally {
-    await a.client.close();
-  }
+  });
 }
 
 const failureContext = (a: AgentAccess, doing: string) => ({ hubUrl: a.hubUrl, credential: a.credential.source, doing });

@@ -13,7 +13,7 @@ import {
 import { EXIT } from '../../exit-codes.js';
 import { writeFlushed, type CliIO } from '../../io.js';
 import { success, toOutcome, type CodedError, type Outcome } from '../../outcome.js';
-import { hubFailureError, readMessagingKnobs, resolveAgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { hubFailureError, readMessagingKnobs, withAgentAccess, type AgentFlagValues } from '../messaging/index.js';
 import { runningConnection, stopConnection } from './stop-connection.js';
 
 export interface CloseOptions extends AgentFlagValues {
@@ -33,11 +33,7 @@ const NAME = 'oh-hai session close';
 export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> {
   const knobs = readMessagingKnobs(io.env);
   if (!knobs.ok) return toOutcome(knobs.error);
-  const access = await resolveAgentAccess(opts, io);
-  if (!access.ok) return toOutcome(access.error);
-  const a = access.value;
-  try {
-    for (const w of a.warnings) io.stderr.write(`${NAME}: ${w}\n`);
+  return withAgentAccess(NAME, opts, io, async (a) => {
     const ts = a.thisSession;
     if (ts.kind === 'none' && ts.key === null) return { exit: EXIT.usage, code: 'agent_session_unknown', message: `${ts.why}; name it with --session <name>, as oh-hai bridge was run` };
     const opened = ts.entryDir !== null ? openStateEntry(ts.entryDir, { create: false }) : null;
@@ -118,9 +114,7 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
       return nothingToStandDown(`${hubLine(item)}, and no connection ran (${running.why})${entry ? '; forgot it locally' : ''}`);
     }
     return finish([...out, hubLine(item), ...(entry ? [forgotLine(entry, item)] : [])], item);
-  } finally {
-    await a.client.close();
-  }
+  });
 }
 
 function nothingToStandDown(why: string): Outcome {

@@ -7,7 +7,7 @@ import { toOutcome, type Outcome } from '../../outcome.js';
 import { leaseEpilogue } from '../bridge/epilogue.js';
 import { plain } from '../bridge/summary.js';
 import { annotateEntry, type LocalAnnotation } from '../fleet/local-state.js';
-import { hubFailureError, readMessagingKnobs, resolveAgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { hubFailureError, readMessagingKnobs, withAgentAccess, type AgentFlagValues } from '../messaging/index.js';
 
 const NAME = 'oh-hai session status';
 
@@ -44,11 +44,7 @@ function localLines(v: StatusView, epilogue: string[]): string[] {
 export async function runStatus(opts: AgentFlagValues, io: CliIO): Promise<Outcome> {
   const knobs = readMessagingKnobs(io.env);
   if (!knobs.ok) return toOutcome(knobs.error);
-  const access = await resolveAgentAccess(opts, io);
-  if (!access.ok) return toOutcome(access.error);
-  const a = access.value;
-  try {
-    for (const w of a.warnings) io.stderr.write(`${NAME}: ${w}\n`);
+  return withAgentAccess(NAME, opts, io, async (a) => {
     const ts = a.thisSession;
     if (ts.kind === 'none') return { exit: EXIT.noSession, code: 'no_session', message: `${ts.why}; there is no session to ask the Hub about` };
     const opened = ts.entryDir !== null ? openStateEntry(ts.entryDir, { create: false }) : null;
@@ -87,7 +83,5 @@ export async function runStatus(opts: AgentFlagValues, io: CliIO): Promise<Outco
       return { exit: EXIT.noSession, code: 'session_not_found', message: `the Hub does not know session ${ts.id} (${view.hub_error}); oh-hai bridge registers a new one` };
     }
     return { exit: EXIT.ok };
-  } finally {
-    await a.client.close();
-  }
+  });
 }
