@@ -105,17 +105,19 @@ function connectionAlive(pid: number | null, self: number): boolean {
 }
 
 /** SIGTERM — a clean stop that leaves its session open — then wait for it to be gone. */
-async function stopConnection(pid: number, waitMs: number, monotonic: () => number): Promise<boolean> {
+async function stopConnection(pid: number, waitMs: number, monotonic: () => number): Promise<'stopped' | 'still running' | 'not ours to signal'> {
   try {
     process.kill(pid, 'SIGTERM');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ESRCH') return true;
-    return false;
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ESRCH') return 'stopped';
+    if (code === 'EPERM') return 'not ours to signal';
+    throw e;
   }
   const deadline = monotonic() + waitMs;
   for (;;) {
-    if (processState(pid) !== 'running') return true;
-    if (monotonic() > deadline) return false;
+    if (processState(pid) !== 'running') return 'stopped';
+    if (monotonic() > deadline) return 'still running';
     await new Promise((r) => setTimeout(r, STOP_POLL_MS));
   }
 }
@@ -194,14 +196,16 @@ async function adopt(req: AdoptRequest, legacy: LegacyHome, prior: AdoptionMarke
   let stopped: number | null = null;
   if (alive && legacy.consumerPid !== null) {
     const waitMs = stopWaitMs(req.io.env);
-    if (!(await stopConnection(legacy.consumerPid, waitMs, () => req.io.clock.monotonic()))) {
+    const outcome = await stopConnection(legacy.consumerPid, waitMs, () => req.io.clock.monotonic());
+    if (outcome !== 'stopped') {
+      const why = outcome === 'still running' ? `did not stop within ${formatDuration(waitMs)} of SIGTERM` : 'runs as another user, so this run cannot stop it';
       return {
         ok: false,
         error: {
           code: 'legacy_connection_running',
           exit: EXIT.held,
           message:
-            `the 0.9 bridge connection (pid ${legacy.consumerPid}) that drains ${L} did not stop within ${formatDuration(waitMs)} of SIGTERM; adopting its session while it still drains would give the session two consumers. ` +
+            `the 0.9 bridge connection (pid ${legacy.consumerPid}) that drains ${L} ${why}; adopting its session while it still drains would give the session two consumers. ` +
             'Nothing was moved yet: once it has stopped, run oh-hai bridge again here and adoption finishes',
         },
       };

@@ -134,6 +134,35 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
     expect(record.history.map((h) => h.id)).toEqual([w.session.id]);
   });
 
+  it('a 0.9 connection that will not stop ends the run with 10 and nothing moved; once it is gone the next run finishes the adoption', async () => {
+    const w = await world({ count: 2, read: 1, connection: 'stubborn' });
+    const pid = w.connection!.pid!;
+    const before = snapshot(w.dir);
+
+    const refused = await bridgeIn(w, ['--wait', '0'], { OH_HAI_STOP_WAIT_MS: '300' });
+    expect(refused.code).toBe(10);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toContain(
+      `oh-hai bridge: FATAL (exit 10, legacy_connection_running) — the 0.9 bridge connection (pid ${pid}) that drains ${w.dir} did not stop within 0s of SIGTERM`,
+    );
+    expect(refused.stderr).toContain('Nothing was moved yet');
+    expect(gone(pid)).toBe(false);
+    expect(existsSync(path.join(w.entry, 'session.json'))).toBe(false);
+    expect(existsSync(path.join(w.entry, 'consumer.json'))).toBe(false);
+    expect(JSON.parse(readFileSync(path.join(w.dir, 'adopted.json'), 'utf8'))).toMatchObject({ into: w.entry, state: 'started' });
+    const { ['adopted.json']: _marker, ...rest } = snapshot(w.dir);
+    expect(rest).toEqual(before);
+
+    w.connection!.kill('SIGKILL');
+    await waitFor(() => gone(pid), { what: 'the stubborn 0.9 connection to be gone' });
+    const done = await bridgeIn(w, ['--wait', '0']);
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.stdout.trimEnd().split('\n')).toEqual([expect.stringContaining(w.sent[1]!.text)]);
+    expect(done.stderr).toContain(`adopted the 0.9 bridge home ${w.dir}`);
+    expect(done.stderr).not.toContain('was stopped first');
+    await heldByOurConnection(w);
+  });
+
   it('a home that is not live is not adopted: the run says so and leaves every file as it was', async () => {
     const w = await world({ count: 2, read: 1, leaseSeconds: 1 });
     await waitLapsed(w);

@@ -1,11 +1,14 @@
 // A stand-in for a running 0.9 bridge connection: a process whose command line names
 // oh-hai, which (in "stream" mode) holds its session at the Hub the way 0.9 did — SSE
 // connects presenting the 0.9 home — and stops cleanly on SIGTERM, leaving the session open.
-// argv: <hub url> <session id> <home> <stream|idle>; the token comes in LEGACY_TOKEN.
+// "stubborn" ignores SIGTERM, like a wedged one.
+// argv: <hub url> <session id> <home> <stream|idle|stubborn>; the token comes in LEGACY_TOKEN.
 const [hubUrl, session, home, mode] = process.argv.slice(2);
-process.on('SIGTERM', () => process.exit(0));
+process.on('SIGTERM', () => {
+  if (mode !== 'stubborn') process.exit(0);
+});
 
-if (mode === 'idle') {
+if (mode === 'idle' || mode === 'stubborn') {
   process.stdout.write('ready\n');
   setInterval(() => undefined, 60_000);
 } else {

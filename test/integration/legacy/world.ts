@@ -46,7 +46,7 @@ export interface LegacyOptions {
   /** A short lease, for a session that is to lapse. */
   leaseSeconds?: number;
   /** Run a 0.9 connection stand-in and write its pid to consumer.pid. */
-  connection?: 'stream' | 'idle';
+  connection?: 'stream' | 'idle' | 'stubborn';
 }
 
 export async function send(w: Pick<LegacyWorld, 'hub' | 'peer' | 'session'>, text: string): Promise<string> {

@@ -88,7 +88,8 @@ describe('the 0.9 layout', () => {
       consumerPid: 4242,
     });
     writeFileSync(path.join(h.dir, 'consumer.pid'), 'garbage');
-    expect(readLegacyHome(h.dir).ok && (readLegacyHome(h.dir) as { value: { consumerPid: number | null } }).value.consumerPid).toBeNull();
+    const garbage = readLegacyHome(h.dir);
+    expect(garbage.ok && garbage.value.consumerPid).toBeNull();
     const noHome = legacyHome({ home: undefined });
     const bad = readLegacyHome(noHome.dir);
     expect(bad.ok).toBe(false);
