@@ -1,7 +1,7 @@
 import type { AckResult, Session } from '../../hub/contract/index.js';
 import type { HubFailure, HubResult } from '../../hub/client/index.js';
 import type { Coded } from '../../config/index.js';
-import { hubOrigin, processCommand, processState, type SessionRecord } from '../../spool/index.js';
+import { ENTRY_FILES, hubOrigin, processCommand, processState, type SessionRecord } from '../../spool/index.js';
 import {
   ADOPTION_RECORD,
   claimLegacyHome,
@@ -148,13 +148,6 @@ export async function adoptLegacyHome(req: AdoptRequest): Promise<Coded<string[]
   if (req.pinned !== null && req.pinned !== s.id) {
     return note([`found a 0.9 bridge home at ${L} holding session ${s.id}, but this run pins ${req.pinned}; not adopted, left as it was (a run that pins no other session adopts it)`]);
   }
-  if (prior === null && !entrySpoolEmpty(E)) {
-    return note([
-      `found a live 0.9 bridge home at ${L} (session ${s.id}), but this agent session's spool ${req.entry.path('bridge.ndjson')} already holds records, and adoption never merges two spools; not adopted, left as it was. ` +
-        'To adopt it, run oh-hai bridge in that directory under an agent session of its own (--session <name>)',
-    ]);
-  }
-
   const hub = req.hub ?? (await httpHub(req.hubUrl, req.token));
   try {
     const found = await standing(hub, s.id, req.hubUrl);
@@ -165,6 +158,12 @@ export async function adoptLegacyHome(req: AdoptRequest): Promise<Coded<string[]
       return note([
         `found a 0.9 bridge home at ${L}, but it is not live: its session ${s.id} is ${stateOf(found.value)} and no 0.9 connection is running; ` +
           'not adopted, and left exactly as it was (its records stay readable there; remove it when you no longer need it)',
+      ]);
+    }
+    if (prior === null && !entrySpoolEmpty(E)) {
+      return note([
+        `found a live 0.9 bridge home at ${L} (session ${s.id}), but this agent session's spool ${req.entry.path(ENTRY_FILES.spool)} already holds records, and adoption never merges two spools; not adopted, left as it was. ` +
+          'To adopt it, run oh-hai bridge in that directory under an agent session of its own (--session <name>)',
       ]);
     }
     return await adopt(req, legacy, prior, found.value, alive, hub);
