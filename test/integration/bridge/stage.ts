@@ -17,6 +17,7 @@ import {
 } from '../../../src/spool/index.js';
 import { systemClock } from '../../../src/util/clock.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
+import { consumerRecord } from '../../helpers/records.js';
 
 /**
  * A state entry staged by the test, which plays the background connection the way the
@@ -99,21 +100,7 @@ export function stage(opts: { session?: string | null; env?: NodeJS.ProcessEnv }
     consumerRecord(over = {}) {
       if (!standIn) standIn = spawn('sleep', ['600'], { stdio: 'ignore' });
       const stamp = stampOf(standIn.pid!);
-      return {
-        ...stamp,
-        mode: 'auto',
-        started_at: now,
-        heartbeat_at: Date.now(),
-        transport: 'sse',
-        policy: ['any-in-account'],
-        settings_digest: 'stand-in',
-        state: 'running',
-        exit_code: null,
-        stop_reason: null,
-        stop_message: null,
-        stopped_at: null,
-        ...over,
-      };
+      return consumerRecord({ ...stamp, started_at: now, heartbeat_at: Date.now(), policy: ['any-in-account'], settings_digest: 'stand-in', ...over });
     },
     consumerRunning(over = {}) {
       const rec = s.consumerRecord(over);

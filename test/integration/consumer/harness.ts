@@ -7,6 +7,7 @@ import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 import { ensureDir, writeFileAtomic } from '../../../src/util/fs-durable.js';
 import { selfStamp, sessionEntryDir, stateKey, type ConsumerRecord, type ConsumerSettings, type SessionRecord } from '../../../src/spool/index.js';
+import { consumerSettings } from '../../helpers/records.js';
 
 /**
  * A test acting as the reader: it makes the state entry, writes settings.json and
@@ -63,21 +64,7 @@ export class Bench {
   }
 
   settings(over: Partial<ConsumerSettings> = {}): ConsumerSettings {
-    const s: ConsumerSettings = {
-      hub: this.hub.url,
-      agent_id: this.me.id,
-      session_key: 'test-session',
-      pinned: null,
-      name: 'builder-1',
-      transport: 'auto',
-      interval_seconds: 0.2,
-      max_retries: 8,
-      unattended_max_seconds: 900,
-      allow_from: null,
-      agent: null,
-      leg: 'session',
-      ...over,
-    };
+    const s = consumerSettings({ hub: this.hub.url, agent_id: this.me.id, session_key: 'test-session', name: 'builder-1', interval_seconds: 0.2, ...over });
     writeFileAtomic(path.join(this.dir, 'settings.json'), JSON.stringify(s) + '\n');
     return s;
   }

@@ -19,6 +19,7 @@ import type { Clock } from '../../../src/util/clock.js';
 import { runOhHai, type RunResult } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
 import { hubCall, type TestHub } from '../../helpers/hub.js';
+import { consumerRecord, consumerSettings, readerRecord } from '../../helpers/records.js';
 
 /**
  * One agent of a real Hub with its own temp HOME/XDG dirs, a named agent session, and a
@@ -91,21 +92,7 @@ export class Bench {
 
   consumer(stamp: ProcessStamp, over: Partial<ConsumerRecord> = {}): ConsumerRecord {
     const now = Date.now();
-    const rec: ConsumerRecord = {
-      ...stamp,
-      mode: 'auto',
-      started_at: now,
-      heartbeat_at: now,
-      transport: 'sse',
-      policy: null,
-      settings_digest: 'staged',
-      state: 'running',
-      exit_code: null,
-      stop_reason: null,
-      stop_message: null,
-      stopped_at: null,
-      ...over,
-    };
+    const rec = consumerRecord({ ...stamp, started_at: now, heartbeat_at: now, settings_digest: 'staged', ...over });
     this.entry.write('consumer', rec);
     return rec;
   }
@@ -113,36 +100,21 @@ export class Bench {
   /** A reader started by this test process (alive), beating now, with a deadline well ahead. */
   reader(stamp: ProcessStamp, over: Partial<ReaderRecord> = {}): ReaderRecord {
     const now = Date.now();
-    const rec: ReaderRecord = {
+    const rec = readerRecord({
       ...stamp,
       starter_pid: process.pid,
       starter_start_time: stampOf(process.pid).start_time,
       started_at: now,
       heartbeat_at: now,
       deadline_at: now + 600_000,
-      declared_identity: true,
       ...over,
-    };
+    });
     this.entry.write('reader', rec);
     return rec;
   }
 
   settings(over: Partial<ConsumerSettings> = {}): void {
-    this.entry.write('settings', {
-      hub: this.hub.url,
-      agent_id: this.agent.id,
-      session_key: this.sessionName,
-      pinned: null,
-      name: this.sessionName,
-      transport: 'auto',
-      interval_seconds: 5,
-      max_retries: 8,
-      unattended_max_seconds: 900,
-      allow_from: null,
-      agent: null,
-      leg: 'session',
-      ...over,
-    });
+    this.entry.write('settings', consumerSettings({ hub: this.hub.url, agent_id: this.agent.id, session_key: this.sessionName, name: this.sessionName, ...over }));
   }
 
   /** Register a real session at the Hub (as the agent) and record it the way the consumer does. */

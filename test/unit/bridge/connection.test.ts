@@ -1,39 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { planConnection, type ConnectionFacts } from '../../../src/cli/commands/bridge/connection.js';
 import type { ConsumerRecord, ConsumerSettings } from '../../../src/spool/records.js';
+import { consumerRecord, consumerSettings } from '../../helpers/records.js';
 
-const rec = (over: Partial<ConsumerRecord> = {}): ConsumerRecord => ({
-  pid: 777,
-  host: 'host-a',
-  start_time: '5',
-  mode: 'auto',
-  started_at: 1,
-  heartbeat_at: 2,
-  transport: 'sse',
-  policy: ['any-in-account'],
-  settings_digest: 'd',
-  state: 'running',
-  exit_code: null,
-  stop_reason: null,
-  stop_message: null,
-  stopped_at: null,
-  ...over,
-});
-const settings = (over: Partial<ConsumerSettings> = {}): ConsumerSettings => ({
-  hub: 'http://h',
-  agent_id: 'agt_1',
-  session_key: 'k',
-  pinned: null,
-  name: 'k',
-  transport: 'auto',
-  interval_seconds: 5,
-  max_retries: 8,
-  unattended_max_seconds: 900,
-  allow_from: ['any-in-account'],
-  agent: null,
-  leg: 'session',
-  ...over,
-});
+const rec = (over: Partial<ConsumerRecord> = {}): ConsumerRecord => consumerRecord({ start_time: '5', started_at: 1, heartbeat_at: 2, policy: ['any-in-account'], ...over });
+const settings = (over: Partial<ConsumerSettings> = {}): ConsumerSettings => consumerSettings({ allow_from: ['any-in-account'], ...over });
 const none = { allowFrom: false, transport: false, interval: false, maxRetries: false };
 const facts = (over: Partial<ConnectionFacts> = {}): ConnectionFacts => ({
   consumer: { state: 'ok', value: rec() },

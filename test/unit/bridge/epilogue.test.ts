@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { leaseEpilogue, warningWindowMs, type ConsumerView } from '../../../src/cli/commands/bridge/epilogue.js';
 import type { ConsumerRecord, RecordRead, SessionRecord } from '../../../src/spool/records.js';
+import { consumerRecord } from '../../helpers/records.js';
 
 const NOW = 1_800_000_000_000;
 const session = (over: Partial<SessionRecord> = {}): RecordRead<SessionRecord> => ({
@@ -17,23 +18,7 @@ const session = (over: Partial<SessionRecord> = {}): RecordRead<SessionRecord> =
     ...over,
   },
 });
-const consumerRec = (over: Partial<ConsumerRecord> = {}): ConsumerRecord => ({
-  pid: 777,
-  host: 'host-a',
-  start_time: '1',
-  mode: 'auto',
-  started_at: NOW - 600_000,
-  heartbeat_at: NOW,
-  transport: 'sse',
-  policy: null,
-  settings_digest: 'd',
-  state: 'running',
-  exit_code: null,
-  stop_reason: null,
-  stop_message: null,
-  stopped_at: null,
-  ...over,
-});
+const consumerRec = (over: Partial<ConsumerRecord> = {}): ConsumerRecord => consumerRecord({ started_at: NOW - 600_000, heartbeat_at: NOW, ...over });
 const live: ConsumerView = { record: { state: 'ok', value: consumerRec() }, alive: 'alive' };
 
 describe('lease epilogue', () => {

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { decideHolder, readerRefusal, type HolderFacts } from '../../../src/cli/commands/bridge/holder.js';
 import type { ReaderRecord, RecordRead, SessionRecord } from '../../../src/spool/records.js';
+import { readerRecord } from '../../helpers/records.js';
 
 const NOW = 1_800_000_000_000;
 const reader = (over: Partial<ReaderRecord> = {}): RecordRead<ReaderRecord> => ({
   state: 'ok',
-  value: {
+  value: readerRecord({
     pid: 4242,
-    host: 'host-a',
     start_time: '99',
     starter_pid: 4000,
     starter_start_time: '98',
@@ -16,7 +16,7 @@ const reader = (over: Partial<ReaderRecord> = {}): RecordRead<ReaderRecord> => (
     deadline_at: NOW + 100_000,
     declared_identity: false,
     ...over,
-  },
+  }),
 });
 const facts = (over: Partial<HolderFacts> = {}): HolderFacts => ({
   record: reader(),

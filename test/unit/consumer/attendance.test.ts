@@ -1,23 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { readerAttendance, UnattendedClock, type AttendanceProbe, type Liveness } from '../../../src/consumer/attendance.js';
 import type { ProcessStamp, ReaderRecord, RecordRead } from '../../../src/spool/index.js';
+import { readerRecord } from '../../helpers/records.js';
 
 const T0 = 1_000_000;
 
 const reader = (over: Partial<ReaderRecord> = {}): RecordRead<ReaderRecord> => ({
   state: 'ok',
-  value: {
-    pid: 100,
-    host: 'h',
-    start_time: '11',
-    starter_pid: 50,
-    starter_start_time: '5',
-    started_at: T0,
-    heartbeat_at: T0 + 4000,
-    deadline_at: T0 + 570_000,
-    declared_identity: true,
-    ...over,
-  },
+  value: readerRecord({ host: 'h', started_at: T0, heartbeat_at: T0 + 4000, deadline_at: T0 + 570_000, ...over }),
 });
 
 const probe = (nowMs: number, dead: (s: ProcessStamp) => boolean = () => false): AttendanceProbe => ({

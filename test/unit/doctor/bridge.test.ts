@@ -4,6 +4,7 @@ import { judgeBridge, judgeConsumer, judgeReader, judgeSession, judgeUnread, typ
 import type { BridgeFacts, UnreadRead } from '../../../src/cli/commands/doctor/checks/bridge-read.js';
 import type { Session } from '../../../src/hub/contract/index.js';
 import type { ConsumerRecord, ProcessStamp, ReaderRecord, RecordRead, SessionRecord } from '../../../src/spool/index.js';
+import { consumerRecord, readerRecord } from '../../helpers/records.js';
 
 const T0 = 1_800_000_000_000;
 const DIR = '/state/oh-hai/bridge/sessions/abc';
@@ -11,39 +12,12 @@ const BOUND: Bound = { seconds: 900, source: "the connection's settings.json" };
 
 const consumer = (over: Partial<ConsumerRecord> = {}): RecordRead<ConsumerRecord> => ({
   state: 'ok',
-  value: {
-    pid: 200,
-    host: 'h',
-    start_time: '22',
-    mode: 'auto',
-    started_at: T0,
-    heartbeat_at: T0 + 50_000,
-    transport: 'sse',
-    policy: null,
-    settings_digest: 'd',
-    state: 'running',
-    exit_code: null,
-    stop_reason: null,
-    stop_message: null,
-    stopped_at: null,
-    ...over,
-  },
+  value: consumerRecord({ pid: 200, host: 'h', start_time: '22', started_at: T0, heartbeat_at: T0 + 50_000, ...over }),
 });
 
 const reader = (over: Partial<ReaderRecord> = {}): RecordRead<ReaderRecord> => ({
   state: 'ok',
-  value: {
-    pid: 100,
-    host: 'h',
-    start_time: '11',
-    starter_pid: 50,
-    starter_start_time: '5',
-    started_at: T0,
-    heartbeat_at: T0 + 50_000,
-    deadline_at: T0 + 570_000,
-    declared_identity: true,
-    ...over,
-  },
+  value: readerRecord({ host: 'h', started_at: T0, heartbeat_at: T0 + 50_000, deadline_at: T0 + 570_000, ...over }),
 });
 
 const sessionRecord: RecordRead<SessionRecord> = {
