@@ -1,8 +1,11 @@
 // The warm path: a consumer already running, 100 records waiting after the cursor.
 // Measures the wall time of `oh-hai bridge --wait 0` (start, adopt, print 100 summary lines
 // with a cursor write after each flush, epilogue, exit) against `node -e 0` on the same
-// machine. Target (issue 5): ≤ 2× bare node. Needs `npm run build`. Never run by CI.
-//   node bench/bridge-warm.mjs [--runs 20] [--records 100]
+// machine, interleaved run by run so both see the same load. Target (issue 5): ≤ 2× bare
+// node. `--against <bin>` also times another build's launcher in the same runs (e.g. a
+// checkout of the previous commit), so a before/after comparison shares the load too.
+// Findings: docs/performance.md. Needs `npm run build`. Never run by CI.
+//   node bench/bridge-warm.mjs [--runs 20] [--records 100] [--against /path/to/other/bin/oh-hai]
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { sessionEntryDir, stateKey } from '../dist/spool/index.js';
@@ -10,10 +13,11 @@ import { agentEnv, bin, percentile, startHub, timed, until } from './bridge-worl
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(name);
-  return i === -1 ? fallback : Number(process.argv[i + 1]);
+  return i === -1 ? fallback : process.argv[i + 1];
 };
-const RUNS = arg('--runs', 20);
-const RECORDS = arg('--records', 100);
+const RUNS = Number(arg('--runs', 20));
+const RECORDS = Number(arg('--records', 100));
+const AGAINST = arg('--against', null);
 
 const hub = await startHub(['--stream-max-hold-seconds', '30']);
 const agent = await hub.mint('warm-bench');
@@ -41,21 +45,26 @@ try {
   }
   await until(() => spoolLines() >= RECORDS, 'the records to be spooled');
 
-  const bare = [];
-  const warm = [];
-  let lines = 0;
+  const subjects = [
+    { label: 'node -e 0', args: ['-e', '0'], ms: [] },
+    { label: `oh-hai bridge (${RECORDS} waiting, warm)`, args: [bin, 'bridge', '--wait', '0'], ms: [] },
+    ...(AGAINST ? [{ label: `--against ${AGAINST}`, args: [AGAINST, 'bridge', '--wait', '0'], ms: [] }] : []),
+  ];
   for (let i = 0; i < RUNS; i++) {
-    bare.push((await timed(process.execPath, ['-e', '0'], env)).ms);
-    writeFileSync(path.join(dir, 'cursor.json'), '{"seq":0,"offset":0}\n', { mode: 0o600 });
-    lines = 0;
-    const r = await timed(process.execPath, [bin, 'bridge', '--wait', '0'], env, (d) => (lines += d.toString().split('\n').length - 1));
-    if (r.code !== 0 || lines !== RECORDS) throw new Error(`bridge exited ${r.code} after ${lines} lines`);
-    warm.push(r.ms);
+    for (const s of subjects) {
+      const bridge = s.args[0] !== '-e';
+      if (bridge) writeFileSync(path.join(dir, 'cursor.json'), '{"seq":0,"offset":0}\n', { mode: 0o600 });
+      let lines = 0;
+      const r = await timed(process.execPath, s.args, env, (d) => (lines += d.toString().split('\n').length - 1));
+      if (r.code !== 0 || (bridge && lines !== RECORDS)) throw new Error(`${s.label} exited ${r.code} after ${lines} lines`);
+      s.ms.push(r.ms);
+    }
   }
-  const fmt = (xs) => `p50 ${percentile(xs, 50).toFixed(1)} ms, p90 ${percentile(xs, 90).toFixed(1)} ms`;
-  console.log(`node -e 0:                         ${fmt(bare)}`);
-  console.log(`oh-hai bridge (${RECORDS} waiting, warm): ${fmt(warm)}`);
-  console.log(`ratio (p50): ${(percentile(warm, 50) / percentile(bare, 50)).toFixed(2)}× bare node (target ≤ 2×)`);
+  const fmt = (xs) => `p50 ${percentile(xs, 50).toFixed(1)} ms, p90 ${percentile(xs, 90).toFixed(1)} ms, min ${Math.min(...xs).toFixed(1)} ms`;
+  const width = Math.max(...subjects.map((s) => s.label.length)) + 1;
+  for (const s of subjects) console.log(`${(s.label + ':').padEnd(width)} ${fmt(s.ms)}`);
+  const bare = percentile(subjects[0].ms, 50);
+  for (const s of subjects.slice(1)) console.log(`ratio (p50): ${(percentile(s.ms, 50) / bare).toFixed(2)}× bare node (target ≤ 2×) — ${s.label}`);
 } finally {
   try {
     const pid = JSON.parse(readFileSync(path.join(dir, 'consumer.json'), 'utf8')).pid;

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -11,6 +11,17 @@ import { HUB, message, stage, type Stage } from './stage.js';
  * the network stack, the Hub server, the lock library or other commands.
  */
 const preload = path.join(path.dirname(fileURLToPath(import.meta.url)), 'record-loads.mjs');
+
+/**
+ * Loaded files as paths: ours relative to the checkout (`dist/…`), packages from their
+ * `node_modules/` on (a linked node_modules resolves outside the checkout).
+ */
+function shortName(file: string): string {
+  const ours = path.relative(realpathSync(repoRoot), file);
+  if (!ours.startsWith('..')) return ours.split(path.sep).join('/');
+  const pkg = file.split(path.sep).join('/').lastIndexOf('/node_modules/');
+  return pkg === -1 ? file : file.split(path.sep).join('/').slice(pkg + 1);
+}
 
 let st: Stage | null = null;
 afterEach(() => {
@@ -28,10 +39,10 @@ async function warmRun(s: Stage): Promise<string[]> {
   const loaded = readFileSync(log, 'utf8')
     .split('\n')
     .filter((u) => u.startsWith('file:'))
-    .map((u) => path.relative(repoRoot, fileURLToPath(u)));
+    .map((u) => shortName(fileURLToPath(u)));
   // The log works: the bridge's own modules are in it, ES and CommonJS alike.
-  expect(loaded).toContain(path.join('dist', 'cli', 'commands', 'bridge', 'run.js'));
-  expect(loaded).toContain(path.join('node_modules', 'commander', 'lib', 'command.js'));
+  expect(loaded).toContain('dist/cli/commands/bridge/run.js');
+  expect(loaded).toContain('node_modules/commander/lib/command.js');
   return loaded;
 }
 
