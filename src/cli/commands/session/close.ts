@@ -42,7 +42,8 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
     const finish = async (lines: string[], closed: StoodDownSession | null): Promise<Outcome> => {
       const unread = entry && closed ? unreadWarning(entry, closed, opts.purge === true) : null;
       if (opts.purge && entry) {
-        rmSync(entry.dir, { recursive: true, force: true });
+        // A reader that was waiting on the connection may still be writing its last record here.
+        rmSync(entry.dir, { recursive: true, force: true, maxRetries: 5 });
         lines.push(`cleared this agent session's state entry ${entry.dir}`);
       }
       await writeFlushed(io.stdout, lines.join('\n') + '\n');

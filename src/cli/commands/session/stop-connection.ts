@@ -21,7 +21,10 @@ const tick = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms)
 
 /**
  * Ask a local connection to stop (SIGTERM: a clean stop that records itself) and wait until
- * it has: its record says stopped, or the process is gone. Returns the record it left.
+ * it has: the process is gone — its stop is recorded before it exits, and what it still does
+ * after recording (its last log line, releasing its lock) must be over before the entry is
+ * purged. A process whose stop is recorded but that has not exited by the deadline counts as
+ * stopped. Returns the record it left.
  */
 export async function stopConnection(entry: StateEntry, r: ConsumerRecord, clock: Clock, waitMs: number): Promise<Result<ConsumerRecord | null>> {
   try {
@@ -31,11 +34,13 @@ export async function stopConnection(entry: StateEntry, r: ConsumerRecord, clock
   }
   const until = clock.monotonic() + waitMs;
   for (;;) {
+    // Liveness first: a record read after the process is gone is its last word.
+    const gone = isSameProcessAlive(r) === 'dead';
     const now = entry.read('consumer');
     const mine = now.state === 'ok' && sameProcess(now.value, r) ? now.value : null;
-    if (mine?.state === 'stopped') return ok(mine);
-    if (isSameProcessAlive(r) === 'dead') return ok(mine);
+    if (gone) return ok(mine);
     if (clock.monotonic() >= until) {
+      if (mine?.state === 'stopped') return ok(mine);
       return fail(
         `the background connection pid ${r.pid} on ${r.host} did not stop within ${Math.round(waitMs / 1000)} s of SIGTERM, so nothing was closed; ` +
           `it may be wedged — see ${entry.path('bridge.log')}, then run oh-hai session close again`,
