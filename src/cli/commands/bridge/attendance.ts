@@ -1,4 +1,5 @@
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { writeFileAtomic } from '../../../util/fs-durable.js';
 import { isSameProcessAlive, parentPid, processStartTime, type ProcessStamp, type ReaderRecord, type StateEntry } from '../../../spool/index.js';
 import type { Clock } from '../../../util/clock.js';
 import { decideHolder, type HolderDecision, type HolderFacts } from './holder.js';
@@ -22,6 +23,32 @@ export interface Me {
 }
 
 export const sameProcess = (a: ProcessStamp, b: ProcessStamp): boolean => a.pid === b.pid && a.host === b.host && a.start_time === b.start_time;
+
+/**
+ * The displacement notice. A reader that displaces a live one writes its predecessor's stamp
+ * here before signalling it: the predecessor's heartbeat may have rewritten reader.json
+ * between its check and its write, and without the notice it would read the SIGTERM as an
+ * outside kill (143, "re-run") instead of a displacement (0, "nothing to re-run").
+ */
+const DISPLACED_FILE = 'reader-displaced.json';
+
+export function noteDisplaced(entry: StateEntry, holder: ProcessStamp, by: ProcessStamp): void {
+  writeFileAtomic(entry.path(DISPLACED_FILE), JSON.stringify({ pid: holder.pid, host: holder.host, start_time: holder.start_time, by }) + '\n');
+}
+
+/** The newer reader, when its notice names this process as the one it displaced. */
+export function displacedBy(entry: StateEntry, me: ProcessStamp): { pid: number; host: string } | null {
+  try {
+    const v: unknown = JSON.parse(readFileSync(entry.path(DISPLACED_FILE), 'utf8'));
+    if (typeof v !== 'object' || v === null) return null;
+    const n = v as Record<string, unknown>;
+    if (n.pid !== me.pid || n.host !== me.host || n.start_time !== me.start_time) return null;
+    const by = n.by as Record<string, unknown> | null;
+    return by && typeof by.pid === 'number' && typeof by.host === 'string' ? { pid: by.pid, host: by.host } : null;
+  } catch {
+    return null;
+  }
+}
 
 function writtenAt(entry: StateEntry): number | null {
   try {

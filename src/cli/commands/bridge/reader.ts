@@ -21,7 +21,7 @@ import { success, type Outcome } from '../../outcome.js';
 import { connectionSettings, type ResolvedBridge } from '../../resolve/index.js';
 import type { LaunchRequest } from '../../spawn/index.js';
 import type { Result } from '../../../util/result.js';
-import { Heartbeat, judgeHolder, myRecord, sameProcess, type AttendanceEnd } from './attendance.js';
+import { Heartbeat, judgeHolder, myRecord, displacedBy, noteDisplaced, sameProcess, type AttendanceEnd } from './attendance.js';
 import { isReported, parseReportedStop, planConnection, type NamedFlags, type ReportedStop } from './connection.js';
 import { ConsumerWatch, type ConsumerEnd } from './consumer-watch.js';
 import { leaseEpilogue, type ConsumerView } from './epilogue.js';
@@ -271,6 +271,8 @@ export class EntryReader {
     if (signal === null) return success();
     const now = this.entry.read('reader');
     if (now.state === 'ok' && this.record && !sameProcess(now.value, this.record)) return displacedOutcome(now.value);
+    const by = this.record ? displacedBy(this.entry, this.record) : null;
+    if (by) return displacedOutcome(by);
     return signalOutcome(signal);
   }
 
@@ -286,7 +288,13 @@ export class EntryReader {
     const holder = facts.record.state === 'ok' ? facts.record.value : null;
     this.entry.log(`${this.leg.logName}: displaced the previous reader${decision.pid !== null ? ` pid ${decision.pid}` : ''} (${decision.why})`);
     if (decision.why === 'declared' && holder) this.say(`took over from this agent session's previous reader (pid ${holder.pid} on ${holder.host}); one reader prints your mail`);
-    if (decision.signal && holder) await this.stopHolder(holder);
+    if (decision.signal && holder) {
+      noteDisplaced(this.entry, holder, record);
+      await this.stopHolder(holder);
+      // The holder's last heartbeat may have landed after our claim: claim again once it is gone.
+      const after = this.entry.read('reader');
+      if (after.state !== 'ok' || !sameProcess(after.value, record)) this.entry.write('reader', record);
+    }
     return { record };
   }
 

@@ -35,7 +35,7 @@ export function signalOutcome(signal: 'SIGINT' | 'SIGTERM'): Outcome {
   };
 }
 
-export function displacedOutcome(by: ReaderRecord): Outcome {
+export function displacedOutcome(by: Pick<ReaderRecord, 'pid' | 'host'>): Outcome {
   return {
     exit: EXIT.ok,
     style: 'plain',
