@@ -13,7 +13,7 @@ import {
 import { EXIT } from '../../exit-codes.js';
 import { writeFlushed, type CliIO } from '../../io.js';
 import { success, toOutcome, type CodedError, type Outcome } from '../../outcome.js';
-import { hubFailureError, readMessagingKnobs, withAgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { hubFailureError, readMessagingKnobs, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../messaging/index.js';
 import { runningConnection, stopConnection } from './stop-connection.js';
 
 export interface CloseOptions extends AgentFlagValues {
@@ -92,22 +92,12 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
       if (running.kind !== 'local') return nothingToStandDown(ts.why);
       return finish(out, null);
     }
-    const closed = await a.client.closeSession(ts.id);
-    const notFound = !closed.ok && closed.failure.kind === 'http' && closed.failure.status === 404;
-    if ((!closed.ok && !notFound) || (closed.ok && closed.value.state === 'active')) {
-      const e: CodedError = closed.ok
-        ? { code: 'hub_fault', exit: EXIT.unreachable, message: `the Hub at ${a.hubUrl} answered the close of ${ts.id} with the session still active` }
-        : hubFailureError(closed.failure, { hubUrl: a.hubUrl, credential: a.credential.source, doing: `closing session ${ts.id}` });
+    const closed = await closeAtHub(a, ts, () => io.clock.now());
+    if (!closed.ok) {
       const done = out.length > 0 ? `${out.join('; ')}; but ` : '';
-      return { ...toOutcome(e), message: `${done}${e.message}. The session was NOT closed and is still recorded locally: run oh-hai session close again` };
+      return { ...toOutcome(closed.error), message: `${done}${closed.error.message}. The session was NOT closed and is still recorded locally: run oh-hai session close again` };
     }
-    const item: StoodDownSession = {
-      id: ts.id,
-      address: ts.address,
-      hub_state: closed.ok && closed.value.state !== 'active' ? closed.value.state : 'not_found',
-      closed_at: closed.ok ? closed.value.closed_at : null,
-      stood_down_at: io.clock.now(),
-    };
+    const item = closed.value;
 
     // 3. Forget the id locally.
     if (entry) forgetSession(entry, item);
@@ -116,6 +106,19 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
     }
     return finish([...out, hubLine(item), ...(entry ? [forgotLine(entry, item)] : [])], item);
   });
+}
+
+/** `POST /v1/sessions/:id/close`; a 404 is a session the Hub no longer knows, an answer that leaves it active a Hub fault. */
+async function closeAtHub(a: AgentAccess, s: { id: string; address: string }, nowMs: () => number): Promise<{ ok: true; value: StoodDownSession } | { ok: false; error: CodedError }> {
+  const closed = await a.client.closeSession(s.id);
+  const item = (hub_state: StoodDownSession['hub_state'], closed_at: string | null): StoodDownSession => ({ id: s.id, address: s.address, hub_state, closed_at, stood_down_at: nowMs() });
+  if (closed.ok) {
+    const { state, closed_at } = closed.value;
+    if (state !== 'active') return { ok: true, value: item(state, closed_at) };
+    return { ok: false, error: { code: 'hub_fault', exit: EXIT.unreachable, message: `the Hub at ${a.hubUrl} answered the close of ${s.id} with the session still active` } };
+  }
+  if (closed.failure.kind === 'http' && closed.failure.status === 404) return { ok: true, value: item('not_found', null) };
+  return { ok: false, error: hubFailureError(closed.failure, { hubUrl: a.hubUrl, credential: a.credential.source, doing: `closing session ${s.id}` }) };
 }
 
 function nothingToStandDown(why: string): Outcome {
