@@ -153,9 +153,17 @@ describe('the units under a supervisor, against the reference Hub', () => {
     await hub.stop();
     expect((await exitWith(sup, 13)).restarted, '13 is the one that should restart').toBe(true);
     await hub.restart();
-    const after = await liveSession(hub, 'unit-outage');
+    // The session outlives the outage at the Hub, so wait until the restarted process (after the
+    // supervisor's restart delay) is the one holding it, not merely for the session to be live.
+    const after = await waitFor(
+      async () => {
+        const s = await liveSession(hub, 'unit-outage');
+        return sup.pid !== null && s.holder?.pid === sup.pid ? s : null;
+      },
+      { timeoutMs: 30_000, what: 'the restarted connection to hold the session' },
+    );
     expect(after.session_id, 'the restarted connection adopted its session').toBe(before.session_id);
-    expect(sup.running).toBe(true);
+    expect(sup.running, JSON.stringify(sup.exits)).toBe(true);
     expect(sup.exits.every((e) => e.code === 13), JSON.stringify(sup.exits.map((e) => e.code))).toBe(true);
     expect(sup.exits.at(0)?.stderr).toMatch(/FATAL \(exit 13, /);
 
