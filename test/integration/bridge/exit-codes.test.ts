@@ -258,7 +258,9 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
     const N = 20;
     for (let i = 1; i <= N; i++) await directive(hub, `agent:${a.id}#${sess}`, `burst ${i}`);
     await waitFor(() => spooled(dir) === N, { what: 'the burst to be spooled' });
-    const child = startOhHai(['bridge', '--raw', '--wait', '0'], { env: { ...a.env, MA2H_AGENT_SESSION_ID: 'killed' } });
+    // A long wait keeps the reader alive after the burst, so the kill always lands on a live
+    // reader: mid-burst as a rule, in its wait at worst on a loaded box.
+    const child = startOhHai(['bridge', '--raw', '--wait', '60'], { env: { ...a.env, MA2H_AGENT_SESSION_ID: 'killed' } });
     child.stdout!.once('data', () => child.kill('SIGKILL'));
     const killed = await collect(child);
     expect(killed.signal).toBe('SIGKILL');
