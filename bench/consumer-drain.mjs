@@ -79,7 +79,9 @@ try {
 
   const spool = path.join(dir, 'bridge.ndjson');
   const t0 = performance.now();
-  consumer = spawn(process.execPath, ['--import', COUNT_FSYNCS, bin, '__consumer', '--entry', dir], {
+  // The same node flags the bridge starts its connection with.
+  const { CONSUMER_NODE_FLAGS } = await import('../dist/cli/commands/bridge/consumer-flags.js');
+  consumer = spawn(process.execPath, [...CONSUMER_NODE_FLAGS, '--import', COUNT_FSYNCS, bin, '__consumer', '--entry', dir], {
     env: { ...env, OH_HAI_BENCH_FSYNC_OUT: fsyncOut },
     stdio: 'ignore',
   });

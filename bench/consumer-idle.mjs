@@ -39,7 +39,9 @@ try {
     interval_seconds: 5, max_retries: 8, unattended_max_seconds: 900, allow_from: null, agent: null, leg: 'session',
   };
   writeFileSync(path.join(dir, 'settings.json'), JSON.stringify(settings) + '\n', { mode: 0o600 });
-  consumer = spawn(process.execPath, [bin, '__consumer', '--entry', dir], { env, stdio: 'ignore' });
+  // The same node flags the bridge starts its connection with.
+  const { CONSUMER_NODE_FLAGS } = await import('../dist/cli/commands/bridge/consumer-flags.js');
+  consumer = spawn(process.execPath, [...CONSUMER_NODE_FLAGS, bin, '__consumer', '--entry', dir], { env, stdio: 'ignore' });
   await until(() => {
     try {
       return JSON.parse(readFileSync(path.join(dir, 'consumer.json'), 'utf8')).state === 'running';

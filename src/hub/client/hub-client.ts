@@ -1,4 +1,4 @@
-import { Agent } from 'undici';
+import { Agent } from './undici.js';
 import {
   checkCapability,
   CONSUMER_HEADER,

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -52,6 +52,8 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
     // A pid walk from the reader (what a harness does to end a task) finds no connection.
     expect(parentPid(pid)).not.toBe(run.child.pid);
     expect(descendants(run.child.pid!)).not.toContain(pid);
+    // It runs with the small young generation that keeps an idle connection under its RSS target.
+    expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain('--max-semi-space-size=1');
     await directive(hub, `agent:${a.id}#${sess}`, 'ship it');
     const r = await run.done;
     expect(r.code).toBe(0);

@@ -20,6 +20,7 @@ import type { CliIO } from '../../io.js';
 import { success, type Outcome } from '../../outcome.js';
 import { connectionSettings, type ResolvedBridge } from '../../resolve/index.js';
 import type { LaunchRequest } from '../../spawn/index.js';
+import { CONSUMER_NODE_FLAGS } from './consumer-flags.js';
 import type { Result } from '../../../util/result.js';
 import { Heartbeat, judgeHolder, myRecord, displacedBy, noteDisplaced, sameProcess, type AttendanceEnd } from './attendance.js';
 import { isReported, parseReportedStop, planConnection, type NamedFlags, type ReportedStop } from './connection.js';
@@ -329,7 +330,7 @@ export class EntryReader {
     this.entry.write('settings', wanted);
     const launched = await this.run.launch({
       execPath: io.self.execPath,
-      args: [...io.self.args, '__consumer', '--entry', this.entry.dir],
+      args: [...CONSUMER_NODE_FLAGS, ...io.self.args, '__consumer', '--entry', this.entry.dir],
       dir: this.entry.dir,
       logPath: this.entry.path(ENTRY_FILES.log),
       env: io.env,
