@@ -10,5 +10,8 @@ export default defineConfig({
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // The JSON report lets .ci/run close with one plain "N passed, N failed" line.
+    reporters: ['default', 'json'],
+    outputFile: { json: 'test-output/vitest.json' },
   },
 });
