@@ -1,6 +1,6 @@
-import { readFileSync, statSync } from 'node:fs';
-import { writeFileAtomic } from '../../../util/fs-durable.js';
-import { isSameProcessAlive, parentPid, processStartTime, type ProcessStamp, type ReaderRecord, type StateEntry } from '../../../spool/index.js';
+import { statSync } from 'node:fs';
+import { fail, ok, type Result } from '../../../util/result.js';
+import { isSameProcessAlive, parentPid, processStartTime, readRecord, writeRecord, type ProcessStamp, type ReaderRecord, type StateEntry } from '../../../spool/index.js';
 import type { Clock } from '../../../util/clock.js';
 import { decideHolder, type HolderDecision, type HolderFacts } from './holder.js';
 
@@ -32,22 +32,30 @@ export const sameProcess = (a: ProcessStamp, b: ProcessStamp): boolean => a.pid 
  */
 const DISPLACED_FILE = 'reader-displaced.json';
 
+interface DisplacedNotice {
+  displaced: ProcessStamp;
+  by: { pid: number; host: string };
+}
+
+function parseNotice(x: unknown): Result<DisplacedNotice> {
+  if (typeof x !== 'object' || x === null) return fail('not an object');
+  const { displaced, by } = x as { displaced?: Partial<ProcessStamp>; by?: { pid?: unknown; host?: unknown } };
+  if (!displaced || typeof displaced.pid !== 'number' || typeof displaced.host !== 'string' || (displaced.start_time !== null && typeof displaced.start_time !== 'string')) {
+    return fail('displaced is not a process stamp');
+  }
+  if (!by || typeof by.pid !== 'number' || typeof by.host !== 'string') return fail('by is not a pid and host');
+  return ok({ displaced: { pid: displaced.pid, host: displaced.host, start_time: displaced.start_time }, by: { pid: by.pid, host: by.host } });
+}
+
 export function noteDisplaced(entry: StateEntry, holder: ProcessStamp, by: ProcessStamp): void {
-  writeFileAtomic(entry.path(DISPLACED_FILE), JSON.stringify({ pid: holder.pid, host: holder.host, start_time: holder.start_time, by }) + '\n');
+  const notice: DisplacedNotice = { displaced: { pid: holder.pid, host: holder.host, start_time: holder.start_time }, by: { pid: by.pid, host: by.host } };
+  writeRecord(entry.dir, DISPLACED_FILE, notice);
 }
 
 /** The newer reader, when its notice names this process as the one it displaced. */
 export function displacedBy(entry: StateEntry, me: ProcessStamp): { pid: number; host: string } | null {
-  try {
-    const v: unknown = JSON.parse(readFileSync(entry.path(DISPLACED_FILE), 'utf8'));
-    if (typeof v !== 'object' || v === null) return null;
-    const n = v as Record<string, unknown>;
-    if (n.pid !== me.pid || n.host !== me.host || n.start_time !== me.start_time) return null;
-    const by = n.by as Record<string, unknown> | null;
-    return by && typeof by.pid === 'number' && typeof by.host === 'string' ? { pid: by.pid, host: by.host } : null;
-  } catch {
-    return null;
-  }
+  const r = readRecord(entry.dir, DISPLACED_FILE, parseNotice);
+  return r.state === 'ok' && sameProcess(r.value.displaced, me) ? r.value.by : null;
 }
 
 function writtenAt(entry: StateEntry): number | null {
