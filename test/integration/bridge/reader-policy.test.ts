@@ -1,11 +1,9 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runOhHai } from '../../helpers/cli.js';
-import type { TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
-import { agent, bridge, consumerOf, entryDir, hubCall, registered, sessionIdOf, stopConsumers, testHub, type Agent } from './world.js';
+import { bridge, consumerOf, entryDir, hubCall, registered, sessionIdOf, useBridgeWorld } from './world.js';
 
 /**
  * The sender policy through the real bridge and connection (product doc, "The sender
@@ -13,37 +11,16 @@ import { agent, bridge, consumerOf, entryDir, hubCall, registered, sessionIdOf, 
  * the connection restarts. Also: the bridge writes nothing where it is run.
  */
 
-let hub: TestHub;
-const agents: Agent[] = [];
-const dirs: string[] = [];
-beforeAll(async () => {
-  hub = await testHub();
-});
-afterAll(async () => {
-  await hub?.dispose();
-});
-afterEach(async () => {
-  for (const a of agents.splice(0)) {
-    await stopConsumers(a);
-    a.temp.cleanup();
-  }
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-async function fresh(): Promise<Agent> {
-  const a = await agent(hub);
-  agents.push(a);
-  return a;
-}
+const world = useBridgeWorld();
 
 const ask = async (from: { token: string }, to: string, text: string): Promise<string> => {
-  const r = await hubCall(hub, from.token, 'POST', '/v1/messages', { to, intent: 'ask', text });
+  const r = await hubCall(world.hub, from.token, 'POST', '/v1/messages', { to, intent: 'ask', text });
   if (r.status !== 202) throw new Error(`ask → ${r.status} ${JSON.stringify(r.json)}`);
   return (r.json as { message: { id: string } }).message.id;
 };
 
 const stateOf = async (a: { token: string }, id: string): Promise<string> =>
-  ((await hubCall(hub, a.token, 'GET', `/v1/messages/${id}`)).json as { message: { state: string } }).message.state;
+  ((await hubCall(world.hub, a.token, 'GET', `/v1/messages/${id}`)).json as { message: { state: string } }).message.state;
 
 const log = (dir: string): string => {
   try {
@@ -55,9 +32,9 @@ const log = (dir: string): string => {
 
 describe('the sender policy through oh-hai bridge', () => {
   it('--allow-from agent:<id> admits exactly that peer: its ask is printed, another agent\'s is refused and left queued', async () => {
-    const a = await fresh();
-    const [allowed, other] = [await hub.mintAgent('allowed'), await hub.mintAgent('other')];
-    const dir = entryDir(a, hub, 'policy');
+    const a = await world.agent();
+    const [allowed, other] = [await world.hub.mintAgent('allowed'), await world.hub.mintAgent('other')];
+    const dir = entryDir(a, world.hub, 'policy');
     expect((await bridge(a, 'policy', ['--wait', '0', '--allow-from', `agent:${allowed.id}`])).code).toBe(0);
     const sess = await registered(dir);
     expect(consumerOf(dir)!.policy).toEqual([`agent:${allowed.id}`]);
@@ -72,9 +49,9 @@ describe('the sender policy through oh-hai bridge', () => {
   });
 
   it('a changed --allow-from is exit 2 against the running connection, and applies after session close --keep-connection, under the same address', async () => {
-    const a = await fresh();
-    const [first, second] = [await hub.mintAgent('first'), await hub.mintAgent('second')];
-    const dir = entryDir(a, hub, 'change');
+    const a = await world.agent();
+    const [first, second] = [await world.hub.mintAgent('first'), await world.hub.mintAgent('second')];
+    const dir = entryDir(a, world.hub, 'change');
     expect((await bridge(a, 'change', ['--wait', '0', '--allow-from', `agent:${first.id}`])).code).toBe(0);
     const sess = await registered(dir);
     const running = consumerOf(dir)!.pid;
@@ -100,12 +77,11 @@ describe('the sender policy through oh-hai bridge', () => {
 
 describe('where the bridge writes', () => {
   it('writes nothing into the working directory: everything lives in the state entry', async () => {
-    const a = await fresh();
-    const cwd = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-project-'));
-    dirs.push(cwd);
+    const a = await world.agent();
+    const cwd = world.tempDir('oh-hai-project-');
     const r = await runOhHai(['bridge', '--wait', '0'], { env: { ...a.env, MA2H_AGENT_SESSION_ID: 'here' }, cwd });
     expect(r.code, r.stderr).toBe(0);
-    await registered(entryDir(a, hub, 'here'));
+    await registered(entryDir(a, world.hub, 'here'));
     expect(readdirSync(cwd)).toEqual([]);
   });
 });

@@ -1,38 +1,20 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { isSameProcessAlive, sessionEntryDir, stampOf, stateKey } from '../../../src/spool/index.js';
 import { runOhHai } from '../../helpers/cli.js';
-import { hubCall, type TestHub } from '../../helpers/hub.js';
+import { hubCall } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
-import { agent, bridge, consumerOf, entryDir, registered, sessionIdOf, stopConsumers, testHub, type Agent } from './world.js';
+import { bridge, consumerOf, entryDir, registered, sessionIdOf, useBridgeWorld } from './world.js';
 
 /** The retired subcommands warn once and forward, returning the forwarded command's exit code. */
-let hub: TestHub;
-const agents: Agent[] = [];
-const roots: string[] = [];
-beforeAll(async () => {
-  hub = await testHub();
-});
-afterAll(async () => {
-  await hub?.dispose();
-});
-afterEach(async () => {
-  for (const a of agents.splice(0)) {
-    await stopConsumers(a);
-    a.temp.cleanup();
-  }
-  for (const r of roots.splice(0)) rmSync(r, { recursive: true, force: true });
-});
+const world = useBridgeWorld();
 
 const warnings = (stderr: string, what: string) => stderr.split('\n').filter((l) => l.startsWith(`oh-hai bridge: ${what} is retired`) || l.startsWith(`oh-hai bridge: ${what} is the old spelling`));
 
 describe('retired bridge subcommands', () => {
   it('bridge stop forwards to oh-hai session close: stops the connection, closes the session, exit 0; then 4 with nothing to stand down', async () => {
-    const a = await agent(hub);
-    agents.push(a);
-    const dir = entryDir(a, hub, 'stopme');
+    const a = await world.agent();
+    const dir = entryDir(a, world.hub, 'stopme');
     expect((await bridge(a, 'stopme', ['--wait', '0'])).code).toBe(0);
     await registered(dir);
     const pid = consumerOf(dir)!.pid;
@@ -49,9 +31,8 @@ describe('retired bridge subcommands', () => {
   });
 
   it('bridge stop --keep-session forwards to session close --keep-connection', async () => {
-    const a = await agent(hub);
-    agents.push(a);
-    const dir = entryDir(a, hub, 'keep');
+    const a = await world.agent();
+    const dir = entryDir(a, world.hub, 'keep');
     expect((await bridge(a, 'keep', ['--wait', '0'])).code).toBe(0);
     const sess = await registered(dir);
     const r = await runOhHai(['bridge', 'stop', '--keep-session', '--session', 'keep'], { env: a.env });
@@ -63,22 +44,20 @@ describe('retired bridge subcommands', () => {
   });
 
   it('bridge stop --purge closes the session, then clears the state entry; --state-home and --hub typed after the subcommand are carried', async () => {
-    const a = await agent(hub);
-    agents.push(a);
-    const root = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-purge-'));
-    roots.push(root);
-    const dir = sessionEntryDir(root, stateKey(hub.url, a.id, 'purgeme'));
+    const a = await world.agent();
+    const root = world.tempDir('oh-hai-purge-');
+    const dir = sessionEntryDir(root, stateKey(world.hub.url, a.id, 'purgeme'));
     expect((await bridge(a, 'purgeme', ['--wait', '0', '--state-home', root])).code).toBe(0);
     const sess = await registered(dir);
     const pid = consumerOf(dir)!.pid;
     // The environment names a Hub nobody listens on: only the --hub given after `stop` reaches the real one.
     const env = { ...a.env, MA2H_HUB_URL: 'http://127.0.0.1:9' };
-    const r = await runOhHai(['bridge', 'stop', '--purge', '--state-home', root, '--hub', hub.url, '--session', 'purgeme'], { env });
+    const r = await runOhHai(['bridge', 'stop', '--purge', '--state-home', root, '--hub', world.hub.url, '--session', 'purgeme'], { env });
     expect(warnings(r.stderr, 'bridge stop')).toHaveLength(1);
     expect(r.stderr).toContain('forwarding to oh-hai session close --purge');
     expect(r.code, r.stderr).toBe(0);
     expect(isSameProcessAlive(stampOf(pid))).toBe('dead');
-    expect((await hubCall(hub, 'GET', `/v1/sessions/${sess}`, { token: a.token })).body.session.state).toBe('closed');
+    expect((await hubCall(world.hub, 'GET', `/v1/sessions/${sess}`, { token: a.token })).body.session.state).toBe('closed');
     expect(existsSync(dir)).toBe(false);
   });
 
@@ -92,8 +71,7 @@ describe('retired bridge subcommands', () => {
   });
 
   it('bridge status warns once and returns what oh-hai doctor --self-test returns', async () => {
-    const a = await agent(hub);
-    agents.push(a);
+    const a = await world.agent();
     const r = await runOhHai(['bridge', 'status', '--session', 'nobody'], { env: a.env });
     expect(warnings(r.stderr, 'bridge status')).toHaveLength(1);
     const direct = await runOhHai(['doctor', '--self-test', '--session', 'nobody'], { env: a.env });

@@ -1,9 +1,13 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach } from 'vitest';
 import { listEntries, parseConsumerRecord, readRecord, sessionEntryDir, stateKey, type ConsumerRecord } from '../../../src/spool/index.js';
 import { collect, runOhHai, startOhHai, type RunResult } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
-import { startHub, type TestHub } from '../../helpers/hub.js';
+import type { StartHubOptions, TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
+import { undoAfterEach, useHub } from '../../helpers/world.js';
 import { gone } from './proc.js';
 
 /** One agent with its own HOME and state root, running the real CLI against a real Hub. */
@@ -16,8 +20,35 @@ export interface Agent {
 }
 
 /** Short holds and leases so the suite runs in seconds (every interval has a knob). */
-export function testHub(): Promise<TestHub> {
-  return startHub({ faults: true, args: ['--stream-max-hold-seconds', '0.5', '--lease-min-seconds', '1', '--keepalive-seconds', '0.2'] });
+export const QUICK_HUB: StartHubOptions = { faults: true, args: ['--stream-max-hold-seconds', '0.5', '--lease-min-seconds', '1', '--keepalive-seconds', '0.2'] };
+
+/** A bridge test file's world: one quick Hub, and what each test makes, undone after it. */
+export interface BridgeWorld {
+  readonly hub: TestHub;
+  /** A new agent with a HOME of its own; its connections are stopped and its HOME removed after the test. */
+  agent(env?: NodeJS.ProcessEnv): Promise<Agent>;
+  /** A new directory (another state home, a project folder), removed after the test. */
+  tempDir(prefix: string): string;
+}
+
+export function useBridgeWorld(): BridgeWorld {
+  const world = useHub(QUICK_HUB);
+  // Registered first so that it runs last: the faults a test set are cleared once its processes are gone.
+  afterEach(async () => {
+    await world.hub.faults([]);
+  });
+  const keepDir = undoAfterEach((dir: string) => rmSync(dir, { recursive: true, force: true }));
+  const keepAgent = undoAfterEach(async (a: Agent) => {
+    await stopConsumers(a);
+    a.temp.cleanup();
+  });
+  return {
+    get hub() {
+      return world.hub;
+    },
+    agent: async (env = {}) => keepAgent(await agent(world.hub, env)),
+    tempDir: (prefix) => keepDir(mkdtempSync(path.join(os.tmpdir(), prefix))),
+  };
 }
 
 export async function agent(hub: TestHub, env: NodeJS.ProcessEnv = {}): Promise<Agent> {
