@@ -1,39 +1,18 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { hubCall, type TestHub } from '../../helpers/hub.js';
+import { describe, expect, it } from 'vitest';
+import { hubCall } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
-import { consumerOf, entryDir, sessionIdOf, stopConsumers, testHub } from '../bridge/world.js';
+import { consumerOf, entryDir, sessionIdOf } from '../bridge/world.js';
 import { gone } from '../bridge/proc.js';
-import { bridgeIn, entryIdsIn, legacyWorld, messageState, readSpool, send, sessionState, snapshot, waitLapsed, type LegacyWorld } from './world.js';
+import { bridgeIn, entryIdsIn, messageState, readSpool, send, sessionState, snapshot, useLegacyWorlds, waitLapsed, type LegacyWorld } from './world.js';
 
 /**
  * Adopting a live 0.9 per-directory home (docs/legacy-0.9.md), end to end: a real Hub, the
  * real `oh-hai bridge` run in the directory the 0.9 home served, the real consumer it starts.
  */
 
-let hub: TestHub;
-const worlds: LegacyWorld[] = [];
-
-beforeAll(async () => {
-  hub = await testHub();
-});
-afterAll(async () => {
-  await hub.dispose();
-});
-afterEach(async () => {
-  for (const w of worlds.splice(0)) {
-    w.connection?.kill('SIGKILL');
-    await stopConsumers(w.me);
-    w.me.temp.cleanup();
-  }
-});
-
-async function world(opts: Parameters<typeof legacyWorld>[1]): Promise<LegacyWorld> {
-  const w = await legacyWorld(hub, opts);
-  worlds.push(w);
-  return w;
-}
+const legacy = useLegacyWorlds();
 
 /** Our connection holds the adopted session at the Hub: same id, its pid, presenting the 0.9 home. */
 async function heldByOurConnection(w: LegacyWorld): Promise<number> {
@@ -49,7 +28,7 @@ async function heldByOurConnection(w: LegacyWorld): Promise<number> {
 
 describe('a live 0.9 home is adopted into the state entry, once', () => {
   it('keeps its session, prints the unread record, stops its connection, leaves a marker; later runs and other agent sessions adopt nothing', async () => {
-    const w = await world({ count: 3, read: 2, connection: 'stream' });
+    const w = await legacy.world({ count: 3, read: 2, connection: 'stream' });
     const legacyPid = w.connection!.pid!;
 
     const first = await bridgeIn(w, ['--wait', '0']);
@@ -69,7 +48,7 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
     // The same session, now held by our connection under the 0.9 home; no second session registered.
     const pid = await heldByOurConnection(w);
     expect(sessionIdOf(w.entry)).toBe(w.session.id);
-    const fleet = await hubCall(hub, 'GET', '/v1/fleet', { token: w.me.token });
+    const fleet = await hubCall(w.hub, 'GET', '/v1/fleet', { token: w.me.token });
     expect((fleet.body.sessions as { agent_id: string; session_id: string }[]).filter((s) => s.agent_id === w.me.id).map((s) => s.session_id)).toEqual([w.session.id]);
     expect(readFileSync(path.join(w.entry, 'bridge.log'), 'utf8')).toContain(`adopted session ${w.session.id}`);
 
@@ -105,14 +84,14 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
     expect(other.code, other.stderr).toBe(0);
     expect(other.stdout).toBe('');
     expect(other.stderr).not.toContain('0.9 bridge home');
-    const otherEntry = entryDir(w.me, hub, 'another-agent');
+    const otherEntry = entryDir(w.me, w.hub, 'another-agent');
     expect(existsSync(path.join(otherEntry, 'adopted-0.9.json'))).toBe(false);
     expect(entryIdsIn(readSpool(otherEntry))).toEqual([]);
     expect(readFileSync(path.join(w.dir, 'adopted.json'), 'utf8')).toBe(markerBytes);
   });
 
   it('a home live only through its running connection is adopted, and its lapsed session is replaced with an address change', async () => {
-    const w = await world({ count: 2, read: 1, leaseSeconds: 1, connection: 'idle' });
+    const w = await legacy.world({ count: 2, read: 1, leaseSeconds: 1, connection: 'idle' });
     await waitLapsed(w);
 
     const first = await bridgeIn(w, ['--wait', '0']);
@@ -135,7 +114,7 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
   });
 
   it('a 0.9 connection that will not stop ends the run with 10 and nothing moved; once it is gone the next run finishes the adoption', async () => {
-    const w = await world({ count: 2, read: 1, connection: 'stubborn' });
+    const w = await legacy.world({ count: 2, read: 1, connection: 'stubborn' });
     const pid = w.connection!.pid!;
     const before = snapshot(w.dir);
 
@@ -164,7 +143,7 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
   });
 
   it('a home that is not live is not adopted: the run says so and leaves every file as it was', async () => {
-    const w = await world({ count: 2, read: 1, leaseSeconds: 1 });
+    const w = await legacy.world({ count: 2, read: 1, leaseSeconds: 1 });
     await waitLapsed(w);
     const before = snapshot(w.dir);
 

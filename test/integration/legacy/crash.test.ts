@@ -2,14 +2,13 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ADOPTION_STEPS } from '../../../src/cli/resolve/adopt-legacy.js';
 import { collect } from '../../helpers/cli.js';
-import type { TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 import { gone } from '../bridge/proc.js';
-import { consumerOf, sessionIdOf, stopConsumers, testHub } from '../bridge/world.js';
-import { bridgeIn, entryIdsIn, legacyWorld, readSpool, sessionState, type LegacyWorld } from './world.js';
+import { consumerOf, sessionIdOf } from '../bridge/world.js';
+import { bridgeIn, entryIdsIn, readSpool, sessionState, useLegacyWorlds } from './world.js';
 
 /**
  * kill -9 in the middle of adoption, after each durable step in turn (docs/legacy-0.9.md,
@@ -19,29 +18,13 @@ import { bridgeIn, entryIdsIn, legacyWorld, readSpool, sessionState, type Legacy
 
 const driver = path.join(path.dirname(fileURLToPath(import.meta.url)), 'crash-driver.mjs');
 
-let hub: TestHub;
-const worlds: LegacyWorld[] = [];
-
-beforeAll(async () => {
-  hub = await testHub();
-});
-afterAll(async () => {
-  await hub.dispose();
-});
-afterEach(async () => {
-  for (const w of worlds.splice(0)) {
-    w.connection?.kill('SIGKILL');
-    await stopConsumers(w.me);
-    w.me.temp.cleanup();
-  }
-});
+const legacy = useLegacyWorlds();
 
 describe('a crash during adoption', () => {
   it.each(ADOPTION_STEPS)('killed right after %s: the next run completes the adoption without loss or duplication', async (step) => {
-    const w = await legacyWorld(hub, { count: 3, read: 1, connection: 'stream' });
-    worlds.push(w);
+    const w = await legacy.world({ count: 3, read: 1, connection: 'stream' });
 
-    const child = spawn(process.execPath, [driver, w.entry, w.dir, hub.url, w.me.id, step], {
+    const child = spawn(process.execPath, [driver, w.entry, w.dir, w.hub.url, w.me.id, step], {
       cwd: w.work,
       env: { PATH: process.env.PATH, DRIVER_TOKEN: w.me.token, OH_HAI_STOP_WAIT_MS: '20000' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { runOhHai, type RunResult } from '../../helpers/cli.js';
 import { hubCall, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
-import { agent, entryDir, type Agent } from '../bridge/world.js';
+import { undoAfterEach, useHub } from '../../helpers/world.js';
+import { agent, entryDir, QUICK_HUB, stopConsumers, type Agent } from '../bridge/world.js';
 
 /**
  * A 0.9 per-directory home built the way 0.9 left one (docs/legacy-0.9.md): a session
@@ -122,6 +123,20 @@ export async function legacyWorld(hub: TestHub, opts: LegacyOptions): Promise<Le
   }
 
   return { hub, me, peer, work, dir, home, session, sent: inOrder, entry: entryDir(me, hub, SESSION_KEY), spoolText, connection };
+}
+
+/**
+ * A legacy test file's world: one quick Hub, and the 0.9 homes each test builds on it,
+ * undone after the test (the 0.9 stand-in killed, our connections stopped, the HOME removed).
+ */
+export function useLegacyWorlds(): { world(opts: LegacyOptions): Promise<LegacyWorld> } {
+  const hub = useHub(QUICK_HUB);
+  const keep = undoAfterEach(async (w: LegacyWorld) => {
+    w.connection?.kill('SIGKILL');
+    await stopConsumers(w.me);
+    w.me.temp.cleanup();
+  });
+  return { world: async (opts) => keep(await legacyWorld(hub.hub, opts)) };
 }
 
 /** `oh-hai bridge` run in the 0.9 home's working directory, as this agent session (or another). */
