@@ -1,97 +1,83 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ensureDir } from '../../../src/util/fs-durable.js';
 import { writeRecord, type SessionRecord } from '../../../src/spool/index.js';
-import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
-import { as, entryDirOf, party, type Party } from './world.js';
+import { hubCall } from '../../helpers/hub.js';
+import { as, entryDirOf, useParties, type Party } from './world.js';
 
 /** Every refusal of the sending side, each with its exit code and a message naming the fix. */
-let hub: TestHub;
-let alice: Party;
-let bob: Party;
-
-beforeAll(async () => {
-  hub = await startHub({ faults: true });
-  alice = await party(hub, 'alice');
-  bob = await party(hub, 'bob');
-});
-
-afterAll(async () => {
-  alice?.temp.cleanup();
-  bob?.temp.cleanup();
-  await hub?.dispose();
-});
+const world = useParties(['alice', 'bob'], { faults: true });
 
 /** A session of `p` made straight at the Hub (no bridge), then closed: an address that takes no more mail. */
 async function closedSession(p: Party, key: string): Promise<string> {
-  const made = await hubCall(hub, 'POST', '/v1/sessions', { token: p.token, body: { client_key: key } });
+  const made = await hubCall(world.hub, 'POST', '/v1/sessions', { token: p.token, body: { client_key: key } });
   expect(made.status).toBe(201);
   const id = made.body.session.id as string;
-  expect((await hubCall(hub, 'POST', `/v1/sessions/${id}/close`, { token: p.token, body: {} })).status).toBe(200);
+  expect((await hubCall(world.hub, 'POST', `/v1/sessions/${id}/close`, { token: p.token, body: {} })).status).toBe(200);
   return id;
 }
 
 describe('sending: refusals and transient failures', () => {
   it('usage errors are exit 2 and say what to pass', async () => {
-    const noTo = await as(alice, null, ['send', 'hello']);
+    const noTo = await as(world.alice, null, ['send', 'hello']);
     expect(noTo.code).toBe(2);
     expect(noTo.stderr).toMatch(/oh-hai send: FATAL \(exit 2, usage\) — oh-hai send needs --to <address>: agent:<id> .* or agent:<id>#sess_…/);
-    const badTo = await as(alice, null, ['ask', '--to', 'bob', 'hello']);
+    const badTo = await as(world.alice, null, ['ask', '--to', 'bob', 'hello']);
     expect(badTo.code).toBe(2);
     expect(badTo.stderr).toMatch(/FATAL \(exit 2, bad_address\) — .*--to.*; an address is agent:<id> or agent:<id>#sess_…/);
-    const empty = await as(alice, null, ['task', '--to', bob.address, '-'], { input: '' });
+    const empty = await as(world.alice, null, ['task', '--to', world.bob.address, '-'], { input: '' });
     expect(empty.code).toBe(2);
     expect(empty.stderr).toMatch(/stdin was empty; pipe the text in, or give it as the last argument/);
-    const badWait = await as(alice, null, ['ask', '--wait', 'soon', '--to', bob.address, 'q']);
+    const badWait = await as(world.alice, null, ['ask', '--wait', 'soon', '--to', world.bob.address, 'q']);
     expect(badWait.code).toBe(2);
     expect(badWait.stderr).toMatch(/--wait "soon" is not a positive number of seconds/);
   });
 
   it('an unknown recipient or a session that has ended is exit 4, with where to find a live address', async () => {
-    const nobody = await as(alice, null, ['send', '--to', 'agent:agt_nobody', 'hello']);
+    const nobody = await as(world.alice, null, ['send', '--to', 'agent:agt_nobody', 'hello']);
     expect(nobody.code).toBe(4);
     expect(nobody.stderr).toMatch(/FATAL \(exit 4, recipient_not_found\) — there is no such recipient in this account: agent:agt_nobody .*`oh-hai fleet ls`/);
-    const bogus = await as(alice, null, ['send', '--to', `${bob.address}#sess_bogus`, 'hello']);
+    const bogus = await as(world.alice, null, ['send', '--to', `${world.bob.address}#sess_bogus`, 'hello']);
     expect(bogus.code).toBe(4);
-    const closed = await closedSession(bob, 'bob-closed');
-    const ended = await as(alice, null, ['ask', '--to', `${bob.address}#${closed}`, 'still there?']);
+    const closed = await closedSession(world.bob, 'bob-closed');
+    const ended = await as(world.alice, null, ['ask', '--to', `${world.bob.address}#${closed}`, 'still there?']);
     expect(ended.code).toBe(4);
-    expect(ended.stderr).toMatch(new RegExp(`FATAL \\(exit 4, session_closed\\) — ${bob.address}#${closed} is closed: that run's session has ended`));
+    expect(ended.stderr).toMatch(new RegExp(`FATAL \\(exit 4, session_closed\\) — ${world.bob.address}#${closed} is closed: that run's session has ended`));
   });
 
   it('a dead credential is exit 3 and says a human must fix it', async () => {
-    const r = await as(alice, null, ['send', '--to', bob.address, 'hello'], { env: { OH_HAI_TOKEN: 'ohh_a_not_a_real_token' } });
+    const r = await as(world.alice, null, ['send', '--to', world.bob.address, 'hello'], { env: { OH_HAI_TOKEN: 'ohh_a_not_a_real_token' } });
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/FATAL \(exit 3, unauthorized\) — the Hub refused the credential from OH_HAI_TOKEN .* a human must fix the credential/);
     expect(r.stderr).not.toContain('ohh_a_not_a_real_token');
   });
 
   it('a send that keeps failing with 5xx is retried with one key, then exit 13; one that recovers queues exactly one copy', async () => {
-    await hub.faults([{ class: 'messages', action: 'status', status: 503, count: 2 }]);
-    const r = await as(alice, null, ['send', '--json', '--to', bob.address, 'survives two 503s']);
+    await world.hub.faults([{ class: 'messages', action: 'status', status: 503, count: 2 }]);
+    const r = await as(world.alice, null, ['send', '--json', '--to', world.bob.address, 'survives two 503s']);
     expect(r.code).toBe(0);
     expect(r.stderr.match(/attempt \d failed \(503 unavailable\); retrying in/g)).toHaveLength(2);
-    const list = await as(alice, null, ['messages', 'list', '--json']);
+    const list = await as(world.alice, null, ['messages', 'list', '--json']);
     expect(list.stdout.split('\n').filter((l) => l.includes('survives two 503s'))).toHaveLength(1);
     // Nothing drains bob's mailbox here: the track stays at queued, the Hub's instant verbatim.
     const id = (JSON.parse(r.stdout) as { id: string; track: { at: string }[] }).id;
-    const lines = await as(alice, null, ['messages', 'list']);
-    expect(lines.stdout).toMatch(new RegExp(`^${id} · notify → ${bob.address} · queued · queued \\S+Z · "survives two 503s"$`, 'm'));
+    const lines = await as(world.alice, null, ['messages', 'list']);
+    expect(lines.stdout).toMatch(new RegExp(`^${id} · notify → ${world.bob.address} · queued · queued \\S+Z · "survives two 503s"$`, 'm'));
 
-    await hub.faults([{ class: 'messages', action: 'status', status: 503 }]);
-    const down = await as(alice, null, ['send', '--to', bob.address, 'never queued']);
-    await hub.faults([]);
+    await world.hub.faults([{ class: 'messages', action: 'status', status: 503 }]);
+    const down = await as(world.alice, null, ['send', '--to', world.bob.address, 'never queued']);
+    await world.hub.faults([]);
     expect(down.code).toBe(13);
     expect(down.stderr.match(/retrying in/g)).toHaveLength(3);
     expect(down.stderr).toMatch(/FATAL \(exit 13, unavailable\) — the Hub at \S+ kept failing while oh-hai send to agent:\S+ \(503 unavailable/);
   });
 
   it("a recorded session of this agent session that has ended is not attached: the send goes to the principal mailbox and says so", async () => {
-    const closed = await closedSession(alice, 'alice-stale');
-    const dir = entryDirOf(alice, hub, 'alice-stale');
+    const closed = await closedSession(world.alice, 'alice-stale');
+    const dir = entryDirOf(world.alice, world.hub, 'alice-stale');
     ensureDir(dir);
     const record: SessionRecord = {
       id: closed,
-      address: `${alice.address}#${closed}`,
+      address: `${world.alice.address}#${closed}`,
       name: 'alice-stale',
       pinned: false,
       lease_seconds: 900,
@@ -100,26 +86,26 @@ describe('sending: refusals and transient failures', () => {
       history: [],
     };
     writeRecord(dir, 'session.json', record);
-    const r = await as(alice, 'alice-stale', ['ask', '--to', bob.address, 'who answers this?']);
+    const r = await as(world.alice, 'alice-stale', ['ask', '--to', world.bob.address, 'who answers this?']);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain(`this agent session's recorded session ${closed} is no longer live at the Hub (410 session_closed); going without it`);
-    expect(r.stdout).toContain(`replies and receipts go to your principal mailbox ${alice.address}, because`);
+    expect(r.stdout).toContain(`replies and receipts go to your principal mailbox ${world.alice.address}, because`);
     const id = /^queued: ask (msg_\S+)/m.exec(r.stdout)![1]!;
-    const shown = await as(alice, null, ['messages', 'show', '--json', id]);
-    expect((JSON.parse(shown.stdout) as { from: string }).from).toBe(alice.address);
+    const shown = await as(world.alice, null, ['messages', 'show', '--json', id]);
+    expect((JSON.parse(shown.stdout) as { from: string }).from).toBe(world.alice.address);
   });
 
   it('messaging switched off is exit 3 naming the setting; messages show of an unknown id is exit 4', async () => {
-    const off = await hubCall(hub, 'PATCH', '/v1/account', { token: hub.humanToken, body: { agent_messaging: false } });
+    const off = await hubCall(world.hub, 'PATCH', '/v1/account', { token: world.hub.humanToken, body: { agent_messaging: false } });
     expect(off.status).toBe(200);
     try {
-      const r = await as(alice, null, ['send', '--to', bob.address, 'hello']);
+      const r = await as(world.alice, null, ['send', '--to', world.bob.address, 'hello']);
       expect(r.code).toBe(3);
       expect(r.stderr).toMatch(/FATAL \(exit 3, messaging_disabled\) — agent messaging is switched off for this account .*Settings → Agent messaging/);
     } finally {
-      await hubCall(hub, 'PATCH', '/v1/account', { token: hub.humanToken, body: { agent_messaging: true } });
+      await hubCall(world.hub, 'PATCH', '/v1/account', { token: world.hub.humanToken, body: { agent_messaging: true } });
     }
-    const missing = await as(alice, null, ['messages', 'show', 'msg_missing']);
+    const missing = await as(world.alice, null, ['messages', 'show', 'msg_missing']);
     expect(missing.code).toBe(4);
     expect(missing.stderr).toMatch(/FATAL \(exit 4, message_not_found\) — no message "msg_missing" that this agent sent or received/);
   });

@@ -3,9 +3,8 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collect } from '../../helpers/cli.js';
-import { startHub, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
-import { as, consumerPid, entryDirOf, killPid, party, register, startBridge, stopAll, type Party } from './world.js';
+import { as, consumerPid, entryDirOf, killPid, register, startBridge, useParties } from './world.js';
 
 interface Row {
   address: string;
@@ -23,29 +22,21 @@ interface View {
  * Hub (default lease), with bob's session on a machine of its own.
  */
 describe('fleet ls: every addressable session, annotated from this host where it has state', () => {
-  let hub: TestHub;
-  let alice: Party;
-  let bob: Party;
+  const world = useParties(['alice', 'bob']);
   let reader: ChildProcess | null = null;
   const addr: Record<string, string> = {};
 
   beforeAll(async () => {
-    hub = await startHub();
-    alice = await party(hub, 'alice');
-    bob = await party(hub, 'bob');
-    for (const s of ['a-live', 'a-lag', 'a-dead', 'a-unknown', 'a-garbled']) addr[s] = (await register(alice, hub, s)).address;
-    addr['b-elsewhere'] = (await register(bob, hub, 'b-elsewhere')).address;
+    for (const s of ['a-live', 'a-lag', 'a-dead', 'a-unknown', 'a-garbled']) addr[s] = (await register(world.alice, world.hub, s)).address;
+    addr['b-elsewhere'] = (await register(world.bob, world.hub, 'b-elsewhere')).address;
   });
 
-  afterAll(async () => {
+  afterAll(() => {
     reader?.kill('SIGTERM');
-    for (const p of [alice, bob]) if (p) await stopAll(p);
-    for (const p of [alice, bob]) p?.temp.cleanup();
-    await hub?.dispose();
   });
 
   const fleet = async (): Promise<{ text: string; view: View }> => {
-    const [text, json] = await Promise.all([as(alice, null, ['fleet', 'ls']), as(alice, null, ['fleet', 'ls', '--json'])]);
+    const [text, json] = await Promise.all([as(world.alice, null, ['fleet', 'ls']), as(world.alice, null, ['fleet', 'ls', '--json'])]);
     expect(text.code, text.stderr).toBe(0);
     expect(json.code, json.stderr).toBe(0);
     return { text: text.stdout, view: JSON.parse(json.stdout) as View };
@@ -54,24 +45,24 @@ describe('fleet ls: every addressable session, annotated from this host where it
 
   it('annotates each case: live and attending, lag, DEAD, UNKNOWN / unknown, and no local state here', async () => {
     // Live and attending: a bridge waiting in the background.
-    reader = startBridge(alice, 'a-live', 60);
-    const live = entryDirOf(alice, hub, 'a-live');
+    reader = startBridge(world.alice, 'a-live', 60);
+    const live = entryDirOf(world.alice, world.hub, 'a-live');
 
     // Lag: the connection keeps spooling, nobody reads.
-    for (const t of ['one', 'two']) expect((await as(bob, null, ['send', '--to', addr['a-lag']!, t])).code).toBe(0);
+    for (const t of ['one', 'two']) expect((await as(world.bob, null, ['send', '--to', addr['a-lag']!, t])).code).toBe(0);
 
     // DEAD: the connection was killed without recording why.
-    const deadDir = entryDirOf(alice, hub, 'a-dead');
+    const deadDir = entryDirOf(world.alice, world.hub, 'a-dead');
     await killPid(consumerPid(deadDir)!);
 
     // UNKNOWN: the records are there and cannot be read.
-    const unknownDir = entryDirOf(alice, hub, 'a-unknown');
+    const unknownDir = entryDirOf(world.alice, world.hub, 'a-unknown');
     await killPid(consumerPid(unknownDir)!);
     writeFileSync(path.join(unknownDir, 'consumer.json'), '{"pid": 12, garbage');
     writeFileSync(path.join(unknownDir, 'reader.json'), '\u0000\u0001 not json');
 
     // A session record that cannot be read: no row can be matched to it, and the listing says so.
-    const garbledDir = entryDirOf(alice, hub, 'a-garbled');
+    const garbledDir = entryDirOf(world.alice, world.hub, 'a-garbled');
     await killPid(consumerPid(garbledDir)!);
     writeFileSync(path.join(garbledDir, 'session.json'), 'garbage');
 
@@ -114,7 +105,7 @@ describe('fleet ls: every addressable session, annotated from this host where it
   });
 
   it('--help says not to relaunch on UNKNOWN, and why', async () => {
-    const r = await as(alice, null, ['fleet', 'ls', '--help']);
+    const r = await as(world.alice, null, ['fleet', 'ls', '--help']);
     expect(r.stdout).toMatch(/DO NOT RELAUNCH ON THIS: it is not evidence that nothing is running, and a relaunch\s+against a live connection changes the session's address/);
     expect(r.stdout).toMatch(/null, not false, under --json/);
   });

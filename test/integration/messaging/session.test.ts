@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { collect } from '../../helpers/cli.js';
-import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { hubCall } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 import { parseConsumerRecord, readRecord } from '../../../src/spool/index.js';
-import { as, consumerPid, entryDirOf, file, party, readUntil, register, sessionOf, startBridge, stopAll, type Party } from './world.js';
+import { as, consumerPid, entryDirOf, file, readUntil, register, sessionOf, startBridge, useParties } from './world.js';
 
 interface Track {
   id: string;
@@ -14,27 +14,13 @@ interface Track {
 }
 
 describe('oh-hai session close and status', () => {
-  let hub: TestHub;
-  let alice: Party;
-  let bob: Party;
+  const world = useParties(['alice', 'bob']);
 
-  beforeAll(async () => {
-    hub = await startHub();
-    alice = await party(hub, 'alice');
-    bob = await party(hub, 'bob');
-  });
-
-  afterAll(async () => {
-    for (const p of [alice, bob]) if (p) await stopAll(p);
-    for (const p of [alice, bob]) p?.temp.cleanup();
-    await hub?.dispose();
-  });
-
-  const messageOf = async (id: string): Promise<Track> => JSON.parse((await as(alice, null, ['messages', 'show', '--json', id])).stdout) as Track;
+  const messageOf = async (id: string): Promise<Track> => JSON.parse((await as(world.alice, null, ['messages', 'show', '--json', id])).stdout) as Track;
 
   it('closes during a burst in order — stop, wait, close, forget — losing nothing and registering no replacement', async () => {
-    const s = await register(bob, hub, 'bob-burst');
-    const dir = entryDirOf(bob, hub, 'bob-burst');
+    const s = await register(world.bob, world.hub, 'bob-burst');
+    const dir = entryDirOf(world.bob, world.hub, 'bob-burst');
     const pid = consumerPid(dir)!;
 
     // The burst: sends keep going while the session is closed under them.
@@ -42,14 +28,14 @@ describe('oh-hai session close and status', () => {
     const refused: string[] = [];
     let closing: Promise<Awaited<ReturnType<typeof as>>> | null = null;
     for (let i = 0; i < 24; i++) {
-      const r = await as(alice, null, ['send', '--json', '--to', s.address, `burst ${i}`]);
+      const r = await as(world.alice, null, ['send', '--json', '--to', s.address, `burst ${i}`]);
       if (r.code === 0) sent.push((JSON.parse(r.stdout) as { id: string }).id);
       else {
         expect(r.code, r.stderr).toBe(4);
         expect(r.stderr).toMatch(/FATAL \(exit 4, session_closed\)/);
         refused.push(`burst ${i}`);
       }
-      if (i === 8) closing = as(bob, 'bob-burst', ['session', 'close']);
+      if (i === 8) closing = as(world.bob, 'bob-burst', ['session', 'close']);
     }
     const closed = await closing!;
     expect(closed.code, closed.stderr).toBe(0);
@@ -68,10 +54,10 @@ describe('oh-hai session close and status', () => {
     expect(log.slice(standing)).toMatch(new RegExp(`${pid} consumer stopped: exit 15 \\(session_closed\\) — this agent stood its session ${s.id} `));
     expect(log.slice(standing)).not.toMatch(/address changed|registered session|event closed/);
     // No replacement: nothing of bob's is live at the Hub, and the id is forgotten here.
-    const fleet = await hubCall(hub, 'GET', '/v1/fleet', { token: bob.token });
-    expect((fleet.body.sessions as { agent_id: string }[]).filter((r) => r.agent_id === bob.id)).toEqual([]);
-    expect((await hubCall(hub, 'GET', `/v1/sessions/${s.id}`, { token: bob.token })).body.session.state).toBe('closed');
-    expect(sessionOf(bob, hub, 'bob-burst')).toBeNull();
+    const fleet = await hubCall(world.hub, 'GET', '/v1/fleet', { token: world.bob.token });
+    expect((fleet.body.sessions as { agent_id: string }[]).filter((r) => r.agent_id === world.bob.id)).toEqual([]);
+    expect((await hubCall(world.hub, 'GET', `/v1/sessions/${s.id}`, { token: world.bob.token })).body.session.state).toBe('closed');
+    expect(sessionOf(world.bob, world.hub, 'bob-burst')).toBeNull();
 
     // Nothing lost: every queued send ends acknowledged or bounced, and whatever a consumer held is in bob's spool.
     const spooled = new Set(
@@ -89,87 +75,87 @@ describe('oh-hai session close and status', () => {
     }
 
     // The next run says once that this agent stood down; the one after starts afresh.
-    const next = await as(bob, 'bob-burst', ['bridge', '--wait', '0.2']);
+    const next = await as(world.bob, 'bob-burst', ['bridge', '--wait', '0.2']);
     expect(next.code, next.stderr).toBe(15);
     expect(next.stderr).toMatch(/^oh-hai bridge: STOOD DOWN \(exit 15, session_closed\) — this agent stood its session \S+ \(\S+\) down \(oh-hai session close\)/m);
-    const after = await as(bob, 'bob-burst', ['bridge', '--wait', '0.2']);
+    const after = await as(world.bob, 'bob-burst', ['bridge', '--wait', '0.2']);
     expect(after.code, after.stderr).toBe(0);
-    const fresh = await waitFor(() => sessionOf(bob, hub, 'bob-burst'), { what: 'a new session after the stand-down' });
+    const fresh = await waitFor(() => sessionOf(world.bob, world.hub, 'bob-burst'), { what: 'a new session after the stand-down' });
     expect(fresh.id).not.toBe(s.id);
   });
 
   it('a reader waiting when the session is closed relays the stand-down (15); the next run starts a new session and does not say 15 again', async () => {
-    const s = await register(bob, hub, 'bob-wait');
-    const dir = entryDirOf(bob, hub, 'bob-wait');
-    const reader = startBridge(bob, 'bob-wait', 60);
+    const s = await register(world.bob, world.hub, 'bob-wait');
+    const dir = entryDirOf(world.bob, world.hub, 'bob-wait');
+    const reader = startBridge(world.bob, 'bob-wait', 60);
     const readerDone = collect(reader);
     await waitFor(() => readFileSync(file(dir, 'reader.json'), 'utf8').includes(`"pid":${reader.pid}`), { what: 'the reader to attend' });
-    const close = await as(bob, 'bob-wait', ['session', 'close']);
+    const close = await as(world.bob, 'bob-wait', ['session', 'close']);
     expect(close.code, close.stderr).toBe(0);
     const waiting = await readerDone;
     expect(waiting.code, waiting.stderr).toBe(15);
     expect(waiting.stderr).toMatch(new RegExp(`^oh-hai bridge: STOOD DOWN \\(exit 15, session_closed\\) — this agent stood its session ${s.id} \\(\\S+\\) down \\(oh-hai session close\\): the connection stopped, closed it at the Hub at \\S+Z \\(Hub's clock\\)`, 'm'));
     expect(waiting.stderr).not.toContain('FATAL');
 
-    const next = await as(bob, 'bob-wait', ['bridge', '--wait', '0.2']);
+    const next = await as(world.bob, 'bob-wait', ['bridge', '--wait', '0.2']);
     expect(next.code, next.stderr).toBe(0);
     expect(next.stderr).not.toMatch(/STOOD DOWN|exit 15/);
-    const fresh = await waitFor(() => sessionOf(bob, hub, 'bob-wait'), { what: 'a new session after the stand-down' });
+    const fresh = await waitFor(() => sessionOf(world.bob, world.hub, 'bob-wait'), { what: 'a new session after the stand-down' });
     expect(fresh.id).not.toBe(s.id);
     expect(fresh.address).not.toBe(s.address);
   });
 
   it('mail of the closed session left unread is replayed as possibly bounced, never as fresh mail, and session close says it left it', async () => {
-    const s = await register(bob, hub, 'bob-unread');
-    const dir = entryDirOf(bob, hub, 'bob-unread');
-    const sent = await as(alice, null, ['send', '--json', '--to', s.address, 'left unread']);
+    const s = await register(world.bob, world.hub, 'bob-unread');
+    const dir = entryDirOf(world.bob, world.hub, 'bob-unread');
+    const sent = await as(world.alice, null, ['send', '--json', '--to', s.address, 'left unread']);
     expect(sent.code, sent.stderr).toBe(0);
     const messageId = (JSON.parse(sent.stdout) as { id: string }).id;
     await waitFor(() => readFileSync(file(dir, 'bridge.ndjson'), 'utf8').includes(messageId), { what: 'the notify in the spool, unread' });
 
-    const close = await as(bob, 'bob-unread', ['session', 'close']);
+    const close = await as(world.bob, 'bob-unread', ['session', 'close']);
     expect(close.code, close.stderr).toBe(0);
     expect(close.stderr).toContain(
       `oh-hai session close: ⚠️ ${s.id} stood down with unread mail: 1 record that arrived under it was never read and stays in ${file(dir, 'bridge.ndjson')}: the next oh-hai bridge prints it marked POSSIBLY BOUNCED, not as fresh mail`,
     );
 
     // No reader was waiting: the next run prints what was left, then relays the stand-down.
-    const next = await as(bob, 'bob-unread', ['bridge', '--wait', '0.2']);
+    const next = await as(world.bob, 'bob-unread', ['bridge', '--wait', '0.2']);
     expect(next.code, next.stderr).toBe(15);
     const line = next.stdout.split('\n').find((l) => l.includes(messageId));
-    expect(line).toMatch(new RegExp(`^\\[mail \\d+\\] POSSIBLY BOUNCED — arrived under ${s.id}, since replaced; .* do not treat it as fresh mail · notify from ${alice.address} \\(${messageId}\\)`));
+    expect(line).toMatch(new RegExp(`^\\[mail \\d+\\] POSSIBLY BOUNCED — arrived under ${s.id}, since replaced; .* do not treat it as fresh mail · notify from ${world.alice.address} \\(${messageId}\\)`));
 
     // The run after registers a new session, and the address change names the stand-down.
-    const seen = await readUntil(bob, 'bob-unread', (e) => e.some((x) => x.type === 'transition'), 'the address change after the stand-down');
+    const seen = await readUntil(world.bob, 'bob-unread', (e) => e.some((x) => x.type === 'transition'), 'the address change after the stand-down');
     expect(seen.find((x) => x.type === 'transition')).toMatchObject({ event: 'address_changed', from_session: s.id, from_address: s.address, reason: 'session_closed' });
-    const fresh = await waitFor(() => sessionOf(bob, hub, 'bob-unread'), { what: 'the new session' });
+    const fresh = await waitFor(() => sessionOf(world.bob, world.hub, 'bob-unread'), { what: 'the new session' });
     expect(fresh.history.map((h) => [h.id, h.reason])).toEqual([[s.id, 'session_closed']]);
   });
 
   it('--keep-connection stops the connection and leaves the session open; the next bridge adopts it', async () => {
-    const s = await register(bob, hub, 'bob-keep');
-    const dir = entryDirOf(bob, hub, 'bob-keep');
+    const s = await register(world.bob, world.hub, 'bob-keep');
+    const dir = entryDirOf(world.bob, world.hub, 'bob-keep');
     const pid = consumerPid(dir)!;
-    const r = await as(bob, 'bob-keep', ['session', 'close', '--keep-connection']);
+    const r = await as(world.bob, 'bob-keep', ['session', 'close', '--keep-connection']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain(`stopped the background connection (pid ${pid}`);
     expect(r.stdout).toContain(`session ${s.id} stays open`);
-    expect((await hubCall(hub, 'GET', `/v1/sessions/${s.id}`, { token: bob.token })).body.session.state).toBe('active');
-    expect((await as(bob, 'bob-keep', ['bridge', '--wait', '0.2'])).code).toBe(0);
-    await waitFor(() => consumerPid(dir) !== pid && sessionOf(bob, hub, 'bob-keep')?.id === s.id, { what: 'a new connection on the same session' });
+    expect((await hubCall(world.hub, 'GET', `/v1/sessions/${s.id}`, { token: world.bob.token })).body.session.state).toBe('active');
+    expect((await as(world.bob, 'bob-keep', ['bridge', '--wait', '0.2'])).code).toBe(0);
+    await waitFor(() => consumerPid(dir) !== pid && sessionOf(world.bob, world.hub, 'bob-keep')?.id === s.id, { what: 'a new connection on the same session' });
   });
 
   it('nothing to stand down is exit 4', async () => {
-    const r = await as(bob, 'bob-never', ['session', 'close']);
+    const r = await as(world.bob, 'bob-never', ['session', 'close']);
     expect(r.code).toBe(4);
     expect(r.stderr).toMatch(/oh-hai session close: FATAL \(exit 4, nothing_to_stand_down\) — nothing to stand down: this agent session \(MA2H_AGENT_SESSION_ID=bob-never\) holds no session/);
-    const keep = await as(bob, 'bob-never', ['session', 'close', '--keep-connection']);
+    const keep = await as(world.bob, 'bob-never', ['session', 'close', '--keep-connection']);
     expect(keep.code).toBe(4);
   });
 
   it('status shows the Hub (the authority) and the local record, each labelled with whose clock it is', async () => {
-    const s = await register(bob, hub, 'bob-status');
-    const r = await as(bob, 'bob-status', ['session', 'status']);
+    const s = await register(world.bob, world.hub, 'bob-status');
+    const r = await as(world.bob, 'bob-status', ['session', 'status']);
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe(`session ${s.id} · ${s.address}`);
@@ -177,51 +163,39 @@ describe('oh-hai session close and status', () => {
     expect(lines[2]).toMatch(new RegExp(`^as last seen here \\(renewal age on our clock\\): lease — ${s.id} expires \\S+Z \\(Hub's clock; last renewed \\d+s ago\\); consumer pid \\d+ on \\S+\\.$`));
     expect(r.stdout).toMatch(/^on this host: reader not attending .* · 0 unread · state entry /m);
     expect(r.stdout).not.toMatch(/remaining|left\b/);
-    const json = JSON.parse((await as(bob, 'bob-status', ['session', 'status', '--json'])).stdout) as { hub: { state: string }; local: { record: { id: string } } };
+    const json = JSON.parse((await as(world.bob, 'bob-status', ['session', 'status', '--json'])).stdout) as { hub: { state: string }; local: { record: { id: string } } };
     expect(json.hub.state).toBe('active');
     expect(json.local.record.id).toBe(s.id);
 
-    expect((await as(bob, 'bob-status', ['session', 'close'])).code).toBe(0);
-    const after = await as(bob, 'bob-status', ['session', 'status']);
+    expect((await as(world.bob, 'bob-status', ['session', 'close'])).code).toBe(0);
+    const after = await as(world.bob, 'bob-status', ['session', 'status']);
     expect(after.code).toBe(4);
     expect(after.stderr).toMatch(/FATAL \(exit 4, no_session\)/);
   });
 });
 
 describe('oh-hai session close when the Hub fails the close', () => {
-  let hub: TestHub;
-  let bob: Party;
-
-  beforeAll(async () => {
-    hub = await startHub({ faults: true });
-    bob = await party(hub, 'bob');
-  });
-
-  afterAll(async () => {
-    if (bob) await stopAll(bob);
-    bob?.temp.cleanup();
-    await hub?.dispose();
-  });
+  const world = useParties(['bob'], { faults: true });
 
   it('the connection stops but does not claim a stand-down; the session stays open and recorded, and a second close finishes it', async () => {
-    const s = await register(bob, hub, 'bob-fault');
-    const dir = entryDirOf(bob, hub, 'bob-fault');
+    const s = await register(world.bob, world.hub, 'bob-fault');
+    const dir = entryDirOf(world.bob, world.hub, 'bob-fault');
     const pid = consumerPid(dir)!;
     // Both closes fail: the connection's own, then the one session close falls back to.
-    await hub.faults([{ class: 'sessions', action: 'status', status: 503, count: 2 }]);
-    const r = await as(bob, 'bob-fault', ['session', 'close']);
+    await world.hub.faults([{ class: 'sessions', action: 'status', status: 503, count: 2 }]);
+    const r = await as(world.bob, 'bob-fault', ['session', 'close']);
     expect(r.code, r.stderr).toBe(13);
     expect(r.stderr).toMatch(/FATAL \(exit 13, \S+\) — stopped the background connection .*it stopped cleanly; but .*The session was NOT closed and is still recorded locally: run oh-hai session close again/);
     const record = readRecord(dir, 'consumer.json', parseConsumerRecord);
     expect(record.state === 'ok' && [record.value.pid, record.value.exit_code, record.value.stop_reason]).toEqual([pid, 0, 'signal']);
     expect(record.state === 'ok' && record.value.stop_message).toMatch(new RegExp(`asked to stand ${s.id} down, but closing it at the Hub failed \\(HTTP 503`));
-    expect((await hubCall(hub, 'GET', `/v1/sessions/${s.id}`, { token: bob.token })).body.session.state).toBe('active');
-    expect(sessionOf(bob, hub, 'bob-fault')?.id).toBe(s.id);
+    expect((await hubCall(world.hub, 'GET', `/v1/sessions/${s.id}`, { token: world.bob.token })).body.session.state).toBe('active');
+    expect(sessionOf(world.bob, world.hub, 'bob-fault')?.id).toBe(s.id);
 
-    const again = await as(bob, 'bob-fault', ['session', 'close']);
+    const again = await as(world.bob, 'bob-fault', ['session', 'close']);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toContain(`closed session ${s.id} (${s.address}) at the Hub at `);
-    expect((await hubCall(hub, 'GET', `/v1/sessions/${s.id}`, { token: bob.token })).body.session.state).toBe('closed');
-    expect(sessionOf(bob, hub, 'bob-fault')).toBeNull();
+    expect((await hubCall(world.hub, 'GET', `/v1/sessions/${s.id}`, { token: world.bob.token })).body.session.state).toBe('closed');
+    expect(sessionOf(world.bob, world.hub, 'bob-fault')).toBeNull();
   });
 });

@@ -3,8 +3,10 @@ import path from 'node:path';
 import { listEntries, parseConsumerRecord, readRecord, sessionEntryDir, stateKey, parseSessionRecord, type SessionRecord } from '../../../src/spool/index.js';
 import { runOhHai, startOhHai, type RunResult } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
-import type { TestHub } from '../../helpers/hub.js';
+import { afterAll, beforeAll } from 'vitest';
+import type { StartHubOptions, TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
+import { useHub } from '../../helpers/world.js';
 
 /**
  * One agent on one machine of its own (its own HOME and state root), talking to a real
@@ -42,6 +44,42 @@ export async function party(hub: TestHub, label: string, env: NodeJS.ProcessEnv 
     ...env,
   });
   return { id: agent.id, token: agent.token, address: `agent:${agent.id}`, temp, env: temp.env, stateRoot: temp.env.XDG_STATE_HOME! };
+}
+
+/** A messaging test's world: the Hub, and each party by its label. */
+export type Parties<L extends string> = { readonly hub: TestHub } & { readonly [K in L]: Party };
+
+/**
+ * One real Hub for every test of the scope, and an agent per label, each on a machine of
+ * its own (minted with the label as its name). After the last test the parties'
+ * connections are stopped and their HOMEs removed, then the Hub is disposed.
+ */
+export function useParties<L extends string>(labels: readonly L[], opts: StartHubOptions = {}): Parties<L> {
+  const world = useHub(opts);
+  const made = new Map<L, Party>();
+  beforeAll(async () => {
+    for (const label of labels) made.set(label, await party(world.hub, label));
+  });
+  afterAll(async () => {
+    for (const p of made.values()) await stopAll(p);
+    for (const p of made.values()) p.temp.cleanup();
+    made.clear();
+  });
+  const parties = {
+    get hub() {
+      return world.hub;
+    },
+  };
+  for (const label of labels) {
+    Object.defineProperty(parties, label, {
+      get: (): Party => {
+        const p = made.get(label);
+        if (p === undefined) throw new Error(`party ${label} is made in beforeAll: read it inside a test or a hook`);
+        return p;
+      },
+    });
+  }
+  return parties as Parties<L>;
 }
 
 /** Run the CLI as this party, in the agent session `session` (or none declared when null). */
