@@ -33,7 +33,7 @@ export interface BridgeWorld {
 
 export function useBridgeWorld(): BridgeWorld {
   const world = useHub(QUICK_HUB);
-  // Registered first so that it runs last: the faults a test set are cleared once its processes are gone.
+  // After hooks run in reverse and a throwing one ends the rest: clearing the faults goes last, after every process is gone.
   afterEach(async () => {
     await world.hub.faults([]);
   });

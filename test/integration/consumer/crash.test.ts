@@ -1,10 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { writeFileAtomic } from '../../../src/util/fs-durable.js';
 import type { TestHub } from '../../helpers/hub.js';
-import { FAST_HUB, hubCall, makeBench, startHub, waitFor, type Bench } from './harness.js';
+import { FAST_HUB, hubCall, useBenches, waitFor, type Bench } from './harness.js';
 
 /**
  * The safety property under kill -9 (DESIGN.md "The safety property"): kill the consumer —
@@ -96,27 +96,26 @@ async function checkInvariants(bench: Bench, reader: TestReader, sent: string[])
   }
 }
 
-let hub: TestHub | null = null;
-let bench: Bench | null = null;
-afterEach(async (ctx) => {
-  if (ctx.task.result?.state === 'fail' && bench) console.log(`bridge.log (tail):\n${bench.log().split('\n').slice(-60).join('\n')}`);
-  await bench?.dispose();
-  await hub?.dispose();
-  bench = null;
-  hub = null;
-});
+const world = useBenches({ args: FAST_HUB }, { logTail: 60 });
+
+/** A bench whose consumer is running, with a test reader printing its records as they come. */
+async function burstRig(hub: TestHub): Promise<{ bench: Bench; consumer: ChildProcess; reader: TestReader }> {
+  const bench = await world.bench({ on: hub });
+  bench.settings({ max_retries: 1000 });
+  bench.attend();
+  // The first consumer gets as far as running, so every later one finds a record of its killed predecessor.
+  const consumer = bench.start();
+  await bench.waitRunning();
+  const reader = new TestReader(bench);
+  reader.start();
+  return { bench, consumer, reader };
+}
 
 describe('kill -9 at random instants', () => {
   it(`the consumer, ${CONSUMER_TRIALS} times during bursts: nothing lost, nothing spooled twice, nothing acknowledged early`, async () => {
-    hub = await startHub({ args: FAST_HUB });
-    bench = await makeBench(hub);
-    bench.settings({ max_retries: 1000 });
-    bench.attend();
-    // The first consumer gets as far as running, so every later one finds a record of its killed predecessor.
-    let consumer = bench.start();
-    await bench.waitRunning();
-    const reader = new TestReader(bench);
-    reader.start();
+    const rig = await burstRig(world.hub);
+    const { bench, reader } = rig;
+    let consumer = rig.consumer;
     const sent: string[] = [];
     try {
       for (let trial = 0; trial < CONSUMER_TRIALS; trial += 1) {
@@ -136,14 +135,9 @@ describe('kill -9 at random instants', () => {
   });
 
   it(`the Hub, ${HUB_TRIALS} times during bursts: the consumer reconnects, and the same invariants hold`, async () => {
-    hub = await startHub({ args: FAST_HUB });
-    bench = await makeBench(hub);
-    bench.settings({ max_retries: 1000 });
-    bench.attend();
-    const consumer = bench.start();
-    await bench.waitRunning();
-    const reader = new TestReader(bench);
-    reader.start();
+    // A Hub of its own: this test kills it.
+    const hub = await world.ownHub({ args: FAST_HUB });
+    const { bench, consumer, reader } = await burstRig(hub);
     const sent: string[] = [];
     try {
       for (let trial = 0; trial < HUB_TRIALS; trial += 1) {

@@ -3,8 +3,10 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startOhHai, collect, type RunResult } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
-import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { afterEach } from 'vitest';
+import { hubCall, startHub, type StartHubOptions, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
+import { undoAfterEach, useHub } from '../../helpers/world.js';
 import { ensureDir, writeFileAtomic } from '../../../src/util/fs-durable.js';
 import { selfStamp, sessionEntryDir, stateKey, type ConsumerRecord, type ConsumerSettings, type SessionRecord } from '../../../src/spool/index.js';
 import { consumerSettings } from '../../helpers/records.js';
@@ -107,8 +109,10 @@ export class Bench {
   }
 
   /** What a failing test prints: the consumer's log, record and stderr. */
-  report(): string {
-    return `bridge.log:\n${this.log()}\nconsumer.json: ${JSON.stringify(this.consumer())}\nstderr:\n${this.stderr.join('\n---\n')}`;
+  /** What to print when a test fails; `logTail` keeps only the last lines of a long bridge.log. */
+  report(logTail?: number): string {
+    const log = logTail === undefined ? this.log() : this.log().split('\n').slice(-logTail).join('\n');
+    return `bridge.log${logTail === undefined ? '' : ` (tail)`}:\n${log}\nconsumer.json: ${JSON.stringify(this.consumer())}\nstderr:\n${this.stderr.join('\n---\n')}`;
   }
 
   read<T>(name: string): T | null {
@@ -256,13 +260,53 @@ export class Bench {
   }
 }
 
-export async function makeBench(
-  hub: TestHub,
-  opts: { sessionKey?: string; env?: NodeJS.ProcessEnv; me?: Agent; peer?: Agent } = {},
-): Promise<Bench> {
+export interface BenchOptions {
+  sessionKey?: string;
+  env?: NodeJS.ProcessEnv;
+  me?: Agent;
+  peer?: Agent;
+}
+
+export async function makeBench(hub: TestHub, opts: BenchOptions = {}): Promise<Bench> {
   const me = opts.me ?? (await hub.mintAgent('me'));
   const peer = opts.peer ?? (await hub.mintAgent('peer'));
   return new Bench(hub, me, peer, tempEnv(), opts.sessionKey ?? 'test-session', opts.env ?? {});
+}
+
+/** A consumer test file's world: its Hub, and the benches and Hubs each test makes, undone after it. */
+export interface BenchWorld {
+  readonly hub: TestHub;
+  /** A new bench on the file's Hub, or on `on`; its consumers are killed and its HOME removed after the test. */
+  bench(opts?: BenchOptions & { on?: TestHub }): Promise<Bench>;
+  /** A Hub of this test's own (other knobs, or one the test kills), disposed after the test once its benches are. */
+  ownHub(opts: StartHubOptions): Promise<TestHub>;
+}
+
+/**
+ * One Hub for the file, started with `hubOpts`. After each test: a failed test prints each
+ * bench's report (`logTail` shortens a long bridge.log), the benches are disposed, then the
+ * test's own Hubs, then the file Hub's faults are cleared (when it has fault injection).
+ */
+export function useBenches(hubOpts: StartHubOptions, report: { logTail?: number } = {}): BenchWorld {
+  const world = useHub(hubOpts);
+  // After hooks run in reverse and a throwing one ends the rest: clearing the faults goes last, after every process is gone.
+  if (hubOpts.faults) {
+    afterEach(async () => {
+      await world.hub.faults([]);
+    });
+  }
+  const keepHub = undoAfterEach((hub: TestHub) => hub.dispose());
+  const keepBench = undoAfterEach(async (bench: Bench, failed: boolean) => {
+    if (failed) console.log(bench.report(report.logTail));
+    await bench.dispose();
+  });
+  return {
+    get hub() {
+      return world.hub;
+    },
+    bench: async ({ on, ...opts } = {}) => keepBench(await makeBench(on ?? world.hub, opts)),
+    ownHub: async (opts) => keepHub(await startHub(opts)),
+  };
 }
 
 export { startHub, hubCall, waitFor };

@@ -3,33 +3,18 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { consumerHome } from '../../../src/consumer/index.js';
 import { selfStamp, sessionEntryDir, stateKey } from '../../../src/spool/index.js';
 import { runOhHai, startOhHai } from '../../helpers/cli.js';
-import type { TestHub } from '../../helpers/hub.js';
-import { FAST_HUB, hubCall, makeBench, startHub, waitFor, type Bench } from './harness.js';
+import { useHub } from '../../helpers/world.js';
+import { FAST_HUB, hubCall, useBenches, waitFor, type Bench } from './harness.js';
 
 /**
  * Every stop of the consumer, produced against a real Hub: each leaves state `stopped`,
  * its exit code and reason in consumer.json before the process exits with that code.
  */
-let hub: TestHub;
-let bench: Bench | null = null;
-
-beforeAll(async () => {
-  hub = await startHub({ args: FAST_HUB, faults: true });
-});
-afterAll(async () => {
-  await hub?.dispose();
-});
-afterEach(async (ctx) => {
-  // A failure is easier to read with the consumer's own account of it.
-  if (ctx.task.result?.state === 'fail' && bench) console.log(bench.report());
-  await hub.faults([]);
-  await bench?.dispose();
-  bench = null;
-});
+const world = useBenches({ args: FAST_HUB, faults: true });
 
 async function expectStop(b: Bench, p: ReturnType<Bench['start']>, exit: number, reason: string, message?: RegExp) {
   const { record, code } = await b.waitStopped(p);
@@ -41,71 +26,71 @@ async function expectStop(b: Bench, p: ReturnType<Bench['start']>, exit: number,
 
 describe('stops decided by the Hub', () => {
   it('401 (revoked credential) → 3', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings();
-    const revoked = await hubCall(hub, 'POST', `/v1/account/agents/${bench.me.id}/revoke`, { token: hub.humanToken, body: {} });
+    const revoked = await hubCall(world.hub, 'POST', `/v1/account/agents/${bench.me.id}/revoke`, { token: world.hub.humanToken, body: {} });
     expect(revoked.status).toBe(200);
     await expectStop(bench, bench.start(), 3, 'unauthorized', /401 unauthorized.*a human must fix the credential/);
   });
 
   it('messaging_disabled → 3, naming the setting', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings();
-    await hubCall(hub, 'PATCH', '/v1/account', { token: hub.humanToken, body: { agent_messaging: false } });
+    await hubCall(world.hub, 'PATCH', '/v1/account', { token: world.hub.humanToken, body: { agent_messaging: false } });
     try {
       await expectStop(bench, bench.start(), 3, 'messaging_disabled', /Settings → Agent messaging/);
     } finally {
-      await hubCall(hub, 'PATCH', '/v1/account', { token: hub.humanToken, body: { agent_messaging: true } });
+      await hubCall(world.hub, 'PATCH', '/v1/account', { token: world.hub.humanToken, body: { agent_messaging: true } });
     }
   });
 
   it('session_held (another home drains the named session) → 10, naming the holder', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings({ name: 'held-name' });
     const other = { 'ma2h-consumer': 'home=otherhome; host=other-host; pid=4242' };
-    const created = await hubCall(hub, 'POST', '/v1/sessions', { token: bench.me.token, body: { client_key: 'k-other', name: 'held-name', home: 'otherhome', host: 'other-host', pid: 4242 } });
+    const created = await hubCall(world.hub, 'POST', '/v1/sessions', { token: bench.me.token, body: { client_key: 'k-other', name: 'held-name', home: 'otherhome', host: 'other-host', pid: 4242 } });
     expect(created.status).toBe(201);
-    const drained = await hubCall(hub, 'GET', `/v1/inbox?session=${created.body.session.id}`, { token: bench.me.token, headers: other });
+    const drained = await hubCall(world.hub, 'GET', `/v1/inbox?session=${created.body.session.id}`, { token: bench.me.token, headers: other });
     expect(drained.status).toBe(200);
     await expectStop(bench, bench.start(), 10, 'session_held', /pid 4242 on host other-host.*Do not kill it/);
   });
 
   it('a pinned session that does not exist → 4', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings({ pinned: 'sess_doesnotexist0000', name: null });
     await expectStop(bench, bench.start(), 4, 'session_not_found', /sess_doesnotexist0000 does not exist/);
   });
 
   it('closed by an operator while held → 14; a re-run on the same entry is refused with 14 too', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings();
     const p = bench.start();
     await bench.waitRunning();
     const sid = bench.session()!.id;
-    const closed = await hubCall(hub, 'POST', `/v1/sessions/${sid}/operator-close`, { token: hub.humanToken, body: {} });
+    const closed = await hubCall(world.hub, 'POST', `/v1/sessions/${sid}/operator-close`, { token: world.hub.humanToken, body: {} });
     expect(closed.status).toBe(200);
     await expectStop(bench, p, 14, 'session_closed_by_operator', /kill-switch/);
     await expectStop(bench, bench.start(), 14, 'session_closed_by_operator', /do not start a replacement/);
   });
 
   it('closed by the agent (oh-hai session close) → 15', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings();
     const p = bench.start();
     await bench.waitRunning();
-    const closed = await hubCall(hub, 'POST', `/v1/sessions/${bench.session()!.id}/close`, { token: bench.me.token, body: {} });
+    const closed = await hubCall(world.hub, 'POST', `/v1/sessions/${bench.session()!.id}/close`, { token: bench.me.token, body: {} });
     expect(closed.status).toBe(200);
     await expectStop(bench, p, 15, 'session_closed', /stood the session down/);
   });
 
   it('replaced by another consumer of the same home → stops quietly with 0, reason replaced', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings();
     const p = bench.start();
     await bench.waitRunning();
     const sid = bench.session()!.id;
     const successor = new AbortController();
-    const res = await fetch(`${hub.url}/v1/inbox/stream?session=${sid}`, {
+    const res = await fetch(`${world.hub.url}/v1/inbox/stream?session=${sid}`, {
       headers: { authorization: `Bearer ${bench.me.token}`, accept: 'text/event-stream', 'ma2h-consumer': `home=${consumerHome(bench.dir)}; host=h; pid=999999` },
       signal: successor.signal,
     });
@@ -118,44 +103,44 @@ describe('stops decided by the Hub', () => {
   });
 
   it('503s back off with jitter and end in 13 once the budget is spent', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings({ max_retries: 3 });
     const p = bench.start();
     await bench.waitRunning();
-    await hub.faults([{ class: 'stream', action: 'status', status: 503 }]);
+    await world.hub.faults([{ class: 'stream', action: 'status', status: 503 }]);
     await expectStop(bench, p, 13, 'unreachable', /4 attempts failed in a row.*503/);
     const retries = bench.log().split('\n').filter((l) => /retry \d of 3/.test(l));
     expect(retries.map((l) => /retry (\d) of 3/.exec(l)![1])).toEqual(['1', '2', '3']);
   });
 
   it('a successful connect refills the budget: isolated 503s never add up to 13', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings({ max_retries: 1 });
     const p = bench.start();
     await bench.waitRunning();
     for (let i = 0; i < 3; i += 1) {
-      await hub.faults([{ class: 'stream', action: 'status', status: 503, count: 1 }]);
-      await waitFor(() => bench!.log().split('\n').filter((l) => l.includes('retry 1 of 1')).length > i, { what: `fault ${i + 1} met` });
+      await world.hub.faults([{ class: 'stream', action: 'status', status: 503, count: 1 }]);
+      await waitFor(() => bench.log().split('\n').filter((l) => l.includes('retry 1 of 1')).length > i, { what: `fault ${i + 1} met` });
       // The next fault only once a connect has succeeded since: that success is what refills the budget.
       const after = Date.now();
-      await waitFor(() => bench!.session()!.renewed_at > after, { what: `reconnected after fault ${i + 1}` });
+      await waitFor(() => bench.session()!.renewed_at > after, { what: `reconnected after fault ${i + 1}` });
     }
     expect(p.exitCode).toBeNull();
     expect(bench.consumer()!.state).toBe('running');
   });
 
   it('a stream dropped mid-hold is a fault and is reconnected', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings();
     const p = bench.start();
     await bench.waitRunning();
-    await hub.faults([{ class: 'stream', action: 'drop', count: 2 }]);
+    await world.hub.faults([{ class: 'stream', action: 'drop', count: 2 }]);
     // Depending on where the socket dies, the client sees a bare end of stream or a reset: both are faults.
-    await waitFor(() => bench!.log().split('\n').filter((l) => /stream.*(dropped mid-hold|network error).*retry \d/.test(l)).length === 2, {
+    await waitFor(() => bench.log().split('\n').filter((l) => /stream.*(dropped mid-hold|network error).*retry \d/.test(l)).length === 2, {
       what: 'both drops logged as faults',
     });
     const id = await bench.notify('after the drops');
-    await waitFor(async () => (await bench!.track(id)).state === 'delivered', { what: 'delivery after reconnecting' });
+    await waitFor(async () => (await bench.track(id)).state === 'delivered', { what: 'delivery after reconnecting' });
     expect(bench.entries().filter((e) => e.entry?.text === 'after the drops')).toHaveLength(1);
     expect(p.exitCode).toBeNull();
   });
@@ -163,18 +148,18 @@ describe('stops decided by the Hub', () => {
 
 describe('stops decided by the consumer', () => {
   it('unattended: no reader for unattended_max_seconds → stops with 0 and leaves the session open', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings({ unattended_max_seconds: 0.8 });
     const p = bench.start();
     await bench.waitRunning();
     const sid = bench.session()!.id;
     await expectStop(bench, p, 0, 'unattended', /no reader has attended.*without closing the session/);
-    const s = await hubCall(hub, 'GET', `/v1/sessions/${sid}`, { token: bench.me.token });
+    const s = await hubCall(world.hub, 'GET', `/v1/sessions/${sid}`, { token: bench.me.token });
     expect(s.body.session.state).toBe('active');
   });
 
   it('an attending reader keeps it running past the bound; when the process that started the reader is gone, it stops', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings({ unattended_max_seconds: 0.8 });
     const starter = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
     await waitFor(() => selfStamp(starter.pid!).start_time !== null, { what: 'the starter running' });
@@ -199,7 +184,7 @@ describe('stops decided by the consumer', () => {
   });
 
   it('--mode direct has no unattended bound, logs to stderr too, and a SIGTERM is a clean stop with 0', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings({ unattended_max_seconds: 0.5 });
     const p = bench.start(['--mode', 'direct']);
     let stderr = '';
@@ -214,7 +199,7 @@ describe('stops decided by the consumer', () => {
   });
 
   it('a second consumer on the same entry refuses, names the holder, and leaves its record alone (0 auto, 10 direct)', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings();
     const first = bench.start();
     const rec = await bench.waitRunning();
@@ -235,7 +220,7 @@ describe('stops decided by the consumer', () => {
     });
     await new Promise<void>((r) => old.listen(0, '127.0.0.1', r));
     try {
-      bench = await makeBench(hub);
+      const bench = await world.bench();
       bench.settings({ hub: `http://127.0.0.1:${(old.address() as AddressInfo).port}` });
       await expectStop(bench, bench.start(), 2, 'hub_unsupported', /MA2H 0\.4\.2; oh-hai needs 0\.5\.0/);
     } finally {
@@ -246,42 +231,36 @@ describe('stops decided by the consumer', () => {
 });
 
 describe('leases', () => {
-  let lapsing: TestHub;
-  beforeAll(async () => {
-    lapsing = await startHub({ args: [...FAST_HUB, '--lease-min-seconds', '1', '--lease-default-seconds', '1.5'], faults: true });
-  });
-  afterAll(async () => {
-    await lapsing?.dispose();
-  });
+  const lapsing = useHub({ args: [...FAST_HUB, '--lease-min-seconds', '1', '--lease-default-seconds', '1.5'], faults: true });
 
   const lapsed = async (b: Bench, sid: string) =>
-    waitFor(async () => (await hubCall(lapsing, 'GET', `/v1/sessions/${sid}`, { token: b.me.token })).body.session.state === 'lapsed', {
+    waitFor(async () => (await hubCall(lapsing.hub, 'GET', `/v1/sessions/${sid}`, { token: b.me.token })).body.session.state === 'lapsed', {
       what: `${sid} lapsed`,
     });
 
   it('records every renewal: the Hub instant verbatim and our clock', async () => {
-    bench = await makeBench(lapsing);
+    const bench = await world.bench({ on: lapsing.hub });
     bench.settings();
     bench.start();
     await bench.waitRunning();
     const a = bench.session()!;
-    await waitFor(() => bench!.session()!.expires_at !== a.expires_at, { what: 'a renewal' });
+    await waitFor(() => bench.session()!.expires_at !== a.expires_at, { what: 'a renewal' });
     const b = bench.session()!;
     expect(b.renewed_at).toBeGreaterThan(a.renewed_at);
     expect(b.lease_seconds).toBe(1.5);
-    const hubView = await hubCall(lapsing, 'GET', `/v1/sessions/${b.id}`, { token: bench.me.token });
+    const hubView = await hubCall(lapsing.hub, 'GET', `/v1/sessions/${b.id}`, { token: bench.me.token });
     expect(Date.parse(hubView.body.session.expires_at)).toBeGreaterThanOrEqual(Date.parse(b.expires_at));
   });
 
   it('unpinned: a lapse while running is replaced by a new session under the same name, with an address_changed record', async () => {
-    bench = await makeBench(lapsing);
+    const bench = await world.bench({ on: lapsing.hub });
     bench.settings({ name: 'lapse-live' });
     const p = bench.start();
     await bench.waitRunning();
     const before = bench.session()!;
     // Hold the next connect past the lease: the session lapses before it is presented.
-    await lapsing.faults([{ class: 'stream', action: 'delay', delay_ms: 2500, count: 1 }]);
-    await waitFor(() => bench!.session()!.id !== before.id, { what: 'a new session', timeoutMs: 15_000 });
+    await lapsing.hub.faults([{ class: 'stream', action: 'delay', delay_ms: 2500, count: 1 }]);
+    await waitFor(() => bench.session()!.id !== before.id, { what: 'a new session', timeoutMs: 15_000 });
     const after = bench.session()!;
     expect(after.name).toBe('lapse-live');
     expect(after.history).toEqual([expect.objectContaining({ id: before.id, address: before.address, reason: 'session_lapsed' })]);
@@ -290,34 +269,34 @@ describe('leases', () => {
     ]);
     expect(p.exitCode).toBeNull();
     await bench.notify('to the new address');
-    await waitFor(() => bench!.entries().some((e) => e.entry?.text === 'to the new address' && e.session === after.id), { what: 'delivery on the new session' });
+    await waitFor(() => bench.entries().some((e) => e.entry?.text === 'to the new address' && e.session === after.id), { what: 'delivery on the new session' });
   });
 
   it('unpinned: a consumer restarted after its lease lapsed registers anew and records the address change; records from the old session are acked without it', async () => {
-    bench = await makeBench(lapsing);
+    const bench = await world.bench({ on: lapsing.hub });
     bench.settings({ name: 'lapse-restart' });
     const first = bench.start();
     await bench.waitRunning();
     const old = bench.session()!;
     const id = await bench.notify('arrived under the old session');
-    await waitFor(async () => (await bench!.track(id)).state === 'delivered', { what: 'delivered under the old session' });
+    await waitFor(async () => (await bench.track(id)).state === 'delivered', { what: 'delivered under the old session' });
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
     await lapsed(bench, old.id);
     bench.start();
-    await waitFor(() => bench!.session()!.id !== old.id && bench!.consumer()!.state === 'running', { what: 'running on a new session' });
+    await waitFor(() => bench.session()!.id !== old.id && bench.consumer()!.state === 'running', { what: 'running on a new session' });
     const transition = bench.spool().find((l) => l.type === 'transition');
     expect(transition).toMatchObject({ from_session: old.id, to_session: bench.session()!.id, reason: 'session_lapsed' });
     expect(bench.ledgerLive()).toEqual([bench.entries()[0]!.entry!.id]);
     bench.advanceCursor(2);
-    await waitFor(() => bench!.ledgerLive().length === 0, { what: 'the old record acknowledged' });
+    await waitFor(() => bench.ledgerLive().length === 0, { what: 'the old record acknowledged' });
     expect(bench.log()).not.toMatch(/ack \w+ on sess_.*HTTP 410/);
     expect(bench.consumer()!.state).toBe('running');
   });
 
   it('pinned: a lapsed session → 11', async () => {
-    bench = await makeBench(lapsing);
-    const created = await hubCall(lapsing, 'POST', '/v1/sessions', { token: bench.me.token, body: { client_key: 'pin-me', lease_seconds: 1 } });
+    const bench = await world.bench({ on: lapsing.hub });
+    const created = await hubCall(lapsing.hub, 'POST', '/v1/sessions', { token: bench.me.token, body: { client_key: 'pin-me', lease_seconds: 1 } });
     const sid = created.body.session.id as string;
     await lapsed(bench, sid);
     bench.settings({ pinned: sid, name: null });
@@ -325,8 +304,8 @@ describe('leases', () => {
   });
 
   it('pinned: an active session is drained as is, and never replaced', async () => {
-    bench = await makeBench(lapsing);
-    const created = await hubCall(lapsing, 'POST', '/v1/sessions', { token: bench.me.token, body: { client_key: 'pin-live' } });
+    const bench = await world.bench({ on: lapsing.hub });
+    const created = await hubCall(lapsing.hub, 'POST', '/v1/sessions', { token: bench.me.token, body: { client_key: 'pin-live' } });
     const sid = created.body.session.id as string;
     bench.settings({ pinned: sid, name: null });
     bench.start();
@@ -337,25 +316,25 @@ describe('leases', () => {
 
 describe('refusals before draining', () => {
   it('unattended_max_seconds ≤ 0 is a usage error (2): it never disabled the bound', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings({ unattended_max_seconds: 0 });
     await expectStop(bench, bench.start(), 2, 'bad_settings', /unattended_max_seconds is 0: it must be greater than 0/);
   });
 
   it('no settings.json → 2, naming the file and who writes it', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     await expectStop(bench, bench.start(), 2, 'bad_settings', /settings\.json: it does not exist; the reader writes it/);
   });
 
   it('a credential for another agent than the entry names → 3', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     bench.settings({ agent_id: 'agt_someone_else' });
     await expectStop(bench, bench.start(), 3, 'credential_mismatch', /acts as agent agt_\w+, but this state entry belongs to agent agt_someone_else/);
   });
 
   it('--entry with resolution flags, or neither --entry nor a direct --session, is a usage error and writes nothing', async () => {
-    bench = await makeBench(hub);
-    const both = await bench.runToEnd(['--hub', hub.url]);
+    const bench = await world.bench();
+    const both = await bench.runToEnd(['--hub', world.hub.url]);
     expect(both.code).toBe(2);
     expect(both.stderr).toMatch(/--entry takes every setting from the entry's settings\.json; drop --hub/);
     const r = await runOhHai(['__consumer'], { env: bench.env });
@@ -367,12 +346,12 @@ describe('refusals before draining', () => {
 
 describe('--mode direct --session (a service manager resolves nothing for it)', () => {
   it('resolves its own entry from flags, config and environment, writes settings.json, and drains under the session name', async () => {
-    bench = await makeBench(hub);
+    const bench = await world.bench();
     const p = startOhHai(['__consumer', '--mode', 'direct', '--session', 'svc-1', '--transport', 'poll', '--interval', '0.2'], {
-      env: { ...bench.env, MA2H_HUB_URL: hub.url },
+      env: { ...bench.env, MA2H_HUB_URL: world.hub.url },
     });
     bench.procs.push(p);
-    const dir = sessionEntryDir(path.join(bench.temp.root, 'state'), stateKey(hub.url, bench.me.id, 'svc-1'));
+    const dir = sessionEntryDir(path.join(bench.temp.root, 'state'), stateKey(world.hub.url, bench.me.id, 'svc-1'));
     const read = (name: string) => {
       try {
         return JSON.parse(readFileSync(path.join(dir, name), 'utf8'));
