@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HubClient } from '../../../src/hub/client/index.js';
-import { json, startPeer, type Peer, type SeenRequest } from './peer.js';
+import { json, usePeerClient, type PeerHandler } from './peer.js';
 import type http from 'node:http';
 
 const at = '2026-09-18T14:33:07.000Z';
@@ -19,20 +19,8 @@ const session = {
 };
 const capability = { protocol: 'MA2H', version: '0.5.0', inbound: { session_param: true, stream_url: '/v1/inbox/stream' } };
 
-let peer: Peer | null = null;
-let client: HubClient | null = null;
-afterEach(async () => {
-  await client?.close();
-  await peer?.close();
-  peer = null;
-  client = null;
-});
-
-async function hub(handler: (req: SeenRequest, res: http.ServerResponse) => void, token: string | null = 'tok_secret') {
-  peer = await startPeer(handler);
-  client = new HubClient({ baseUrl: peer.url, token, consumer: { home: 'h1', host: 'box', pid: 5 }, userAgent: 'oh-hai/test' });
-  return { peer, client };
-}
+const peerClient = usePeerClient();
+const hub = (handler: PeerHandler, token: string | null = 'tok_secret') => peerClient(handler, { token, consumer: { home: 'h1', host: 'box', pid: 5 }, userAgent: 'oh-hai/test' });
 
 describe('HubClient requests', () => {
   it('sends the bearer only in the Authorization header, and none to the capability document', async () => {
@@ -51,11 +39,11 @@ describe('HubClient requests', () => {
   });
 
   it('returns status, value and the Hub Date header verbatim', async () => {
-    const { client } = await hub((_req, res) => json(res, 201, { session }, { date: 'Fri, 18 Sep 2026 14:33:07 GMT' }));
+    const { peer, client } = await hub((_req, res) => json(res, 201, { session }, { date: 'Fri, 18 Sep 2026 14:33:07 GMT' }));
     const r = await client.createSession({ client_key: 'k1', name: 'b-1' });
     expect(r).toEqual({ ok: true, status: 201, value: session, serverDate: 'Fri, 18 Sep 2026 14:33:07 GMT' });
-    expect(JSON.parse(peer!.requests[0]!.body)).toEqual({ client_key: 'k1', name: 'b-1' });
-    expect(peer!.requests[0]!.headers['content-type']).toBe('application/json');
+    expect(JSON.parse(peer.requests[0]!.body)).toEqual({ client_key: 'k1', name: 'b-1' });
+    expect(peer.requests[0]!.headers['content-type']).toBe('application/json');
   });
 
   it('drains with the consumer header and query; acks without it', async () => {

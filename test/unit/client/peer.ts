@@ -1,5 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterEach } from 'vitest';
+import { HubClient, type HubClientOptions } from '../../../src/hub/client/index.js';
 
 /**
  * A tiny HTTP peer on loopback that answers with exact bytes — a test peer standing in
@@ -44,6 +46,26 @@ export async function startPeer(handler: PeerHandler): Promise<Peer> {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/**
+ * A peer answering with `handler` and our HubClient pointed at it, for one test; after the
+ * test the client is closed, then the peer.
+ */
+export function usePeerClient(): (handler: PeerHandler, opts: Omit<HubClientOptions, 'baseUrl'>) => Promise<{ peer: Peer; client: HubClient }> {
+  const made: { peer: Peer; client: HubClient }[] = [];
+  afterEach(async () => {
+    for (const { peer, client } of made.splice(0)) {
+      await client.close();
+      await peer.close();
+    }
+  });
+  return async (handler, opts) => {
+    const peer = await startPeer(handler);
+    const pair = { peer, client: new HubClient({ ...opts, baseUrl: peer.url }) };
+    made.push(pair);
+    return pair;
   };
 }
 

@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HubClient, SseDecoder, streamTimeouts, type StreamEnd } from '../../../src/hub/client/index.js';
 import { checkCapability, type Capability, type OpenEvent } from '../../../src/hub/contract/index.js';
 import { waitFor } from '../../helpers/wait.js';
-import { sseHead, startPeer, writeChunk, json, type Peer } from './peer.js';
+import { json, sseHead, usePeerClient, writeChunk, type Peer, type PeerHandler } from './peer.js';
 
 const at = '2026-09-18T14:33:07.000Z';
 const open = { session: 'sess_1', expires_at: at, lease_seconds: 900, hold_ms: 30000, stream_max_hold_seconds: 30 };
@@ -11,16 +11,11 @@ const entry = (text: string) => ({
   signature: `t=1,jti=jti_AbCdEfGhIjKlMnOpQr,alg=hmac-sha256,v1=${'a'.repeat(64)}`,
 });
 
-let peer: Peer | null = null;
-let client: HubClient | null = null;
-afterEach(async () => {
-  await client?.close();
-  await peer?.close();
-  peer = null;
-  client = null;
-});
+const peerClient = usePeerClient();
 
 interface Seen {
+  peer: Peer;
+  client: HubClient;
   end: StreamEnd;
   log: string[];
   opens: OpenEvent[];
@@ -28,10 +23,9 @@ interface Seen {
   comments: string[];
 }
 
-async function stream(write: Parameters<typeof startPeer>[0], opts: { capability?: Capability } = {}): Promise<Seen> {
-  peer = await startPeer(write);
-  client = new HubClient({ baseUrl: peer.url, token: 'tok_secret', consumer: { home: 'home1', host: 'box', pid: 77 } });
-  const seen: Omit<Seen, 'end'> = { log: [], opens: [], entries: [], comments: [] };
+async function stream(write: PeerHandler, opts: { capability?: Capability } = {}): Promise<Seen> {
+  const { peer, client } = await peerClient(write, { token: 'tok_secret', consumer: { home: 'home1', host: 'box', pid: 77 } });
+  const seen: Omit<Seen, 'end'> = { peer, client, log: [], opens: [], entries: [], comments: [] };
   const end = await client.openStream('sess_1', {
     ...opts,
     onOpen: (e) => {
@@ -77,7 +71,7 @@ describe('openStream framing over a real socket', () => {
     expect(s.opens[0]).toEqual(open);
     expect(s.comments).toEqual(['keepalive']);
     expect(s.entries[0]).toEqual([entry(text)]);
-    const req = peer!.requests[0]!;
+    const req = s.peer.requests[0]!;
     expect(req.url).toBe('/v1/inbox/stream?session=sess_1');
     expect(req.headers.accept).toBe('text/event-stream');
     expect(req.headers.authorization).toBe('Bearer tok_secret');
@@ -193,12 +187,14 @@ describe('openStream framing over a real socket', () => {
 
   it('aborting a held stream ends it as a network failure and drops the connection', async () => {
     let closed = false;
-    peer = await startPeer(async (_req, res) => {
-      res.on('close', () => (closed = true));
-      sseHead(res);
-      await writeChunk(res, `event: open\ndata: ${JSON.stringify(open)}\n\n`);
-    });
-    client = new HubClient({ baseUrl: peer.url, token: 't' });
+    const { client } = await peerClient(
+      async (_req, res) => {
+        res.on('close', () => (closed = true));
+        sseHead(res);
+        await writeChunk(res, `event: open\ndata: ${JSON.stringify(open)}\n\n`);
+      },
+      { token: 't' },
+    );
     const ac = new AbortController();
     const end = await client.openStream('sess_1', { signal: ac.signal, onOpen: () => ac.abort() });
     expect(end).toMatchObject({ kind: 'failure', failure: { kind: 'network', message: expect.stringContaining('aborted') } });
@@ -220,10 +216,10 @@ describe('openStream framing over a real socket', () => {
       { capability: cap('/hub/stream?v=1') },
     );
     expect(s.end).toEqual({ kind: 'hold_bound' });
-    expect(peer!.requests[0]!.url).toBe('/hub/stream?v=1&session=sess_1');
-    const elsewhere = await client!.openStream('sess_1', { capability: cap('http://127.0.0.2:9/v1/inbox/stream') });
+    expect(s.peer.requests[0]!.url).toBe('/hub/stream?v=1&session=sess_1');
+    const elsewhere = await s.client.openStream('sess_1', { capability: cap('http://127.0.0.2:9/v1/inbox/stream') });
     expect(elsewhere).toMatchObject({ kind: 'failure', failure: { kind: 'protocol', message: expect.stringContaining('another origin') } });
-    expect(peer!.requests).toHaveLength(1);
+    expect(s.peer.requests).toHaveLength(1);
   });
 });
 
