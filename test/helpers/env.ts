@@ -8,6 +8,16 @@ export interface TempEnv {
   cleanup(): void;
 }
 
+/** An agent on a machine of its own: its credential and address, and a HOME and state root no other party shares. */
+export interface Party {
+  id: string;
+  token: string;
+  address: string;
+  temp: TempEnv;
+  env: NodeJS.ProcessEnv;
+  stateRoot: string;
+}
+
 /**
  * A private HOME, XDG_STATE_HOME and XDG_CONFIG_HOME for one test, so no test touches
  * the user's home. Inherits PATH and nothing oh-hai-specific from the outer environment.

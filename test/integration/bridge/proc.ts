@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { parentPid } from '../../../src/spool/index.js';
 
 /** Every pid below `root` in the process tree (Linux /proc): what a harness's tree walk reaches. */
@@ -16,14 +16,4 @@ export function descendants(root: number): number[] {
     }
   }
   return found;
-}
-
-/** The process no longer runs (gone, or a zombie awaiting its parent). */
-export function gone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? false;
-  } catch {
-    return true;
-  }
 }

@@ -6,9 +6,9 @@ import { listEntries, parseConsumerRecord, readRecord, sessionEntryDir, stateKey
 import { collect, runOhHai, startOhHai, type RunResult } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
 import type { StartHubOptions, TestHub } from '../../helpers/hub.js';
+import { killAndWait } from '../../helpers/process.js';
 import { waitFor } from '../../helpers/wait.js';
 import { undoAfterEach, useHub } from '../../helpers/world.js';
-import { gone } from './proc.js';
 
 /** One agent with its own HOME and state root, running the real CLI against a real Hub. */
 export interface Agent {
@@ -132,13 +132,7 @@ export const hubCall = call;
 export async function stopConsumers(a: Agent): Promise<void> {
   for (const loc of listEntries(a.stateRoot)) {
     const c = consumerOf(loc.dir);
-    if (!c) continue;
-    try {
-      process.kill(c.pid, 'SIGKILL');
-    } catch {
-      continue;
-    }
-    await waitFor(() => gone(c.pid), { what: `consumer ${c.pid} to exit` });
+    if (c) await killAndWait(c.pid);
   }
 }
 

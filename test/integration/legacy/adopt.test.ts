@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { hubCall } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 import { consumerOf, entryDir, sessionIdOf } from '../bridge/world.js';
-import { gone } from '../bridge/proc.js';
+import { gone } from '../../helpers/process.js';
 import { bridgeIn, entryIdsIn, messageState, readSpool, send, sessionState, snapshot, useLegacyWorlds, waitLapsed, type LegacyWorld } from './world.js';
 
 /**

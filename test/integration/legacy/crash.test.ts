@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ADOPTION_STEPS } from '../../../src/cli/resolve/adopt-legacy.js';
 import { collect } from '../../helpers/cli.js';
 import { waitFor } from '../../helpers/wait.js';
-import { gone } from '../bridge/proc.js';
+import { gone } from '../../helpers/process.js';
 import { consumerOf, sessionIdOf } from '../bridge/world.js';
 import { bridgeIn, entryIdsIn, readSpool, sessionState, useLegacyWorlds } from './world.js';
 
