@@ -3,8 +3,9 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collect } from '../../helpers/cli.js';
+import { killAndWait } from '../../helpers/process.js';
 import { waitFor } from '../../helpers/wait.js';
-import { as, consumerPid, entryDirOf, killPid, register, startBridge, useParties } from './world.js';
+import { as, consumerPid, entryDirOf, register, startBridge, useParties } from './world.js';
 
 interface Row {
   address: string;
@@ -53,17 +54,17 @@ describe('fleet ls: every addressable session, annotated from this host where it
 
     // DEAD: the connection was killed without recording why.
     const deadDir = entryDirOf(world.alice, world.hub, 'a-dead');
-    await killPid(consumerPid(deadDir)!);
+    await killAndWait(consumerPid(deadDir)!);
 
     // UNKNOWN: the records are there and cannot be read.
     const unknownDir = entryDirOf(world.alice, world.hub, 'a-unknown');
-    await killPid(consumerPid(unknownDir)!);
+    await killAndWait(consumerPid(unknownDir)!);
     writeFileSync(path.join(unknownDir, 'consumer.json'), '{"pid": 12, garbage');
     writeFileSync(path.join(unknownDir, 'reader.json'), '\u0000\u0001 not json');
 
     // A session record that cannot be read: no row can be matched to it, and the listing says so.
     const garbledDir = entryDirOf(world.alice, world.hub, 'a-garbled');
-    await killPid(consumerPid(garbledDir)!);
+    await killAndWait(consumerPid(garbledDir)!);
     writeFileSync(path.join(garbledDir, 'session.json'), 'garbage');
 
     const { text, view } = await waitFor(

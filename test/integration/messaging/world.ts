@@ -2,25 +2,15 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { listEntries, parseConsumerRecord, readRecord, sessionEntryDir, stateKey, parseSessionRecord, type SessionRecord } from '../../../src/spool/index.js';
 import { runOhHai, startOhHai, type RunResult } from '../../helpers/cli.js';
-import { tempEnv, type TempEnv } from '../../helpers/env.js';
+import { tempEnv, type Party } from '../../helpers/env.js';
 import { afterAll, beforeAll } from 'vitest';
 import type { StartHubOptions, TestHub } from '../../helpers/hub.js';
+import { killAndWait } from '../../helpers/process.js';
 import { waitFor } from '../../helpers/wait.js';
 import { useHub } from '../../helpers/world.js';
 
-/**
- * One agent on one machine of its own (its own HOME and state root), talking to a real
- * Hub through the real CLI. `session` is the agent session every command of this party
- * runs under (MA2H_AGENT_SESSION_ID), as a harness would export it.
- */
-export interface Party {
-  id: string;
-  token: string;
-  address: string;
-  temp: TempEnv;
-  env: NodeJS.ProcessEnv;
-  stateRoot: string;
-}
+/** A party here talks to a real Hub through the real CLI. */
+export type { Party };
 
 /** A spool envelope as `oh-hai bridge --raw` prints it. */
 export interface Envelope {
@@ -146,29 +136,11 @@ export function consumerPid(dir: string): number | null {
   return r.state === 'ok' ? r.value.pid : null;
 }
 
-const gone = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? false;
-  } catch {
-    return true;
-  }
-};
-
-export async function killPid(pid: number, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-  try {
-    process.kill(pid, signal);
-  } catch {
-    return;
-  }
-  await waitFor(() => gone(pid), { what: `pid ${pid} to exit` });
-}
-
 /** Stop every background connection a party's state root recorded (test cleanup). */
 export async function stopAll(p: Party): Promise<void> {
   for (const loc of listEntries(p.stateRoot)) {
     const pid = consumerPid(loc.dir);
-    if (pid !== null) await killPid(pid);
+    if (pid !== null) await killAndWait(pid);
   }
 }
 
