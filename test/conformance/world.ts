@@ -2,7 +2,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { collect, runOhHai, startOhHai, type RunResult } from '../helpers/cli.js';
-import { tempEnv, type TempEnv } from '../helpers/env.js';
+import { tempEnv, type Party } from '../helpers/env.js';
+import { killAndWait } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 import { startPeerHub, type MessageRec, type PeerHub, type PeerHubOptions, type SessionRec } from '../peer-hub/index.js';
 
@@ -12,14 +13,7 @@ import { startPeerHub, type MessageRec, type PeerHub, type PeerHubOptions, type 
  * Everything started here is tracked and torn down by `teardown()`.
  */
 
-export interface Party {
-  id: string;
-  token: string;
-  address: string;
-  temp: TempEnv;
-  env: NodeJS.ProcessEnv;
-  stateRoot: string;
-}
+export type { Party };
 
 const hubs: PeerHub[] = [];
 const parties: Party[] = [];
@@ -110,26 +104,9 @@ export function consumers(p: Party): ConsumerFile[] {
   return out;
 }
 
-const gone = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? false;
-  } catch {
-    return true;
-  }
-};
-
 /** Stop every background connection the party's state root recorded. */
 export async function stopConsumers(p: Party): Promise<void> {
-  for (const c of consumers(p)) {
-    if (gone(c.pid)) continue;
-    try {
-      process.kill(c.pid, 'SIGKILL');
-    } catch {
-      continue;
-    }
-    await waitFor(() => gone(c.pid), { what: `consumer ${c.pid} to exit` });
-  }
+  for (const c of consumers(p)) await killAndWait(c.pid);
 }
 
 export async function teardown(): Promise<void> {
