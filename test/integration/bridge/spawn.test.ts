@@ -34,7 +34,8 @@ describe.runIf(process.platform === 'linux')('double-fork launcher', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('starts the program detached, relays its pid, leaves no transient file, and is never its parent', async () => {
+  /** Launch a program that idles until killed, in a fresh temp dir; its pid is killed after the test. */
+  const launchIdler = async (over: { platform?: NodeJS.Platform } = {}): Promise<number> => {
     const { launchDetached } = await load();
     dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-spawn-'));
     const res = await launchDetached({
@@ -43,10 +44,16 @@ describe.runIf(process.platform === 'linux')('double-fork launcher', () => {
       dir,
       logPath: path.join(dir, 'bridge.log'),
       env: { PATH: process.env.PATH },
+      ...over,
     });
     expect(res.ok).toBe(true);
     const pid = res.ok ? res.value.pid : 0;
     started.push(pid);
+    return pid;
+  };
+
+  it('starts the program detached, relays its pid, leaves no transient file, and is never its parent', async () => {
+    const pid = await launchIdler();
     expect(isSameProcessAlive(stampOf(pid))).toBe('alive');
     // The intermediate has exited, so the program was reparented away from this process.
     expect(parentPid(pid)).not.toBe(process.pid);
@@ -66,19 +73,7 @@ describe.runIf(process.platform === 'linux')('double-fork launcher', () => {
   });
 
   it('the Windows path is one detached spawn that still relays the pid', async () => {
-    const { launchDetached } = await load();
-    dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-spawn-'));
-    const res = await launchDetached({
-      execPath: process.execPath,
-      args: ['-e', 'setInterval(() => {}, 1000)'],
-      dir,
-      logPath: path.join(dir, 'bridge.log'),
-      env: { PATH: process.env.PATH },
-      platform: 'win32',
-    });
-    expect(res.ok).toBe(true);
-    const pid = res.ok ? res.value.pid : 0;
-    started.push(pid);
+    const pid = await launchIdler({ platform: 'win32' });
     await waitFor(() => isSameProcessAlive(stampOf(pid)) === 'alive', { what: 'the program to run' });
   });
 });
