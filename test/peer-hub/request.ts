@@ -62,6 +62,22 @@ export const fields = {
   },
 };
 
+type Reader<T> = (o: Obj, k: string) => T | Refusal;
+
+/**
+ * Read a body's fields, each named by its wire key with its reader from `fields`; the
+ * refusal is the first field's in `schema` order.
+ */
+export function readFields<S extends { [key: string]: Reader<unknown> }>(o: Obj, schema: S): { [K in keyof S]: S[K] extends Reader<infer T> ? T : never } | Refusal {
+  const out: { [key: string]: unknown } = {};
+  for (const [k, read] of Object.entries(schema)) {
+    const v = read(o, k);
+    if (v instanceof Refusal) return v;
+    out[k] = v;
+  }
+  return out as { [K in keyof S]: S[K] extends Reader<infer T> ? T : never };
+}
+
 /** A query number in [min, max], or the fallback when absent. */
 export function queryNumber(q: URLSearchParams, k: string, fallback: number, min: number, max: number): number | Refusal {
   const raw = q.get(k);

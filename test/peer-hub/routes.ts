@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { canonicalJson, type Json } from './canonical.js';
 import type { PeerKnobs } from './knobs.js';
-import { fields, parseConsumer, queryNumber } from './request.js';
+import { fields, parseConsumer, queryNumber, readFields } from './request.js';
 import { SseWriter } from './sse.js';
 import { iso, messagingDisabled, Refusal, type AgentRec, type HeldStream, type Intent, type PeerStore, type SessionRec } from './store.js';
 import { withExtras } from './wire.js';
@@ -40,11 +40,6 @@ export interface Route {
 
 const ok = (body: Obj, status = 200): Reply => ({ status, body });
 const agentOf = (c: Ctx): AgentRec => (c.caller as { kind: 'agent'; agent: AgentRec }).agent;
-
-function firstRefusal(...vs: unknown[]): Refusal | null {
-  for (const v of vs) if (v instanceof Refusal) return v;
-  return null;
-}
 
 /** Wait until `ready()` or `ms` pass, re-checking at least every 250 ms and on every store change (§4 `wait`). */
 function hold(c: Ctx, ms: number, ready: () => boolean): Promise<void> {
@@ -108,21 +103,15 @@ function whoami(c: Ctx): Reply {
 async function createSession(c: Ctx): Promise<Reply> {
   const b = await c.body();
   if (b instanceof Refusal) return b;
-  const clientKey = fields.string(b, 'client_key');
-  const name = fields.optString(b, 'name');
-  const lease = fields.optNumber(b, 'lease_seconds');
-  const home = fields.optString(b, 'home');
-  const host = fields.optString(b, 'host');
-  const pid = fields.optInteger(b, 'pid');
-  const r = firstRefusal(clientKey, name, lease, home, host, pid);
-  if (r) return r;
+  const f = readFields(b, { client_key: fields.string, name: fields.optString, lease_seconds: fields.optNumber, home: fields.optString, host: fields.optString, pid: fields.optInteger });
+  if (f instanceof Refusal) return f;
   const out = c.store.register(agentOf(c), {
-    clientKey: clientKey as string,
-    name: name as string | null,
-    leaseSeconds: lease as number | null,
-    home: home as string | null,
-    host: host as string | null,
-    pid: pid as number | null,
+    clientKey: f.client_key,
+    name: f.name,
+    leaseSeconds: f.lease_seconds,
+    home: f.home,
+    host: f.host,
+    pid: f.pid,
   });
   if (out instanceof Refusal) return out;
   return ok({ session: c.store.sessionView(out.session) }, out.status);
@@ -150,12 +139,9 @@ function operatorClose(c: Ctx): Reply {
 async function lift(c: Ctx): Promise<Reply> {
   const b = await c.body();
   if (b instanceof Refusal) return b;
-  const agentId = fields.string(b, 'agent_id');
-  const clientKey = fields.optString(b, 'client_key');
-  const name = fields.optString(b, 'name');
-  const r = firstRefusal(agentId, clientKey, name);
-  if (r) return r;
-  return ok({ lifted: c.store.lift(agentId as string, clientKey as string | null, name as string | null) });
+  const f = readFields(b, { agent_id: fields.string, client_key: fields.optString, name: fields.optString });
+  if (f instanceof Refusal) return f;
+  return ok({ lifted: c.store.lift(f.agent_id, f.client_key, f.name) });
 }
 
 function limitOf(c: Ctx, fallback: number): number | Refusal {
@@ -258,23 +244,21 @@ function stream(c: Ctx): Reply {
 async function ack(c: Ctx): Promise<Reply> {
   const b = await c.body();
   if (b instanceof Refusal) return b;
-  const sessionId = fields.optString(b, 'session');
-  const delivered = fields.optIds(b, 'delivered');
-  const acknowledged = fields.optIds(b, 'acknowledged');
-  const r = firstRefusal(sessionId, delivered, acknowledged);
-  if (r) return r;
+  const f = readFields(b, { session: fields.optString, delivered: fields.optIds, acknowledged: fields.optIds });
+  if (f instanceof Refusal) return f;
   const agent = agentOf(c);
   let s: SessionRec | null = null;
-  if (sessionId !== null) {
-    const p = c.store.present(agent, sessionId as string, { drain: false, consumer: null, forAck: true });
+  if (f.session !== null) {
+    const p = c.store.present(agent, f.session, { drain: false, consumer: null, forAck: true });
     if (p instanceof Refusal) return p;
     s = p;
   }
-  const counts = c.store.ack(agent, delivered as string[], acknowledged as string[]);
+  const counts = c.store.ack(agent, f.delivered, f.acknowledged);
   return ok({ ...counts, ...(s !== null ? { session: c.store.leaseView(s) } : {}) });
 }
 
 const INTENTS: readonly string[] = ['notify', 'ask', 'task'];
+const isIntent = (v: string): v is Intent => INTENTS.includes(v);
 const MAX_TEXT = 65_536;
 
 function checkText(text: string): Refusal | null {
@@ -290,28 +274,22 @@ function senderSession(c: Ctx, id: string | null): SessionRec | null | Refusal {
 async function sendMessage(c: Ctx): Promise<Reply> {
   const b = await c.body();
   if (b instanceof Refusal) return b;
-  const to = fields.string(b, 'to');
-  const intent = fields.string(b, 'intent');
-  const text = fields.string(b, 'text');
-  const sessionId = fields.optString(b, 'session');
-  const inReplyTo = fields.optString(b, 'in_reply_to');
-  const key = fields.optString(b, 'idempotency_key');
-  const r = firstRefusal(to, intent, text, sessionId, inReplyTo, key);
-  if (r) return r;
-  if (!INTENTS.includes(intent as string)) return new Refusal(400, 'invalid_request', '"intent" must be notify, ask or task', { field: 'intent' });
-  const tooLong = checkText(text as string);
+  const f = readFields(b, { to: fields.string, intent: fields.string, text: fields.string, session: fields.optString, in_reply_to: fields.optString, idempotency_key: fields.optString });
+  if (f instanceof Refusal) return f;
+  if (!isIntent(f.intent)) return new Refusal(400, 'invalid_request', '"intent" must be notify, ask or task', { field: 'intent' });
+  const tooLong = checkText(f.text);
   if (tooLong) return tooLong;
   const agent = agentOf(c);
   if (!c.store.agentMessaging) return messagingDisabled();
-  const idem = key === null ? null : { key: key as string, body: canonicalJson(b) };
+  const idem = f.idempotency_key === null ? null : { key: f.idempotency_key, body: canonicalJson(b) };
   if (idem !== null) {
     const prior = c.store.idempotent(agent, idem.key, idem.body);
     if (prior instanceof Refusal) return prior;
     if (prior !== null) return ok({ idempotent_replay: true, message: c.store.messageView(prior.message) });
   }
-  const s = senderSession(c, sessionId as string | null);
+  const s = senderSession(c, f.session);
   if (s instanceof Refusal) return s;
-  const m = c.store.send(agent, s, { to: to as string, intent: intent as Intent, text: text as string, inReplyTo: inReplyTo as string | null, idempotency: idem });
+  const m = c.store.send(agent, s, { to: f.to, intent: f.intent, text: f.text, inReplyTo: f.in_reply_to, idempotency: idem });
   if (m instanceof Refusal) return m;
   return ok({ message: c.store.messageView(m), ...(s !== null ? { session: c.store.leaseView(s) } : {}) }, 202);
 }
@@ -319,16 +297,14 @@ async function sendMessage(c: Ctx): Promise<Reply> {
 async function respond(c: Ctx): Promise<Reply> {
   const b = await c.body();
   if (b instanceof Refusal) return b;
-  const text = fields.string(b, 'text');
-  const sessionId = fields.optString(b, 'session');
-  const r = firstRefusal(text, sessionId);
-  if (r) return r;
-  const tooLong = checkText(text as string);
+  const f = readFields(b, { text: fields.string, session: fields.optString });
+  if (f instanceof Refusal) return f;
+  const tooLong = checkText(f.text);
   if (tooLong) return tooLong;
   if (!c.store.agentMessaging) return messagingDisabled();
-  const s = senderSession(c, sessionId as string | null);
+  const s = senderSession(c, f.session);
   if (s instanceof Refusal) return s;
-  const m = c.store.respond(agentOf(c), s, c.params[0]!, text as string);
+  const m = c.store.respond(agentOf(c), s, c.params[0]!, f.text);
   if (m instanceof Refusal) return m;
   return ok({ message: c.store.messageView(m), ...(s !== null ? { session: c.store.leaseView(s) } : {}) }, 201);
 }
@@ -358,13 +334,11 @@ function listMessages(c: Ctx): Reply {
 async function directive(c: Ctx): Promise<Reply> {
   const b = await c.body();
   if (b instanceof Refusal) return b;
-  const to = fields.string(b, 'to');
-  const text = fields.string(b, 'text');
-  const r = firstRefusal(to, text);
-  if (r) return r;
-  const tooLong = checkText(text as string);
+  const f = readFields(b, { to: fields.string, text: fields.string });
+  if (f instanceof Refusal) return f;
+  const tooLong = checkText(f.text);
   if (tooLong) return tooLong;
-  const m = c.store.directive(to as string, text as string);
+  const m = c.store.directive(f.to, f.text);
   return m instanceof Refusal ? m : ok({ message: c.store.messageView(m) }, 202);
 }
 
