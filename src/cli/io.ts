@@ -24,7 +24,11 @@ export function processIO(): CliIO {
   return {
     stdout: process.stdout,
     stderr: process.stderr,
-    stdin: process.stdin,
+    // A getter: process.stdin builds a stream (and loads its modules) on first access, and most
+    // commands never read it.
+    get stdin() {
+      return process.stdin;
+    },
     env: process.env,
     cwd: process.cwd(),
     clock: systemClock,

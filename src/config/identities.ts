@@ -1,16 +1,16 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ensureDir, writeFileAtomic } from '../util/fs-durable.js';
 import { withFileLock } from './file-lock.js';
 import { identitiesPath } from './paths.js';
+import { sha256Hex } from '../util/sha256.js';
 
 /**
  * The OH_HAI_TOKEN → agent id cache. A bare token carries no agent id, and the bridge's warm
  * path must not call the Hub to learn it, so the id learned once from GET /v1/whoami is kept
  * under a hash of (Hub origin, token). The file holds hashes and ids, never a token.
  */
-export const identityKey = (hubUrl: string, token: string): string => createHash('sha256').update(`${hubUrl}\n${token}`).digest('hex');
+export const identityKey = (hubUrl: string, token: string): string => sha256Hex(`${hubUrl}\n${token}`);
 
 type IdentityMap = Record<string, string>;
 

@@ -28,7 +28,9 @@ export interface LockOptions {
 }
 
 /** An fs for proper-lockfile's unlock that forgets the lock without removing the directory. */
-const keepDirectory = { ...fs, rmdir: (_p: string, cb: (err: null) => void) => cb(null) };
+// Built on use: spreading node:fs reads its lazy getters (ReadStream, promises), which load
+// streams and readline into every run that merely imports this module (docs/performance.md).
+const keepDirectory = () => ({ ...fs, rmdir: (_p: string, cb: (err: null) => void) => cb(null) });
 
 interface Identity {
   ino: number;
@@ -94,7 +96,7 @@ export async function acquireLock(dir: string, name: string, opts: LockOptions):
         released = true;
         try {
           // A lock we no longer own may be another process's now: stop our updates but leave its directory alone.
-          if (takenOver) await lockfile.unlock(lockPath, { realpath: false, lockfilePath: lockPath, fs: keepDirectory });
+          if (takenOver) await lockfile.unlock(lockPath, { realpath: false, lockfilePath: lockPath, fs: keepDirectory() });
           else await unlock();
         } catch {
           // proper-lockfile already dropped it (it reported the compromise): nothing of ours is left

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { defaultStateRoot } from '../cli/state-root.js';
 import { fail, ok, type Result } from '../util/result.js';
+import { sha256Hex } from '../util/sha256.js';
 
 /**
  * The state root: `--state-home` (absolute only), else $XDG_STATE_HOME, else ~/.local/state.
@@ -50,7 +50,7 @@ export function hubOrigin(hubUrl: string): Result<string> {
 export function stateKey(hubUrl: string, agentId: string, sessionKey: string): string {
   const origin = hubOrigin(hubUrl);
   if (!origin.ok) throw new TypeError(`stateKey: ${origin.reason}`);
-  return createHash('sha256').update(`${origin.value}\n${agentId}\n${sessionKey}`, 'utf8').digest('hex').slice(0, 32);
+  return sha256Hex(`${origin.value}\n${agentId}\n${sessionKey}`).slice(0, 32);
 }
 
 export type Leg = 'session' | 'principal';

@@ -1,5 +1,5 @@
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import type { ProcessStamp } from './records.js';
 
@@ -28,6 +28,8 @@ function procStatFields(pid: number): string[] | null {
 
 function ps(pid: number, columns: string): string | null {
   try {
+    // Required on use: only macOS and the BSDs ask ps, and node:child_process costs every other run its load.
+    const { execFileSync } = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
     const out = execFileSync('ps', ['-o', columns, '-p', String(pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
     const line = out.trim();
     return line === '' ? null : line;

@@ -1,6 +1,5 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, statSync, chmodSync, writeSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 
 const isWindows = process.platform === 'win32';
 
@@ -37,7 +36,9 @@ export function ensureDir(dir: string, mode = 0o700): void {
 /** temp file → write → fsync → rename → fsync dir. Readers see the old or the new file, never half. */
 export function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600): void {
   const dir = path.dirname(file);
-  const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  // Unique per writer, not secret (the directory is private): pid plus Math.random, which needs
+  // no node:crypto (docs/performance.md), so concurrent writers never share a temp file.
+  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${Math.random().toString(16).slice(2, 10)}.tmp`);
   const fd = openSync(tmp, 'w', mode);
   try {
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;

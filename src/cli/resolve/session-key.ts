@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { isSessionId, validateSessionName } from '../../hub/contract/ids.js';
 import { fail, ok, type Result } from '../../util/result.js';
+import { sha256Hex } from '../../util/sha256.js';
 import { findHostProgram, type ProcessInspector } from './host-program.js';
 
 /**
@@ -32,7 +32,7 @@ const DECLARED: readonly { source: Exclude<KeySource, 'host program' | '--sessio
   { source: 'CLAUDE_CODE_SESSION_ID', pins: false },
 ];
 
-const digest = (s: string, n: number): string => createHash('sha256').update(s, 'utf8').digest('hex').slice(0, n);
+const digest = (s: string, n: number): string => sha256Hex(s).slice(0, n);
 
 /**
  * A harness variable's value is used as the name when it is a valid Hub session name;

@@ -13,7 +13,6 @@ import {
   type ReaderRecord,
   type StateEntry,
 } from '../../../spool/index.js';
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { EXIT } from '../../exit-codes.js';
 import type { CliIO } from '../../io.js';
@@ -38,6 +37,7 @@ import {
   signalOutcome,
   stdoutClosedOutcome,
 } from './stop-outcome.js';
+import { sha256Hex } from '../../../util/sha256.js';
 
 export const NAME = 'oh-hai bridge';
 
@@ -387,4 +387,4 @@ export class EntryReader {
 }
 
 /** The digest a consumer records of the settings.json it started with: sha256 of the file's bytes. */
-export const settingsDigest = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
+export const settingsDigest = (text: string): string => sha256Hex(text);
