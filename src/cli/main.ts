@@ -1,115 +1,21 @@
-import { Command, CommanderError } from 'commander';
-import { appendFileSync, mkdirSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import path from 'node:path';
-import { EXIT } from './exit-codes.js';
-import { processIO, type CliIO } from './io.js';
-import type { Outcome } from './outcome.js';
+import type { Command } from 'commander';
 import { commandGroups } from './commands/index.js';
-import { defaultStateRoot } from './state-root.js';
+import type { CliIO } from './io.js';
+import { buildProgramOf, runCliOf, runProcess } from './program.js';
 
-export const VERSION = '0.12.3';
+export { VERSION } from './version.js';
 
-interface Finished {
-  name: string;
-  outcome: Outcome;
-}
-
-/**
- * Build the program. When `argv` names a top-level command, only the group that declares it
- * is loaded: a run pays for every module it loads, and the bridge's warm path is mostly that
- * (docs/performance.md). Without `argv` (man pages, tests), or when it names no known
- * command (`--help`, `help`, a typo that wants a suggestion), every group is registered.
- */
-export async function buildProgram(io: CliIO, onFinish: (f: Finished) => void, argv?: readonly string[]): Promise<Command> {
-  const named = argv === undefined ? undefined : firstOperand(argv);
-  const only = commandGroups.filter((g) => named !== undefined && g.commands.includes(named));
-  const registrations = await Promise.all((only.length > 0 ? only : commandGroups).map((g) => g.load()));
-  const program = new Command('oh-hai');
-  program
-    .description('Keeps AI agents reachable: run `oh-hai bridge` as a background task and re-run it after every exit.')
-    .version(VERSION, '-V, --version')
-    .showSuggestionAfterError(true)
-    .exitOverride()
-    .configureOutput({
-      writeOut: (s) => io.stdout.write(s),
-      writeErr: (s) => io.stderr.write(s),
-      outputError: () => {
-        /* printed by runCli as a usage line */
-      },
-    });
-  const host = { io, finish: (name: string, outcome: Outcome) => onFinish({ name, outcome }) };
-  for (const register of registrations) register(program, host);
-  program.commands.forEach(function propagate(c: Command) {
-    c.exitOverride();
-    c.configureOutput(program.configureOutput());
-    c.commands.forEach(propagate);
-  });
-  return program;
-}
+/** The whole CLI: every command group (bridge-main.ts is the bridge's own entry). */
+export const buildProgram = (io: CliIO, onFinish: Parameters<typeof buildProgramOf>[2], argv?: readonly string[]): Promise<Command> =>
+  buildProgramOf(commandGroups, io, onFinish, argv);
 
 /** Run the CLI in-process and return the exit code; everything printed goes to io. */
-export async function runCli(argv: string[], io: CliIO): Promise<number> {
-  let finished: Finished | undefined;
-  try {
-    const program = await buildProgram(io, (f) => (finished = f), argv);
-    await program.parseAsync(argv, { from: 'user' });
-  } catch (err) {
-    if (err instanceof CommanderError) {
-      if (err.exitCode === 0) return EXIT.ok;
-      const name = commandName(argv);
-      io.stderr.write(`${name}: ${err.message.replace(/^error: /, '')}\nRun '${name} --help' for usage.\n`);
-      return EXIT.usage;
-    }
-    return internalError(io, argv, err);
-  }
-  if (!finished) return EXIT.ok;
-  printOutcome(io, finished.name, finished.outcome);
-  return finished.outcome.exit;
-}
+export const runCli = (argv: string[], io: CliIO): Promise<number> => runCliOf(commandGroups, argv, io);
 
-/** The top-level command argv names: the program's own options (-V, -h) take no value. */
-const firstOperand = (argv: readonly string[]): string | undefined => argv.find((a) => !a.startsWith('-'));
-
-function commandName(argv: string[]): string {
-  const first = firstOperand(argv);
-  return first ? `oh-hai ${first}` : 'oh-hai';
-}
-
-export function printOutcome(io: CliIO, name: string, o: Outcome): void {
-  const style = o.style ?? (o.exit === EXIT.ok ? 'silent' : 'fatal');
-  const code = o.code ?? 'error';
-  if (style === 'fatal') io.stderr.write(`${name}: FATAL (exit ${o.exit}, ${code}) — ${o.message ?? ''}\n`);
-  else if (style === 'stood_down') io.stderr.write(`${name}: STOOD DOWN (exit ${o.exit}, ${code}) — ${o.message ?? ''}\n`);
-  else if (style === 'plain' && o.message) io.stderr.write(`${name}: ${o.message}\n`);
-  for (const line of o.after ?? []) io.stderr.write(line + '\n');
-}
-
-function internalError(io: CliIO, argv: string[], err: unknown): number {
-  const logDir = path.join(defaultStateRoot(io.env), 'oh-hai');
-  const logPath = path.join(logDir, 'internal-errors.log');
-  const detail = err instanceof Error ? (err.stack ?? err.message) : String(err);
-  let where = logPath;
-  try {
-    mkdirSync(logDir, { recursive: true, mode: 0o700 });
-    appendFileSync(logPath, `${new Date(io.clock.now()).toISOString()} oh-hai ${argv[0] ?? ''}\n${detail}\n\n`, { mode: 0o600 });
-  } catch {
-    where = '(could not write the log; details follow)\n' + detail;
-  }
-  const msg = err instanceof Error ? err.message : String(err);
-  io.stderr.write(`${commandName(argv)}: FATAL (exit 1, internal) — this is a bug in oh-hai: ${msg}. Details: ${where}\n`);
-  return EXIT.internal;
-}
-
-/** The process entry (bin/oh-hai). The only place that calls process.exit. */
-export async function main(): Promise<void> {
-  const io = processIO();
-  const code = await runCli(process.argv.slice(2), io);
-  const exit = () => process.exit(code);
-  // Let stdout drain before exiting so a pipe reader gets every byte we promised.
-  if (process.stdout.writableLength > 0) process.stdout.once('drain', exit);
-  else exit();
-}
+/** The process entry (bin/oh-hai, and `node dist/cli/main.js`). */
+export const main = (): Promise<void> => runProcess(commandGroups);
 
 /** `node dist/cli/main.js …` runs the CLI too: that is how io.self starts a child (the consumer, the double fork). */
 function invokedDirectly(): boolean {

@@ -1,11 +1,11 @@
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { commandGroups } from '../../../src/cli/commands/index.js';
+import { bridgeCommandGroups, commandGroups } from '../../../src/cli/commands/index.js';
 import { processIO } from '../../../src/cli/io.js';
 import { buildProgram } from '../../../src/cli/main.js';
 
 const topLevel = (program: Command): string[] => program.commands.map((c) => c.name());
-const host = { io: processIO(), finish: () => undefined };
+const host = { io: processIO(), finish: () => undefined, forward: async () => 0 };
 
 describe('command groups (main.ts registers only the group a run names)', () => {
   it('name exactly the top-level commands each registration declares', async () => {
@@ -36,5 +36,13 @@ describe('command groups (main.ts registers only the group a run names)', () => 
     for (const argv of [[], ['--help'], ['-V'], ['help', 'bridge'], ['brige']]) {
       expect(topLevel(await buildProgram(processIO(), () => undefined, argv)), argv.join(' ')).toEqual(all);
     }
+  });
+});
+
+describe('the bridge entry (bridge-main.ts) runs a subset of the same groups', () => {
+  it('holds the bridge and every command its retired subcommands forward to, as the same group objects', () => {
+    for (const g of bridgeCommandGroups) expect(commandGroups).toContain(g);
+    // bridge consume → __consumer, bridge stop → session close (retired.ts).
+    expect(bridgeCommandGroups.flatMap((g) => g.commands).sort()).toEqual(['__consumer', 'bridge', 'session']);
   });
 });

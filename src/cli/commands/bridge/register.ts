@@ -49,7 +49,7 @@ export const register: Registration = (program, host) => {
     .argument('[args...]')
     .action(async (args: string[], _opts, cmd: Command) => {
       const { consume } = await import('./retired.js');
-      finish(await consume(args, parentFlags(cmd), host.io));
+      finish(await consume(args, parentFlags(cmd), host.io, host.forward));
     });
 
   bridge
@@ -74,6 +74,6 @@ export const register: Registration = (program, host) => {
     .option('--agent <id>', 'which identity, when several tokens are configured (carried over to oh-hai session close)')
     .action(async (_opts, cmd: Command) => {
       const { stop } = await import('./retired.js');
-      finish(await stop(cmd.optsWithGlobals(), host.io));
+      finish(await stop(cmd.optsWithGlobals(), host.io, host.forward));
     });
 };

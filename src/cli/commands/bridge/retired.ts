@@ -23,11 +23,8 @@ export function retiredFlagWarnings(o: RetiredFlagValues): string[] {
   );
 }
 
-/** Run another oh-hai command in this process; it prints its own stop line, so this outcome is silent. */
-async function forward(args: string[], io: CliIO): Promise<number> {
-  const { runCli } = await import('../../main.js');
-  return runCli(args, io);
-}
+/** Runs another oh-hai command in this process (CommandHost.forward); it prints its own stop line, so a forwarding outcome is silent. */
+type Forward = (argv: string[]) => Promise<number>;
 
 const warn = (io: CliIO, line: string): void => void io.stderr.write(`oh-hai bridge: ${line}\n`);
 
@@ -51,9 +48,9 @@ function asArgv(flags: Record<string, unknown>): string[] {
   });
 }
 
-export async function consume(args: string[], bridgeFlags: Record<string, unknown>, io: CliIO): Promise<Outcome> {
+export async function consume(args: string[], bridgeFlags: Record<string, unknown>, io: CliIO, forward: Forward): Promise<Outcome> {
   warn(io, 'bridge consume is the old spelling of a now-private entrypoint; forwarding to oh-hai __consumer (run oh-hai bridge instead)');
-  return { exit: await forward(['__consumer', ...asArgv(bridgeFlags), ...args], io), style: 'silent' };
+  return { exit: await forward(['__consumer', ...asArgv(bridgeFlags), ...args]), style: 'silent' };
 }
 
 export interface StatusFlags {
@@ -82,9 +79,9 @@ export interface StopFlags {
   purge?: boolean;
 }
 
-export async function stop(f: StopFlags, io: CliIO): Promise<Outcome> {
+export async function stop(f: StopFlags, io: CliIO, forward: Forward): Promise<Outcome> {
   const args = ['session', 'close', ...(f.keepSession ? ['--keep-connection'] : []), ...(f.purge ? ['--purge'] : [])];
   warn(io, `bridge stop is retired; forwarding to oh-hai ${args.join(' ')} (a later release makes it an unknown subcommand, exit 2)`);
   const identity = [...carried(f), ...(f.hub !== undefined ? ['--hub', f.hub] : []), ...(f.agent !== undefined ? ['--agent', f.agent] : [])];
-  return { exit: await forward([...args, ...identity], io), style: 'silent' };
+  return { exit: await forward([...args, ...identity]), style: 'silent' };
 }

@@ -2,7 +2,7 @@ import { runConsumer, type Stop } from '../../../consumer/index.js';
 import { hostName, type ConsumerSettings } from '../../../spool/index.js';
 import { EXIT } from '../../exit-codes.js';
 import type { CliIO } from '../../io.js';
-import { VERSION } from '../../main.js';
+import { VERSION } from '../../version.js';
 import { usageError, type Outcome } from '../../outcome.js';
 import type { ConsumerFlags } from './register.js';
 

@@ -7,7 +7,7 @@ import { HubClient, type HubResult } from '../../../hub/client/index.js';
 import type { Message } from '../../../hub/contract/index.js';
 import { EXIT } from '../../exit-codes.js';
 import type { CliIO } from '../../io.js';
-import { VERSION } from '../../main.js';
+import { VERSION } from '../../version.js';
 import type { Outcome } from '../../outcome.js';
 
 class DemoStepFailed extends Error {

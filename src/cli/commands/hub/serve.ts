@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { CliIO } from '../../io.js';
-import { VERSION } from '../../main.js';
+import { VERSION } from '../../version.js';
 import { EXIT } from '../../exit-codes.js';
 import { usageError, type Outcome } from '../../outcome.js';
 import { resolveDataDir } from './data-dir.js';

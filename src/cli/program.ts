@@ -1,0 +1,126 @@
+import { Command, CommanderError } from 'commander';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { CommandGroup } from './commands/index.js';
+import { EXIT } from './exit-codes.js';
+import type { CommandHost } from './host.js';
+import { processIO, type CliIO } from './io.js';
+import type { Outcome } from './outcome.js';
+import { defaultStateRoot } from './state-root.js';
+import { VERSION } from './version.js';
+
+/**
+ * The CLI's machinery, for a given set of command groups: main.ts runs it with every group,
+ * bridge-main.ts with what `oh-hai bridge` can reach, so the bridge's bundle carries nothing
+ * else (docs/performance.md).
+ */
+
+interface Finished {
+  name: string;
+  outcome: Outcome;
+}
+
+/**
+ * Build the program. When `argv` names a top-level command, only the group that declares it
+ * is loaded: a run pays for every module it loads, and the bridge's warm path is mostly that
+ * (docs/performance.md). Without `argv` (man pages, tests), or when it names no known
+ * command (`--help`, `help`, a typo that wants a suggestion), every group is registered.
+ */
+export async function buildProgramOf(
+  groups: readonly CommandGroup[],
+  io: CliIO,
+  onFinish: (f: Finished) => void,
+  argv?: readonly string[],
+): Promise<Command> {
+  const named = argv === undefined ? undefined : firstOperand(argv);
+  const only = groups.filter((g) => named !== undefined && g.commands.includes(named));
+  const registrations = await Promise.all((only.length > 0 ? only : groups).map((g) => g.load()));
+  const program = new Command('oh-hai');
+  program
+    .description('Keeps AI agents reachable: run `oh-hai bridge` as a background task and re-run it after every exit.')
+    .version(VERSION, '-V, --version')
+    .showSuggestionAfterError(true)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => io.stdout.write(s),
+      writeErr: (s) => io.stderr.write(s),
+      outputError: () => {
+        /* printed by runCliOf as a usage line */
+      },
+    });
+  const host: CommandHost = {
+    io,
+    finish: (name, outcome) => onFinish({ name, outcome }),
+    forward: (args) => runCliOf(groups, args, io),
+  };
+  for (const register of registrations) register(program, host);
+  program.commands.forEach(function propagate(c: Command) {
+    c.exitOverride();
+    c.configureOutput(program.configureOutput());
+    c.commands.forEach(propagate);
+  });
+  return program;
+}
+
+/** Run the CLI in-process and return the exit code; everything printed goes to io. */
+export async function runCliOf(groups: readonly CommandGroup[], argv: string[], io: CliIO): Promise<number> {
+  let finished: Finished | undefined;
+  try {
+    const program = await buildProgramOf(groups, io, (f) => (finished = f), argv);
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.exitCode === 0) return EXIT.ok;
+      const name = commandName(argv);
+      io.stderr.write(`${name}: ${err.message.replace(/^error: /, '')}\nRun '${name} --help' for usage.\n`);
+      return EXIT.usage;
+    }
+    return internalError(io, argv, err);
+  }
+  if (!finished) return EXIT.ok;
+  printOutcome(io, finished.name, finished.outcome);
+  return finished.outcome.exit;
+}
+
+/** The top-level command argv names: the program's own options (-V, -h) take no value. */
+const firstOperand = (argv: readonly string[]): string | undefined => argv.find((a) => !a.startsWith('-'));
+
+function commandName(argv: string[]): string {
+  const first = firstOperand(argv);
+  return first ? `oh-hai ${first}` : 'oh-hai';
+}
+
+function printOutcome(io: CliIO, name: string, o: Outcome): void {
+  const style = o.style ?? (o.exit === EXIT.ok ? 'silent' : 'fatal');
+  const code = o.code ?? 'error';
+  if (style === 'fatal') io.stderr.write(`${name}: FATAL (exit ${o.exit}, ${code}) — ${o.message ?? ''}\n`);
+  else if (style === 'stood_down') io.stderr.write(`${name}: STOOD DOWN (exit ${o.exit}, ${code}) — ${o.message ?? ''}\n`);
+  else if (style === 'plain' && o.message) io.stderr.write(`${name}: ${o.message}\n`);
+  for (const line of o.after ?? []) io.stderr.write(line + '\n');
+}
+
+function internalError(io: CliIO, argv: string[], err: unknown): number {
+  const logDir = path.join(defaultStateRoot(io.env), 'oh-hai');
+  const logPath = path.join(logDir, 'internal-errors.log');
+  const detail = err instanceof Error ? (err.stack ?? err.message) : String(err);
+  let where = logPath;
+  try {
+    mkdirSync(logDir, { recursive: true, mode: 0o700 });
+    appendFileSync(logPath, `${new Date(io.clock.now()).toISOString()} oh-hai ${argv[0] ?? ''}\n${detail}\n\n`, { mode: 0o600 });
+  } catch {
+    where = '(could not write the log; details follow)\n' + detail;
+  }
+  const msg = err instanceof Error ? err.message : String(err);
+  io.stderr.write(`${commandName(argv)}: FATAL (exit 1, internal) — this is a bug in oh-hai: ${msg}. Details: ${where}\n`);
+  return EXIT.internal;
+}
+
+/** The process entry (bin/oh-hai, through main.ts or bridge-main.ts). The only place that calls process.exit. */
+export async function runProcess(groups: readonly CommandGroup[]): Promise<void> {
+  const io = processIO();
+  const code = await runCliOf(groups, process.argv.slice(2), io);
+  const exit = () => process.exit(code);
+  // Let stdout drain before exiting so a pipe reader gets every byte we promised.
+  if (process.stdout.writableLength > 0) process.stdout.once('drain', exit);
+  else exit();
+}
