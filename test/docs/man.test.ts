@@ -64,7 +64,7 @@ describe('man pages', () => {
       for (const e of readdirSync(dir, { withFileTypes: true })) {
         const p = path.join(dir, e.name);
         if (e.isDirectory()) walk(p);
-        else if (e.name.endsWith('.ts') && !p.includes(`${path.sep}man${path.sep}`)) {
+        else if (/\.c?ts$/.test(e.name) && !p.includes(`${path.sep}man${path.sep}`)) {
           for (const m of readFileSync(p, 'utf8').matchAll(/\b(?:OH_HAI|MA2H)_[A-Z][A-Z_]*[A-Z]\b/g)) read.add(m[0]);
         }
       }

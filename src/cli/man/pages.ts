@@ -58,13 +58,24 @@ Set up once with oh-hai setup (the Hub URL, a login, the sender policy), then ru
   optionNotes: {
     '--token': 'Refused (exit 2): a token passed as a flag value is already in shell history and in the process list. The error says to rotate it; use --token-stdin or the echo-off prompt instead.',
   },
-  environment: [ENV_HUB, ENV_TOKEN, ENV_TOKENS, ...ENV_XDG],
+  environment: [
+    ENV_HUB,
+    ENV_TOKEN,
+    ENV_TOKENS,
+    ...ENV_XDG,
+    ['XDG_CACHE_HOME', 'Where the compiled-code cache lives ($XDG_CACHE_HOME/oh-hai/code-cache/), when it is an absolute path; else ~/.cache.'],
+    ['OH_HAI_CODE_CACHE', 'Set to 0 to neither read nor write the compiled-code cache (every run then compiles the CLI again; nothing else changes).'],
+  ],
   files: [
     FILE_CONFIG,
     FILE_PROJECT,
     FILE_CREDENTIALS,
     FILE_ENTRY,
     ['<state root>/oh-hai/internal-errors.log', 'Where exit 1 (a bug in oh-hai) writes its details.'],
+    [
+      '~/.cache/oh-hai/code-cache/',
+      'V8\u2019s compiled code of the CLI, one file per bundle and Node version (0700, files 0600), so a re-run bridge does not compile it again. Only code, never data; safe to delete at any time.',
+    ],
   ],
   exitStatus: [
     ['0', 'Success.'],

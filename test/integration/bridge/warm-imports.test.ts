@@ -1,14 +1,18 @@
 import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { repoRoot, runOhHai } from '../../helpers/cli.js';
+import { collect, repoRoot, runOhHai, type RunResult } from '../../helpers/cli.js';
 import { HUB, message, stage, type Stage } from './stage.js';
 
 /**
  * The warm path (a connection running, records waiting) loads only what it needs: every
  * module costs a run start-up time (docs/performance.md), and the bridge must never pay for
- * the network stack, the Hub server, the lock library or other commands.
+ * the network stack, the Hub server, the lock library or other commands. bin/oh-hai runs the
+ * bridge's bundle, so the module graph is checked on tsc's one-file-per-module build (the
+ * bundle keeps its lazy boundaries: a module runs when it would have been imported), and the
+ * launched bundle is checked for the packages and Node built-ins it loads.
  */
 const preload = path.join(path.dirname(fileURLToPath(import.meta.url)), 'record-loads.mjs');
 
@@ -29,21 +33,31 @@ afterEach(() => {
   st = null;
 });
 
-async function warmRun(s: Stage): Promise<string[]> {
+/** `oh-hai bridge --wait 0` from tsc's modules (`node dist/cli/main.js`) or through bin/oh-hai (the bundle). */
+function bridgeRun(s: Stage, via: 'modules' | 'bin', log: string): Promise<RunResult> {
+  const env = { ...s.env, NODE_OPTIONS: `--import=${preload}`, OH_HAI_TEST_LOAD_LOG: log };
+  if (via === 'bin') return runOhHai(['bridge', '--wait', '0'], { env });
+  const child = spawn(process.execPath, [path.join(repoRoot, 'dist', 'cli', 'main.js'), 'bridge', '--wait', '0'], { env, cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  return collect(child);
+}
+
+async function warmRun(s: Stage, via: 'modules' | 'bin' = 'modules'): Promise<string[]> {
   const log = path.join(s.temp.root, 'loads.txt');
   s.entry.writeCursor({ seq: 0, offset: 0 });
-  const r = await runOhHai(['bridge', '--wait', '0'], { env: { ...s.env, NODE_OPTIONS: `--import=${preload}`, OH_HAI_TEST_LOAD_LOG: log } });
+  const r = await bridgeRun(s, via, log);
   expect(r.code, r.stderr).toBe(0);
   expect(r.stdout.trimEnd().split('\n')).toHaveLength(2);
   expect(r.stderr).toContain('adopting the running background connection');
-  const loaded = readFileSync(log, 'utf8')
+  return readFileSync(log, 'utf8')
     .split('\n')
-    .filter((u) => u.startsWith('file:'))
-    .map((u) => shortName(fileURLToPath(u)));
-  // The log works: the bridge's own modules are in it, ES and CommonJS alike.
+    .filter((u) => u.startsWith('file:') || u.startsWith('builtin:'))
+    .map((u) => (u.startsWith('file:') ? shortName(fileURLToPath(u)) : u));
+}
+
+/** The log works: the bridge's own modules are in it, ES and CommonJS alike. */
+function expectModulesLogged(loaded: string[]): void {
   expect(loaded).toContain('dist/cli/commands/bridge/run.js');
   expect(loaded).toContain('node_modules/commander/lib/command.js');
-  return loaded;
 }
 
 const NEVER = [
@@ -61,6 +75,7 @@ describe('the warm path loads only what it needs', () => {
     st.consumerRunning();
     st.append([message('one'), message('two')]);
     const loaded = await warmRun(st);
+    expectModulesLogged(loaded);
     for (const never of NEVER) expect(loaded.filter((m) => never.test(m)), String(never)).toEqual([]);
     // No config file: the TOML parser is never loaded.
     expect(loaded.filter((m) => m.includes('smol-toml'))).toEqual([]);
@@ -74,7 +89,24 @@ describe('the warm path loads only what it needs', () => {
     mkdirSync(configDir, { recursive: true, mode: 0o700 });
     writeFileSync(path.join(configDir, 'config.toml'), `[hub]\nurl = "${HUB}"\n`, { mode: 0o600 });
     const loaded = await warmRun(st);
+    expectModulesLogged(loaded);
     expect(loaded.filter((m) => m.includes('smol-toml')).length).toBeGreaterThan(0);
     for (const never of NEVER) expect(loaded.filter((m) => never.test(m)), String(never)).toEqual([]);
+  });
+
+  it('bin/oh-hai runs the bridge bundle, which loads no package from node_modules and none of the costly built-ins', async () => {
+    st = stage();
+    st.consumerRunning();
+    st.append([message('one'), message('two')]);
+    const loaded = await warmRun(st, 'bin');
+    // The bundle ran (it is compiled through vm.Script, so only the launcher shows as a file):
+    // not tsc's modules, which the launcher falls back to when the bundle is missing or stale.
+    expect(loaded.filter((m) => m.startsWith('dist/') || m.startsWith('node_modules/'))).toEqual(['dist/cli/launch.cjs']);
+    expect(loaded).toContain('builtin:vm');
+    // crypto, zlib and child_process cost ~2, ~1 and ~1 ms to load; perf_hooks and the
+    // fs/promises + readline pair come from a careless performance.now() or { ...fs }.
+    for (const b of ['crypto', 'zlib', 'child_process', 'perf_hooks', 'internal/fs/promises', 'readline']) {
+      expect(loaded, b).not.toContain(`builtin:${b}`);
+    }
   });
 });

@@ -44,7 +44,7 @@ export function renderPage(f: Frame): string {
 <nav aria-label="Main"><ul>${NAV.map(
         (n) => html`<li><a href="${n.href}"${chrome.active === n.key ? html` aria-current="page"` : null}>${n.label}</a></li>`,
       )}</ul></nav>
-<span class="who">Signed in as the account’s human (${chrome.account})</span>
+<span class="who">Signed in as the account&rsquo;s human (${chrome.account})</span>
 <form class="inline" method="post" action="/logout">${csrfField(chrome.csrf)}<button type="submit">Sign out</button></form>
 </header>`
     : html`<header><span class="brand">oh-hai Hub</span></header>`;
@@ -53,7 +53,7 @@ export function renderPage(f: Frame): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${f.title} — oh-hai Hub</title>
+<title>${f.title} &mdash; oh-hai Hub</title>
 <link rel="stylesheet" href="/web.css">
 </head>
 <body>

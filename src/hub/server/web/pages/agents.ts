@@ -11,7 +11,7 @@ function row(a: AgentRow): SafeHtml {
 <td>${stateWord(a.revoked ? 'revoked' : 'active')}</td>
 <td>${
     revocable
-      ? html`<form method="get" action="/agents/revoke"><input type="hidden" name="agent" value="${a.id}"><button type="submit" aria-label="Revoke agent ${a.id}">Revoke…</button></form>`
+      ? html`<form method="get" action="/agents/revoke"><input type="hidden" name="agent" value="${a.id}"><button type="submit" aria-label="Revoke agent ${a.id}">Revoke&hellip;</button></form>`
       : html`<span class="empty">${a.revoked ? 'already revoked' : 'set in the Hub configuration'}</span>`
   }</td>
 </tr>`;

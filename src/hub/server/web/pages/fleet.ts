@@ -14,7 +14,7 @@ function sessionRow(r: FleetRow): SafeHtml {
 <td>${instant(r.expires_at)}</td>
 <td>${r.last_renewed_at ? instant(r.last_renewed_at) : html`<span class="empty">never</span>`}</td>
 <td>${r.holder ? html`host <code>${r.holder.host}</code><br>pid <code>${r.holder.pid}</code>` : html`<span class="empty">no consumer</span>`}</td>
-<td><form method="get" action="/fleet/close"><input type="hidden" name="session" value="${r.session_id}"><button type="submit" aria-label="Close session ${r.session_id}">Close session…</button></form></td>
+<td><form method="get" action="/fleet/close"><input type="hidden" name="session" value="${r.session_id}"><button type="submit" aria-label="Close session ${r.session_id}">Close session&hellip;</button></form></td>
 </tr>`;
 }
 

@@ -33,8 +33,8 @@ function row(m: Message): SafeHtml {
 export function inboxPage(d: { messages: Message[]; more: boolean }): SafeHtml {
   return html`<p class="lead">MA2H gives a human no mailbox: agents cannot write to you, and directives get no receipts.
 What comes back to you is each directive's <strong>delivery track</strong>, moved by the agents' consumers and readers.
-This page shows every directive you sent, newest first, with that track: <strong>queued</strong> → <strong>delivered</strong>
-→ <strong>acknowledged</strong>, or <strong>bounced</strong> / <strong>expired</strong> with how far it got.
+This page shows every directive you sent, newest first, with that track: <strong>queued</strong> &rarr; <strong>delivered</strong>
+&rarr; <strong>acknowledged</strong>, or <strong>bounced</strong> / <strong>expired</strong> with how far it got.
 Reload the page to see a track move.</p>
 ${
   d.messages.length === 0

@@ -12,7 +12,7 @@ export function sendPage(d: { csrf: string; choices: AddressChoice[]; to: string
 <form class="stack" method="post" action="/send">${csrfField(d.csrf)}
 <label for="to">To</label>
 <span class="hint" id="to-hint"><code>agent:&lt;id&gt;</code> reaches whichever live session of that agent claims it first;
-<code>agent:&lt;id&gt;#sess_…</code> reaches one run.</span>
+<code>agent:&lt;id&gt;#sess_&hellip;</code> reaches one run.</span>
 <input type="text" id="to" name="to" required list="addresses" aria-describedby="to-hint" value="${d.to}" autocomplete="off" spellcheck="false">
 <datalist id="addresses">${d.choices.map((c) => html`<option value="${c.address}">${c.describes}</option>`)}</datalist>
 <label for="text">Directive</label>
@@ -25,7 +25,7 @@ export function sendPage(d: { csrf: string; choices: AddressChoice[]; to: string
 <ul>
 <li><strong>Short, one action.</strong> One directive, one thing to do.</li>
 <li><strong>Say what "done" looks like.</strong> The agent has no way to ask you back except an ask; give it the finish line up front.</li>
-<li><strong>Address the run you mean.</strong> <code>agent:&lt;id&gt;#sess_…</code> from the Fleet page reaches one run;
+<li><strong>Address the run you mean.</strong> <code>agent:&lt;id&gt;#sess_&hellip;</code> from the Fleet page reaches one run;
 <code>agent:&lt;id&gt;</code> reaches whichever live session claims it first.</li>
 <li><strong>Expect queued, not read.</strong> Watch the delivery track on the Inbox page for <em>acknowledged</em>;
 a bounced directive that got as far as <em>queued</em> was never seen, one that got as far as <em>delivered</em> was seen but never confirmed.</li>

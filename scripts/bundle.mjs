@@ -1,0 +1,76 @@
+// Bundles tsc's output into two CommonJS files that bin/oh-hai runs through a V8 code cache
+// (src/cli/launch.cts, docs/performance.md): dist/oh-hai.cjs (dist/cli/main.js, every
+// command) and dist/bridge.cjs (dist/cli/bridge-main.js: `oh-hai bridge` and what its retired
+// subcommands forward to). Run by `npm run build` after tsc.
+//
+// Each module keeps its own import.meta.url: the bundle maps it back to the module's file in
+// dist/, so paths resolved from it (the entry script for the background connection, the
+// double fork's intermediate, createRequire for packages loaded on first use) are the same
+// as in tsc's output. The first line carries the content hash the code cache is keyed on.
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const dist = path.join(root, 'dist');
+
+/** `import.meta.url` in a dist module → the URL of that module's own file, computed from the bundle's place. */
+const ownUrl = {
+  name: 'own-import-meta-url',
+  setup(build) {
+    build.onLoad({ filter: /\.js$/ }, (args) => {
+      const rel = path.relative(dist, args.path);
+      if (rel.startsWith('..')) return undefined;
+      const contents = readFileSync(args.path, 'utf8').replaceAll('import.meta.url', `__ohHaiModuleUrl(${JSON.stringify(rel.split(path.sep).join('/'))})`);
+      return { contents, loader: 'js' };
+    });
+  },
+};
+
+/**
+ * commander requires node:child_process at load for executable subcommands, which oh-hai has
+ * none of; loading it costs every run ~1 ms. Its use is deferred to first property access.
+ */
+const lazyChildProcessForCommander = {
+  name: 'lazy-child-process-for-commander',
+  setup(build) {
+    build.onResolve({ filter: /^(node:)?child_process$/ }, (args) =>
+      args.importer.includes(`${path.sep}node_modules${path.sep}commander${path.sep}`) ? { path: 'child_process', namespace: 'lazy-builtin' } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, () => ({
+      contents: "module.exports = new Proxy({}, { get: (_, key) => require('node:child_process')[key] });",
+      loader: 'js',
+    }));
+  },
+};
+
+const result = await esbuild.build({
+  entryPoints: { 'oh-hai': path.join(dist, 'cli', 'main.js'), bridge: path.join(dist, 'cli', 'bridge-main.js') },
+  outdir: dist,
+  outExtension: { '.js': '.cjs' },
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  charset: 'ascii',
+  // Native: loaded from node_modules by the Hub's store only.
+  external: ['better-sqlite3'],
+  banner: {
+    js: "const __ohHaiModuleUrl = (rel) => require('node:url').pathToFileURL(require('node:path').join(__dirname, rel)).href;",
+  },
+  plugins: [ownUrl, lazyChildProcessForCommander],
+  write: false,
+  logLevel: 'warning',
+});
+for (const { path: out, text: code } of result.outputFiles) {
+  // The launcher compiles a bundle with vm.Script, which has no loader for a real import().
+  if (/\bimport\s*\(/.test(code.replace(/\/\/.*$/gm, ''))) throw new Error(`scripts/bundle.mjs: ${out} still contains an import() call`);
+  // ASCII, so the launcher reads it as latin1 into a one-byte string without decoding UTF-8.
+  // (esbuild escapes everything but tagged templates; write HTML entities there.)
+  const wide = code.search(/[^\x00-\x7f]/);
+  if (wide !== -1) throw new Error(`scripts/bundle.mjs: ${out} is not ASCII at ${JSON.stringify(code.slice(wide - 60, wide + 10))}`);
+  const id = createHash('sha256').update(code).digest('hex').slice(0, 32);
+  writeFileSync(out, `// oh-hai bundle ${id}\n${code}`);
+}

@@ -1,0 +1,125 @@
+/**
+ * What bin/oh-hai runs. The CLI ships twice in dist/: tsc's one file per module (what the
+ * background connection and the double fork start, and what tests import) and bundled
+ * CommonJS files of the same modules (scripts/bundle.mjs): dist/bridge.cjs for `oh-hai
+ * bridge`, dist/oh-hai.cjs for everything else. The launcher runs the bundle for the command,
+ * compiled through a V8 code cache kept in the user's cache directory, because an
+ * agent re-runs `oh-hai bridge` after every exit and most of such a run is Node loading and
+ * compiling our code, not doing the work (docs/performance.md). CommonJS because Node 20 can
+ * hand a code cache only to a script, not to an ES module.
+ *
+ * Nothing here may change what the CLI does: a cache that cannot be read, written or trusted
+ * is skipped, and a bundle older than tsc's output (a `tsc` run without the bundle step) is
+ * not used at all.
+ */
+import fs from 'node:fs';
+import Module from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import vm from 'node:vm';
+
+interface Bundle {
+  file: string;
+  source: string;
+  /** The content hash the bundler wrote on the first line: the cache is keyed on it (V8 only checks the length). */
+  id: string;
+}
+
+interface Entry {
+  main(): Promise<void>;
+}
+
+const DIST = path.join(__dirname, '..');
+const BUNDLES = { bridge: path.join(DIST, 'bridge.cjs'), cli: path.join(DIST, 'oh-hai.cjs') } as const;
+const MODULES_MAIN = path.join(DIST, 'cli', 'main.js');
+const ID_LINE = /^\/\/ oh-hai bundle ([0-9a-f]{16,64})\n/;
+
+export function launch(argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): void {
+  const label = commandLabel(argv);
+  const bundle = readBundle(BUNDLES[label]);
+  if (bundle === null) {
+    void import(pathToFileURL(MODULES_MAIN).href).then((m: Entry) => m.main());
+    return;
+  }
+  const file = env.OH_HAI_CODE_CACHE === '0' ? null : codeCacheFile(env, bundle.id, label);
+  const cached = file === null ? undefined : readCache(file);
+  const script = new vm.Script(Module.wrap(bundle.source), { filename: bundle.file, ...(cached ? { cachedData: cached } : {}) });
+  if (file !== null && (cached === undefined || script.cachedDataRejected === true)) {
+    // At exit the cache holds every function this run compiled, not only the top level.
+    process.once('exit', () => writeCache(file, script, bundle.id));
+  }
+  const mod: { exports: Partial<Entry> } = { exports: {} };
+  const wrapper = script.runInThisContext() as (...args: unknown[]) => void;
+  wrapper.call(mod.exports, mod.exports, Module.createRequire(bundle.file), mod, bundle.file, path.dirname(bundle.file));
+  void (mod.exports as Entry).main();
+}
+
+/** The bundle, unless it is missing or older than tsc's output (then it is not what was built last). */
+function readBundle(file: string): Bundle | null {
+  try {
+    if (fs.statSync(MODULES_MAIN).mtimeMs > fs.statSync(file).mtimeMs) return null;
+    // ASCII by construction (scripts/bundle.mjs checks): latin1 is a copy, utf8 a decode.
+    const source = fs.readFileSync(file, 'latin1');
+    const id = ID_LINE.exec(source)?.[1];
+    return id === undefined ? null : { file, source, id };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The bridge gets a bundle and a cache of its own: it is the command re-run all day, and a
+ * cache written by whichever command ran first would hold that command's functions, not the
+ * bridge's. The top-level command is the first operand, as program.ts reads it.
+ */
+export function commandLabel(argv: readonly string[]): keyof typeof BUNDLES {
+  return argv.find((a) => !a.startsWith('-')) === 'bridge' ? 'bridge' : 'cli';
+}
+
+/** $XDG_CACHE_HOME/oh-hai/code-cache, else ~/.cache/…; null when neither is known (no cache then). */
+export function codeCacheFile(env: NodeJS.ProcessEnv, bundleId: string, label: string): string | null {
+  const xdg = env.XDG_CACHE_HOME;
+  const root = xdg && path.isAbsolute(xdg) ? xdg : env.HOME && path.isAbsolute(env.HOME) ? path.join(env.HOME, '.cache') : null;
+  if (root === null) return null;
+  return path.join(root, 'oh-hai', 'code-cache', `${bundleId}-${process.version}-${process.arch}-${label}.v8`);
+}
+
+function readCache(file: string): Buffer | undefined {
+  try {
+    return fs.readFileSync(file);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Temp file, fsync, rename: the file is whole or absent, so it is trusted as the bundle itself
+ * is (V8 still refuses data from another V8 version, other flags or a source of another length,
+ * and the name carries the bundle's content hash). Then caches of other bundles (earlier
+ * builds of the same bundle) are dropped. Any failure leaves no cache, which only costs speed.
+ */
+function writeCache(file: string, script: vm.Script, bundleId: string): void {
+  const dir = path.dirname(file);
+  const temp = `${file}.${process.pid}.tmp`;
+  try {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const fd = fs.openSync(temp, 'w', 0o600);
+    try {
+      fs.writeSync(fd, script.createCachedData());
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(temp, file);
+    const label = file.slice(file.lastIndexOf('-'));
+    for (const name of fs.readdirSync(dir)) {
+      if (name.endsWith(label) && !name.startsWith(`${bundleId}-`)) fs.rmSync(path.join(dir, name), { force: true });
+    }
+  } catch {
+    try {
+      fs.rmSync(temp, { force: true });
+    } catch {
+      // nothing more to do: the cache stays absent
+    }
+  }
+}

@@ -1,0 +1,125 @@
+import { spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { collect, repoRoot, runOhHai, type RunResult } from '../../helpers/cli.js';
+import { tempEnv, type TempEnv } from '../../helpers/env.js';
+
+/**
+ * bin/oh-hai runs a bundle of the CLI through a V8 code cache (src/cli/launch.cts). The cache
+ * is an optimisation only: whatever state it is in, the command's output and exit code are
+ * the same, and a bundle that is missing or older than tsc's output is never run.
+ */
+
+let t: TempEnv | null = null;
+afterEach(() => {
+  t?.cleanup();
+  t = null;
+});
+
+const cacheDir = (env: NodeJS.ProcessEnv): string => path.join(env.HOME!, '.cache', 'oh-hai', 'code-cache');
+const caches = (env: NodeJS.ProcessEnv, label: string): string[] => {
+  try {
+    return readdirSync(cacheDir(env)).filter((n) => n.endsWith(`-${label}.v8`));
+  } catch {
+    return [];
+  }
+};
+
+async function exitCodes(env: NodeJS.ProcessEnv): Promise<RunResult> {
+  const r = await runOhHai(['bridge', '--exit-codes'], { env });
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stdout).toMatch(/^exit\tmeaning/);
+  expect(r.stderr).toBe('');
+  return r;
+}
+
+describe('the code cache', () => {
+  it('is written on the first run, private, one per bundle, and reused untouched after', async () => {
+    t = tempEnv();
+    const first = await exitCodes(t.env);
+    const [bridge] = caches(t.env, 'bridge');
+    expect(bridge).toMatch(new RegExp(`^[0-9a-f]{32}-${process.version}-${process.arch}-bridge\\.v8$`));
+    const file = path.join(cacheDir(t.env), bridge!);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(statSync(cacheDir(t.env)).mode & 0o777).toBe(0o700);
+    const before = statSync(file);
+    // V8 accepted it: the launcher rewrites a cache only when it is absent or refused.
+    expect((await exitCodes(t.env)).stdout).toBe(first.stdout);
+    const after = statSync(file);
+    expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs]);
+    // Every other command shares the other bundle and its own cache, beside the bridge's.
+    const v = await runOhHai(['--version'], { env: t.env });
+    expect(v.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(caches(t.env, 'cli')).toHaveLength(1);
+    expect(caches(t.env, 'bridge')).toEqual([bridge]);
+  });
+
+  it('that V8 refuses (garbage in the file) changes nothing the command prints, and is replaced', async () => {
+    t = tempEnv();
+    const clean = await exitCodes(t.env);
+    const [bridge] = caches(t.env, 'bridge');
+    const file = path.join(cacheDir(t.env), bridge!);
+    writeFileSync(file, Buffer.alloc(4096, 0x5a), { mode: 0o600 });
+    expect((await exitCodes(t.env)).stdout).toBe(clean.stdout);
+    expect(statSync(file).size).not.toBe(4096);
+  });
+
+  it('of an earlier build of the same bundle is removed when the new one is written', async () => {
+    t = tempEnv();
+    mkdirSync(cacheDir(t.env), { recursive: true, mode: 0o700 });
+    const stale = `${'0'.repeat(32)}-${process.version}-${process.arch}-bridge.v8`;
+    const otherBundle = `${'0'.repeat(32)}-${process.version}-${process.arch}-cli.v8`;
+    writeFileSync(path.join(cacheDir(t.env), stale), 'old');
+    writeFileSync(path.join(cacheDir(t.env), otherBundle), 'old');
+    await exitCodes(t.env);
+    expect(caches(t.env, 'bridge')).toHaveLength(1);
+    expect(caches(t.env, 'bridge')).not.toContain(stale);
+    expect(caches(t.env, 'cli')).toEqual([otherBundle]);
+  });
+
+  it('is not written with OH_HAI_CODE_CACHE=0, nor where it cannot be, and the command runs the same', async () => {
+    t = tempEnv();
+    const clean = await exitCodes({ ...t.env, OH_HAI_CODE_CACHE: '0' });
+    expect(existsSync(path.join(t.env.HOME!, '.cache'))).toBe(false);
+    // XDG_CACHE_HOME names a file: no directory can be made below it.
+    const blocked = path.join(t.root, 'not-a-dir');
+    writeFileSync(blocked, '');
+    expect((await exitCodes({ ...t.env, XDG_CACHE_HOME: blocked })).stdout).toBe(clean.stdout);
+    expect((await exitCodes({ ...t.env, XDG_CACHE_HOME: path.join(t.root, 'xdg-cache') })).stdout).toBe(clean.stdout);
+    expect(readdirSync(path.join(t.root, 'xdg-cache', 'oh-hai', 'code-cache'))).toHaveLength(1);
+  });
+});
+
+describe('a bundle that is not the latest build', () => {
+  /** A copy of the built package, so its dist/ can be changed without touching the checkout's. */
+  function packageCopy(root: string): string {
+    const pkg = path.join(root, 'pkg');
+    for (const part of ['bin', 'dist', 'package.json']) cpSync(path.join(repoRoot, part), path.join(pkg, part), { recursive: true, preserveTimestamps: true });
+    symlinkSync(path.join(repoRoot, 'node_modules'), path.join(pkg, 'node_modules'));
+    return pkg;
+  }
+  const version = (pkg: string, env: NodeJS.ProcessEnv): Promise<RunResult> =>
+    collect(spawn(process.execPath, [path.join(pkg, 'bin', 'oh-hai'), '--version'], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
+
+  it('older than tsc’s output, or missing, is not run: tsc’s modules are (no cache is made for them)', async () => {
+    t = tempEnv();
+    const pkg = packageCopy(t.root);
+    const bundled = await version(pkg, t.env);
+    expect(bundled.code).toBe(0);
+    expect(caches(t.env, 'cli')).toHaveLength(1);
+    rmSync(cacheDir(t.env), { recursive: true });
+
+    // A `tsc` run after the last bundle: the bundle no longer matches the modules.
+    const later = new Date(Date.now() + 60_000);
+    utimesSync(path.join(pkg, 'dist', 'cli', 'main.js'), later, later);
+    const stale = await version(pkg, t.env);
+    expect(stale).toMatchObject({ code: 0, stdout: bundled.stdout, stderr: '' });
+    expect(caches(t.env, 'cli')).toEqual([]);
+
+    rmSync(path.join(pkg, 'dist', 'oh-hai.cjs'));
+    const missing = await version(pkg, t.env);
+    expect(missing).toMatchObject({ code: 0, stdout: bundled.stdout, stderr: '' });
+    expect(caches(t.env, 'cli')).toEqual([]);
+  });
+});

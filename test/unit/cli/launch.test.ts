@@ -1,0 +1,38 @@
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type * as Launch from '../../../src/cli/launch.cjs';
+
+// The launcher is CommonJS (src/cli/launch.cts), which vitest does not transform: test the
+// build of it that bin/oh-hai runs.
+const { codeCacheFile, commandLabel } = createRequire(import.meta.url)('../../../dist/cli/launch.cjs') as typeof Launch;
+
+describe('the launcher picks the bundle and cache by the top-level command', () => {
+  it.each([
+    [['bridge'], 'bridge'],
+    [['bridge', '--wait', '0'], 'bridge'],
+    [['--raw', 'bridge'], 'bridge'],
+    [['bridge', 'status'], 'bridge'],
+    [[], 'cli'],
+    [['--version'], 'cli'],
+    [['session', 'status'], 'cli'],
+    [['help', 'bridge'], 'cli'],
+    [['__consumer', '--mode', 'direct'], 'cli'],
+  ])('%j → %s', (argv, label) => {
+    expect(commandLabel(argv)).toBe(label);
+  });
+});
+
+describe('the code cache lives in the user cache directory, keyed on the bundle, Node and the command', () => {
+  const name = `abc123-${process.version}-${process.arch}-bridge.v8`;
+  it.each([
+    [{ XDG_CACHE_HOME: '/x/cache', HOME: '/home/u' }, path.join('/x/cache', 'oh-hai', 'code-cache', name)],
+    [{ HOME: '/home/u' }, path.join('/home/u', '.cache', 'oh-hai', 'code-cache', name)],
+    // A relative XDG_CACHE_HOME is ignored, as the XDG spec says.
+    [{ XDG_CACHE_HOME: 'rel', HOME: '/home/u' }, path.join('/home/u', '.cache', 'oh-hai', 'code-cache', name)],
+    [{}, null],
+    [{ HOME: 'relative' }, null],
+  ])('%j', (env, file) => {
+    expect(codeCacheFile(env, 'abc123', 'bridge')).toBe(file);
+  });
+});
