@@ -1,7 +1,5 @@
 import { createHash } from 'node:crypto';
-import { crc32 as zlibCrc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { crc32 } from '../../../src/util/crc32.js';
 import { sha256Hex } from '../../../src/util/sha256.js';
 
 /** Strings across every padding boundary of SHA-256 (55, 56, 63, 64 bytes …) with 1- to 4-byte UTF-8 characters. */
@@ -26,16 +24,5 @@ describe('sha256Hex', () => {
 
   it('gives what node:crypto gives, over every padding length and UTF-8 width', () => {
     for (const s of samples()) expect(sha256Hex(s), JSON.stringify(s.slice(0, 40))).toBe(createHash('sha256').update(s, 'utf8').digest('hex'));
-  });
-});
-
-describe('crc32', () => {
-  it('matches the standard check value', () => {
-    expect(crc32('123456789')).toBe(0xcbf43926);
-    expect(crc32('')).toBe(0);
-  });
-
-  it('gives what node:zlib gives, so spool lines written by either check against the other', () => {
-    for (const s of samples()) expect(crc32(s), JSON.stringify(s.slice(0, 40))).toBe(zlibCrc32(s));
   });
 });
