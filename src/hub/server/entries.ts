@@ -71,6 +71,18 @@ export function takePending(core: HubCore, agentId: string, sessionId: string | 
   })();
 }
 
+/** Whether `takePending` would hand anything over now; a read that claims nothing. */
+export function hasPending(core: HubCore, agentId: string, sessionId: string | null): boolean {
+  const principal = core.db
+    .prepare(
+      `SELECT 1 FROM entries WHERE to_agent = ? AND to_session IS NULL AND state = 'pending'
+         AND (claimed_session IS NULL OR claimed_session = ?) LIMIT 1`,
+    )
+    .get(agentId, sessionId);
+  if (principal !== undefined) return true;
+  return sessionId !== null && core.db.prepare(`SELECT 1 FROM entries WHERE to_session = ? AND state = 'pending' LIMIT 1`).get(sessionId) !== undefined;
+}
+
 /** A session ended: its claimed, unacknowledged principal entries go back to the principal mailbox (§12). */
 export function releaseClaims(core: HubCore, sessionId: string, agentId: string): void {
   const changed = core.db.prepare(`UPDATE entries SET claimed_session = NULL WHERE claimed_session = ? AND state = 'pending'`).run(sessionId).changes;

@@ -1,7 +1,7 @@
 import type { AckRequest, ConsumerIdentity, Delivery } from '../contract/index.js';
 import type { HubCore } from './core.js';
 import type { Signer } from './delivery.js';
-import { entryById, setEntryState, takePending } from './entries.js';
+import { entryById, hasPending, setEntryState, takePending, type EntryRow } from './entries.js';
 import { bad, good, type Answer, type ApiError } from './http.js';
 import { touchPrincipal } from './presence.js';
 import { current, endedError, presentSession, sessionById, type SessionRow } from './sessions.js';
@@ -50,20 +50,30 @@ export function hold(core: HubCore, topic: 'mail' | 'message', key: string, dead
   });
 }
 
-/** `GET /v1/inbox` (§4): the session drain (presents and renews) or the principal drain (presence heartbeat). */
+/**
+ * `GET /v1/inbox` (§4): the session drain (presents and renews) or the principal drain
+ * (presence heartbeat). What it writes — the renewal, presence, first-claim-wins claims —
+ * commits in a group batch before the answer; the hold in between only reads.
+ */
 export async function drain(core: HubCore, signer: Signer, agentId: string, req: DrainRequest, signal: AbortSignal): Promise<Answer<Drained>> {
-  let lease: SessionRow | null = null;
-  if (req.session !== null) {
-    const presented = presentSession(core, agentId, req.session, { consumer: req.consumer, connect: true });
-    if (!presented.ok) return presented;
-    lease = presented.value;
-  } else {
-    touchPrincipal(core, agentId);
-  }
-  let rows = takePending(core, agentId, req.session, req.limit);
-  let ended: SessionRow | null = null;
-  if (rows.length === 0 && req.waitSeconds > 0) {
-    await hold(core, 'mail', agentId, core.clock.monotonic() + req.waitSeconds * 1000, signal, () => {
+  const first = await core.commits.run((): Answer<{ lease: SessionRow | null; rows: EntryRow[] }> => {
+    let lease: SessionRow | null = null;
+    if (req.session !== null) {
+      const presented = presentSession(core, agentId, req.session, { consumer: req.consumer, connect: true });
+      if (!presented.ok) return presented;
+      lease = presented.value;
+    } else {
+      touchPrincipal(core, agentId);
+    }
+    return good({ lease, rows: takePending(core, agentId, req.session, req.limit) });
+  });
+  if (!first.ok) return first;
+  let rows = first.value.rows;
+  const deadline = core.clock.monotonic() + req.waitSeconds * 1000;
+  // Another session may claim a principal entry between the wake-up and the take: hold again.
+  while (rows.length === 0 && req.waitSeconds > 0 && !signal.aborted && core.clock.monotonic() < deadline) {
+    let ended: SessionRow | null = null;
+    await hold(core, 'mail', agentId, deadline, signal, () => {
       if (req.session !== null) {
         const now = current(core, sessionById(core, req.session)!);
         if (now.state !== 'active') {
@@ -71,14 +81,16 @@ export async function drain(core: HubCore, signer: Signer, agentId: string, req:
           return true;
         }
       }
-      rows = takePending(core, agentId, req.session, req.limit);
-      return rows.length > 0;
+      return hasPending(core, agentId, req.session);
     });
     if (ended) return endedError(ended);
-    if (req.session === null) touchPrincipal(core, agentId);
-    else core.db.prepare('UPDATE sessions SET seen_at = ? WHERE id = ?').run(core.clock.now(), req.session);
+    rows = await core.commits.run(() => {
+      if (req.session === null) touchPrincipal(core, agentId);
+      else core.db.prepare('UPDATE sessions SET seen_at = ? WHERE id = ?').run(core.clock.now(), req.session);
+      return takePending(core, agentId, req.session, req.limit);
+    });
   }
-  return good({ lease, deliveries: rows.map((r) => signer.deliver(r, 'drain')) });
+  return good({ lease: first.value.lease, deliveries: rows.map((r) => signer.deliver(r, 'drain')) });
 }
 
 export interface Acked {

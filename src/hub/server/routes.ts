@@ -135,10 +135,10 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/account',
       needs: 'human',
       cls: 'other',
-      handle: (c) => {
+      handle: async (c) => {
         const patch = bodyOf(c, validateAccountPatch);
         if (!patch.ok) return errorReply(patch.error);
-        setMessaging(core.db, patch.value.agent_messaging);
+        await core.commits.run(() => setMessaging(core.db, patch.value.agent_messaging));
         return json(200, { account: { ...core.account, agent_messaging: patch.value.agent_messaging } });
       },
     },
@@ -147,11 +147,11 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/sessions',
       needs: 'agent',
       cls: 'sessions',
-      handle: (c) => {
+      handle: async (c) => {
         if (!messagingEnabled(core.db)) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateCreateSession);
         if (!req.ok) return errorReply(req.error);
-        const r = registerSession(core, agentOf(c), req.value);
+        const r = await core.commits.run(() => registerSession(core, agentOf(c), req.value));
         return r.ok ? json(r.value.status, { session: sessionView(r.value.row) }) : errorReply(r.error);
       },
     },
@@ -167,14 +167,14 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/sessions/:id/close',
       needs: 'agent',
       cls: 'sessions',
-      handle: (c) => answer(closeSession(core, agentOf(c), c.params[0]!), 200, (r) => ({ session: sessionView(r) })),
+      handle: async (c) => answer(await core.commits.run(() => closeSession(core, agentOf(c), c.params[0]!)), 200, (r) => ({ session: sessionView(r) })),
     },
     {
       method: 'POST',
       path: '/v1/sessions/:id/operator-close',
       needs: 'human',
       cls: 'sessions',
-      handle: (c) => answer(operatorClose(core, c.params[0]!), 200, (r) => ({ session: sessionView(r) })),
+      handle: async (c) => answer(await core.commits.run(() => operatorClose(core, c.params[0]!)), 200, (r) => ({ session: sessionView(r) })),
     },
     {
       method: 'GET',
@@ -198,11 +198,11 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/operator-stops/lift',
       needs: 'human',
       cls: 'other',
-      handle: (c) => {
+      handle: async (c) => {
         const req = bodyOf(c, validateLift);
         if (!req.ok) return errorReply(req.error);
         if (!findAgent(core, req.value.agent_id)) return fault(404, 'agent_not_found', `no agent ${req.value.agent_id} in this account`);
-        return json(200, { lifted: liftStops(core, req.value.agent_id, req.value.client_key, req.value.name) });
+        return json(200, { lifted: await core.commits.run(() => liftStops(core, req.value.agent_id, req.value.client_key, req.value.name)) });
       },
     },
     {
@@ -248,10 +248,10 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/inbox/ack',
       needs: 'agent',
       cls: 'ack',
-      handle: (c) => {
+      handle: async (c) => {
         const req = bodyOf(c, validateAck);
         if (!req.ok) return errorReply(req.error);
-        const r = ack(core, agentOf(c), req.value);
+        const r = await core.commits.run(() => ack(core, agentOf(c), req.value));
         return answer(r, 200, (a) => withLease({ delivered: a.delivered, acknowledged: a.acknowledged, unknown: a.unknown }, a.lease));
       },
     },
@@ -260,11 +260,11 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/messages',
       needs: 'agent',
       cls: 'messages',
-      handle: (c) => {
+      handle: async (c) => {
         if (!messagingEnabled(core.db)) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateSend);
         if (!req.ok) return errorReply(req.error);
-        const r = sendMessage(core, agentOf(c), req.value);
+        const r = await core.commits.run(() => sendMessage(core, agentOf(c), req.value));
         return r.ok ? json(r.value.replay ? 200 : 202, sentBody(r.value)) : errorReply(r.error);
       },
     },
@@ -308,11 +308,11 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/messages/:id/respond',
       needs: 'agent',
       cls: 'messages',
-      handle: (c) => {
+      handle: async (c) => {
         if (!messagingEnabled(core.db)) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateRespond);
         if (!req.ok) return errorReply(req.error);
-        const r = respond(core, agentOf(c), c.params[0]!, req.value);
+        const r = await core.commits.run(() => respond(core, agentOf(c), c.params[0]!, req.value));
         return answer(r, 201, sentBody);
       },
     },
@@ -321,10 +321,10 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/directives',
       needs: 'human',
       cls: 'messages',
-      handle: (c) => {
+      handle: async (c) => {
         const req = bodyOf(c, validateDirective);
         if (!req.ok) return errorReply(req.error);
-        return answer(sendDirective(core, req.value), 202, (m) => ({ message: messageJson(m) }));
+        return answer(await core.commits.run(() => sendDirective(core, req.value)), 202, (m) => ({ message: messageJson(m) }));
       },
     },
     {
@@ -342,10 +342,10 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/account/agents',
       needs: 'human',
       cls: 'other',
-      handle: (c) => {
+      handle: async (c) => {
         const req = bodyOf(c, validateMintAgent);
         if (!req.ok) return errorReply(req.error);
-        const minted = mintAgent(core, req.value.label);
+        const minted = await core.commits.run(() => mintAgent(core, req.value.label));
         return json(201, { agent: agentView(minted.agent), token: minted.token });
       },
     },
@@ -354,7 +354,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/account/agents/:id/revoke',
       needs: 'human',
       cls: 'other',
-      handle: (c) => answer(revokeAgent(core, c.params[0]!), 200, (a) => ({ agent: agentView(a) })),
+      handle: async (c) => answer(await core.commits.run(() => revokeAgent(core, c.params[0]!)), 200, (a) => ({ agent: agentView(a) })),
     },
     {
       method: 'GET',

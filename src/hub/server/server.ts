@@ -5,6 +5,7 @@ import type { Clock } from '../../util/clock.js';
 import { writeFileAtomic } from '../../util/fs-durable.js';
 import { bootAccount } from './account.js';
 import { Bus } from './bus.js';
+import { GroupCommit } from './commit.js';
 import type { HubConfig } from './config.js';
 import type { HubCore } from './core.js';
 import { Signer } from './delivery.js';
@@ -63,6 +64,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   const boot = bootAccount(db, config.dataDir, 'reference hub account');
   const core: HubCore = {
     db,
+    commits: new GroupCommit(db, (e) => o.log(`hub: after-commit effect failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`)),
     config,
     clock: hubClock(o.clock, config.clockOffsetMs),
     bus: new Bus(),

@@ -140,7 +140,8 @@ export function presentSession(core: HubCore, agentId: string, id: string, p: Pr
     core.db
       .prepare(`UPDATE sessions SET expires_at = ?, last_renewed_at = ?, seen_at = CASE WHEN ? THEN ? ELSE seen_at END WHERE id = ?`)
       .run(now + r.lease_seconds * 1000, now, p.connect ? 1 : 0, now, r.id);
-    if (p.consumer && (replaced || p.stream)) core.streams.supersede(r.id, p.consumer, p.stream ?? null);
+    const consumer = p.consumer;
+    if (consumer && (replaced || p.stream)) core.commits.afterCommit(() => core.streams.supersede(r.id, consumer, p.stream ?? null));
     return good(sessionById(core, r.id)!);
   })();
 }
@@ -201,7 +202,7 @@ export function registerSession(core: HubCore, agentId: string, req: CreateSessi
                  holder_home = ?, holder_host = ?, holder_pid = ?, holder_since = ?, holder_seen_at = ? WHERE id = ?`,
             )
             .run(lease, now + lease * 1000, now, req.client_key, req.home ?? null, holder?.home ?? null, holder?.host ?? null, holder?.pid ?? null, holder ? now : null, holder ? now : null, live.id);
-          core.streams.closeSession(live.id, 'replaced');
+          core.commits.afterCommit(() => core.streams.closeSession(live.id, 'replaced'));
         }
         return good({ status: 200, row: sessionById(core, live.id)! });
       }
@@ -295,6 +296,6 @@ function endSession(core: HubCore, r: SessionRow, state: Exclude<SessionState, '
     releaseClaims(core, r.id, r.agent_id);
     return sessionById(core, r.id)!;
   })();
-  core.streams.closeSession(r.id, state as StreamCloseReason);
+  core.commits.afterCommit(() => core.streams.closeSession(r.id, state as StreamCloseReason));
   return ended;
 }

@@ -7,7 +7,7 @@ import { takePending } from './entries.js';
 import { errorReply, type Reply } from './http.js';
 import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
-import { presentSession, streamEnded } from './sessions.js';
+import { endedError, presentSession, sessionById, streamEnded } from './sessions.js';
 
 /** How many deliveries one `entries` event carries at most. */
 const PUSH_BATCH = 100;
@@ -27,7 +27,7 @@ const frame = (event: string, data: unknown): string => `event: ${event}\ndata: 
  * bounded so the client's reconnect renews again before the lease runs out. A push is
  * provisional: every entry not yet acknowledged is pushed again on the next connect.
  */
-export function openStream(core: HubCore, signer: Signer, res: ServerResponse, sr: StreamRequest): Reply {
+export async function openStream(core: HubCore, signer: Signer, res: ServerResponse, sr: StreamRequest): Promise<Reply> {
   let finished = false;
   const cleanups: Array<() => void> = [];
   const finish = (last: string | null) => {
@@ -58,9 +58,20 @@ export function openStream(core: HubCore, signer: Signer, res: ServerResponse, s
     },
   };
 
-  const presented = presentSession(core, sr.agentId, sr.sessionId, { consumer: sr.consumer, connect: true, stream: handle });
+  // The connect is the renewal the client records: it is durable before `open` says so.
+  const presented = await core.commits.run(() => presentSession(core, sr.agentId, sr.sessionId, { consumer: sr.consumer, connect: true, stream: handle }));
   if (!presented.ok) return errorReply(presented.error);
-  const session = presented.value;
+  if (res.destroyed || res.socket?.destroyed !== false) {
+    // The client left while the renewal committed: nothing to hold open.
+    finish(null);
+    return { kind: 'handled' };
+  }
+  // A unit later in the same batch may have ended the session before this stream was registered to hear it.
+  const session = sessionById(core, sr.sessionId) ?? presented.value;
+  if (session.state !== 'active') {
+    const ended = endedError<never>(session);
+    if (!ended.ok) return errorReply(ended.error);
+  }
   const hold = holdMs(core.config, session.lease_seconds);
 
   res.writeHead(200, {
