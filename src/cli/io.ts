@@ -2,11 +2,24 @@ import type { Clock } from '../util/clock.js';
 import { systemClock } from '../util/clock.js';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { FdOutput } from './fd-output.js';
+
+/** What a command writes to: process.stdout/stderr, an FdOutput, or a test's PassThrough. */
+export interface Output {
+  write(text: string, cb?: (err?: Error | null) => void): boolean;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+}
+
+/** An output of this process: the entry waits for it to drain before exiting. */
+export interface ProcessOutput extends Output {
+  readonly writableLength: number;
+  once(event: 'drain', listener: () => void): unknown;
+}
 
 /** Everything a command touches of the outside world, passed in so a test can run a command in-process. */
 export interface CliIO {
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
+  stdout: Output;
+  stderr: Output;
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
   env: NodeJS.ProcessEnv;
   cwd: string;
@@ -20,10 +33,20 @@ export interface CliIO {
 /** The path of the launcher-independent entry script, dist/cli/main.js. */
 export const mainScript = (): string => path.join(path.dirname(fileURLToPath(import.meta.url)), 'main.js');
 
-export function processIO(): CliIO {
+export interface ProcessIO extends CliIO {
+  stdout: ProcessOutput;
+  stderr: ProcessOutput;
+}
+
+/**
+ * This process's IO. `descriptors` writes stdout and stderr with write(2) instead of Node's
+ * streams (FdOutput: the bridge's entry, where creating the streams is a seventh of a run).
+ */
+export function processIO(outputs: 'streams' | 'descriptors' = 'streams'): ProcessIO {
+  const direct = outputs === 'descriptors' && process.platform !== 'win32';
   return {
-    stdout: process.stdout,
-    stderr: process.stderr,
+    stdout: direct ? new FdOutput(1, () => process.stdout) : process.stdout,
+    stderr: direct ? new FdOutput(2, () => process.stderr) : process.stderr,
     // A getter: process.stdin builds a stream (and loads its modules) on first access, and most
     // commands never read it.
     get stdin() {
@@ -38,7 +61,7 @@ export function processIO(): CliIO {
 }
 
 /** Write and resolve once the bytes have been handed to the OS (for pipes: flushed). */
-export function writeFlushed(stream: NodeJS.WritableStream, text: string): Promise<void> {
+export function writeFlushed(stream: Output, text: string): Promise<void> {
   return new Promise((resolve, reject) => {
     stream.write(text, (err?: Error | null) => (err ? reject(err) : resolve()));
   });

@@ -116,11 +116,11 @@ function internalError(io: CliIO, argv: string[], err: unknown): number {
 }
 
 /** The process entry (bin/oh-hai, through main.ts or bridge-main.ts). The only place that calls process.exit. */
-export async function runProcess(groups: readonly CommandGroup[]): Promise<void> {
-  const io = processIO();
+export async function runProcess(groups: readonly CommandGroup[], outputs: 'streams' | 'descriptors' = 'streams'): Promise<void> {
+  const io = processIO(outputs);
   const code = await runCliOf(groups, process.argv.slice(2), io);
   const exit = () => process.exit(code);
   // Let stdout drain before exiting so a pipe reader gets every byte we promised.
-  if (process.stdout.writableLength > 0) process.stdout.once('drain', exit);
+  if (io.stdout.writableLength > 0) io.stdout.once('drain', exit);
   else exit();
 }

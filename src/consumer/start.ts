@@ -14,7 +14,7 @@ export interface ConsumerOptions {
   clock: Clock;
   pid: number;
   /** Direct mode logs here as well as to bridge.log. */
-  stderr: NodeJS.WritableStream | null;
+  stderr: { write(text: string): unknown } | null;
   /** Aborted from outside (SIGTERM, SIGINT): a clean stop. The reason names the signal. */
   shutdown: AbortSignal;
   version: string;

@@ -1,6 +1,6 @@
 import { validateEntry } from '../../../hub/contract/entry.js';
 import { ENTRY_FILES, entryStanding, stoodDownSessions, type Cursor, type SpoolItem, type StateEntry } from '../../../spool/index.js';
-import { writeFlushed } from '../../io.js';
+import { writeFlushed, type Output } from '../../io.js';
 import { CursorFile } from './cursor-file.js';
 import { entrySummary, plain, transitionSummary } from './summary.js';
 
@@ -17,7 +17,7 @@ export class Printer {
 
   constructor(
     private readonly entry: StateEntry,
-    private readonly out: NodeJS.WritableStream,
+    private readonly out: Output,
     private readonly raw: boolean,
     /** Asked before each record: a stop request lets the record in flight finish, and no more. */
     private readonly stopRequested: () => boolean,

@@ -1,0 +1,78 @@
+import { EventEmitter } from 'node:events';
+import { writeSync } from 'node:fs';
+
+/** How long a burst of writes may go without a turn of the event loop (see callBack). */
+const TURN_NS = 1_000_000n;
+
+/**
+ * stdout or stderr written with write(2) on the descriptor rather than through Node's stream
+ * for it. Creating process.stdout and process.stderr on pipes loads `net` and half of
+ * `stream` and costs a run ~3 ms, a seventh of a bare `node` start (docs/performance.md); the
+ * bridge, re-run after every exit, uses this instead.
+ *
+ * A write returns once the kernel has the bytes, which is what the reader's "flushed" means
+ * anyway (print, flush, then move the cursor). On a blocking descriptor, the usual case, a
+ * full pipe blocks the process until its reader drains it, as a record in flight would have
+ * waited (a SIGTERM meanwhile is handled once the write returns). A descriptor a parent left non-blocking answers EAGAIN instead: from then on
+ * every write goes through Node's stream, in order, which waits for the pipe without blocking.
+ * A failed write (EPIPE: nobody reads) fails its callback and emits 'error', as the stream does.
+ */
+export class FdOutput extends EventEmitter {
+  private stream: NodeJS.WriteStream | null = null;
+  private lastTurn = process.hrtime.bigint();
+
+  constructor(
+    private readonly fd: number,
+    private readonly openStream: () => NodeJS.WriteStream,
+  ) {
+    super();
+  }
+
+  write(text: string, cb?: (err?: Error | null) => void): boolean {
+    if (this.stream) return this.stream.write(text, cb);
+    const bytes = Buffer.from(text, 'utf8');
+    let done = 0;
+    try {
+      while (done < bytes.length) done += writeSync(this.fd, bytes, done);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EAGAIN' || code === 'EWOULDBLOCK') return this.toStream().write(bytes.subarray(done), cb);
+      setImmediate(() => {
+        cb?.(e as Error);
+        this.emit('error', e);
+      });
+      return false;
+    }
+    if (cb) this.callBack(cb);
+    return true;
+  }
+
+  /**
+   * A reader printing a burst awaits each callback, and only a turn of the event loop lets a
+   * SIGTERM or SIGINT (or a heartbeat) in between two records; a turn per record would cost
+   * more than the write. So a callback waits for the next turn once a millisecond has passed
+   * since the last one, and is otherwise called straight after this write.
+   */
+  private callBack(cb: (err?: Error | null) => void): void {
+    const now = process.hrtime.bigint();
+    if (now - this.lastTurn < TURN_NS) {
+      process.nextTick(cb, null);
+      return;
+    }
+    this.lastTurn = now;
+    setImmediate(cb, null);
+  }
+
+  /** Bytes accepted but not yet written: only the stream, once in use, ever holds any. */
+  get writableLength(): number {
+    return this.stream?.writableLength ?? 0;
+  }
+
+  private toStream(): NodeJS.WriteStream {
+    const stream = this.openStream();
+    stream.on('error', (e) => this.emit('error', e));
+    stream.on('drain', () => this.emit('drain'));
+    this.stream = stream;
+    return stream;
+  }
+}
