@@ -1,6 +1,6 @@
 /**
  * The exit-code contract. This table is the single source: `oh-hai bridge --exit-codes`,
- * the man pages and the tests all read it. Codes are produced only in src/cli/main.ts.
+ * the man pages and the tests all read it. Codes are produced only in src/cli/program.ts.
  */
 export const EXIT = {
   ok: 0,

@@ -1,7 +1,7 @@
 import { EXIT } from './exit-codes.js';
 
 /**
- * What a command returns. Commands never exit: the one CLI entry (main.ts) turns an
+ * What a command returns. Commands never exit: the one CLI entry (program.ts) turns an
  * Outcome into stderr lines and an exit code.
  */
 export interface Outcome {

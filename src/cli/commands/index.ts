@@ -10,7 +10,7 @@ export type Registration = (program: Command, host: CommandHost) => void;
 
 /**
  * A command group: the top-level commands its registration declares, and how to load it.
- * Loading is lazy because a run that names a command loads only that group (main.ts):
+ * Loading is lazy because a run that names a command loads only that group (program.ts):
  * every module loaded costs the warm path time (docs/performance.md). `commands` must be
  * exactly what the registration declares; test/unit/cli/command-groups.test.ts checks it.
  */

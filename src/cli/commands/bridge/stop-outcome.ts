@@ -3,7 +3,7 @@ import type { Outcome } from '../../outcome.js';
 import type { ConsumerRecord, ReaderRecord, RecordRead, SessionRecord } from '../../../spool/index.js';
 import { sessionHeldMessage } from './holder.js';
 
-/** How each way a reader run can end becomes an Outcome (the stop line; main.ts prints it). */
+/** How each way a reader run can end becomes an Outcome (the stop line; program.ts prints it). */
 
 /** The background connection recorded a stop: the reader exits with ITS code, after printing what it left. */
 export function consumerStopOutcome(r: ConsumerRecord, session: RecordRead<SessionRecord>, nowMs: number, logPath: string): Outcome {
