@@ -1,7 +1,8 @@
 /**
  * In-process wake-ups: new mail for an agent, a message whose state changed, a session
- * that ended. Emits are delivered on the next turn of the event loop and coalesced, so
- * a listener never runs inside the writer's transaction and a burst wakes it once.
+ * that ended. Emits are delivered on the next turn of the event loop (or right after a
+ * group commit's COMMIT) and coalesced, so a listener never runs inside the writer's
+ * transaction and a burst wakes it once.
  */
 export type SessionEndReason = 'closed' | 'closed_by_operator' | 'lapsed';
 
@@ -27,12 +28,15 @@ class Topic {
     this.pending.add(key);
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      const keys = [...this.pending];
-      this.pending.clear();
-      for (const k of keys) for (const fn of [...(this.listeners.get(k) ?? [])]) fn();
-    });
+    setImmediate(() => this.deliver());
+  }
+
+  /** Wake the listeners of every pending key now; call it only with the writes behind them committed. */
+  deliver(): void {
+    this.scheduled = false;
+    const keys = [...this.pending];
+    this.pending.clear();
+    for (const k of keys) for (const fn of [...(this.listeners.get(k) ?? [])]) fn();
   }
 }
 
@@ -41,4 +45,13 @@ export class Bus {
   readonly mail = new Topic();
   /** Keyed by message id: its track or response changed. */
   readonly message = new Topic();
+
+  /**
+   * Deliver what is pending on every topic now rather than on the next turn: a group
+   * commit calls it right after its COMMIT, so a push goes out with the batch's answers.
+   */
+  deliver(): void {
+    this.mail.deliver();
+    this.message.deliver();
+  }
 }

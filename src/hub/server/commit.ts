@@ -8,6 +8,13 @@ interface Unit {
   reject: (error: unknown) => void;
 }
 
+export interface CommitHooks {
+  /** Runs after every committed batch, after its units' effects and before their answers (the Hub wakes its bus here). */
+  committed: Effect;
+  /** Hears an after-commit effect that threw: its unit's data is committed, so its answer stands. */
+  effectFailed: (error: unknown) => void;
+}
+
 type Outcome = { ok: true; value: unknown; effects: Effect[] } | { ok: false; error: unknown };
 
 /**
@@ -29,10 +36,9 @@ export class GroupCommit {
   /** The effects of the unit running now; null outside a flush. */
   private effects: Effect[] | null = null;
 
-  /** `effectFailed` hears an after-commit effect that threw (its unit's data is committed; the answer stands). */
   constructor(
     private readonly db: Db,
-    private readonly effectFailed: (error: unknown) => void,
+    private readonly hooks: CommitHooks,
   ) {}
 
   /** Run `unit` in the next batch; settles with its result (or its throw) once the batch is committed. */
@@ -70,6 +76,7 @@ export class GroupCommit {
       this.effects = null;
     }
     for (const o of outcomes) if (o.ok) for (const effect of o.effects) this.runEffect(effect);
+    this.runEffect(this.hooks.committed);
     batch.forEach((u, i) => {
       const o = outcomes[i]!;
       if (o.ok) u.resolve(o.value);
@@ -95,7 +102,7 @@ export class GroupCommit {
     try {
       effect();
     } catch (error) {
-      this.effectFailed(error);
+      this.hooks.effectFailed(error);
     }
   }
 }

@@ -62,12 +62,16 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   const { config } = o;
   const db = openStore(config.dataDir);
   const boot = bootAccount(db, config.dataDir, 'reference hub account');
+  const bus = new Bus();
   const core: HubCore = {
     db,
-    commits: new GroupCommit(db, (e) => o.log(`hub: after-commit effect failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`)),
+    commits: new GroupCommit(db, {
+      committed: () => bus.deliver(),
+      effectFailed: (e) => o.log(`hub: after-commit effect failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`),
+    }),
     config,
     clock: hubClock(o.clock, config.clockOffsetMs),
-    bus: new Bus(),
+    bus,
     streams: new StreamRegistry(),
     faults: new FaultTable(),
     account: boot.account,

@@ -16,6 +16,7 @@ describe('GroupCommit on a real SQLite store (WAL, synchronous=FULL)', () => {
   let dir: string;
   let db: Database.Database;
   let effectErrors: unknown[];
+  let batches: number;
   let commits: GroupCommit;
 
   beforeEach(() => {
@@ -28,7 +29,8 @@ describe('GroupCommit on a real SQLite store (WAL, synchronous=FULL)', () => {
              CREATE TABLE child (id TEXT PRIMARY KEY, parent TEXT NOT NULL REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED);
              CREATE TABLE note (id INTEGER PRIMARY KEY, text TEXT NOT NULL)`);
     effectErrors = [];
-    commits = new GroupCommit(db, (e) => effectErrors.push(e));
+    batches = 0;
+    commits = new GroupCommit(db, { committed: () => batches++, effectFailed: (e) => effectErrors.push(e) });
   });
   afterEach(() => {
     db.close();
@@ -44,6 +46,10 @@ describe('GroupCommit on a real SQLite store (WAL, synchronous=FULL)', () => {
     const parent = commits.run(() => db.prepare('INSERT INTO parent (id) VALUES (?)').run('p1').changes);
     await expect(Promise.all([orphan, parent])).resolves.toEqual([1, 1]);
     expect(db.prepare('SELECT parent FROM child').get()).toEqual({ parent: 'p1' });
+    expect(batches).toBe(1);
+    // A unit queued after the batch ran waits for the next one.
+    await commits.run(() => insert('later'));
+    expect(batches).toBe(2);
   });
 
   it('rolls back only the unit that throws, and answers only it with its error', async () => {
@@ -62,6 +68,7 @@ describe('GroupCommit on a real SQLite store (WAL, synchronous=FULL)', () => {
       { status: 'fulfilled', value: 'third' },
     ]);
     expect(notes()).toEqual(['one', 'three']);
+    expect(batches).toBe(1);
   });
 
   it('settles nothing before the COMMIT, and rejects every unit of a batch whose COMMIT fails', async () => {
@@ -78,6 +85,7 @@ describe('GroupCommit on a real SQLite store (WAL, synchronous=FULL)', () => {
     expect(seen).toEqual([]);
     expect(notes()).toEqual([]);
     expect(db.inTransaction).toBe(false);
+    expect(batches).toBe(0);
     // The next batch starts clean.
     await commits.run(() => insert('after'));
     expect(notes()).toEqual(['after']);
@@ -106,6 +114,7 @@ describe('GroupCommit on a real SQLite store (WAL, synchronous=FULL)', () => {
     await expect(throwing).resolves.toBe('answer stands');
     expect(log).toEqual(['effect ok (in transaction: false, rows: 1)', 'answer ok']);
     expect(effectErrors.map(String)).toEqual(['Error: effect broke']);
+    expect(batches).toBe(1);
     // Outside a batch the caller has committed already: the effect runs at once.
     commits.afterCommit(() => log.push('outside'));
     expect(log.at(-1)).toBe('outside');
