@@ -87,7 +87,8 @@ export async function drain(core: HubCore, signer: Signer, agentId: string, req:
     rows = await core.commits.run(() => {
       if (req.session === null) touchPrincipal(core, agentId);
       else core.db.prepare('UPDATE sessions SET seen_at = ? WHERE id = ?').run(core.clock.now(), req.session);
-      return takePending(core, agentId, req.session, req.limit);
+      // A client that left takes nothing: a principal entry stays free for another session.
+      return signal.aborted ? [] : takePending(core, agentId, req.session, req.limit);
     });
   }
   return good({ lease: first.value.lease, deliveries: rows.map((r) => signer.deliver(r, 'drain')) });

@@ -61,7 +61,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   // The connect is the renewal the client records: it is durable before `open` says so.
   const presented = await core.commits.run(() => presentSession(core, sr.agentId, sr.sessionId, { consumer: sr.consumer, connect: true, stream: handle }));
   if (!presented.ok) return errorReply(presented.error);
-  if (res.destroyed || res.socket?.destroyed !== false) {
+  if (res.destroyed) {
     // The client left while the renewal committed: nothing to hold open.
     finish(null);
     return { kind: 'handled' };
