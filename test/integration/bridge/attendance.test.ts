@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isSameProcessAlive, stampOf } from '../../../src/spool/index.js';
+import { ENTRY_FILES, isSameProcessAlive, stampOf } from '../../../src/spool/index.js';
 import { collect, ohHaiBin, startOhHai } from '../../helpers/cli.js';
 import { waitFor } from '../../helpers/wait.js';
 import { EPILOGUE, message, stage, type Stage } from './stage.js';
@@ -114,6 +114,7 @@ describe('reader attendance and signals', () => {
     const r = await secondDone;
     expect(r.code).toBe(130);
     expect(r.stderr).toContain(`took over from this agent session's previous reader (pid ${first.pid}`);
+    expect(readFileSync(st.entry.path(ENTRY_FILES.log), 'utf8')).toContain(`reader: displaced the previous reader pid ${first.pid} (declared)`);
   });
 
   it('a dead previous reader is displaced silently', async () => {
@@ -127,6 +128,14 @@ describe('reader attendance and signals', () => {
     const r = await collect(startOhHai(['bridge', '--wait', '0'], { env: st.env }));
     expect(r.code).toBe(0);
     expect(r.stderr).not.toMatch(/took over|FATAL/);
+    // Nor in bridge.log: a dead holder's record is what every exit of the re-run loop leaves.
+    let log = '';
+    try {
+      log = readFileSync(st.entry.path(ENTRY_FILES.log), 'utf8');
+    } catch {
+      // no log at all is silent too
+    }
+    expect(log).not.toContain('displaced the previous reader');
   });
 
   it('stops when the process that started it is gone (nohup oh-hai bridge & outlives no shell)', async () => {

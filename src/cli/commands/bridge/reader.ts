@@ -287,7 +287,11 @@ export class EntryReader {
     this.entry.write('reader', record);
     if (decision.action !== 'displace') return { record };
     const holder = facts.record.state === 'ok' ? facts.record.value : null;
-    this.entry.log(`${this.leg.logName}: displaced the previous reader${decision.pid !== null ? ` pid ${decision.pid}` : ''} (${decision.why})`);
+    // A dead holder is the previous run's record, there after every exit of the re-run loop:
+    // logging it would add a line to bridge.log per run and say nothing.
+    if (decision.why !== 'dead') {
+      this.entry.log(`${this.leg.logName}: displaced the previous reader${decision.pid !== null ? ` pid ${decision.pid}` : ''} (${decision.why})`);
+    }
     if (decision.why === 'declared' && holder) this.say(`took over from this agent session's previous reader (pid ${holder.pid} on ${holder.host}); one reader prints your mail`);
     if (decision.signal && holder) {
       noteDisplaced(this.entry, holder, record);
