@@ -69,6 +69,14 @@ const PARSERS: { [K in keyof RecordKinds]: (x: unknown) => Result<RecordKinds[K]
   stoodDown: parseStoodDownRecord,
 };
 
+/**
+ * reader.json describes a live reader and is rewritten on every run and heartbeat; after a
+ * crash every process it could name is gone, and a record torn by a power loss reads as
+ * unreadable, which is displaced once stale (or at once under a declared key). Its fsyncs
+ * cost every run ~0.3 ms on an idle disk and several when the disk is busy (docs/performance.md).
+ */
+const LIVE_RECORDS: ReadonlySet<keyof RecordKinds> = new Set(['reader']);
+
 /** One state entry directory, checked and ready; every piece of it bound to `dir`. */
 export class StateEntry {
   constructor(
@@ -87,7 +95,7 @@ export class StateEntry {
   }
 
   write<K extends keyof RecordKinds>(kind: K, value: RecordKinds[K]): void {
-    writeRecord(this.dir, ENTRY_FILES[kind], value);
+    writeRecord(this.dir, ENTRY_FILES[kind], value, LIVE_RECORDS.has(kind) ? 'live' : 'durable');
   }
 
   readCursor(): Cursor {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { writeFileAtomic } from '../util/fs-durable.js';
+import { replaceFile, writeFileAtomic } from '../util/fs-durable.js';
 import type { Result } from '../util/result.js';
 import { Fields } from './fields.js';
 
@@ -49,9 +49,12 @@ export function readRecord<T>(dir: string, name: string, parse: (x: unknown) => 
   return parsed.ok ? { state: 'ok', value: parsed.value } : { state: 'unreadable', reason: `${file}: ${parsed.reason}` };
 }
 
-/** Atomic replace (temp, fsync, rename, fsync dir), 0600, one JSON document with a trailing newline. */
-export function writeRecord(dir: string, name: string, value: unknown): void {
-  writeFileAtomic(path.join(dir, name), JSON.stringify(value) + '\n');
+/**
+ * Atomic replace, 0600, one JSON document with a trailing newline: durable (temp, fsync,
+ * rename, fsync dir), or for a live process's own record only replaced (no fsyncs).
+ */
+export function writeRecord(dir: string, name: string, value: unknown, durability: 'durable' | 'live' = 'durable'): void {
+  (durability === 'durable' ? writeFileAtomic : replaceFile)(path.join(dir, name), JSON.stringify(value) + '\n');
 }
 
 export interface ProcessStamp {

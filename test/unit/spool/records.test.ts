@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -73,17 +73,21 @@ const settings: ConsumerSettings = {
 };
 
 describe('records', () => {
-  function roundTrips<T>(name: string, value: T, parse: (x: unknown) => Result<T>): void {
+  function roundTrips<T>(name: string, value: T, parse: (x: unknown) => Result<T>, durability: 'durable' | 'live' = 'durable'): void {
     const dir = tempDir();
-    writeRecord(dir, name, value);
+    writeRecord(dir, name, value, durability);
     expect(readRecord(dir, name, parse)).toEqual({ state: 'ok', value });
     expect(statSync(path.join(dir, name)).mode & 0o777).toBe(0o600);
     expect(readFileSync(path.join(dir, name), 'utf8').endsWith('\n')).toBe(true);
+    // Replaced by a rename either way: no temp file is left beside it.
+    writeRecord(dir, name, value, durability);
+    expect(readdirSync(dir)).toEqual([name]);
   }
 
   it('each record round-trips through writeRecord/readRecord, 0600', () => {
     roundTrips('consumer.json', consumer, parseConsumerRecord);
     roundTrips('reader.json', reader, parseReaderRecord);
+    roundTrips('reader.json', reader, parseReaderRecord, 'live');
     roundTrips('session.json', session, parseSessionRecord);
     roundTrips('settings.json', settings, parseConsumerSettings);
     roundTrips('identity.json', { hub: 'http://h', agent_id: 'agt_1', session_key: 'k', key_source: '--session', pinned: null, name: 'k' }, parseIdentityRecord);
