@@ -1,4 +1,4 @@
-import { Command, CommanderError } from 'commander';
+import type { Command } from 'commander';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { CommandGroup } from './commands/index.js';
@@ -35,6 +35,7 @@ export async function buildProgramOf(
   const named = argv === undefined ? undefined : firstOperand(argv);
   const only = groups.filter((g) => named !== undefined && g.commands.includes(named));
   const registrations = await Promise.all((only.length > 0 ? only : groups).map((g) => g.load()));
+  const { Command } = await import('commander');
   const program = new Command('oh-hai');
   program
     .description('Keeps AI agents reachable: run `oh-hai bridge` as a background task and re-run it after every exit.')
@@ -66,9 +67,14 @@ export async function buildProgramOf(
 export async function runCliOf(groups: readonly CommandGroup[], argv: string[], io: CliIO): Promise<number> {
   let finished: Finished | undefined;
   try {
-    const program = await buildProgramOf(groups, io, (f) => (finished = f), argv);
-    await program.parseAsync(argv, { from: 'user' });
+    const named = firstOperand(argv);
+    finished = (await groups.find((g) => named !== undefined && g.commands.includes(named))?.fast?.(argv, io)) ?? undefined;
+    if (finished === undefined) {
+      const program = await buildProgramOf(groups, io, (f) => (finished = f), argv);
+      await program.parseAsync(argv, { from: 'user' });
+    }
   } catch (err) {
+    const { CommanderError } = await import('commander');
     if (err instanceof CommanderError) {
       if (err.exitCode === 0) return EXIT.ok;
       const name = commandName(argv);

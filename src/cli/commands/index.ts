@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import type { CommandHost } from '../host.js';
+import type { CliIO } from '../io.js';
+import type { Outcome } from '../outcome.js';
 
 /**
  * Every command group registers itself here. A registration only declares flags;
@@ -17,11 +19,20 @@ export type Registration = (program: Command, host: CommandHost) => void;
 export interface CommandGroup {
   commands: readonly string[];
   load(): Promise<Registration>;
+  /**
+   * Runs the group's plain invocation without commander, or answers null to let commander
+   * parse argv: the bridge, re-run after every exit, spares itself commander (bridge/options.ts).
+   */
+  fast?(argv: readonly string[], io: CliIO): Promise<{ name: string; outcome: Outcome } | null>;
 }
 
 // Object literals, not calls to a helper: the bridge's bundle drops the groups it does not
 // list only if building them has no side effects a bundler must keep (bridge-main.ts).
-const bridge: CommandGroup = { commands: ['bridge'], load: async () => (await import('./bridge/register.js')).register };
+const bridge: CommandGroup = {
+  commands: ['bridge'],
+  load: async () => (await import('./bridge/register.js')).register,
+  fast: async (argv, io) => (await import('./bridge/fast.js')).runFast(argv, io),
+};
 const consumer: CommandGroup = { commands: ['__consumer'], load: async () => (await import('./consumer/register.js')).register };
 const session: CommandGroup = { commands: ['session'], load: async () => (await import('./session/register.js')).register };
 

@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import type { Registration } from '../index.js';
+import { BRIDGE_OPTIONS } from './options.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -18,19 +19,12 @@ export const register: Registration = (program, host) => {
     .description(
       'Print every message waiting for this agent session (one summary line each) and exit 0; if none is waiting, wait up to the wait bound ' +
         'for the next. Run it as a background task and RE-RUN IT AFTER EVERY EXIT, branching on the exit code (--exit-codes).',
-    )
-    .option('--wait <seconds>', 'wait bound when nothing is waiting (default 540; [bridge] wait_seconds, OH_HAI_WAIT_SECONDS)')
-    .option('--session <name|sess_id>', 'this agent session: a name, or a sess_… id that pins that Hub session')
-    .option('--state-home <absolute path>', 'a separate state root (absolute only)')
-    .option('--raw', 'print each spool envelope verbatim, one NDJSON line per record (for programs)')
-    .option('--json', 'the same as --raw')
-    .option('--allow-from <item>', 'who may ask/task this agent: any-in-account, agent:<id> or agent:<id>#sess_… (repeatable)', collect)
-    .option('--transport <auto|sse|poll>', 'how the connection drains (default auto: SSE when the Hub offers it)')
-    .option('--interval <seconds>', 'long-poll interval (default 5)')
-    .option('--max-retries <n>', 'reconnect budget for genuine faults before exit 13 (default 8)')
-    .option('--hub <url>', 'the Hub URL (default: MA2H_HUB_URL, then config)')
-    .option('--agent <id>', 'which identity, when several tokens are configured')
-    .option('--exit-codes', 'print the exit-code table and exit (no credential, no Hub call)')
+    );
+  for (const o of BRIDGE_OPTIONS) {
+    if (o.takes === 'list') bridge.option(o.flags, o.description, collect);
+    else bridge.option(o.flags, o.description);
+  }
+  bridge
     .addOption(new Option('--once').hideHelp())
     .addOption(new Option('--until-event [event]').hideHelp())
     .addOption(new Option('--stream').hideHelp())
