@@ -34,6 +34,16 @@ const BUNDLES = { bridge: path.join(DIST, 'bridge.cjs'), cli: path.join(DIST, 'o
 const MODULES_MAIN = path.join(DIST, 'cli', 'main.js');
 const ID_LINE = /^\/\/ oh-hai bundle ([0-9a-f]{16,64})\n/;
 
+/**
+ * A cache holds the functions the run that wrote it compiled, and what a later run loads from
+ * it goes into what it writes. So the cache is written by the first few runs, each adding what
+ * it ran (the first bridge run may start a connection and print nothing; the next ones print),
+ * and then left alone: writing costs a run a few milliseconds.
+ */
+const WRITES = 3;
+/** A run still going after this writes its cache then, not at exit: a long-running command is stopped by a signal, often while its home is being removed. */
+const EARLY_WRITE_MS = 2000;
+
 export function launch(argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): void {
   const label = commandLabel(argv);
   const bundle = readBundle(BUNDLES[label]);
@@ -43,10 +53,17 @@ export function launch(argv: readonly string[] = process.argv.slice(2), env: Nod
   }
   const file = env.OH_HAI_CODE_CACHE === '0' ? null : codeCacheFile(env, bundle.id, label);
   const cached = file === null ? undefined : readCache(file);
-  const script = new vm.Script(Module.wrap(bundle.source), { filename: bundle.file, ...(cached ? { cachedData: cached } : {}) });
-  if (file !== null && (cached === undefined || script.cachedDataRejected === true)) {
-    // At exit the cache holds every function this run compiled, not only the top level.
-    process.once('exit', () => writeCache(file, script, bundle.id));
+  const script = new vm.Script(Module.wrap(bundle.source), { filename: bundle.file, ...(cached ? { cachedData: cached.data } : {}) });
+  const writes = cached === undefined || script.cachedDataRejected === true ? 0 : cached.writes;
+  if (file !== null && writes < WRITES) {
+    // Late, so the cache holds every function this run compiled, not only the top level.
+    let written = false;
+    const save = (): void => {
+      if (!written) writeCache(file, script, bundle.id, writes + 1);
+      written = true;
+    };
+    setTimeout(save, EARLY_WRITE_MS).unref();
+    process.once('exit', save);
   }
   const mod: { exports: Partial<Entry> } = { exports: {} };
   const wrapper = script.runInThisContext() as (...args: unknown[]) => void;
@@ -84,9 +101,14 @@ export function codeCacheFile(env: NodeJS.ProcessEnv, bundleId: string, label: s
   return path.join(root, 'oh-hai', 'code-cache', `${bundleId}-${process.version}-${process.arch}-${label}.v8`);
 }
 
-function readCache(file: string): Buffer | undefined {
+/** A cache file: one byte counting the runs that wrote it, then V8's data. */
+export function readCacheFile(bytes: Buffer): { writes: number; data: Buffer } | undefined {
+  return bytes.length > 1 ? { writes: bytes[0]!, data: bytes.subarray(1) } : undefined;
+}
+
+function readCache(file: string): { writes: number; data: Buffer } | undefined {
   try {
-    return fs.readFileSync(file);
+    return readCacheFile(fs.readFileSync(file));
   } catch {
     return undefined;
   }
@@ -98,14 +120,14 @@ function readCache(file: string): Buffer | undefined {
  * and the name carries the bundle's content hash). Then caches of other bundles (earlier
  * builds of the same bundle) are dropped. Any failure leaves no cache, which only costs speed.
  */
-function writeCache(file: string, script: vm.Script, bundleId: string): void {
+function writeCache(file: string, script: vm.Script, bundleId: string, writes: number): void {
   const dir = path.dirname(file);
   const temp = `${file}.${process.pid}.tmp`;
   try {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const fd = fs.openSync(temp, 'w', 0o600);
     try {
-      fs.writeSync(fd, script.createCachedData());
+      fs.writeSync(fd, Buffer.concat([Buffer.from([writes]), script.createCachedData()]));
       fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);

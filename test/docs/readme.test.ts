@@ -6,6 +6,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { collect, repoRoot, runOhHai } from '../helpers/cli.js';
 import { tempEnv } from '../helpers/env.js';
+import { killAndWait } from '../helpers/process.js';
 import { fencedBlocks, shellCommands, type FencedBlock } from './markdown.js';
 
 /**
@@ -40,7 +41,8 @@ function walkthrough(port: number, logDir: string): string {
   const out = [
     'set -euo pipefail',
     '__bg=()',
-    'trap \'for p in "${__bg[@]}"; do kill "$p" 2>/dev/null || true; done\' EXIT',
+    // Stop the background commands and wait for them: one still exiting writes into the home the test then removes.
+    'trap \'for p in "${__bg[@]}"; do kill "$p" 2>/dev/null || true; done; wait\' EXIT',
     // A condition with a deadline (the Hub's ready line), never a fixed sleep.
     '__ready() { local end=$((SECONDS + 60)); until grep -qF -- "$2" "$1" 2>/dev/null; do',
     '  if [ "$SECONDS" -ge "$end" ]; then echo "README test: \'$2\' never appeared in $1:" >&2; cat "$1" >&2; return 1; fi; sleep 0.05; done; }',
@@ -62,7 +64,7 @@ function walkthrough(port: number, logDir: string): string {
 }
 
 /** Connections the bridge double-forked live outside the script's process group: stop them by their records. */
-function stopConsumers(stateRoot: string): void {
+async function stopConsumers(stateRoot: string): Promise<void> {
   for (const leg of ['sessions', 'principal']) {
     const dir = path.join(stateRoot, 'oh-hai', 'bridge', leg);
     if (!existsSync(dir)) continue;
@@ -71,7 +73,7 @@ function stopConsumers(stateRoot: string): void {
         const rec = JSON.parse(readFileSync(path.join(dir, key, 'consumer.json'), 'utf8')) as { pid?: unknown };
         if (typeof rec.pid !== 'number') continue;
         const cmdline = readFileSync(`/proc/${rec.pid}/cmdline`, 'utf8');
-        if (cmdline.includes('__consumer')) process.kill(rec.pid, 'SIGTERM');
+        if (cmdline.includes('__consumer')) await killAndWait(rec.pid, 'SIGTERM');
       } catch {
         // no record, or the process is gone: nothing to stop
       }
@@ -145,7 +147,7 @@ describe('README.md', () => {
       expect(out.match(/^closed session sess_\S+/gm)).toHaveLength(2);
     } finally {
       if (child.exitCode === null && child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      stopConsumers(String(t.env.XDG_STATE_HOME));
+      await stopConsumers(String(t.env.XDG_STATE_HOME));
       rmSync(logDir, { recursive: true, force: true });
       t.cleanup();
     }

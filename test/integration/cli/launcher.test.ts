@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { collect, repoRoot, runOhHai, type RunResult } from '../../helpers/cli.js';
+import { collect, repoRoot, runOhHai, startOhHai, type RunResult } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * bin/oh-hai runs a bundle of the CLI through a V8 code cache (src/cli/launch.cts). The cache
@@ -35,7 +36,7 @@ async function exitCodes(env: NodeJS.ProcessEnv): Promise<RunResult> {
 }
 
 describe('the code cache', () => {
-  it('is written on the first run, private, one per bundle, and reused untouched after', async () => {
+  it('is written by the first three runs, private, one per bundle, and reused untouched after', async () => {
     t = tempEnv();
     const first = await exitCodes(t.env);
     const [bridge] = caches(t.env, 'bridge');
@@ -43,8 +44,14 @@ describe('the code cache', () => {
     const file = path.join(cacheDir(t.env), bridge!);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(statSync(cacheDir(t.env)).mode & 0o777).toBe(0o700);
+    // Its first byte counts the runs that wrote it: each adds the functions it ran.
+    expect(readFileSync(file)[0]).toBe(1);
+    for (const writes of [2, 3]) {
+      expect((await exitCodes(t.env)).stdout).toBe(first.stdout);
+      expect(readFileSync(file)[0]).toBe(writes);
+    }
     const before = statSync(file);
-    // V8 accepted it: the launcher rewrites a cache only when it is absent or refused.
+    // V8 accepted it and three runs wrote it: now it is only read.
     expect((await exitCodes(t.env)).stdout).toBe(first.stdout);
     const after = statSync(file);
     expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs]);
@@ -60,9 +67,29 @@ describe('the code cache', () => {
     const clean = await exitCodes(t.env);
     const [bridge] = caches(t.env, 'bridge');
     const file = path.join(cacheDir(t.env), bridge!);
-    writeFileSync(file, Buffer.alloc(4096, 0x5a), { mode: 0o600 });
+    // Garbage that claims three writes: refused by V8, so written again from the first.
+    writeFileSync(file, Buffer.concat([Buffer.from([3]), Buffer.alloc(4096, 0x5a)]), { mode: 0o600 });
     expect((await exitCodes(t.env)).stdout).toBe(clean.stdout);
-    expect(statSync(file).size).not.toBe(4096);
+    expect(statSync(file).size).not.toBe(4097);
+    expect(readFileSync(file)[0]).toBe(1);
+  });
+
+  it('is written while a long-running command still runs, not when a signal stops it', async () => {
+    t = tempEnv();
+    const hub = startOhHai(['hub', 'serve', '--port', '0', '--data', path.join(t.root, 'hub')], { env: t.env });
+    const done = collect(hub);
+    try {
+      await waitFor(() => caches(t!.env, 'cli').length === 1, { what: 'the running Hub to write its code cache' });
+      expect(hub.exitCode).toBeNull();
+      const file = path.join(cacheDir(t.env), caches(t.env, 'cli')[0]!);
+      const before = statSync(file);
+      hub.kill('SIGTERM');
+      await done;
+      const after = statSync(file);
+      expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs]);
+    } finally {
+      if (hub.exitCode === null) hub.kill('SIGKILL');
+    }
   });
 
   it('of an earlier build of the same bundle is removed when the new one is written', async () => {

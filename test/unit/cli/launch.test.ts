@@ -5,7 +5,7 @@ import type * as Launch from '../../../src/cli/launch.cjs';
 
 // The launcher is CommonJS (src/cli/launch.cts), which vitest does not transform: test the
 // build of it that bin/oh-hai runs.
-const { codeCacheFile, commandLabel } = createRequire(import.meta.url)('../../../dist/cli/launch.cjs') as typeof Launch;
+const { codeCacheFile, commandLabel, readCacheFile } = createRequire(import.meta.url)('../../../dist/cli/launch.cjs') as typeof Launch;
 
 describe('the launcher picks the bundle and cache by the top-level command', () => {
   it.each([
@@ -34,5 +34,13 @@ describe('the code cache lives in the user cache directory, keyed on the bundle,
     [{ HOME: 'relative' }, null],
   ])('%j', (env, file) => {
     expect(codeCacheFile(env, 'abc123', 'bridge')).toBe(file);
+  });
+});
+
+describe('a cache file is a count of the runs that wrote it, then V8\'s data', () => {
+  it('reads the count and the data, and nothing from a file too short to hold both', () => {
+    expect(readCacheFile(Buffer.from([2, 7, 8, 9]))).toEqual({ writes: 2, data: Buffer.from([7, 8, 9]) });
+    expect(readCacheFile(Buffer.from([1]))).toBeUndefined();
+    expect(readCacheFile(Buffer.alloc(0))).toBeUndefined();
   });
 });
