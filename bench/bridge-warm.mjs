@@ -2,14 +2,17 @@
 // Measures the wall time of `oh-hai bridge --wait 0` (start, adopt, print 100 summary lines
 // with a cursor write after each flush, epilogue, exit) against `node -e 0` on the same
 // machine, interleaved run by run so both see the same load. Target (issue 5): ≤ 2× bare
-// node. `--against <bin>` also times another build's launcher in the same runs (e.g. a
-// checkout of the previous commit), so a before/after comparison shares the load too.
+// node. The same run without the code cache (OH_HAI_CODE_CACHE=0: what a run pays when the
+// cache is missing) and through tsc's modules (`node dist/cli/main.js`: what the launcher
+// falls back to) are timed alongside, for what the bundle and the cache buy. `--against
+// <bin>` also times another build's launcher in the same runs (e.g. a checkout of the
+// previous commit), so a before/after comparison shares the load too.
 // Findings: docs/performance.md. Needs `npm run build`. Never run by CI.
 //   node bench/bridge-warm.mjs [--runs 20] [--records 100] [--against /path/to/other/bin/oh-hai]
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { sessionEntryDir, stateKey } from '../dist/spool/index.js';
-import { agentEnv, bin, percentile, startHub, timed, until } from './bridge-world.mjs';
+import { agentEnv, bin, percentile, root, startHub, timed, until } from './bridge-world.mjs';
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(name);
@@ -48,6 +51,8 @@ try {
   const subjects = [
     { label: 'node -e 0', args: ['-e', '0'], ms: [] },
     { label: `oh-hai bridge (${RECORDS} waiting, warm)`, args: [bin, 'bridge', '--wait', '0'], ms: [] },
+    { label: 'the same, OH_HAI_CODE_CACHE=0', args: [bin, 'bridge', '--wait', '0'], env: { OH_HAI_CODE_CACHE: '0' }, ms: [] },
+    { label: 'the same, node dist/cli/main.js', args: [path.join(root, 'dist', 'cli', 'main.js'), 'bridge', '--wait', '0'], ms: [] },
     ...(AGAINST ? [{ label: `--against ${AGAINST}`, args: [AGAINST, 'bridge', '--wait', '0'], ms: [] }] : []),
   ];
   for (let i = 0; i < RUNS; i++) {
@@ -55,7 +60,7 @@ try {
       const bridge = s.args[0] !== '-e';
       if (bridge) writeFileSync(path.join(dir, 'cursor.json'), '{"seq":0,"offset":0}\n', { mode: 0o600 });
       let lines = 0;
-      const r = await timed(process.execPath, s.args, env, (d) => (lines += d.toString().split('\n').length - 1));
+      const r = await timed(process.execPath, s.args, { ...env, ...s.env }, (d) => (lines += d.toString().split('\n').length - 1));
       if (r.code !== 0 || (bridge && lines !== RECORDS)) throw new Error(`${s.label} exited ${r.code} after ${lines} lines`);
       s.ms.push(r.ms);
     }
