@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { EXIT } from '../cli/exit-codes.js';
-import { acquireLock, ENTRY_FILES, isSameProcessAlive, openStateEntry, type ConsumerSettings, type StateEntry } from '../spool/index.js';
+import { acquireLock, ENTRY_FILES, isSameProcessAlive, logMaxBytes, openStateEntry, type ConsumerSettings, type StateEntry } from '../spool/index.js';
 import type { Clock } from '../util/clock.js';
 import { formatDuration } from '../util/duration.js';
 import { Consumer } from './consumer.js';
@@ -35,7 +35,7 @@ const LOCK_STALE_MS = 10_000;
 export async function runConsumer(opts: ConsumerOptions): Promise<ConsumerEnd> {
   const knobs = readKnobs(opts.env);
   if (!knobs.ok) return { kind: 'refused', stop: stop(knobs.error.exit, 'bad_settings', knobs.error.message) };
-  const opened = openStateEntry(opts.dir, { create: false, log: { clock: opts.clock, pid: opts.pid } });
+  const opened = openStateEntry(opts.dir, { create: false, log: { clock: opts.clock, pid: opts.pid, maxBytes: logMaxBytes(opts.env) } });
   if (!opened.ok) {
     return { kind: 'refused', stop: stop(EXIT.usage, 'bad_settings', `--entry ${opts.dir}: ${opened.reason}; the reader (oh-hai bridge) creates the entry and starts the consumer`) };
   }
@@ -58,6 +58,8 @@ export async function runConsumer(opts: ConsumerOptions): Promise<ConsumerEnd> {
     locked = await take();
   }
   if (!locked.ok) return { kind: 'refused', stop: refusal(entry, opts, locked.reason) };
+  // Here, under the lock, no other consumer can be mid-write; a reader's temp names its live pid and is kept.
+  entry.sweepTemps(opts.clock);
   if (opts.settings) entry.write('settings', opts.settings);
   const consumer = new Consumer(entry, locked.lock, knobs.value, opts, () => compromisedBy);
   return { kind: 'stopped', stop: await consumer.run() };

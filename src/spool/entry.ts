@@ -1,12 +1,13 @@
-import { chmodSync, lstatSync, readdirSync, type Stats } from 'node:fs';
+import { chmodSync, lstatSync, readdirSync, unlinkSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../util/clock.js';
-import { ensureDir } from '../util/fs-durable.js';
+import { ensureDir, parseTempName } from '../util/fs-durable.js';
 import type { Result } from '../util/result.js';
 import { readCursor, validateCursor, writeCursor, type Cursor, type CursorCheck } from './cursor.js';
 import { Ledger } from './ledger.js';
 import { acquireLock, type LockOptions, type LockResult } from './lock.js';
 import { appendLog, type LogContext } from './log.js';
+import { processState } from './process.js';
 import {
   ENTRY_FILES,
   parseConsumerRecord,
@@ -161,11 +162,52 @@ export class StateEntry {
     return acquireLock(this.dir, ENTRY_FILES.consumerLock, opts);
   }
 
+  /**
+   * Remove the temp files atomic writes left here when their writer died between write and
+   * rename; returns how many. Only the consumer calls this, holding the entry lock. A temp
+   * file naming its writer's pid is removed once that pid is not a running process; an older
+   * build's name carries no pid, so only an hour's silence shows its writer is gone.
+   */
+  sweepTemps(clock: Clock): number {
+    let swept = 0;
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch {
+      return 0;
+    }
+    for (const name of names) {
+      const temp = parseTempName(name);
+      if (!temp) continue;
+      const p = this.path(name);
+      try {
+        const st = lstatSync(p);
+        if (!st.isFile()) continue;
+        const gone = temp.pid !== null ? writerGone(temp.pid) : clock.now() - st.mtimeMs > OLD_TEMP_MAX_AGE_MS;
+        if (!gone) continue;
+        unlinkSync(p);
+        swept++;
+      } catch {
+        /* renamed or removed meanwhile: nothing left to sweep */
+      }
+    }
+    if (swept > 0) this.log(`swept ${swept} temp file${swept === 1 ? '' : 's'} left by crashed writes`);
+    return swept;
+  }
+
   /** One line in bridge.log; a no-op when the entry was opened without a log context. */
   log(text: string): void {
     if (this.logContext) appendLog(this.dir, text, this.logContext);
   }
 }
+
+const OLD_TEMP_MAX_AGE_MS = 60 * 60 * 1000;
+
+/** A zombie has exited too; 'unknown' (another user's process hidden from us) is kept. */
+const writerGone = (pid: number): boolean => {
+  const state = processState(pid);
+  return state === 'gone' || state === 'zombie';
+};
 
 const octal = (mode: number): string => '0' + (mode & 0o777).toString(8).padStart(3, '0');
 

@@ -58,6 +58,25 @@ export function replaceFile(file: string, data: string, mode = 0o600): void {
 // no node:crypto (docs/performance.md), so concurrent writers never share a temp file.
 const tempName = (file: string): string => path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Math.random().toString(16).slice(2, 10)}.tmp`);
 
+/** A temp file an atomic write leaves beside its target; `pid` is null for older builds' names, which carry none. */
+export interface TempFileName {
+  target: string;
+  pid: number | null;
+}
+
+// slice(2, 10) of a hex fraction is 8 digits, fewer when the fraction is short; older builds
+// wrote randomBytes(6) as exactly 12 hex digits, so the two shapes never match the same name.
+const TEMP_NAME = /^\.(.+)\.([1-9]\d*)\.[0-9a-f]{1,8}\.tmp$/;
+const OLD_TEMP_NAME = /^\.(.+)\.[0-9a-f]{12}\.tmp$/;
+
+/** Whether a file name is one of tempName's (or an older build's), and whose it is. */
+export function parseTempName(name: string): TempFileName | null {
+  const m = TEMP_NAME.exec(name);
+  if (m) return { target: m[1]!, pid: Number(m[2]) };
+  const old = OLD_TEMP_NAME.exec(name);
+  return old ? { target: old[1]!, pid: null } : null;
+}
+
 /** temp file → write → fsync → rename → fsync dir. Readers see the old or the new file, never half. */
 export function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600): void {
   const dir = path.dirname(file);
