@@ -33,7 +33,7 @@ const FILE_PROJECT: [string, string] = ['.oh-hai/config.toml', 'The project conf
 const FILE_CREDENTIALS: [string, string] = ['~/.config/oh-hai/credentials.json', 'Stored tokens, written by oh-hai login (0600, directory 0700).'];
 const FILE_ENTRY: [string, string] = [
   '<state root>/oh-hai/bridge/sessions/<key>/',
-  `The state entry of one agent session (0700, files 0600): identity.json, settings.json, session.json, consumer.json, reader.json, bridge.ndjson (the spool), cursor.json, ledger.ndjson, seen-jti.json and bridge.log. The key is derived from the Hub origin, the agent id and the agent session — never the working directory. No token is ever written here. ${STATE_ROOT}`,
+  `The state entry of one agent session (0700, files 0600): identity.json, settings.json, session.json, consumer.json, reader.json, bridge.ndjson (the spool), cursor.json, ledger.ndjson, seen-jti.json and bridge.log (renamed to bridge.log.1 at 1 MiB, replacing the one before). The key is derived from the Hub origin, the agent id and the agent session — never the working directory. No token is ever written here. ${STATE_ROOT}`,
 ];
 
 const MESSAGING_EXIT: [string, string][] = [
@@ -157,6 +157,7 @@ Two windows the split does not close, stated rather than glossed: a userspace pi
     ...ENV_SESSION,
     [NUMERIC_KNOBS.waitSeconds.env, `The wait bound, when --wait is not given (default ${NUMERIC_KNOBS.waitSeconds.fallback}).`],
     ['OH_HAI_READER_GRACE_SECONDS', 'The reader\u2019s declared deadline is the wait bound plus this (default 30); past it the reader no longer counts as attending.'],
+    ['OH_HAI_LOG_MAX_BYTES', 'The size at which bridge.log is renamed to bridge.log.1 (default 1048576, 1 MiB); a value that is not a positive number is ignored.'],
     ENV_HUB,
     ENV_TOKEN,
     ENV_TOKENS,
@@ -165,7 +166,8 @@ Two windows the split does not close, stated rather than glossed: a userspace pi
   files: [
     FILE_ENTRY,
     ['<entry>/bridge.ndjson', 'The spool: one JSON record per line, exactly what --raw prints.'],
-    ['<entry>/bridge.log', 'One line per event from the reader and the connection, with no secrets.'],
+    ['<entry>/bridge.log', 'One line per event from the reader and the connection, with no secrets. At 1 MiB (OH_HAI_LOG_MAX_BYTES) it is renamed to bridge.log.1 and a new one begins.'],
+    ['<entry>/bridge.log.1', 'The previous bridge.log; the next rotation replaces it, so the two hold the last 1 to 2 MiB of events.'],
     FILE_CONFIG,
   ],
   exitStatus: exitRows(BRIDGE_EXIT_TABLE),
@@ -442,6 +444,7 @@ Unknown keys are warnings naming the file and the key, never errors. A wrong typ
     ['OH_HAI_BACKOFF_MAX_MS', 'Full-jitter backoff cap, in milliseconds; default 30000. Must be at least the floor.'],
     ['OH_HAI_STALE_HOLDER_SECONDS', 'A state record whose heartbeat is older than this is stale; default 60.'],
     ['OH_HAI_CURSOR_POLL_MS', 'How often the connection re-reads the reader\u2019s cursor as a safety net beside file watching, in milliseconds; default 1000.'],
+    ['OH_HAI_LOG_MAX_BYTES', 'The size in bytes at which a state entry\u2019s bridge.log is renamed to bridge.log.1 (replacing the previous one) and a new bridge.log begins; default 1048576 (1 MiB). A value that is not a positive number is ignored.'],
     ['OH_HAI_REPLAY_WINDOW_SECONDS', 'Overrides the replay window the Hub advertises (else 300 when it advertises none). For tests of the fallback only.'],
     ['OH_HAI_ASK_POLL_MS', 'How often ask --wait polls the message, in milliseconds; default 2000.'],
     ['OH_HAI_STOP_WAIT_MS', 'How long oh-hai session close waits for the connection\u2019s clean stop after SIGTERM, in milliseconds; default 30000.'],
