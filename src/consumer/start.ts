@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { EXIT } from '../cli/exit-codes.js';
-import { acquireLock, ENTRY_FILES, isSameProcessAlive, logMaxBytes, openStateEntry, type ConsumerSettings, type StateEntry } from '../spool/index.js';
+import { acquireLock, ENTRY_FILES, isSameProcessAlive, LOG_MAX_BYTES, openStateEntry, parseLogMaxBytes, type ConsumerSettings, type StateEntry } from '../spool/index.js';
 import type { Clock } from '../util/clock.js';
 import { formatDuration } from '../util/duration.js';
 import { Consumer } from './consumer.js';
@@ -35,7 +35,9 @@ const LOCK_STALE_MS = 10_000;
 export async function runConsumer(opts: ConsumerOptions): Promise<ConsumerEnd> {
   const knobs = readKnobs(opts.env);
   if (!knobs.ok) return { kind: 'refused', stop: stop(knobs.error.exit, 'bad_settings', knobs.error.message) };
-  const opened = openStateEntry(opts.dir, { create: false, log: { clock: opts.clock, pid: opts.pid, maxBytes: logMaxBytes(opts.env) } });
+  // The bridge or `__consumer --mode direct` refused a bad value before starting this connection.
+  const logBound = parseLogMaxBytes(opts.env);
+  const opened = openStateEntry(opts.dir, { create: false, log: { clock: opts.clock, pid: opts.pid, maxBytes: logBound.ok ? logBound.value : LOG_MAX_BYTES } });
   if (!opened.ok) {
     return { kind: 'refused', stop: stop(EXIT.usage, 'bad_settings', `--entry ${opts.dir}: ${opened.reason}; the reader (oh-hai bridge) creates the entry and starts the consumer`) };
   }

@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../util/clock.js';
+import { fail, ok, type Result } from '../util/result.js';
 import { processState } from './process.js';
 import { ENTRY_FILES } from './records.js';
 
@@ -20,14 +21,13 @@ export const LOG_MAX_BYTES = 1024 * 1024;
 /** The previous generation of bridge.log: the only one kept. */
 export const ROTATED_LOG = `${ENTRY_FILES.log}.1`;
 
-/**
- * OH_HAI_LOG_MAX_BYTES, else the default. A bad value falls back to the default rather than
- * refusing to run: the log bound is no reason to stop delivering mail.
- */
-export function logMaxBytes(env: NodeJS.ProcessEnv): number {
+/** OH_HAI_LOG_MAX_BYTES, else the default; a value that is not a positive number is refused, naming it. */
+export function parseLogMaxBytes(env: NodeJS.ProcessEnv): Result<number> {
   const raw = env.OH_HAI_LOG_MAX_BYTES;
-  const n = raw === undefined ? NaN : Number(raw);
-  return Number.isFinite(n) && n > 0 ? n : LOG_MAX_BYTES;
+  if (raw === undefined) return ok(LOG_MAX_BYTES);
+  const n = Number(raw);
+  if (raw.trim() !== '' && Number.isFinite(n) && n > 0) return ok(n);
+  return fail(`OH_HAI_LOG_MAX_BYTES must be a positive number of bytes, got ${JSON.stringify(raw)}; unset it for the default (${LOG_MAX_BYTES}, 1 MiB)`);
 }
 
 const REDACTED = '[redacted]';

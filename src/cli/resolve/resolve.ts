@@ -9,7 +9,7 @@ import {
   type ResolvedSettings,
   type SettingsFlags,
 } from '../../config/index.js';
-import { logMaxBytes, openStateEntry, resolveStateRoot, sessionEntryDir, stateKey, type ConsumerSettings, type IdentityRecord, type StateEntry } from '../../spool/index.js';
+import { openStateEntry, parseLogMaxBytes, resolveStateRoot, sessionEntryDir, stateKey, type ConsumerSettings, type IdentityRecord, type StateEntry } from '../../spool/index.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliIO } from '../io.js';
 import type { CodedError } from '../outcome.js';
@@ -110,7 +110,9 @@ export async function resolveBridge(req: ResolveRequest): Promise<Coded<Resolved
 
   const key = stateKey(hubUrl, agentId, sessionKey.value.key);
   const dir = sessionEntryDir(stateRoot, key);
-  const opened = openStateEntry(dir, { create: req.create, log: { clock: io.clock, pid: io.pid, deny: [credential.token], maxBytes: logMaxBytes(io.env) } });
+  const logBound = parseLogMaxBytes(io.env);
+  if (!logBound.ok) return usage('invalid_setting', logBound.reason);
+  const opened = openStateEntry(dir, { create: req.create, log: { clock: io.clock, pid: io.pid, deny: [credential.token], maxBytes: logBound.value } });
   if (!opened.ok) {
     // No entry (read-only callers) is "nothing here for this agent session"; the rest is the environment, not a bug.
     return { ok: false, error: { code: `state_entry_${opened.code}`, message: opened.reason, exit: opened.code === 'absent' ? EXIT.noSession : EXIT.usage } };

@@ -33,6 +33,18 @@ describe('oh-hai bridge against a staged entry (the reader itself)', () => {
     expect(again.stderr).toMatch(EPILOGUE);
   });
 
+  it('refuses a bridge.log bound that is not a positive number before it touches the entry: exit 2 naming the variable, no epilogue', async () => {
+    st = stage();
+    st.consumerRunning();
+    st.append([message('kept')]);
+    const r = await runOhHai(['bridge', '--wait', '0'], { env: { ...st.env, OH_HAI_LOG_MAX_BYTES: 'lots' } });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('FATAL (exit 2, invalid_setting) — OH_HAI_LOG_MAX_BYTES must be a positive number of bytes, got "lots"');
+    expect(r.stderr).not.toMatch(EPILOGUE);
+    expect(st.cursor().seq).toBe(0);
+  });
+
   it('--raw prints each spool line verbatim: NDJSON that parses line by line, whatever the text holds', async () => {
     st = stage();
     st.consumerRunning();

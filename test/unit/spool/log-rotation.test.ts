@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { fakeClock } from '../../../src/util/clock.js';
-import { appendLog, LOG_MAX_BYTES, logMaxBytes } from '../../../src/spool/index.js';
+import { appendLog, LOG_MAX_BYTES, parseLogMaxBytes } from '../../../src/spool/index.js';
 import { gone } from '../../helpers/process.js';
 import { tempDir } from './tmp.js';
 
@@ -68,12 +68,15 @@ describe('bridge.log rotation', () => {
     expect(read(path.join(dir, 'bridge.log'))).toContain('over the bound');
   });
 
-  it('OH_HAI_LOG_MAX_BYTES sets the bound; unset or not a positive number keeps 1 MiB', () => {
+  it('OH_HAI_LOG_MAX_BYTES sets the bound; unset keeps 1 MiB; anything but a positive number is refused, naming it', () => {
     expect(LOG_MAX_BYTES).toBe(1024 * 1024);
-    expect(logMaxBytes({ OH_HAI_LOG_MAX_BYTES: '4096' })).toBe(4096);
-    expect(logMaxBytes({})).toBe(LOG_MAX_BYTES);
-    expect(logMaxBytes({ OH_HAI_LOG_MAX_BYTES: 'lots' })).toBe(LOG_MAX_BYTES);
-    expect(logMaxBytes({ OH_HAI_LOG_MAX_BYTES: '0' })).toBe(LOG_MAX_BYTES);
+    expect(parseLogMaxBytes({ OH_HAI_LOG_MAX_BYTES: '4096' })).toEqual({ ok: true, value: 4096 });
+    expect(parseLogMaxBytes({})).toEqual({ ok: true, value: LOG_MAX_BYTES });
+    for (const bad of ['lots', '0', '-5', '', ' ']) {
+      const r = parseLogMaxBytes({ OH_HAI_LOG_MAX_BYTES: bad });
+      expect(r.ok, JSON.stringify(bad)).toBe(false);
+      if (!r.ok) expect(r.reason).toContain(`OH_HAI_LOG_MAX_BYTES must be a positive number of bytes, got ${JSON.stringify(bad)}`);
+    }
     expect(appendLog(path.join(tempDir(), 'missing'), 'x', { clock: fakeClock(0), pid: 1, maxBytes: 1 })).toBe(false);
   });
 
