@@ -32,7 +32,7 @@ import { HubClock } from './hub-clock.js';
 import { Ingest, lockLost } from './ingest.js';
 import type { ConsumerKnobs } from './knobs.js';
 import { principalRound, pollRound, streamRound, type RoundContext } from './rounds.js';
-import { SessionKeeper } from './session.js';
+import { probePin, SessionKeeper } from './session.js';
 import { standDown } from './stand-down.js';
 import type { ConsumerOptions } from './start.js';
 import { openDrainState, type DrainState } from './state.js';
@@ -289,7 +289,37 @@ export class Consumer {
     }
   }
 
-  private async drive(p: Prepared): Promise<void> {
+  /**
+   * An unpinned --session / MA2H_SESSION_ID value may be an opaque Hub session id: asked once
+   * per connection start, before anything registers under it. A session of this agent is
+   * then pinned for the whole run, exactly as a `sess_…` value; anything else stays a name.
+   */
+  private async settlePin(p: Prepared): Promise<Prepared | null> {
+    const candidate = p.settings.leg === 'session' && p.settings.pinned === null ? (p.settings.pin_candidate ?? null) : null;
+    if (candidate === null) return p;
+    while (!this.stopped) {
+      // The capability first: a Hub this client refuses is asked nothing about sessions.
+      if ((this.cap ?? (await this.readCapability(p))) === null) continue;
+      const probe = await probePin(p.client, candidate, p.agentId, this.abort.signal);
+      if (probe.kind === 'undecided') {
+        await this.handle(probe.disposition);
+        continue;
+      }
+      if (probe.kind === 'name') {
+        this.log(`${candidate} is not a session of this agent (${probe.why}): it is the session name`);
+        return p;
+      }
+      this.log(`${candidate} is a session of this agent at the Hub: pinned to it`);
+      const settings: ConsumerSettings = { ...p.settings, pinned: candidate, name: null };
+      this.settings = settings;
+      return { ...p, settings };
+    }
+    return null;
+  }
+
+  private async drive(prepared: Prepared): Promise<void> {
+    const p = await this.settlePin(prepared);
+    if (p === null) return;
     const { settings, state, client } = p;
     const keeper =
       settings.leg === 'session'

@@ -15,7 +15,7 @@ export interface SessionKeeperDeps {
   spool: Spool;
   clock: Clock;
   log(text: string): void;
-  /** `sess_…` when the user pinned one. */
+  /** The Hub session the user pinned (`sess_…`, or an id the Hub confirmed: probePin). */
   pinned: string | null;
   /** The name to register under (unpinned). */
   name: string | null;
@@ -23,6 +23,30 @@ export interface SessionKeeperDeps {
   clientKey: string;
   consumer: { home: string; host: string; pid: number };
   signal: AbortSignal;
+}
+
+/** What the Hub says a pin candidate is: one of this agent's sessions (then it pins), a name, or nothing yet. */
+export type PinProbe = { kind: 'id' } | { kind: 'name'; why: string } | { kind: 'undecided'; disposition: Disposition };
+
+/**
+ * Is `value` (an unpinned --session / MA2H_SESSION_ID value) the id of a session of this
+ * agent? `GET /v1/sessions/<value>` does not renew (MA2H §3). Anything the Hub answers other
+ * than that session — 404, a session of another agent, a refusal of the id — makes it a name;
+ * only what a retry could change (a fault) or must stop (credentials) leaves it undecided.
+ */
+export async function probePin(client: Pick<HubClient, 'getSession'>, value: string, agentId: string, signal: AbortSignal): Promise<PinProbe> {
+  const got = await client.getSession(value, signal);
+  if (got.ok) {
+    const s = got.value;
+    if (s.id !== value) return { kind: 'name', why: `the Hub answered with another session, ${s.id}` };
+    return s.agent_id === agentId ? { kind: 'id' } : { kind: 'name', why: `the Hub's session ${s.id} belongs to agent ${s.agent_id}` };
+  }
+  const f = got.failure;
+  const ctx: FailureContext = { operation: 'read session', sessionId: value, pinned: null };
+  if (f.kind === 'http' && f.status >= 400 && f.status < 500 && f.status !== 401 && f.status !== 408 && f.status !== 429 && f.code !== 'messaging_disabled') {
+    return { kind: 'name', why: `the Hub answered HTTP ${f.status} ${f.code}` };
+  }
+  return { kind: 'undecided', disposition: classifyFailure(f, ctx) };
 }
 
 export type Established = { ok: true; session: SessionRecord } | { ok: false; disposition: Disposition };

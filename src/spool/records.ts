@@ -162,6 +162,12 @@ export interface ConsumerSettings {
   session_key: string;
   pinned: string | null;
   name: string | null;
+  /**
+   * An unpinned --session / MA2H_SESSION_ID value: MA2H ids are opaque, so the connection asks
+   * the Hub once whether it is a session of this agent (then pins it) before registering it as
+   * a name. Absent in a file written before it existed: no candidate.
+   */
+  pin_candidate?: string | null;
   transport: 'auto' | 'sse' | 'poll';
   interval_seconds: number;
   max_retries: number;
@@ -263,6 +269,7 @@ export function parseConsumerSettings(x: unknown): Result<ConsumerSettings> {
     session_key: f.str('session_key', /./),
     pinned: f.strOrNull('pinned', /./),
     name: f.strOrNull('name'),
+    ...(f.raw('pin_candidate') === undefined ? {} : { pin_candidate: f.strOrNull('pin_candidate', /./) }),
     transport: f.oneOf('transport', ['auto', 'sse', 'poll']),
     interval_seconds: f.num('interval_seconds'),
     max_retries: f.int('max_retries'),

@@ -15,7 +15,7 @@ import type { CliIO } from '../io.js';
 import type { CodedError } from '../outcome.js';
 import type { ProcessInspector } from './host-program.js';
 import { adoptLegacyHomeOnce } from './legacy-hook.js';
-import { resolveAgentSessionKey, type AgentSessionKey } from './session-key.js';
+import { pinCandidate, resolveAgentSessionKey, type AgentSessionKey } from './session-key.js';
 
 /**
  * Bridge-style resolution: flags → config → credential → agent id (`resolveAgent`, which
@@ -155,7 +155,7 @@ export function connectionSettings(r: ResolvedAgent, target: AgentSessionKey | '
     agent,
   };
   if (target === 'principal') return { ...common, session_key: 'principal', pinned: null, name: null, transport: 'poll', leg: 'principal' };
-  return { ...common, session_key: target.key, pinned: target.pinned, name: target.name, transport: b.transport, leg: 'session' };
+  return { ...common, session_key: target.key, pinned: target.pinned, name: target.name, pin_candidate: pinCandidate(target), transport: b.transport, leg: 'session' };
 }
 
 /** identity.json says whose entry this is, for doctor and fleet; rewritten only when it differs. */

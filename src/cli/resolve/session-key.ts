@@ -1,4 +1,4 @@
-import { isSessionId, validateSessionName } from '../../hub/contract/ids.js';
+import { isSessionId, validateId, validateSessionName } from '../../hub/contract/ids.js';
 import { fail, ok, type Result } from '../../util/result.js';
 import { sha256Hex } from '../../util/sha256.js';
 import { findHostProgram, type ProcessInspector } from './host-program.js';
@@ -6,8 +6,11 @@ import { findHostProgram, type ProcessInspector } from './host-program.js';
 /**
  * The agent-session key (DESIGN.md "Agent-session key"): --session > MA2H_SESSION_ID >
  * MA2H_AGENT_SESSION_ID > CLAUDE_CODE_SESSION_ID > the long-lived program hosting the
- * agent. A `sess_…` value from --session or MA2H_SESSION_ID pins that Hub session; any
- * other value is a name the mailbox is registered under.
+ * agent. From --session or MA2H_SESSION_ID, a `sess_…` value, or a valid MA2H id that is
+ * no session name, can only be a Hub session id and pins it. Any other value is a name the
+ * mailbox is registered under; from those two sources it is also a pin candidate
+ * (`pinCandidate`): ids are opaque (MA2H §0), so the connection asks the Hub whether it is
+ * one of this agent's sessions before registering under it (docs/bridge.md "Resolution").
  */
 
 export type KeySource = '--session' | 'MA2H_SESSION_ID' | 'MA2H_AGENT_SESSION_ID' | 'CLAUDE_CODE_SESSION_ID' | 'host program';
@@ -31,6 +34,16 @@ const DECLARED: readonly { source: Exclude<KeySource, 'host program' | '--sessio
   { source: 'MA2H_AGENT_SESSION_ID', pins: false },
   { source: 'CLAUDE_CODE_SESSION_ID', pins: false },
 ];
+
+/** Ids are opaque: a declared value that is no session name but is a valid MA2H id can only be an id. */
+const pinsOutright = (v: string): boolean => isSessionId(v) || (!validateSessionName(v).ok && validateId(v, 'session id').ok);
+
+/**
+ * The value the connection must ask the Hub about before registering it as a name: an
+ * unpinned key from the sources that may pin (the key is then the value itself). Never a
+ * Hub call here — the reader's warm path stays offline.
+ */
+export const pinCandidate = (k: AgentSessionKey): string | null => (k.pinned === null && (k.source === '--session' || k.source === 'MA2H_SESSION_ID') ? k.key : null);
 
 const digest = (s: string, n: number): string => sha256Hex(s).slice(0, n);
 
@@ -57,9 +70,10 @@ const CANNOT_TELL =
 export function resolveAgentSessionKey(input: SessionKeyInput): Result<AgentSessionKey> {
   if (input.flag !== undefined) {
     const v = input.flag;
-    if (isSessionId(v)) return ok({ key: v, source: '--session', pinned: v, name: null, declared: true, describe: `--session ${v}` });
+    if (pinsOutright(v)) return ok({ key: v, source: '--session', pinned: v, name: null, declared: true, describe: `--session ${v}` });
     const named = validateSessionName(v, '--session');
-    if (!named.ok) return fail(`${named.reason}; a value starting with sess_ pins a Hub session, anything else is a name`);
+    const id = validateId(v, '--session');
+    if (!named.ok && !id.ok) return fail(`${named.reason}; nor is it a Hub session id (${id.reason}). Pass a session name, or the id of a session of this agent`);
     return ok({ key: v, source: '--session', pinned: null, name: v, declared: true, describe: `--session ${v}` });
   }
   for (const { source, pins } of DECLARED) {
@@ -67,9 +81,11 @@ export function resolveAgentSessionKey(input: SessionKeyInput): Result<AgentSess
     if (raw === undefined || raw.trim() === '') continue;
     const v = raw.trim();
     const describe = `${source}=${v}`;
-    if (pins && isSessionId(v)) return ok({ key: v, source, pinned: v, name: null, declared: true, describe });
+    if (pins && pinsOutright(v)) return ok({ key: v, source, pinned: v, name: null, declared: true, describe });
     if (pins && !validateSessionName(v).ok) {
-      return fail(`MA2H_SESSION_ID="${v}" is neither a Hub session id (sess_…) nor a session name (1–64 of A-Z a-z 0-9 . _ : -)`);
+      return fail(
+        `MA2H_SESSION_ID="${v}" is neither a Hub session id (at most 128 bytes, no '#', whitespace or control characters) nor a session name (1–64 of A-Z a-z 0-9 . _ : -)`,
+      );
     }
     return ok({ key: v, source, pinned: null, name: nameFor(source, v), declared: true, describe });
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { findHostProgram, isPassThrough, type ProcessInspector } from '../../../src/cli/resolve/host-program.js';
-import { resolveAgentSessionKey } from '../../../src/cli/resolve/session-key.js';
+import { pinCandidate, resolveAgentSessionKey } from '../../../src/cli/resolve/session-key.js';
 
 /** A fake process table: pid → [ppid, command, start time]. */
 function table(rows: Record<number, [number, string, string | null]>): ProcessInspector {
@@ -53,6 +53,37 @@ describe('agent-session key precedence', () => {
     const named = resolveAgentSessionKey(input({ env: { MA2H_AGENT_SESSION_ID: 'sess_abc' } }));
     expect(named.ok && named.value).toMatchObject({ pinned: null, name: 'sess_abc' });
   });
+  it('an MA2H id outside the name grammar from --session or MA2H_SESSION_ID can only be an id: it pins', () => {
+    for (const id of ['S~3.oPoHoApJxe~L', '7/é?s&abc%', 'x'.repeat(65)]) {
+      const flag = resolveAgentSessionKey(input({ flag: id }));
+      expect(flag.ok && flag.value).toMatchObject({ key: id, pinned: id, name: null });
+      const env = resolveAgentSessionKey(input({ env: { MA2H_SESSION_ID: id } }));
+      expect(env.ok && env.value).toMatchObject({ key: id, pinned: id, name: null });
+    }
+  });
+  it('from a harness variable such a value keeps today\'s rule: a digest name, never a pin', () => {
+    const r = resolveAgentSessionKey(input({ env: { MA2H_AGENT_SESSION_ID: 'S~3.oPoHoApJxe~L' } }));
+    expect(r.ok && r.value).toMatchObject({ pinned: null, name: expect.stringMatching(/^agent-[0-9a-f]{16}$/) });
+  });
+  it('a name from --session or MA2H_SESSION_ID is a pin candidate the connection asks the Hub about; from anywhere else it is not', () => {
+    const candidate = (over: Parameters<typeof input>[0]) => {
+      const r = resolveAgentSessionKey(input(over));
+      return r.ok ? pinCandidate(r.value) : r.reason;
+    };
+    expect(candidate({ flag: 'run.rivr4t6jdz' })).toBe('run.rivr4t6jdz');
+    expect(candidate({ env: { MA2H_SESSION_ID: 'run.rivr4t6jdz' } })).toBe('run.rivr4t6jdz');
+    expect(candidate({ flag: 'sess_abc' })).toBeNull();
+    expect(candidate({ flag: 'S~3.x~L' })).toBeNull();
+    expect(candidate({ env: { MA2H_AGENT_SESSION_ID: 'run.rivr4t6jdz' } })).toBeNull();
+    expect(candidate({ env: { CLAUDE_CODE_SESSION_ID: 'run.rivr4t6jdz' } })).toBeNull();
+    expect(candidate({})).toBeNull();
+    const named = resolveAgentSessionKey(input({ flag: 'run.rivr4t6jdz' }));
+    expect(named.ok && named.value).toMatchObject({ pinned: null, name: 'run.rivr4t6jdz' });
+  });
+  it('refuses a MA2H_SESSION_ID that is neither an id nor a name, saying what each is', () => {
+    const r = resolveAgentSessionKey(input({ env: { MA2H_SESSION_ID: 'has#hash' } }));
+    expect(!r.ok && r.reason).toMatch(/MA2H_SESSION_ID="has#hash" is neither a Hub session id \(at most 128 bytes, no '#'.*nor a session name/);
+  });
   it('a harness value that is not a valid Hub name is registered under a stable digest name, keyed on the exact value', () => {
     const v = 'weird value / with spaces';
     const a = resolveAgentSessionKey(input({ env: { MA2H_AGENT_SESSION_ID: v } }));
@@ -64,7 +95,9 @@ describe('agent-session key precedence', () => {
   it('refuses a --session that is neither an id nor a name, saying what a name is', () => {
     const r = resolveAgentSessionKey(input({ flag: 'has space' }));
     expect(r.ok).toBe(false);
-    expect(!r.ok && r.reason).toMatch(/--session "has space" must be 1–64 characters/);
+    expect(!r.ok && r.reason).toMatch(/--session "has space" must be 1–64 characters.*nor is it a Hub session id \(--session "has space" contains U\+0020.*Pass a session name, or the id of a session of this agent/);
+    const long = resolveAgentSessionKey(input({ flag: 'x'.repeat(129) }));
+    expect(!long.ok && long.reason).toMatch(/129 bytes; the limit is 128/);
   });
   it('the host-program key is declared false and named per host program', () => {
     const r = resolveAgentSessionKey(input());

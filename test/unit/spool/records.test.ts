@@ -90,6 +90,8 @@ describe('records', () => {
     roundTrips('reader.json', reader, parseReaderRecord, 'live');
     roundTrips('session.json', session, parseSessionRecord);
     roundTrips('settings.json', settings, parseConsumerSettings);
+    roundTrips('settings.json', { ...settings, pin_candidate: 'builder-1' }, parseConsumerSettings);
+    roundTrips('settings.json', { ...settings, pin_candidate: null }, parseConsumerSettings);
     roundTrips('identity.json', { hub: 'http://h', agent_id: 'agt_1', session_key: 'k', key_source: '--session', pinned: null, name: 'k' }, parseIdentityRecord);
   });
 
