@@ -23,7 +23,7 @@ const ENV_XDG: [string, string][] = [
   ['XDG_STATE_HOME', 'The state root when --state-home is not given; else ~/.local/state.'],
 ];
 const ENV_SESSION: [string, string][] = [
-  ['MA2H_SESSION_ID', 'The agent session when --session is not given. A sess_… value pins that Hub session; anything else is a name.'],
+  ['MA2H_SESSION_ID', "The agent session when --session is not given. A Hub session id pins that session: sess_…, or any id your Hub gave one of this agent's sessions (a value that is no session name can only be an id; one that is, the Hub is asked about before anything registers). Anything else is a name."],
   ['MA2H_AGENT_SESSION_ID', 'The agent session, after MA2H_SESSION_ID: set one per agent when one program hosts several.'],
   ['CLAUDE_CODE_SESSION_ID', 'The agent session a harness sets, after MA2H_AGENT_SESSION_ID.'],
 ];
@@ -111,7 +111,7 @@ const bridge: PageSpec = {
 
 Run it as a background task and RE-RUN IT AFTER EVERY EXIT: act on what it printed, then run it again. Branch on the exit code (EXIT STATUS, or oh-hai bridge --exit-codes); never wrap it in a blind loop, which turns a dead credential into an infinite restart loop that looks exactly like a healthy idle bridge. Killing it loses nothing: the connection keeps draining, and the next run prints everything the cursor had not passed.
 
-The session is yours, not the folder's: the agent session is --session, else MA2H_SESSION_ID, else MA2H_AGENT_SESSION_ID, else CLAUDE_CODE_SESSION_ID, else the long-lived program hosting the agent. A sess_\u2026 value pins that exact Hub session; anything else is a name. Two agents in one checkout get two sessions and two addresses. Sends from this agent session attach it automatically, so a peer\u2019s reply reaches the run that is reading.
+The session is yours, not the folder's: the agent session is --session, else MA2H_SESSION_ID, else MA2H_AGENT_SESSION_ID, else CLAUDE_CODE_SESSION_ID, else the long-lived program hosting the agent. A Hub session id pins that exact Hub session: sess_\u2026, or any id your Hub gave one of this agent\u2019s sessions (a name-shaped value is checked with the Hub before anything registers under it); anything else is a name. Two agents in one checkout get two sessions and two addresses. Sends from this agent session attach it automatically, so a peer\u2019s reply reaches the run that is reading.
 
 The reader is never the connection's parent: on POSIX it double-forks, so a harness that ends a background task by walking parent pids does not reach the connection. A connection with no attending reader stops after the unattended bound ([bridge] unattended_max_seconds, default 900) without closing the session; the lease then lapses on its own.`,
   optionNotes: {
@@ -149,7 +149,7 @@ Two windows the split does not close, stated rather than glossed: a userspace pi
     },
     {
       heading: 'Service managers',
-      text: `For a bridge that must outlive every shell, run the background connection itself under a service manager through its private, non-forking entrypoint, oh-hai __consumer --mode direct --session <name>. It stays in the foreground, logs to stderr, has no unattended bound, and stops cleanly with exit 0 on SIGTERM. A unit must name its mailbox with --session and put the stop classes in RestartPreventExitStatus= (2 3 4 10 12 14 15, plus 11 when it pins a sess_\u2026 id); 13 is the one that should restart. Something must still re-run oh-hai bridge --session <name> to read the spool: process supervision is not reader attendance. SUPERVISION.md in the source repository has the systemd and launchd unit files.`,
+      text: `For a bridge that must outlive every shell, run the background connection itself under a service manager through its private, non-forking entrypoint, oh-hai __consumer --mode direct --session <name>. It stays in the foreground, logs to stderr, has no unattended bound, and stops cleanly with exit 0 on SIGTERM. A unit must name its mailbox with --session and put the stop classes in RestartPreventExitStatus= (2 3 4 10 12 14 15, plus 11 when it pins a Hub session id); 13 is the one that should restart. Something must still re-run oh-hai bridge --session <name> to read the spool: process supervision is not reader attendance. SUPERVISION.md in the source repository has the systemd and launchd unit files.`,
       example: 'ExecStart=/usr/local/bin/oh-hai __consumer --mode direct --session builder-1\nRestart=on-failure\nRestartPreventExitStatus=2 3 4 10 12 14 15',
     },
   ],

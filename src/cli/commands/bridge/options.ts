@@ -14,7 +14,7 @@ export interface BridgeOptionSpec {
 
 export const BRIDGE_OPTIONS: readonly BridgeOptionSpec[] = [
   { flags: '--wait <seconds>', key: 'wait', takes: 'value', description: 'wait bound when nothing is waiting (default 540; [bridge] wait_seconds, OH_HAI_WAIT_SECONDS)' },
-  { flags: '--session <name|sess_id>', key: 'session', takes: 'value', description: 'this agent session: a name, or a sess_… id that pins that Hub session' },
+  { flags: '--session <name|sess_id>', key: 'session', takes: 'value', description: 'this agent session: a name, or a Hub session id (sess_… or any id your Hub gives one of this agent\'s sessions) that pins that session' },
   { flags: '--state-home <absolute path>', key: 'stateHome', takes: 'value', description: 'a separate state root (absolute only)' },
   { flags: '--raw', key: 'raw', takes: 'flag', description: 'print each spool envelope verbatim, one NDJSON line per record (for programs)' },
   { flags: '--json', key: 'json', takes: 'flag', description: 'the same as --raw' },
