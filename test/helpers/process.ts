@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { waitFor } from './wait.js';
 
 /** The process no longer runs (gone, or a zombie awaiting its parent). */
@@ -19,4 +19,23 @@ export async function killAndWait(pid: number, signal: NodeJS.Signals = 'SIGKILL
     return;
   }
   await waitFor(() => gone(pid), { what: `pid ${pid} to exit` });
+}
+
+/**
+ * Live processes whose command line mentions `text` (Linux: /proc). A connection started by a
+ * run that has just exited may not have written consumer.json yet; its command line names its
+ * entry from the start, so cleanup finds it even then.
+ */
+export function processesMentioning(text: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').some((arg) => arg.includes(text))) found.push(pid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
 }

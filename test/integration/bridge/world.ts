@@ -6,7 +6,7 @@ import { listEntries, parseConsumerRecord, readRecord, sessionEntryDir, stateKey
 import { collect, runOhHai, startOhHai, type RunResult } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
 import type { StartHubOptions, TestHub } from '../../helpers/hub.js';
-import { killAndWait } from '../../helpers/process.js';
+import { killAndWait, processesMentioning } from '../../helpers/process.js';
 import { waitFor } from '../../helpers/wait.js';
 import { undoAfterEach, useHub } from '../../helpers/world.js';
 
@@ -128,12 +128,17 @@ export async function directive(hub: TestHub, to: string, text: string): Promise
 
 export const hubCall = call;
 
-/** Stop every background connection an agent's state root recorded (cleanup). */
+/**
+ * Stop every background connection of an agent's state root (cleanup): those its entries
+ * record, and one a run started just before it exited, which has not recorded itself yet.
+ */
 export async function stopConsumers(a: Agent): Promise<void> {
+  const pids = new Set(processesMentioning(a.stateRoot));
   for (const loc of listEntries(a.stateRoot)) {
     const c = consumerOf(loc.dir);
-    if (c) await killAndWait(c.pid);
+    if (c) pids.add(c.pid);
   }
+  for (const pid of pids) await killAndWait(pid);
 }
 
 /** The epilogue's first line for a real session, with the consumer's pid. */
