@@ -43,6 +43,9 @@ export function environmentCredential(env: NodeJS.ProcessEnv): 'OH_HAI_TOKEN' | 
 
 const loginFix = (hubUrl: string) => `oh-hai login --hub ${hubUrl} --token-stdin < token-file`;
 
+/** MA2H allows `,` and `=` in agent ids; this variable's format cannot carry them (docs/conformance.md finding 2). */
+const AGENT_TOKENS_LIMIT = 'an agent id containing "," or "=" cannot be written in MA2H_AGENT_TOKENS: give its token with OH_HAI_TOKEN or oh-hai login instead';
+
 /**
  * `MA2H_AGENT_TOKENS`: comma-separated `<agent_id>=<token>` pairs (split at the first `=`,
  * so a token may contain `=`; spaces around a pair are ignored). Errors name the pair by
@@ -56,7 +59,7 @@ export function parseAgentTokens(raw: string): Coded<{ id: string; token: string
     const eq = part.indexOf('=');
     const id = eq === -1 ? '' : part.slice(0, eq);
     const token = eq === -1 ? '' : part.slice(eq + 1);
-    if (eq <= 0) return usageFailure('invalid_agent_tokens', `${where} is not <agent_id>=<token>; the format is agt_a=TOKEN_A,agt_b=TOKEN_B`);
+    if (eq <= 0) return usageFailure('invalid_agent_tokens', `${where} is not <agent_id>=<token>; the format is agt_a=TOKEN_A,agt_b=TOKEN_B (${AGENT_TOKENS_LIMIT})`);
     const idProblem = badAgentIdReason(id);
     if (idProblem) return usageFailure('invalid_agent_tokens', `${where}: the agent id is unusable because ${idProblem}`);
     const problem = badTokenReason(token);
@@ -76,7 +79,8 @@ function pick<T extends { id: string }>(candidates: T[], agent: string | undefin
   }
   const only = candidates[0];
   if (candidates.length === 1 && only) return done(only);
-  return usageFailure('several_agents', `${where} holds several identities (${candidates.map((c) => c.id).join(', ')}); pick one with --agent <id>`);
+  const limit = where === 'MA2H_AGENT_TOKENS' ? ` (${AGENT_TOKENS_LIMIT})` : '';
+  return usageFailure('several_agents', `${where} holds several identities (${candidates.map((c) => c.id).join(', ')}); pick one with --agent <id>${limit}`);
 }
 
 /**

@@ -77,7 +77,7 @@ export interface PeerKnobs {
   /** Deliveries are signed with `t` this many seconds before the Hub's now. */
   signatureAgeSeconds: number;
   ids: IdStyle;
-  /** Session ids start with this (pinning a session in the CLI needs `sess_`). */
+  /** Session ids start with this (the CLI pins any Hub session id; this prefix is only what this Hub mints). */
   sessionIdPrefix: string;
   sse: SseStyle;
   json: JsonStyle;

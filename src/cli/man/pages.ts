@@ -16,7 +16,7 @@ const ENV_HUB: [string, string] = ['MA2H_HUB_URL', 'The Hub origin, when --hub i
 const ENV_TOKEN: [string, string] = ['OH_HAI_TOKEN', 'One agent token. Wins over MA2H_AGENT_TOKENS and the credentials file. Never put a token in argv.'];
 const ENV_TOKENS: [string, string] = [
   'MA2H_AGENT_TOKENS',
-  'Several agent identities as comma-separated <agent_id>=<token> pairs; --agent picks one.',
+  'Several agent identities as comma-separated <agent_id>=<token> pairs; --agent picks one. An agent id containing a comma or = cannot be written here: use OH_HAI_TOKEN or oh-hai login for it.',
 ];
 const ENV_XDG: [string, string][] = [
   ['XDG_CONFIG_HOME', 'Where config.toml and credentials.json live ($XDG_CONFIG_HOME/oh-hai/), when it is an absolute path; else ~/.config.'],
