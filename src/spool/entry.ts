@@ -7,7 +7,7 @@ import { readCursor, validateCursor, writeCursor, type Cursor, type CursorCheck 
 import { Ledger } from './ledger.js';
 import { acquireLock, type LockOptions, type LockResult } from './lock.js';
 import { appendLog, type LogContext } from './log.js';
-import { processState } from './process.js';
+import { processExited } from './process.js';
 import {
   ENTRY_FILES,
   parseConsumerRecord,
@@ -183,7 +183,7 @@ export class StateEntry {
       try {
         const st = lstatSync(p);
         if (!st.isFile()) continue;
-        const gone = temp.pid !== null ? writerGone(temp.pid) : clock.now() - st.mtimeMs > OLD_TEMP_MAX_AGE_MS;
+        const gone = temp.pid !== null ? processExited(temp.pid) : clock.now() - st.mtimeMs > OLD_TEMP_MAX_AGE_MS;
         if (!gone) continue;
         unlinkSync(p);
         swept++;
@@ -202,12 +202,6 @@ export class StateEntry {
 }
 
 const OLD_TEMP_MAX_AGE_MS = 60 * 60 * 1000;
-
-/** A zombie has exited too; 'unknown' (another user's process hidden from us) is kept. */
-const writerGone = (pid: number): boolean => {
-  const state = processState(pid);
-  return state === 'gone' || state === 'zombie';
-};
 
 const octal = (mode: number): string => '0' + (mode & 0o777).toString(8).padStart(3, '0');
 

@@ -2,7 +2,7 @@ import { closeSync, fstatSync, openSync, readFileSync, renameSync, statSync, unl
 import path from 'node:path';
 import type { Clock } from '../util/clock.js';
 import { fail, ok, type Result } from '../util/result.js';
-import { processState } from './process.js';
+import { processExited } from './process.js';
 import { ENTRY_FILES } from './records.js';
 
 /** Who is writing bridge.log, and the secrets that must never reach it. */
@@ -123,7 +123,7 @@ function clearDeadRotateLock(lock: string): void {
   try {
     const pid = Number(readFileSync(lock, 'utf8'));
     // An empty file is a holder between its create and its write: leave it.
-    if (pid > 0 && (processState(pid) === 'gone' || processState(pid) === 'zombie')) unlinkSync(lock);
+    if (pid > 0 && processExited(pid)) unlinkSync(lock);
   } catch {
     /* gone meanwhile, or unreadable: the next append looks again */
   }

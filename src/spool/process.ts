@@ -80,6 +80,11 @@ export function processState(pid: number): ProcessState {
   return stat.startsWith('Z') ? 'zombie' : 'running';
 }
 
+const exited = (state: ProcessState): boolean => state === 'gone' || state === 'zombie';
+
+/** The pid has exited (gone, or a zombie awaiting its parent); 'unknown' — hidden from us — is not. */
+export const processExited = (pid: number): boolean => exited(processState(pid));
+
 export const hostName = (): string => os.hostname();
 
 export function stampOf(pid: number): ProcessStamp {
@@ -96,7 +101,7 @@ export const selfStamp = (pid: number = process.pid): ProcessStamp => stampOf(pi
 export function isSameProcessAlive(stamp: ProcessStamp): 'alive' | 'dead' | 'unknown' {
   if (stamp.host !== hostName()) return 'unknown';
   const state = processState(stamp.pid);
-  if (state === 'gone' || state === 'zombie') return 'dead';
+  if (exited(state)) return 'dead';
   if (state === 'unknown') return 'unknown';
   const now = processStartTime(stamp.pid);
   if (stamp.start_time === null) return now === null ? 'alive' : 'unknown';
