@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { replaceFile, writeFileAtomic } from '../util/fs-durable.js';
+import { writeFileAtomic } from '../util/fs-durable.js';
 import type { Result } from '../util/result.js';
 import { Fields } from './fields.js';
 
@@ -54,7 +54,7 @@ export function readRecord<T>(dir: string, name: string, parse: (x: unknown) => 
  * rename, fsync dir), or for a live process's own record only replaced (no fsyncs).
  */
 export function writeRecord(dir: string, name: string, value: unknown, durability: 'durable' | 'live' = 'durable'): void {
-  (durability === 'durable' ? writeFileAtomic : replaceFile)(path.join(dir, name), JSON.stringify(value) + '\n');
+  writeFileAtomic(path.join(dir, name), JSON.stringify(value) + '\n', 0o600, durability === 'durable');
 }
 
 export interface ProcessStamp {

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, statSync, chmodSync, writeSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, statSync, chmodSync, writeSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 
 const isWindows = process.platform === 'win32';
@@ -33,27 +33,6 @@ export function ensureDir(dir: string, mode = 0o700): void {
   fsyncDir(path.dirname(dir));
 }
 
-/**
- * temp file → write → rename, without the fsyncs: readers see the old or the new file, never
- * half, but a crash or power loss may leave the old one or an empty one. Only for records of a
- * live process, which no longer mean anything once the machine went down.
- */
-export function replaceFile(file: string, data: string, mode = 0o600): void {
-  const tmp = tempName(file);
-  try {
-    writeFileSync(tmp, data, { mode });
-    chmodSync(tmp, mode);
-    renameSync(tmp, file);
-  } catch (e) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      /* nothing was left, or it is garbage either way */
-    }
-    throw e;
-  }
-}
-
 // Unique per writer, not secret (the directory is private): pid plus Math.random, which needs
 // no node:crypto (docs/performance.md), so concurrent writers never share a temp file.
 const tempName = (file: string): string => path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Math.random().toString(16).slice(2, 10)}.tmp`);
@@ -77,8 +56,13 @@ export function parseTempName(name: string): TempFileName | null {
   return old ? { target: old[1]!, pid: null } : null;
 }
 
-/** temp file → write → fsync → rename → fsync dir. Readers see the old or the new file, never half. */
-export function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600): void {
+/**
+ * temp file → write → fsync → rename → fsync dir. Readers see the old or the new file, never
+ * half. `durable: false` skips both fsyncs: a crash or power loss may then leave the old file
+ * or an empty one — only for records of a live process, which no longer mean anything once
+ * the machine went down.
+ */
+export function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600, durable = true): void {
   const dir = path.dirname(file);
   const tmp = tempName(file);
   const fd = openSync(tmp, 'w', mode);
@@ -86,7 +70,7 @@ export function writeFileAtomic(file: string, data: string | Uint8Array, mode = 
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     let off = 0;
     while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
-    fsyncSync(fd);
+    if (durable) fsyncSync(fd);
   } catch (e) {
     closeSync(fd);
     try {
@@ -99,5 +83,5 @@ export function writeFileAtomic(file: string, data: string | Uint8Array, mode = 
   closeSync(fd);
   chmodSync(tmp, mode);
   renameSync(tmp, file);
-  fsyncDir(dir);
+  if (durable) fsyncDir(dir);
 }
