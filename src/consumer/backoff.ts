@@ -1,7 +1,8 @@
 /**
  * The reconnect budget. Only genuine faults (network, 5xx, 429, a stream dropped mid-hold)
- * spend it; a hold-bound reconnect never does, and any successful connect refills it —
- * "at most max_retries" counts consecutive failures, not failures over a lifetime.
+ * spend it; a hold-bound reconnect never does, and any round that made progress (a drain
+ * answered, entries delivered, a whole hold) refills it — "at most max_retries" counts
+ * consecutive failures, not failures over a lifetime. An `open` alone does not refill it.
  */
 export interface BackoffPolicy {
   maxRetries: number;

@@ -392,6 +392,7 @@ export class Consumer {
         hubClock: this.hubClock,
         signal: this.abort.signal,
         stopped: this.isStopped,
+        opened: () => this.markRunning(),
         connected: () => this.connected(),
         failureContext: (operation, sessionId): FailureContext => ({ operation, sessionId, pinned: settings.pinned }),
         deliver,
@@ -446,6 +447,10 @@ export class Consumer {
 
   private connected(): void {
     this.budget.succeeded();
+    this.markRunning();
+  }
+
+  private markRunning(): void {
     if (this.record.state !== 'running') {
       this.record = { ...this.record, state: 'running' };
       this.writeRecord();

@@ -21,7 +21,13 @@ export interface RoundContext {
   hubClock: HubClock;
   signal: AbortSignal;
   stopped(): boolean;
-  /** A connect or drain succeeded: refills the retry budget, marks the consumer running. */
+  /** The Hub answered (a stream's `open`): marks the consumer running; the budget is untouched. */
+  opened(): void;
+  /**
+   * A round made progress — a drain answered, a stream delivered new entries or reached its hold
+   * bound: refills the retry budget (and marks the consumer running). An `open` alone is not
+   * progress: a Hub that fails every stream right after `open` must still reach 13.
+   */
   connected(): void;
   failureContext(operation: string, sessionId: string | null): FailureContext;
   /** Verify, spool and ledger a batch (on the serial queue); resolves with how many were new. */
@@ -33,18 +39,20 @@ export async function streamRound(ctx: RoundContext, keeper: SessionKeeper, sid:
     signal: ctx.signal,
     capability: ctx.capability,
     onOpen: (ev, serverDate) => {
-      ctx.connected();
+      ctx.opened();
       ctx.hubClock.note(serverDate, 'date');
       keeper.renewed({ id: ev.session, expires_at: ev.expires_at, lease_seconds: ev.lease_seconds });
     },
     onEntries: async (ev) => {
-      await ctx.deliver(ev.messages, sid);
+      // Only new mail is progress: a Hub that redelivers the same entries then fails must still reach 13.
+      if ((await ctx.deliver(ev.messages, sid)) > 0) ctx.connected();
     },
   });
   if (ctx.stopped()) return null;
   switch (end.kind) {
     case 'hold_bound':
-      // The normal end of every hold: the connect is the renewal, so reconnect at once, no budget spent.
+      // The normal end of every hold: the connect is the renewal, so reconnect at once; a whole hold is a success.
+      ctx.connected();
       return null;
     case 'closed':
       return classifyClosed(end.reason, ctx.failureContext('stream', sid));

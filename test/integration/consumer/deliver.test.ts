@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FAST_HUB, useBenches, waitFor } from './harness.js';
-import { startCrlfProxy } from './crlf-proxy.js';
+import { startCrlfProxy } from './sse-proxy.js';
 
 const world = useBenches({ args: FAST_HUB });
 

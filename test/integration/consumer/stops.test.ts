@@ -9,6 +9,7 @@ import { selfStamp, sessionEntryDir, stateKey } from '../../../src/spool/index.j
 import { runOhHai, startOhHai } from '../../helpers/cli.js';
 import { useHub } from '../../helpers/world.js';
 import { FAST_HUB, hubCall, useBenches, waitFor, type Bench } from './harness.js';
+import { startFailAfterOpenProxy } from './sse-proxy.js';
 
 /**
  * Every stop of the consumer, produced against a real Hub: each leaves state `stopped`,
@@ -127,6 +128,22 @@ describe('stops decided by the Hub', () => {
     }
     expect(p.exitCode).toBeNull();
     expect(bench.consumer()!.state).toBe('running');
+  });
+
+  it.each([
+    ['an unknown reconnect reason', 'event: reconnect\ndata: {"reason":"x-hostile"}\n\n', /unknown reason "x-hostile"/],
+    ['a drop', '', /dropped mid-hold/],
+    ['an event the client refuses', 'event: entries\ndata: {not json}\n\n', /not JSON/],
+  ])('a Hub that fails every stream right after open (%s) reaches 13: open does not refill the budget', async (_what, after, last) => {
+    const proxy = await startFailAfterOpenProxy(world.hub.url, after);
+    try {
+      const bench = await world.bench();
+      bench.settings({ hub: proxy.url, max_retries: 3 });
+      await expectStop(bench, bench.start(), 13, 'unreachable', new RegExp(`4 attempts failed in a row.*${last.source}`));
+      expect(bench.log().split('\n').filter((l) => /retry \d of 3/.test(l)).map((l) => /retry (\d) of 3/.exec(l)![1])).toEqual(['1', '2', '3']);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('a stream dropped mid-hold is a fault and is reconnected', async () => {
