@@ -1,7 +1,6 @@
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { fsyncDir, writeFileAtomic } from '../util/fs-durable.js';
-import { fail, ok, type Result } from '../util/result.js';
+import { ok, type Result } from '../util/result.js';
+import { AppendLog, type AppendLogFailure } from './append-log.js';
 import { Fields } from './fields.js';
 import { openLine, readLines, sealLine } from './line.js';
 import { ENTRY_FILES } from './records.js';
@@ -52,55 +51,56 @@ export interface LedgerRecovery {
   cutBytes: number;
 }
 
+const LEDGER_FAILURES: Record<AppendLogFailure, LedgerWriteError['code']> = {
+  write_failed: 'ledger_write_failed',
+  fsync_failed: 'ledger_fsync_failed',
+  broken: 'ledger_broken',
+};
+
+/** The ledger's valid prefix: its ops in order, and where they end. */
+function replay(file: string): { ops: LedgerOp[]; end: number; stop: string | null } {
+  const ops: LedgerOp[] = [];
+  let end = 0;
+  for (const line of readLines(file)) {
+    const opened = openLine(line.text);
+    const op = opened.ok ? parseOp(opened.value) : opened;
+    if (!op.ok) return { ops, end, stop: `byte ${line.start}: ${op.reason}` };
+    ops.push(op.value);
+    end = line.end;
+  }
+  return { ops, end, stop: null };
+}
+
 /** Rewrite the file once this many lines are dead and they outnumber the live entries 4 to 1. */
 const COMPACT_MIN_DEAD = 1024;
 
 export class Ledger {
   private readonly live = new Map<string, LedgerEntry>();
   private lines = 0;
-  private broken: string | null = null;
 
-  private constructor(
-    readonly file: string,
-    private fd: number | null,
-    readonly recovery: LedgerRecovery | null,
-  ) {}
+  private constructor(private readonly log: AppendLog) {}
+
+  get file(): string {
+    return this.log.file;
+  }
+
+  /** What open cut off the tail (a torn or garbage line), or null. */
+  get recovery(): LedgerRecovery | null {
+    const cut = this.log.cut;
+    return cut === null ? null : { cutAt: cut.cutAt, cutBytes: cut.cutBytes };
+  }
 
   /** Open (consumer only, under the lock): replay the valid prefix, cut a torn or garbage tail. */
   static open(dir: string): Result<Ledger> {
-    const file = path.join(dir, ENTRY_FILES.ledger);
-    let fd: number;
-    try {
-      fd = openSync(file, 'a', 0o600);
-    } catch (e) {
-      return fail(`cannot open the ledger ${file}: ${(e as Error).message}`);
-    }
-    try {
-      fsyncDir(dir);
-      const ops: LedgerOp[] = [];
-      let end = 0;
-      for (const line of readLines(file)) {
-        const opened = openLine(line.text);
-        const op = opened.ok ? parseOp(opened.value) : opened;
-        if (!op.ok) break;
-        ops.push(op.value);
-        end = line.end;
-      }
-      const size = fstatSync(fd).size;
-      let recovery: LedgerRecovery | null = null;
-      if (size > end) {
-        ftruncateSync(fd, end);
-        fsyncSync(fd);
-        recovery = { cutAt: end, cutBytes: size - end };
-      }
-      const ledger = new Ledger(file, fd, recovery);
-      for (const op of ops) ledger.apply(op);
-      ledger.lines = ops.length;
-      return ok(ledger);
-    } catch (e) {
-      closeSync(fd);
-      return fail(`cannot recover the ledger ${file}: ${(e as Error).message}`);
-    }
+    const opened = AppendLog.open(
+      { file: path.join(dir, ENTRY_FILES.ledger), what: 'ledger', error: (kind, message) => new LedgerWriteError(LEDGER_FAILURES[kind], message) },
+      replay,
+    );
+    if (!opened.ok) return opened;
+    const ledger = new Ledger(opened.value.log);
+    for (const op of opened.value.valid.ops) ledger.apply(op);
+    ledger.lines = opened.value.valid.ops.length;
+    return ok(ledger);
   }
 
   private apply(op: LedgerOp): void {
@@ -118,23 +118,9 @@ export class Ledger {
   }
 
   private write(ops: readonly LedgerOp[]): void {
-    if (this.broken !== null) throw new LedgerWriteError('ledger_broken', `the ledger ${this.file} failed earlier (${this.broken}); reopen it`);
-    if (this.fd === null) throw new LedgerWriteError('ledger_broken', `the ledger ${this.file} is closed`);
+    this.log.ensureUsable();
     if (ops.length === 0) return;
-    const buf = Buffer.from(ops.map((op) => sealLine(op) + '\n').join(''), 'utf8');
-    try {
-      let off = 0;
-      while (off < buf.length) off += writeSync(this.fd, buf, off, buf.length - off);
-    } catch (e) {
-      this.broken = `write: ${(e as Error).message}`;
-      throw new LedgerWriteError('ledger_write_failed', `writing the ledger ${this.file} failed: ${(e as Error).message}`);
-    }
-    try {
-      fsyncSync(this.fd);
-    } catch (e) {
-      this.broken = `fsync: ${(e as Error).message}`;
-      throw new LedgerWriteError('ledger_fsync_failed', `fsync of the ledger ${this.file} failed: ${(e as Error).message}; not retried`);
-    }
+    this.log.append(ops.map((op) => sealLine(op) + '\n').join(''));
     for (const op of ops) this.apply(op);
     this.lines += ops.length;
   }
@@ -184,28 +170,12 @@ export class Ledger {
 
   /** Rewrite the file as just the live entries (atomic replace), then keep appending to it. */
   compact(): void {
-    if (this.broken !== null || this.fd === null) throw new LedgerWriteError('ledger_broken', `the ledger ${this.file} cannot be compacted now`);
     const entries = this.pending();
-    const text = entries.map((e) => sealLine({ op: 'entry', id: e.id, seq: e.seq, session: e.session, state: e.state }) + '\n').join('');
-    try {
-      writeFileAtomic(this.file, text);
-    } catch (e) {
-      this.broken = `compact: ${(e as Error).message}`;
-      throw new LedgerWriteError('ledger_write_failed', `compacting the ledger ${this.file} failed: ${(e as Error).message}`);
-    }
-    closeSync(this.fd);
-    this.fd = null;
-    try {
-      this.fd = openSync(this.file, 'a', 0o600);
-    } catch (e) {
-      this.broken = `reopen after compaction: ${(e as Error).message}`;
-      throw new LedgerWriteError('ledger_write_failed', `reopening the ledger ${this.file} failed: ${(e as Error).message}`);
-    }
+    this.log.replace(entries.map((e) => sealLine({ op: 'entry', id: e.id, seq: e.seq, session: e.session, state: e.state }) + '\n').join(''));
     this.lines = entries.length;
   }
 
   close(): void {
-    if (this.fd !== null) closeSync(this.fd);
-    this.fd = null;
+    this.log.close();
   }
 }

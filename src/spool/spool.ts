@@ -1,8 +1,7 @@
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../util/clock.js';
-import { fsyncDir } from '../util/fs-durable.js';
 import { fail, ok, type Result } from '../util/result.js';
+import { AppendLog, type AppendLogFailure, type TailCut } from './append-log.js';
 import { Fields } from './fields.js';
 import { lineEndingAt, openLine, readLines, sealLine, type RawLine } from './line.js';
 import { ENTRY_FILES } from './records.js';
@@ -54,11 +53,7 @@ export interface SpoolItem {
 }
 
 /** What recovery at open cut off the tail, for bridge.log. */
-export interface SpoolRecovery {
-  cutAt: number;
-  cutBytes: number;
-  reason: string;
-}
+export type SpoolRecovery = TailCut;
 
 export class SpoolWriteError extends Error {
   constructor(
@@ -69,6 +64,12 @@ export class SpoolWriteError extends Error {
     this.name = 'SpoolWriteError';
   }
 }
+
+const SPOOL_FAILURES: Record<AppendLogFailure, SpoolWriteError['code']> = {
+  write_failed: 'spool_write_failed',
+  fsync_failed: 'spool_fsync_failed',
+  broken: 'spool_broken',
+};
 
 export function parseSpoolRecord(x: unknown): Result<SpoolRecord> {
   const f = new Fields(x, 'spool record');
@@ -237,56 +238,34 @@ export class SpoolReader {
  * torn line would glue two records into one garbage line and lose both.
  */
 export class Spool extends SpoolReader {
-  private fd: number | null;
   private seq: number;
-  private size: number;
   private readonly entries: Map<string, SpooledAt>;
   private readonly replaced: Set<string>;
-  private broken: string | null = null;
 
   private constructor(
     dir: string,
     private readonly clock: Clock,
-    fd: number,
+    private readonly log: AppendLog,
     scan: SpoolScan,
-    readonly recovery: SpoolRecovery | null,
   ) {
     super(dir);
-    this.fd = fd;
     this.seq = scan.lastSeq;
-    this.size = scan.end;
     this.entries = scan.entries;
     this.replaced = scan.replacedSessions;
   }
 
+  /** What recovery at open cut off the tail, or null. */
+  get recovery(): SpoolRecovery | null {
+    return this.log.cut;
+  }
+
   static open(dir: string, opts: { clock: Clock }): Result<Spool> {
-    const file = path.join(dir, ENTRY_FILES.spool);
-    let fd: number;
-    try {
-      fd = openSync(file, 'a', 0o600);
-    } catch (e) {
-      return fail(`cannot open the spool ${file}: ${(e as Error).message}`);
-    }
-    try {
-      fsyncDir(dir);
-      const reader = new SpoolReader(dir);
-      const scan = reader.scan();
-      const size = fstatSync(fd).size;
-      let recovery: SpoolRecovery | null = null;
-      if (size > scan.end) {
-        recovery = {
-          cutAt: scan.end,
-          cutBytes: size - scan.end,
-          reason: scan.stop ?? `byte ${scan.end}: a line without its newline (torn write)`,
-        };
-        ftruncateSync(fd, scan.end);
-        fsyncSync(fd);
-      }
-      return ok(new Spool(dir, opts.clock, fd, scan, recovery));
-    } catch (e) {
-      closeSync(fd);
-      return fail(`cannot recover the spool ${file}: ${(e as Error).message}`);
-    }
+    const reader = new SpoolReader(dir);
+    const opened = AppendLog.open({ file: reader.file, what: 'spool', error: (kind, message) => new SpoolWriteError(SPOOL_FAILURES[kind], message) }, () =>
+      reader.scan(),
+    );
+    if (!opened.ok) return opened;
+    return ok(new Spool(dir, opts.clock, opened.value.log, opened.value.valid));
   }
 
   override lastSeq(): number {
@@ -313,7 +292,7 @@ export class Spool extends SpoolReader {
 
   /** Byte size of the valid spool. */
   end(): number {
-    return this.size;
+    return this.log.size;
   }
 
   /**
@@ -323,8 +302,7 @@ export class Spool extends SpoolReader {
    * consumer stops, and the next open recovers the tail. The Hub redelivers what was not acked.
    */
   append<E extends { readonly id: string }>(records: readonly NewSpoolRecord<E>[]): SpoolRecord[] {
-    if (this.broken !== null) throw new SpoolWriteError('spool_broken', `the spool ${this.file} failed earlier (${this.broken}); reopen it`);
-    if (this.fd === null) throw new SpoolWriteError('spool_broken', `the spool ${this.file} is closed`);
+    this.log.ensureUsable();
     if (records.length === 0) return [];
     const receivedAt = new Date(this.clock.now()).toISOString();
     const written: SpoolRecord[] = [];
@@ -352,22 +330,8 @@ export class Spool extends SpoolReader {
       written.push(parsed.value);
       lines.push(line + '\n');
     }
-    const buf = Buffer.from(lines.join(''), 'utf8');
-    try {
-      let off = 0;
-      while (off < buf.length) off += writeSync(this.fd, buf, off, buf.length - off);
-    } catch (e) {
-      this.broken = `write: ${(e as Error).message}`;
-      throw new SpoolWriteError('spool_write_failed', `writing to the spool ${this.file} failed: ${(e as Error).message}`);
-    }
-    try {
-      fsyncSync(this.fd);
-    } catch (e) {
-      this.broken = `fsync: ${(e as Error).message}`;
-      throw new SpoolWriteError('spool_fsync_failed', `fsync of the spool ${this.file} failed: ${(e as Error).message}; not retried`);
-    }
+    this.log.append(lines.join(''));
     this.seq = seq;
-    this.size += buf.length;
     for (const r of written) {
       if (r.type === 'transition') this.replaced.add(r.from_session);
       else if (!this.entries.has(r.entry.id)) this.entries.set(r.entry.id, { seq: r.seq, session: r.session });
@@ -376,8 +340,7 @@ export class Spool extends SpoolReader {
   }
 
   close(): void {
-    if (this.fd !== null) closeSync(this.fd);
-    this.fd = null;
+    this.log.close();
   }
 }
 
