@@ -39,6 +39,7 @@ export async function startHub(args = []) {
   };
   return {
     url,
+    pid: proc.pid,
     human,
     call,
     mint: async (label) => {
@@ -51,6 +52,33 @@ export async function startHub(args = []) {
       rmSync(tmp, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A process's CPU time so far (user + system, ms) and its resident set (MiB), from /proc;
+ * null where there is no /proc (the figures are then left out, not guessed).
+ */
+export function procStats(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    const rssKb = Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+    // USER_HZ is 100 on every Linux the benches run on.
+    return { cpuMs: ticks * 10, rssMiB: rssKb / 1024 };
+  } catch {
+    return null;
+  }
+}
+
+/** Sample `procStats(pid)` every `everyMs` until stopped; returns the peak RSS seen. */
+export function watchRss(pid, everyMs = 20) {
+  let peak = 0;
+  const timer = setInterval(() => {
+    const s = procStats(pid);
+    if (s) peak = Math.max(peak, s.rssMiB);
+  }, everyMs);
+  return { stop: () => (clearInterval(timer), peak) };
 }
 
 /** A private HOME and state root for one agent, with its token in the environment (never argv). */

@@ -1,14 +1,17 @@
 // Drain a burst: N entries queued at the Hub before the consumer starts, drained over SSE
 // into the spool (verify, append + fsync, ledger, seen-jti, ack delivered). Prints entries/s
 // and fsyncs per entry (every fsyncSync the consumer process makes, counted by a preload).
-// Target (issue 4): ≥ 2,000 entries/s. Needs `npm run build`. Never run by CI.
+// Target (issue 4): ≥ 2,000 entries/s. Issue 19: the first record of a backlog of any size
+// within one round trip + one fsync (the Hub pages by keyset as the socket drains), so it also
+// prints the time to the first record and the Hub's CPU and peak RSS during the drain.
+// Needs `npm run build`. Never run by CI.
 //   node bench/consumer-drain.mjs [--entries 10000] [--concurrency 32]
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync, readSync, fstatSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { sessionEntryDir, stateKey } from '../dist/spool/index.js';
 import { ensureDir } from '../dist/util/fs-durable.js';
-import { agentEnv, bin, startHub, until } from './bridge-world.mjs';
+import { agentEnv, bin, procStats, startHub, until, watchRss } from './bridge-world.mjs';
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(name);
@@ -78,6 +81,8 @@ try {
   console.log(`queued ${ENTRIES} entries in ${((performance.now() - q0) / 1000).toFixed(1)} s`);
 
   const spool = path.join(dir, 'bridge.ndjson');
+  const hubBefore = procStats(hub.pid);
+  const rss = watchRss(hub.pid);
   const t0 = performance.now();
   // The same node flags the bridge starts its connection with.
   const { CONSUMER_NODE_FLAGS } = await import('../dist/cli/commands/bridge/consumer-flags.js');
@@ -89,6 +94,8 @@ try {
   const tFirst = performance.now();
   await until(() => lastSeq(spool) >= ENTRIES, `${ENTRIES} records`, 600_000);
   const tLast = performance.now();
+  const hubAfter = procStats(hub.pid);
+  const peakRss = rss.stop();
   consumer.kill('SIGTERM');
   await new Promise((r) => consumer.once('exit', r));
   const fsyncs = Number(readFileSync(fsyncOut, 'utf8'));
@@ -97,8 +104,13 @@ try {
   const lastAt = Date.parse(records[records.length - 1].received_at);
   const drainS = (tLast - tFirst) / 1000;
   console.log(`spooled ${records.length} entries (${new Set(records.map((r) => r.entry.id)).size} distinct)`);
+  console.log(`time to the first record:      ${(tFirst - t0).toFixed(0)} ms from spawn (includes start-up, capability, session register)`);
   console.log(`from spawn to the last record: ${((tLast - t0) / 1000).toFixed(2)} s → ${(ENTRIES / ((tLast - t0) / 1000)).toFixed(0)} entries/s (includes start-up, capability, session register)`);
   console.log(`first to last record:          ${drainS.toFixed(2)} s → ${(ENTRIES / drainS).toFixed(0)} entries/s (received_at span ${((lastAt - firstAt) / 1000).toFixed(2)} s)`);
+  if (hubBefore && hubAfter) {
+    const cpu = hubAfter.cpuMs - hubBefore.cpuMs;
+    console.log(`Hub during the drain:          CPU ${(cpu / 1000).toFixed(2)} s (${((cpu / (tLast - t0)) * 100).toFixed(0)} % of one core), RSS ${hubBefore.rssMiB.toFixed(0)} MiB before, peak ${peakRss.toFixed(0)} MiB`);
+  }
   console.log(`fsyncs: ${fsyncs} in the consumer's whole run → ${(fsyncs / ENTRIES).toFixed(3)} per entry (target ≥ 2,000 entries/s)`);
 } finally {
   if (consumer && consumer.exitCode === null) consumer.kill('SIGKILL');

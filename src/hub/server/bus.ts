@@ -43,6 +43,12 @@ class Topic {
 export class Bus {
   /** Keyed by agent id: an entry for the agent (any of its mailboxes) was queued or released. */
   readonly mail = new Topic();
+  /**
+   * Keyed by agent id: an entry older than a reader's keyset cursor became pending for it
+   * again (claims released, a receipt moved to the principal mailbox). Streams read from the
+   * start once more; `mail` alone would only wake them past their cursor.
+   */
+  readonly released = new Topic();
   /** Keyed by message id: its track or response changed. */
   readonly message = new Topic();
 
@@ -52,6 +58,7 @@ export class Bus {
    */
   deliver(): void {
     this.mail.deliver();
+    this.released.deliver();
     this.message.deliver();
   }
 }

@@ -33,6 +33,18 @@ export interface HubConfig {
   /** Identities from the configured token store (`MA2H_AGENT_TOKENS`). */
   configTokens: ConfigToken[];
   maxBodyBytes: number;
+  /**
+   * Bytes of deliveries one `entries` event or drain answer carries at most; a page always
+   * carries one entry, so the largest legal entry still moves (docs/protocol.md, byte bounds).
+   */
+  pageBytes: number;
+  /** A stream whose reader takes no bytes for this long while a write waits is dropped (slow reader). */
+  streamWriteTimeoutSeconds: number;
+  /**
+   * Open client connections at most; at the cap an idle one is shed for a new one, and with none
+   * idle the new one is refused. Null: the fd limit (RLIMIT_NOFILE) less a reserve.
+   */
+  maxConnections: number | null;
   /** Reported in the capability document. */
   version: string;
 }
@@ -58,6 +70,8 @@ export const HUB_DEFAULTS = {
   holderStaleSeconds: 60,
   clockOffsetMs: 0,
   maxBodyBytes: 1024 * 1024,
+  pageBytes: 1024 * 1024,
+  streamWriteTimeoutSeconds: 10,
   maxLivePerAgent: 16,
 } as const;
 
@@ -79,6 +93,9 @@ export function defaultHubConfig(required: Pick<HubConfig, 'dataDir' | 'signingK
     holderStaleSeconds: d.holderStaleSeconds,
     clockOffsetMs: d.clockOffsetMs,
     maxBodyBytes: d.maxBodyBytes,
+    pageBytes: d.pageBytes,
+    streamWriteTimeoutSeconds: d.streamWriteTimeoutSeconds,
+    maxConnections: null,
     faultInjection: false,
     configTokens: [],
     ...required,
@@ -117,12 +134,17 @@ export function checkConfig(c: HubConfig): string | null {
     ['--message-ttl-seconds', c.messageTtlSeconds],
     ['--replay-window-seconds', c.replayWindowSeconds],
     ['--holder-stale-seconds', c.holderStaleSeconds],
+    ['--stream-write-timeout-seconds', c.streamWriteTimeoutSeconds],
   ];
   for (const [flag, v] of positive) if (!(v > 0) || !Number.isFinite(v)) return `${flag} must be a number above 0 (got ${v})`;
   if (!(c.maxWaitSeconds >= 0)) return `--max-wait-seconds must be a number ≥ 0 (got ${c.maxWaitSeconds})`;
   if (c.leaseMinSeconds > c.leaseMaxSeconds) return `--lease-min-seconds (${c.leaseMinSeconds}) is above --lease-max-seconds (${c.leaseMaxSeconds})`;
   if (c.leaseDefaultSeconds < c.leaseMinSeconds || c.leaseDefaultSeconds > c.leaseMaxSeconds) {
     return `--lease-default-seconds (${c.leaseDefaultSeconds}) must lie between --lease-min-seconds (${c.leaseMinSeconds}) and --lease-max-seconds (${c.leaseMaxSeconds})`;
+  }
+  if (!Number.isInteger(c.pageBytes) || c.pageBytes < 1) return `--page-bytes must be a whole number of bytes above 0 (got ${c.pageBytes})`;
+  if (c.maxConnections !== null && (!Number.isInteger(c.maxConnections) || c.maxConnections < 1)) {
+    return `--max-connections must be a whole number above 0 (got ${c.maxConnections})`;
   }
   if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535) return `--port must be an integer 0–65535 (got ${c.port})`;
   if (c.signingKey.length === 0) return '--signing-key / MA2H_SIGNING_KEY must not be empty';

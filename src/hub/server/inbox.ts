@@ -1,7 +1,7 @@
 import type { AckRequest, ConsumerIdentity, Delivery } from '../contract/index.js';
 import type { HubCore } from './core.js';
 import type { Signer } from './delivery.js';
-import { entryById, hasPending, setEntryState, takePending, type EntryRow } from './entries.js';
+import { entryById, hasPending, pendingPage, setEntryState, type EntryRow, type Mailbox, type PageBound } from './entries.js';
 import { bad, good, type Answer, type ApiError } from './http.js';
 import { touchPrincipal } from './presence.js';
 import { current, endedError, presentSession, sessionById, type SessionRow } from './sessions.js';
@@ -56,6 +56,9 @@ export function hold(core: HubCore, topic: 'mail' | 'message', key: string, dead
  * commits in a group batch before the answer; the hold in between only reads.
  */
 export async function drain(core: HubCore, signer: Signer, agentId: string, req: DrainRequest, signal: AbortSignal): Promise<Answer<Drained>> {
+  const box: Mailbox = { agentId, sessionId: req.session };
+  // `limit` is the client's; the byte bound is the Hub's, so one answer stays small whatever is pending.
+  const bound: PageBound = { limit: req.limit, maxBytes: core.config.pageBytes };
   const first = await core.commits.run((): Answer<{ lease: SessionRow | null; rows: EntryRow[] }> => {
     let lease: SessionRow | null = null;
     if (req.session !== null) {
@@ -65,7 +68,7 @@ export async function drain(core: HubCore, signer: Signer, agentId: string, req:
     } else {
       touchPrincipal(core, agentId);
     }
-    return good({ lease, rows: takePending(core, agentId, req.session, req.limit) });
+    return good({ lease, rows: pendingPage(core, box, 0, bound) });
   });
   if (!first.ok) return first;
   let rows = first.value.rows;
@@ -81,14 +84,14 @@ export async function drain(core: HubCore, signer: Signer, agentId: string, req:
           return true;
         }
       }
-      return hasPending(core, agentId, req.session);
+      return hasPending(core, box);
     });
     if (ended) return endedError(ended);
     rows = await core.commits.run(() => {
       if (req.session === null) touchPrincipal(core, agentId);
       else core.db.prepare('UPDATE sessions SET seen_at = ? WHERE id = ?').run(core.clock.now(), req.session);
       // A client that left takes nothing: a principal entry stays free for another session.
-      return signal.aborted ? [] : takePending(core, agentId, req.session, req.limit);
+      return signal.aborted ? [] : pendingPage(core, box, 0, bound);
     });
   }
   return good({ lease: first.value.lease, deliveries: rows.map((r) => signer.deliver(r, 'drain')) });

@@ -104,9 +104,15 @@ CREATE TABLE IF NOT EXISTS entries (
   delivered INTEGER NOT NULL DEFAULT 0,
   state TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS entries_by_session ON entries (to_session, state);
-CREATE INDEX IF NOT EXISTS entries_by_mailbox ON entries (to_agent, to_session, state);
-CREATE INDEX IF NOT EXISTS entries_by_claim ON entries (claimed_session, state);
+-- Mailbox reads are keyset pages (entries.ts pendingSeqs): each index ends in seq, so a page is
+-- one range scan in seq order that reads no row it skips. Replaces the (…, state) indexes of
+-- earlier builds, whose page reads sorted every pending row of the mailbox.
+DROP INDEX IF EXISTS entries_by_session;
+DROP INDEX IF EXISTS entries_by_mailbox;
+DROP INDEX IF EXISTS entries_by_claim;
+CREATE INDEX IF NOT EXISTS entries_own ON entries (to_session, state, seq);
+CREATE INDEX IF NOT EXISTS entries_free ON entries (to_agent, to_session, state, claimed_session, seq);
+CREATE INDEX IF NOT EXISTS entries_claimed ON entries (claimed_session, state, seq);
 CREATE INDEX IF NOT EXISTS entries_open ON entries (state, created_at);
 `;
 

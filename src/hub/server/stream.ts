@@ -3,13 +3,13 @@ import type { ConsumerIdentity, Delivery } from '../contract/index.js';
 import { holdMs } from './config.js';
 import type { HubCore } from './core.js';
 import type { Signer } from './delivery.js';
-import { takePending } from './entries.js';
+import { pendingPage } from './entries.js';
 import { errorReply, type Reply } from './http.js';
 import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
 import { endedError, presentSession, sessionById, streamEnded } from './sessions.js';
 
-/** How many deliveries one `entries` event carries at most. */
+/** How many deliveries one `entries` event carries at most (and at most `pageBytes` of them). */
 const PUSH_BATCH = 100;
 
 export interface StreamRequest {
@@ -38,9 +38,27 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     streamEnded(core, sr.sessionId, sr.consumer?.home ?? null);
     if (last !== null && !res.destroyed) res.end(last);
     else if (!res.destroyed) res.end();
+    // The last event may wait behind a full socket too.
+    watchStall();
   };
+  // A reader that takes no bytes while a write waits is dropped after the write timeout,
+  // so a stream that stops reading holds at most one page and the socket buffers (never the
+  // mailbox), and never the Hub's memory for longer than that.
+  let stalled: NodeJS.Timeout | undefined;
+  const writeTimeoutMs = core.config.streamWriteTimeoutSeconds * 1000;
+  const watchStall = () => {
+    if (stalled !== undefined || !res.writableNeedDrain) return;
+    stalled = setTimeout(() => res.destroy(), writeTimeoutMs);
+  };
+  res.on('drain', () => {
+    clearTimeout(stalled);
+    stalled = undefined;
+  });
+  res.once('close', () => clearTimeout(stalled));
   const write = (chunk: string) => {
-    if (!finished && !res.destroyed && !res.writableEnded) res.write(chunk);
+    if (finished || res.destroyed || res.writableEnded) return;
+    res.write(chunk);
+    watchStall();
   };
   // Registered first, so it settles even when the client is already gone by the time it is awaited.
   const gone = new Promise<void>((resolve) => {
@@ -101,23 +119,51 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   res.on('close', () => finish(null));
   res.on('error', () => finish(null));
 
+  // Pages follow the socket: the next is read only once the last has drained into the kernel,
+  // one page per turn of the event loop, so a backlog of any size neither sits in memory nor
+  // keeps other clients waiting. `after` is the keyset cursor; `pushed` remembers what this
+  // connection sent so a rewind (claims released elsewhere) does not send it twice.
+  let after = 0;
   const pushed = new Set<string>();
+  let scheduled = false;
   const push = () => {
-    while (!finished) {
-      const rows = takePending(core, sr.agentId, sr.sessionId, PUSH_BATCH, pushed);
-      if (rows.length === 0) return;
-      const messages: Delivery[] = rows.map((r) => {
+    if (finished || res.writableNeedDrain) return;
+    const rows = pendingPage(core, { agentId: sr.agentId, sessionId: sr.sessionId }, after, { limit: PUSH_BATCH, maxBytes: core.config.pageBytes });
+    if (rows.length === 0) return;
+    after = rows[rows.length - 1]!.seq;
+    const fresh = rows.filter((r) => !pushed.has(r.id));
+    if (fresh.length > 0) {
+      const messages: Delivery[] = fresh.map((r) => {
         pushed.add(r.id);
         return signer.deliver(r, 'stream');
       });
       write(frame('entries', { messages }));
-      if (rows.length < PUSH_BATCH) return;
     }
+    if (scheduled || finished) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      push();
+    });
   };
+  // New mail goes out in the same turn it is committed; a page already queued covers it.
+  const wake = () => {
+    if (!scheduled) push();
+  };
+  res.on('drain', wake);
   push();
-  cleanups.push(core.bus.mail.on(sr.agentId, push));
+  cleanups.push(
+    core.bus.mail.on(sr.agentId, wake),
+    core.bus.released.on(sr.agentId, () => {
+      after = 0;
+      wake();
+    }),
+  );
 
-  const keepalive = setInterval(() => write(': keepalive\n\n'), core.config.keepaliveSeconds * 1000);
+  // A socket with bytes still queued shows the connection is alive without another comment.
+  const keepalive = setInterval(() => {
+    if (!res.writableNeedDrain) write(': keepalive\n\n');
+  }, core.config.keepaliveSeconds * 1000);
   const bound = setTimeout(() => finish(frame('reconnect', { reason: 'hold_bound' })), hold);
   cleanups.push(() => clearInterval(keepalive), () => clearTimeout(bound));
   return { kind: 'handled' };

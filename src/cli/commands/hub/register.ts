@@ -41,6 +41,9 @@ export interface ServeFlags {
   messageTtlSeconds?: number;
   replayWindowSeconds?: number;
   holderStaleSeconds?: number;
+  pageBytes?: number;
+  streamWriteTimeoutSeconds?: number;
+  maxConnections?: number;
   clockOffsetMs?: number;
   faultInjection?: boolean;
   agentDirectory?: boolean;
@@ -72,6 +75,9 @@ export const register: Registration = (program, host) => {
     .option('--message-ttl-seconds <s>', 'unacknowledged mail expires after this (default 7 days)', seconds('--message-ttl-seconds'))
     .option('--replay-window-seconds <s>', 'replay window advertised to clients (default 120)', seconds('--replay-window-seconds'))
     .option('--holder-stale-seconds <s>', 'a holder unseen this long no longer blocks another home (default 60)', seconds('--holder-stale-seconds'))
+    .option('--page-bytes <n>', 'bytes of deliveries in one SSE event or drain answer at most; one entry always fits (default 1048576)', integer('--page-bytes', 1, 2 ** 31))
+    .option('--stream-write-timeout-seconds <s>', 'drop a stream whose reader takes no bytes this long while a write waits (default 10)', seconds('--stream-write-timeout-seconds'))
+    .option('--max-connections <n>', 'open client connections at most; idle ones are shed first (default: the fd limit less 64)', integer('--max-connections', 1, 1e7))
     .option('--clock-offset-ms <ms>', "shift the Hub's clock from the real one (tests)", integer('--clock-offset-ms', -1e12, 1e12))
     .option('--fault-injection', 'enable POST /v1/_faults (tests only; never in a real deployment)')
     .option('--no-agent-directory', 'advertise no account.agent_directory and refuse it to agent tokens (plays a Hub before 0.12.2)')
