@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { FleetRow } from '../../../src/hub/contract/index.js';
-import { annotate, formatFleet } from '../../../src/cli/commands/fleet/format.js';
-import type { LocalAnnotation } from '../../../src/cli/commands/fleet/local-state.js';
+import { formatFleet } from '../../../src/cli/commands/fleet/format.js';
+import { annotate } from '../../../src/cli/commands/messaging/fleet-view.js';
+import type { LocalAnnotation } from '../../../src/cli/commands/messaging/local-state.js';
 
 const row = (id: string): FleetRow => ({
   address: `agent:agt_a#${id}`,

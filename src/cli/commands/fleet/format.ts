@@ -1,50 +1,5 @@
-import type { FleetRow } from '../../../hub/contract/index.js';
 import { plain } from '../bridge/summary.js';
-import type { LocalAnnotation, LocalScan } from './local-state.js';
-
-/** A Hub row with what this host's state says about it; `local: null` is "no local state here". */
-export interface AnnotatedRow extends FleetRow {
-  local: {
-    entry: string;
-    /** true live, false dead, null unknown (the record exists and could not be read, or is another host's). */
-    consumer_alive: boolean | null;
-    consumer_pid: number | null;
-    consumer_note: string | null;
-    reader_attending: boolean | null;
-    reader_note: string | null;
-    lag: number | null;
-  } | null;
-}
-
-export interface FleetView {
-  sessions: AnnotatedRow[];
-  /** Local session entries whose session record could not be read, so no row could be matched to them. */
-  unmatched_local_entries: { entry: string; reason: string }[];
-}
-
-const ALIVE: Record<LocalAnnotation['consumer'], boolean | null> = { live: true, dead: false, unknown: null };
-
-export function annotate(rows: readonly FleetRow[], scan: LocalScan): FleetView {
-  return {
-    sessions: rows.map((row) => {
-      const a = scan.bySession.get(row.session_id);
-      if (!a) return { ...row, local: null };
-      return {
-        ...row,
-        local: {
-          entry: a.entry,
-          consumer_alive: ALIVE[a.consumer],
-          consumer_pid: a.consumer_pid,
-          consumer_note: a.consumer_note,
-          reader_attending: a.reader_attending,
-          reader_note: a.reader_note,
-          lag: a.lag,
-        },
-      };
-    }),
-    unmatched_local_entries: scan.unmatched,
-  };
-}
+import type { AnnotatedRow, FleetView } from '../messaging/index.js';
 
 function consumerWords(l: NonNullable<AnnotatedRow['local']>): string {
   if (l.consumer_alive === true) return `consumer live (pid ${l.consumer_pid ?? '?'})`;

@@ -29,7 +29,11 @@ export async function readMessageText(arg: string | undefined, io: CliIO, comman
         : `${command}: the text is empty; say what you want`,
     );
   }
-  // Checked here, not left to the Hub's text_too_long, so the fix names the input.
+  return checkTextSize(text, command);
+}
+
+/** Checked here, not left to the Hub's text_too_long, so the fix names the input. */
+export function checkTextSize(text: string, command: string): Result<string> {
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > MAX_TEXT_BYTES) {
     return fail(`${command}: the text is ${bytes} bytes of UTF-8; a message may carry at most ${MAX_TEXT_BYTES} (MA2H §7) — shorten it or send it in parts`);

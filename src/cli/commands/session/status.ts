@@ -1,24 +1,10 @@
-import type { HubFailure } from '../../../hub/client/index.js';
-import type { Session } from '../../../hub/contract/index.js';
-import { isSameProcessAlive, openStateEntry, type SessionRecord } from '../../../spool/index.js';
 import { EXIT } from '../../exit-codes.js';
 import { writeFlushed, type CliIO } from '../../io.js';
 import { toOutcome, type Outcome } from '../../outcome.js';
-import { leaseEpilogue } from '../bridge/epilogue.js';
 import { plain } from '../bridge/summary.js';
-import { annotateEntry, type LocalAnnotation } from '../fleet/local-state.js';
-import { hubFailureError, readMessagingKnobs, withAgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { readMessagingKnobs, sessionStatus, statusEpilogue, withAgentAccess, type AgentFlagValues, type StatusView } from '../messaging/index.js';
 
 const NAME = 'oh-hai session status';
-
-interface StatusView {
-  session_id: string;
-  /** The Hub's record: the authority on the session's state. Its instants are the Hub's clock. */
-  hub: Session | null;
-  hub_error: string | null;
-  /** This host's record: `expires_at` as last seen (the Hub's clock), `renewed_at` and ages on our clock. */
-  local: { record: SessionRecord | null; annotation: LocalAnnotation } | null;
-}
 
 function hubLines(v: StatusView): string[] {
   const s = v.hub;
@@ -47,39 +33,18 @@ export async function runStatus(opts: AgentFlagValues, io: CliIO): Promise<Outco
   return withAgentAccess(NAME, opts, io, async (a) => {
     const ts = a.thisSession;
     if (ts.kind === 'none') return { exit: EXIT.noSession, code: 'no_session', message: `${ts.why}; there is no session to ask the Hub about` };
-    const opened = ts.entryDir !== null ? openStateEntry(ts.entryDir, { create: false }) : null;
-    const entry = opened?.ok ? opened.value : null;
     const now = io.clock.now();
-
-    const got = await a.client.getSession(ts.id);
-    const failure: HubFailure | null = got.ok ? null : got.failure;
-    if (failure && !(failure.kind === 'http' && failure.status === 404)) {
-      return toOutcome(hubFailureError(failure, { hubUrl: a.hubUrl, credential: a.credential.source, doing: `reading session ${ts.id}` }));
-    }
-    const sessionRead = entry?.read('session') ?? null;
-    const consumer = entry?.read('consumer') ?? null;
-    const view: StatusView = {
-      session_id: ts.id,
-      hub: got.ok ? got.value : null,
-      hub_error: failure?.kind === 'http' ? `${failure.status} ${failure.code}: ${failure.message}` : null,
-      local: entry
-        ? {
-            record: sessionRead?.state === 'ok' ? sessionRead.value : null,
-            annotation: annotateEntry(entry.dir, { nowMs: now, staleMs: knobs.value.staleHolderSeconds * 1000, liveness: isSameProcessAlive }),
-          }
-        : null,
-    };
+    const status = await sessionStatus(a, ts, knobs.value, now);
+    if (!status.ok) return toOutcome(status.error);
+    const { view } = status.value;
     if (opts.json) {
       await writeFlushed(io.stdout, JSON.stringify(view) + '\n');
     } else {
-      const epilogue =
-        entry && sessionRead && consumer
-          ? leaseEpilogue('as last seen here (renewal age on our clock)', sessionRead, { record: consumer, alive: consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown' }, now)
-          : [];
+      const epilogue = statusEpilogue(status.value, 'as last seen here (renewal age on our clock)', now);
       const head = `session ${plain(ts.id)} · ${plain(ts.address)}`;
       await writeFlushed(io.stdout, [head, ...hubLines(view), ...localLines(view, epilogue)].join('\n') + '\n');
     }
-    if (!got.ok) {
+    if (view.hub === null) {
       return { exit: EXIT.noSession, code: 'session_not_found', message: `the Hub does not know session ${ts.id} (${view.hub_error}); oh-hai bridge registers a new one` };
     }
     return { exit: EXIT.ok };

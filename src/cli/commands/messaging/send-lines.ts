@@ -1,6 +1,6 @@
 import type { Message } from '../../../hub/contract/index.js';
 import { plain, quoteText, UNTRUSTED } from '../bridge/summary.js';
-import { formatTrack, priorMeaning, snapshotMeaning } from '../messaging/index.js';
+import { formatTrack, priorMeaning, snapshotMeaning } from './format.js';
 
 /** Where answers to a send go: the attached session's mailbox, or the principal one and why. */
 export type ReplyRoute = { kind: 'session'; address: string } | { kind: 'principal'; address: string; why: string };

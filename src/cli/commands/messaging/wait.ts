@@ -1,7 +1,7 @@
 import type { HubClient, HubFailure } from '../../../hub/client/index.js';
 import type { Message } from '../../../hub/contract/index.js';
 import type { Clock } from '../../../util/clock.js';
-import { isTransient } from '../messaging/index.js';
+import { isTransient } from './failures.js';
 
 /** How the wait ended, with the last message seen (the send's own answer if no poll succeeded). */
 export type WaitEnd = { kind: 'answered' | 'ended' | 'timeout'; message: Message } | { kind: 'failure'; failure: HubFailure; message: Message };
@@ -11,6 +11,10 @@ export interface WaitOptions {
   pollMs: number;
   clock: Clock;
   sleep?: (ms: number) => Promise<void>;
+  /** Told after every poll, answered or not: the MCP server turns each into a progress notification. */
+  onPoll?: (poll: { n: number; message: Message; failure: HubFailure | null }) => void | Promise<void>;
+  /** Ends the wait early (the MCP client cancelled the call): it ends as a timeout. */
+  signal?: AbortSignal;
 }
 
 const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -25,11 +29,11 @@ export async function waitForResponse(client: HubClient, first: Message, opts: W
   const deadline = opts.clock.monotonic() + opts.waitMs;
   let last = first;
   let lastFailure: HubFailure | null = null;
-  for (;;) {
+  for (let n = 1; ; n++) {
     if (last.response !== null) return { kind: 'answered', message: last };
     if (last.state === 'bounced' || last.state === 'expired') return { kind: 'ended', message: last };
     const left = deadline - opts.clock.monotonic();
-    if (left <= 0) return lastFailure ? { kind: 'failure', failure: lastFailure, message: last } : { kind: 'timeout', message: last };
+    if (left <= 0 || opts.signal?.aborted) return lastFailure ? { kind: 'failure', failure: lastFailure, message: last } : { kind: 'timeout', message: last };
     await sleep(Math.min(opts.pollMs, left));
     const r = await client.getMessage(first.id);
     if (r.ok) {
@@ -40,5 +44,6 @@ export async function waitForResponse(client: HubClient, first: Message, opts: W
     } else {
       return { kind: 'failure', failure: r.failure, message: last };
     }
+    await opts.onPoll?.({ n, message: last, failure: lastFailure });
   }
 }

@@ -1,9 +1,13 @@
 import type { HubFailure, HubResult } from '../../../hub/client/index.js';
 import type { SentMessage } from '../../../hub/contract/index.js';
 import { formatDuration } from '../../../util/duration.js';
-import type { CliIO } from '../../io.js';
-import { SEND_RETRIES, withRetries, type AgentAccess, type MessagingKnobs } from '../messaging/index.js';
-import type { ReplyRoute } from './output.js';
+import type { AgentAccess } from './access.js';
+import type { MessagingKnobs } from './knobs.js';
+import { SEND_RETRIES, withRetries } from './retry.js';
+import type { ReplyRoute } from './send-lines.js';
+
+/** Where a sending operation says what it is doing (retries, a dropped session): a command's stderr, the MCP server's. */
+export type Say = (line: string) => void;
 
 /** Codes with which the Hub refuses a session the SENDER presented (a recipient's are recipient_not_found and 410). */
 const OWN_SESSION_CODES = new Set(['session_not_found', 'session_lapsed', 'session_closed', 'session_closed_by_operator']);
@@ -22,8 +26,7 @@ export type Sent = { ok: true; value: SentMessage; route: ReplyRoute; attempts: 
 export async function withThisSession(
   a: AgentAccess,
   knobs: MessagingKnobs,
-  io: CliIO,
-  command: string,
+  say: Say,
   op: (session: string | undefined, attempt: Attempt) => Promise<HubResult<SentMessage>>,
 ): Promise<Sent> {
   const retrying = (session: string | undefined, attempt: Attempt) =>
@@ -31,7 +34,7 @@ export async function withThisSession(
       retries: SEND_RETRIES,
       backoffMinMs: knobs.backoffMinMs,
       backoffMaxMs: knobs.backoffMaxMs,
-      onRetry: (n, delayMs, why) => io.stderr.write(`${command}: attempt ${n} failed (${why}); retrying in ${formatDuration(delayMs)}\n`),
+      onRetry: (n, delayMs, why) => say(`attempt ${n} failed (${why}); retrying in ${formatDuration(delayMs)}`),
     });
   const settle = (r: HubResult<SentMessage> & { attempts: number }, route: ReplyRoute): Sent =>
     r.ok ? { ok: true, value: r.value, route, attempts: r.attempts } : { ok: false, failure: r.failure, attempts: r.attempts };
@@ -43,7 +46,7 @@ export async function withThisSession(
   if (r.ok || !(await ownSessionRefused(a, r.failure, ts.id))) return settle(r, { kind: 'session', address: ts.address });
   const what = r.failure.kind === 'http' ? `${r.failure.status} ${r.failure.code}` : r.failure.message;
   const why = `this agent session's recorded session ${ts.id} is no longer live at the Hub (${what})`;
-  io.stderr.write(`${command}: ${why}; going without it — the next \`oh-hai bridge\` run registers a new one\n`);
+  say(`${why}; going without it — the next \`oh-hai bridge\` run registers a new one`);
   return settle(await retrying(undefined, 'unattached'), principal(why));
 }
 

@@ -3,7 +3,7 @@ import { validateEntry, type Entry } from '../../../hub/contract/index.js';
 import { SpoolReader } from '../../../spool/index.js';
 import { fail, ok, type Result } from '../../../util/result.js';
 import { plain } from '../bridge/summary.js';
-import { principalEntryFor, type AgentAccess } from '../messaging/index.js';
+import { principalEntryFor, type AgentAccess } from './access.js';
 
 /** Where the entries this agent has been shown live: this agent session's spool, then the principal leg's. */
 function spoolsOf(a: AgentAccess): string[] {
