@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { FleetRow } from '../../../src/hub/contract/index.js';
-import { formatFleet } from '../../../src/cli/commands/fleet/format.js';
+import { formatFleet } from '../../../src/cli/commands/messaging/fleet-lines.js';
 import { annotate } from '../../../src/cli/commands/messaging/fleet-view.js';
 import type { LocalAnnotation } from '../../../src/cli/commands/messaging/local-state.js';
 

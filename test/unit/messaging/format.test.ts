@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Message } from '../../../src/hub/contract/index.js';
 import { excerpt, formatTrack, priorMeaning, snapshotMeaning } from '../../../src/cli/commands/messaging/format.js';
 import { queuedLines, waitResultLine } from '../../../src/cli/commands/messaging/send-lines.js';
-import { listLine, showText } from '../../../src/cli/commands/messages/format.js';
+import { listLine, showText } from '../../../src/cli/commands/messaging/message-lines.js';
 
 const base: Message = {
   id: 'msg_1',

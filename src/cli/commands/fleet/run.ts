@@ -1,7 +1,6 @@
 import { writeFlushed, type CliIO } from '../../io.js';
 import { success, toOutcome, type Outcome } from '../../outcome.js';
-import { fleetView, readMessagingKnobs, withAgentAccess, type AgentFlagValues } from '../messaging/index.js';
-import { formatFleet } from './format.js';
+import { fleetView, formatFleet, readMessagingKnobs, withAgentAccess, type AgentFlagValues } from '../messaging/index.js';
 
 export async function runFleet(opts: AgentFlagValues, io: CliIO): Promise<Outcome> {
   const knobs = readMessagingKnobs(io.env);

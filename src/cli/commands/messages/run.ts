@@ -1,8 +1,7 @@
 import { EXIT } from '../../exit-codes.js';
 import { writeFlushed, type CliIO } from '../../io.js';
 import { success, toOutcome, usageError, type Outcome } from '../../outcome.js';
-import { hubFailureError, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../messaging/index.js';
-import { listText, showText } from './format.js';
+import { hubFailureError, listText, showText, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../messaging/index.js';
 
 export interface ListOptions extends AgentFlagValues {
   limit?: string;

@@ -13,4 +13,6 @@ export { checkDestination, failureContext, sendMessage, type Queued } from './se
 export { answerMessage, type Answered } from './respond.js';
 export { annotate, fleetView, type AnnotatedRow, type FleetView } from './fleet-view.js';
 export { annotateEntry, scanLocalState, type LocalAnnotation, type LocalScan } from './local-state.js';
-export { sessionStatus, statusEpilogue, type SessionStatus, type StatusView } from './status-view.js';
+export { sessionStatus, statusEpilogue, statusLines, type SessionStatus, type StatusView } from './status-view.js';
+export { listLine, listText, showText, type Direction } from './message-lines.js';
+export { formatFleet } from './fleet-lines.js';

@@ -2,6 +2,7 @@ import type { Coded } from '../../../config/index.js';
 import type { Session } from '../../../hub/contract/index.js';
 import { isSameProcessAlive, openStateEntry, type ConsumerRecord, type RecordRead, type SessionRecord } from '../../../spool/index.js';
 import { leaseEpilogue } from '../bridge/epilogue.js';
+import { plain } from '../bridge/summary.js';
 import type { AgentAccess, ThisSession } from './access.js';
 import { hubFailureError } from './failures.js';
 import type { MessagingKnobs } from './knobs.js';
@@ -55,3 +56,26 @@ export function statusEpilogue(s: SessionStatus, name: string, nowMs: number): s
   const consumer = s.records.consumer;
   return leaseEpilogue(name, s.records.session, { record: consumer, alive: consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown' }, nowMs);
 }
+
+function hubLines(v: StatusView): string[] {
+  const s = v.hub;
+  if (!s) return [`at the Hub (the authority): could not be read — ${v.hub_error ?? 'no answer'}`];
+  const holder = s.holder
+    ? ` · held by pid ${s.holder.pid} on ${plain(s.holder.host)}${s.holder.since ? ` since ${s.holder.since}` : ''}${s.holder.last_seen_at ? `, last seen ${s.holder.last_seen_at}` : ''}`
+    : ' · no consumer holds it';
+  const closed = s.closed_at ? ` · closed at ${s.closed_at}` : '';
+  return [
+    `at the Hub (the authority; every instant is the Hub's clock): ${s.state} · lease ${s.lease_seconds} s · expires ${s.expires_at} · last renewed ${s.last_renewed_at} · created ${s.created_at}${closed}${holder}`,
+  ];
+}
+
+function localLines(v: StatusView, epilogue: string[]): string[] {
+  if (!v.local) return ['on this host: no state entry for this agent session'];
+  const a = v.local.annotation;
+  const reader = a.reader_attending === true ? 'reader attending' : a.reader_attending === null ? `reader unknown (${a.reader_note})` : `reader not attending (${a.reader_note})`;
+  const lag = a.lag === null ? 'unread unknown' : `${a.lag} unread`;
+  return [...epilogue, `on this host: ${reader} · ${lag} · state entry ${a.entry}`];
+}
+
+/** The Hub's line, the lease epilogue and this host's line: `oh-hai session status`'s text and `oh_hai_status`'s. */
+export const statusLines = (v: StatusView, epilogue: string[]): string[] => [...hubLines(v), ...localLines(v, epilogue)];

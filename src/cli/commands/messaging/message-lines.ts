@@ -1,6 +1,6 @@
 import type { Message } from '../../../hub/contract/index.js';
 import { plain, quoteText, UNTRUSTED } from '../bridge/summary.js';
-import { excerpt, formatTrack, priorMeaning, snapshotMeaning } from '../messaging/index.js';
+import { excerpt, formatTrack, priorMeaning, snapshotMeaning } from './format.js';
 
 export type Direction = 'sent' | 'received';
 

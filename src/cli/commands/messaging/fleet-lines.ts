@@ -1,5 +1,5 @@
 import { plain } from '../bridge/summary.js';
-import type { AnnotatedRow, FleetView } from '../messaging/index.js';
+import type { AnnotatedRow, FleetView } from './fleet-view.js';
 
 function consumerWords(l: NonNullable<AnnotatedRow['local']>): string {
   if (l.consumer_alive === true) return `consumer live (pid ${l.consumer_pid ?? '?'})`;
