@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { fail, ok, type Result } from '../util/result.js';
 import { ENTRY_FILES, readRecord, writeRecord } from './records.js';
 
@@ -18,6 +19,8 @@ function parseSeen(x: unknown): Result<Map<string, number>> {
  */
 export class SeenJti {
   private dirty = false;
+  /** Why a persist failed: the set is then never written again (a failed fsync is not retried). */
+  private broken: string | null = null;
 
   private constructor(
     private readonly dir: string,
@@ -58,10 +61,20 @@ export class SeenJti {
     return removed;
   }
 
-  /** Atomic replace, only when something changed since the last persist. */
+  /**
+   * Atomic replace, only when something changed since the last persist. A failure names the
+   * file and leaves the set broken, like the spool and the ledger: the consumer stops acking.
+   */
   persist(): void {
+    const file = path.join(this.dir, ENTRY_FILES.seenJti);
+    if (this.broken !== null) throw new Error(`the seen-jti set ${file} is broken: it failed earlier (${this.broken}); not retried`);
     if (!this.dirty) return;
-    writeRecord(this.dir, ENTRY_FILES.seenJti, Object.fromEntries(this.seen));
+    try {
+      writeRecord(this.dir, ENTRY_FILES.seenJti, Object.fromEntries(this.seen));
+    } catch (e) {
+      this.broken = (e as Error).message;
+      throw new Error(`persisting the seen-jti set ${file} failed: ${this.broken}; not retried`);
+    }
     this.dirty = false;
   }
 }
