@@ -1,11 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Ingest } from '../../../src/consumer/ingest.js';
 import type { VerifyContext } from '../../../src/consumer/verify.js';
 import { signEntry } from '../../../src/hub/contract/index.js';
-import { Ledger, openStateEntry, SeenJti, type Spool } from '../../../src/spool/index.js';
+import { ENTRY_FILES, Ledger, openStateEntry, SeenJti, type Spool } from '../../../src/spool/index.js';
 import { systemClock } from '../../../src/util/clock.js';
 
 const dirs: string[] = [];
@@ -76,6 +76,20 @@ describe('Ingest', () => {
     const again = s.ingest.run([delivery('ent_1'), delivery('ent_1')], arrived, s.ctx());
     expect(again).toEqual({ ok: true, spooled: 0, redelivered: 2 });
     expect(s.spool.lastSeq()).toBe(1);
+  });
+
+  it('the same entry id twice in one batch (two jtis) is spooled once and ledgered once', () => {
+    const s = open(fresh());
+    expect(s.ingest.run([delivery('ent_1'), delivery('ent_2'), delivery('ent_1')], arrived, s.ctx())).toEqual({ ok: true, spooled: 2, redelivered: 1 });
+    expect(s.spool.readAfter(0).map((i) => i.record.type === 'entry' && i.record.entry.id)).toEqual(['ent_1', 'ent_2']);
+    s.ingest.commit();
+    expect(s.ledger.pending().map((p) => [p.id, p.seq])).toEqual([
+      ['ent_1', 1],
+      ['ent_2', 2],
+    ]);
+    expect(readFileSync(path.join(s.spool.dir, ENTRY_FILES.ledger), 'utf8').trim().split('\n')).toHaveLength(2);
+    // both jtis are remembered: a replay of either is refused
+    expect(s.seen.size).toBe(3);
   });
 
   it('after a crash between the spool and the ledger, a redelivery ledgers the spooled record with its own seq — no second record', () => {

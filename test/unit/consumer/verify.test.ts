@@ -85,6 +85,25 @@ describe('verifyDelivery', () => {
     });
   }
 
+  describe('the replay window edges (120 s, to the millisecond, either direction)', () => {
+    const verdict = (t: number, nowMs = NOW) => verifyDelivery(deliver(directive(), t), ctx({ nowMs })).verdict;
+    it('accepts t exactly the window away, in the past and in the future', () => {
+      expect(verdict(nowS - 120)).toBe('accept');
+      expect(verdict(nowS + 120)).toBe('accept');
+    });
+    it('rejects t a second past the window, in the past and in the future', () => {
+      expect(verdict(nowS - 121)).toBe('reject');
+      expect(verdict(nowS + 121)).toBe('reject');
+    });
+    it('rejects t 999 ms and 1 ms past the window (our clock has milliseconds; t has seconds)', () => {
+      expect(verdict(nowS - 120, NOW + 999)).toBe('reject');
+      expect(verdict(nowS + 120, NOW - 999)).toBe('reject');
+      expect(verdict(nowS - 120, NOW + 1)).toBe('reject');
+      expect(verdict(nowS + 120, NOW - 1)).toBe('reject');
+      expect(verdict(nowS - 120, NOW - 999)).toBe('accept');
+    });
+  });
+
   it('checks in the documented order: a bad signature is reported before a bad shape', () => {
     const v = verifyDelivery({ entry: directive({ x_extra: 1 }), signature: 'nope' }, ctx());
     expect(v).toMatchObject({ verdict: 'reject', check: 'signature_syntax' });

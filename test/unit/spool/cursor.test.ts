@@ -66,6 +66,30 @@ describe('cursor', () => {
     expect(next.map((i) => i.record.type === 'entry' && i.record.entry.id)).toEqual(['c2', 'd2', 'e2']);
   });
 
+  it('a cursor on a record boundary with the wrong seq is rewound, never trusted: the seq wins only up to what exists', () => {
+    const dir = tempDir();
+    spoolWith(dir, ['a', 'b', 'c']);
+    const ends = new SpoolReader(dir).readAfter(0).map((i) => i.end);
+    const file = path.join(dir, 'bridge.ndjson');
+    expect(validateCursor(new SpoolReader(dir), { seq: 1, offset: ends[1]! })).toEqual({
+      cursor: { seq: 1, offset: ends[0] },
+      rewound: `no record 1 ends at byte ${ends[1]} of ${file}; rewound to seq 1`,
+    });
+    expect(validateCursor(new SpoolReader(dir), { seq: 2, offset: ends[0]! })).toEqual({
+      cursor: { seq: 2, offset: ends[1] },
+      rewound: `no record 2 ends at byte ${ends[0]} of ${file}; rewound to seq 2`,
+    });
+    expect(validateCursor(new SpoolReader(dir), { seq: 5, offset: ends[2]! }).cursor).toEqual({ seq: 3, offset: ends[2] });
+  });
+
+  it('a cursor off any line boundary is rewound the same way', () => {
+    const dir = tempDir();
+    spoolWith(dir, ['a', 'b']);
+    const ends = new SpoolReader(dir).readAfter(0).map((i) => i.end);
+    expect(validateCursor(new SpoolReader(dir), { seq: 2, offset: ends[1]! - 1 }).cursor).toEqual({ seq: 2, offset: ends[1] });
+    expect(validateCursor(new SpoolReader(dir), { seq: 1, offset: 1 }).rewound).toContain('rewound to seq 1');
+  });
+
   it('validation alone, with records re-grown past the cursor, goes back to the last record ≤ seq', () => {
     const dir = tempDir();
     spoolWith(dir, ['a', 'b', 'c']);
