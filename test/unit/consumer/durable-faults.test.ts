@@ -3,11 +3,10 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AckPump } from '../../../src/consumer/ack-pump.js';
 import { Ingest } from '../../../src/consumer/ingest.js';
 import type { Stop } from '../../../src/consumer/stops.js';
-import type { VerifyContext } from '../../../src/consumer/verify.js';
-import { signEntry } from '../../../src/hub/contract/index.js';
 import { ENTRY_FILES, SeenJti } from '../../../src/spool/index.js';
 import { io } from '../../helpers/fs-faults.js';
 import { ackWorld } from './ack-world.js';
+import { arrived, delivery, sessionContext } from './deliveries.js';
 
 // The safety property under a failing disk: verify → dedup → append + fsync → ledger →
 // ack. A write or fsync that fails anywhere on that path stops the consumer with 1 and
@@ -15,14 +14,6 @@ import { ackWorld } from './ack-world.js';
 vi.mock('node:fs', async (actual) => (await import('../../helpers/fs-faults.js')).faultyFs(await actual()));
 
 afterEach(() => io.reset());
-
-const NOW = Date.now();
-let n = 0;
-const delivery = (id: string) => {
-  const entry = { id, kind: 'directive', from: 'human:acct_1', to: 'agent:agt_me#sess_a', created_at: '2026-09-18T14:18:00.000Z', text: `text of ${id}` };
-  return { entry, signature: signEntry('k', entry, Math.floor(NOW / 1000), `jti_${String(++n).padStart(16, '0')}`) };
-};
-const arrived = { session: 'sess_a', address: 'agent:agt_me#sess_a' };
 
 function consumer() {
   const w = ackWorld();
@@ -39,16 +30,7 @@ function consumer() {
     stopWith: (s) => stops.push(s),
     log: (t) => logs.push(t),
   });
-  const ctx: VerifyContext = {
-    agentId: 'agt_me',
-    leg: { leg: 'session', sessionId: 'sess_a' },
-    replayWindowSeconds: 300,
-    signatureAlgs: ['hmac-sha256'],
-    nowMs: NOW,
-    clock: null,
-    seen: (j) => seen.value.has(j),
-    admit: () => ({ admit: true }),
-  };
+  const ctx = sessionContext(seen.value);
   const round = async () => {
     pump.request();
     await pump.settled();

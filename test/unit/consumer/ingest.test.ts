@@ -4,21 +4,14 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Ingest } from '../../../src/consumer/ingest.js';
 import type { VerifyContext } from '../../../src/consumer/verify.js';
-import { signEntry } from '../../../src/hub/contract/index.js';
 import { ENTRY_FILES, Ledger, openStateEntry, SeenJti, type Spool } from '../../../src/spool/index.js';
 import { systemClock } from '../../../src/util/clock.js';
+import { arrived, delivery, sessionContext } from './deliveries.js';
 
 const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
-
-const NOW = Date.now();
-let n = 0;
-const delivery = (id: string, over: Record<string, unknown> = {}) => {
-  const entry = { id, kind: 'directive', from: 'human:acct_1', to: 'agent:agt_me#sess_a', created_at: '2026-09-18T14:18:00.000Z', text: `text of ${id}`, ...over };
-  return { entry, signature: signEntry('k', entry, Math.floor(NOW / 1000), `jti_${String(++n).padStart(16, '0')}`) };
-};
 
 function open(dir: string) {
   const entry = openStateEntry(dir, { create: true });
@@ -30,16 +23,7 @@ function open(dir: string) {
   const logs: string[] = [];
   let healthy = true;
   const ingest = new Ingest({ spool: spool.value, ledger: ledger.value, seen: seen.value, log: (t) => logs.push(t), lockHealthy: () => healthy });
-  const ctx = (admit: VerifyContext['admit'] = () => ({ admit: true })): VerifyContext => ({
-    agentId: 'agt_me',
-    leg: { leg: 'session', sessionId: 'sess_a' },
-    replayWindowSeconds: 300,
-    signatureAlgs: ['hmac-sha256'],
-    nowMs: NOW,
-    clock: null,
-    seen: (j) => seen.value.has(j),
-    admit,
-  });
+  const ctx = (admit?: VerifyContext['admit']): VerifyContext => sessionContext(seen.value, admit);
   const close = () => {
     spool.value.close();
     ledger.value.close();
@@ -52,7 +36,6 @@ const fresh = () => {
   dirs.push(d);
   return d;
 };
-const arrived = { session: 'sess_a', address: 'agent:agt_me#sess_a' };
 
 describe('Ingest', () => {
   it('spools a verified batch in one append; the ledger and seen-jti set follow at commit, before any ack', () => {

@@ -46,6 +46,20 @@ function during(act: () => void): { op: string; file: string; fd: number }[] {
   return io.since(from);
 }
 
+/** What `act` threw (it must throw), and the writes and fsyncs it made meanwhile. */
+function failing(act: () => void): { thrown: Error; ops: { op: string; file: string; fd: number }[] } {
+  let thrown: unknown = null;
+  const ops = during(() => {
+    try {
+      act();
+    } catch (e) {
+      thrown = e;
+    }
+  });
+  if (!(thrown instanceof Error)) throw new Error('expected the call to throw');
+  return { thrown, ops };
+}
+
 describe('the spool under write and fsync faults', () => {
   it('fsyncs the spool file exactly once per append, after its write and before append returns', () => {
     const s = openSpool(tempDir());
@@ -76,16 +90,9 @@ describe('the spool under write and fsync faults', () => {
     const s = openSpool(dir);
     s.append([entry('e1')]);
     io.failNext('fsync', isSpool);
-    let thrown: unknown;
-    const ops = during(() => {
-      try {
-        s.append([entry('e2')]);
-      } catch (e) {
-        thrown = e;
-      }
-    });
+    const { thrown, ops } = failing(() => s.append([entry('e2')]));
     expect(thrown).toMatchObject({ name: 'SpoolWriteError', code: 'spool_fsync_failed' });
-    const message = (thrown as Error).message;
+    const message = thrown.message;
     expect(message).toContain(path.join(dir, ENTRY_FILES.spool));
     expect(message).toMatch(/fsync.*EIO: i\/o error, fsync.*not retried/);
     // exactly one fsync: a second one could "succeed" on pages the kernel already dropped
@@ -103,16 +110,9 @@ describe('the spool under write and fsync faults', () => {
     const s = openSpool(dir);
     s.append([entry('e1')]);
     io.failNext('write', isSpool, { code: 'ENOSPC', writeFirst: 20 });
-    let thrown: unknown;
-    const ops = during(() => {
-      try {
-        s.append([entry('e2')]);
-      } catch (e) {
-        thrown = e;
-      }
-    });
+    const { thrown, ops } = failing(() => s.append([entry('e2')]));
     expect(thrown).toMatchObject({ name: 'SpoolWriteError', code: 'spool_write_failed' });
-    expect((thrown as Error).message).toContain(`writing to the spool ${path.join(dir, ENTRY_FILES.spool)} failed: ENOSPC: no space left on device, write`);
+    expect(thrown.message).toContain(`writing to the spool ${path.join(dir, ENTRY_FILES.spool)} failed: ENOSPC: no space left on device, write`);
     expect(ops.filter((e) => e.op === 'fsync')).toEqual([]);
     expect(() => s.append([entry('e3')])).toThrow(expect.objectContaining({ code: 'spool_broken' }) as Error);
     expect(s.end()).toBe(Buffer.byteLength(lines(path.join(dir, ENTRY_FILES.spool))[0]! + '\n'));
@@ -156,16 +156,9 @@ describe('the ledger under write and fsync faults', () => {
       const l = openLedger(dir);
       l.recordSpooled([item('e1', 1)]);
       io.failNext(op, isLedger);
-      let thrown: unknown;
-      const ops = during(() => {
-        try {
-          l.recordSpooled([item('e2', 2)]);
-        } catch (e) {
-          thrown = e;
-        }
-      });
+      const { thrown, ops } = failing(() => l.recordSpooled([item('e2', 2)]));
       expect(thrown).toMatchObject({ name: 'LedgerWriteError', code: `ledger_${op}_failed` });
-      const message = (thrown as Error).message;
+      const message = thrown.message;
       expect(message).toContain(path.join(dir, ENTRY_FILES.ledger));
       expect(message).toContain(`EIO: i/o error, ${op}`);
       expect(ops.filter((e) => e.op === 'fsync')).toHaveLength(op === 'fsync' ? 1 : 0);
@@ -219,15 +212,8 @@ describe('the seen-jti set under write and fsync faults', () => {
       s.persist();
       s.add('jti_bbbbbbbbbbbbbbbb', 1001);
       io.failNext(op, isSeen);
-      let thrown: unknown;
-      const ops = during(() => {
-        try {
-          s.persist();
-        } catch (e) {
-          thrown = e;
-        }
-      });
-      const message = (thrown as Error).message;
+      const { thrown, ops } = failing(() => s.persist());
+      const message = thrown.message;
       expect(message).toContain(path.join(dir, ENTRY_FILES.seenJti));
       expect(message).toContain(`EIO: i/o error, ${op}`);
       expect(ops.filter((e) => e.op === 'fsync')).toHaveLength(op === 'fsync' ? 1 : 0);

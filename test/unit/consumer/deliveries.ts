@@ -1,0 +1,28 @@
+import type { VerifyContext } from '../../../src/consumer/verify.js';
+import { signEntry } from '../../../src/hub/contract/index.js';
+
+/** Our clock for the batches below: every delivery is signed at this instant. */
+export const NOW = Date.now();
+
+let n = 0;
+
+/** A signed directive to agt_me's session sess_a, with a fresh jti each time. */
+export const delivery = (id: string, over: Record<string, unknown> = {}) => {
+  const entry = { id, kind: 'directive', from: 'human:acct_1', to: 'agent:agt_me#sess_a', created_at: '2026-09-18T14:18:00.000Z', text: `text of ${id}`, ...over };
+  return { entry, signature: signEntry('k', entry, Math.floor(NOW / 1000), `jti_${String(++n).padStart(16, '0')}`) };
+};
+
+/** Where such a batch arrived: sess_a's leg. */
+export const arrived = { session: 'sess_a', address: 'agent:agt_me#sess_a' };
+
+/** Verification as the consumer of sess_a runs it, against a seen-jti set. */
+export const sessionContext = (seen: { has(jti: string): boolean }, admit: VerifyContext['admit'] = () => ({ admit: true })): VerifyContext => ({
+  agentId: 'agt_me',
+  leg: { leg: 'session', sessionId: 'sess_a' },
+  replayWindowSeconds: 300,
+  signatureAlgs: ['hmac-sha256'],
+  nowMs: NOW,
+  clock: null,
+  seen: (j) => seen.has(j),
+  admit,
+});
