@@ -1,0 +1,20 @@
+import { defineConfig } from 'vitest/config';
+
+// Stryker's test run: only the fast unit tests over the durable path (no real processes), so a
+// mutant costs milliseconds. Integration tests stay in `npm test`; a scope file reached only by
+// them gets its own unit tests instead (bench/mutation.mjs, docs/reliability.md "Mutation testing").
+export default defineConfig({
+  test: {
+    include: [
+      'test/unit/consumer/**/*.test.ts',
+      'test/unit/spool/**/*.test.ts',
+      'test/unit/bridge/cursor-file.test.ts',
+      'test/unit/bridge/printer.test.ts',
+    ],
+    // bridge.log rotation is not on the durable path, and its test starts processes off dist/.
+    exclude: ['test/unit/spool/log-rotation.test.ts'],
+    pool: 'forks',
+    poolOptions: { forks: { maxForks: 1, minForks: 1 } },
+    testTimeout: 30_000,
+  },
+});

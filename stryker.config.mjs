@@ -1,0 +1,34 @@
+// Mutation testing of the durable path (issue 20): run by `node bench/mutation.mjs`, never by CI.
+// Scope: verification, ingest, acks/acker/ack-pump, classify/rounds, the spool, ledger, cursor
+// and line modules, the reader's printer and cursor writer. Survivors are listed, with why each
+// is equivalent or harmless, in docs/reliability.md "Mutation testing".
+export default {
+  testRunner: 'vitest',
+  vitest: { configFile: 'bench/mutation/vitest.config.ts' },
+  coverageAnalysis: 'perTest',
+  mutate: [
+    'src/consumer/verify.ts',
+    'src/consumer/ingest.ts',
+    'src/consumer/acks.ts',
+    'src/consumer/acker.ts',
+    'src/consumer/ack-pump.ts',
+    'src/consumer/classify.ts',
+    'src/consumer/rounds.ts',
+    'src/spool/append-log.ts',
+    'src/spool/spool.ts',
+    'src/spool/ledger.ts',
+    'src/spool/cursor.ts',
+    'src/spool/line.ts',
+    'src/spool/seen-jti.ts',
+    'src/cli/commands/bridge/printer.ts',
+    'src/cli/commands/bridge/cursor-file.ts',
+  ],
+  // Two workers at most: the machine is shared (BRIEF.md).
+  concurrency: 2,
+  timeoutMS: 20_000,
+  ignorePatterns: ['dist', 'test-output', 'reports', '.stryker-tmp', 'test/integration', 'test/conformance', 'test/browser', 'test/docs', 'test/peer-hub'],
+  reporters: ['clear-text', 'progress-append-only', 'json'],
+  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  tempDirName: '.stryker-tmp',
+  cleanTempDir: 'always',
+};
