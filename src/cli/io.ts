@@ -2,6 +2,7 @@ import type { Clock } from '../util/clock.js';
 import { systemClock } from '../util/clock.js';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { EscapingOutput } from './escaping-output.js';
 import { FdOutput } from './fd-output.js';
 
 /** What a command writes to: process.stdout/stderr, an FdOutput, or a test's PassThrough. */
@@ -45,8 +46,8 @@ export interface ProcessIO extends CliIO {
 export function processIO(outputs: 'streams' | 'descriptors' = 'streams'): ProcessIO {
   const direct = outputs === 'descriptors' && process.platform !== 'win32';
   return {
-    stdout: direct ? new FdOutput(1, () => process.stdout) : process.stdout,
-    stderr: direct ? new FdOutput(2, () => process.stderr) : process.stderr,
+    stdout: new EscapingOutput(direct ? new FdOutput(1, () => process.stdout) : process.stdout),
+    stderr: new EscapingOutput(direct ? new FdOutput(2, () => process.stderr) : process.stderr),
     // A getter: process.stdin builds a stream (and loads its modules) on first access, and most
     // commands never read it.
     get stdin() {

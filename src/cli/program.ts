@@ -7,6 +7,7 @@ import type { CommandHost } from './host.js';
 import { processIO, type CliIO } from './io.js';
 import type { Outcome } from './outcome.js';
 import { defaultStateRoot } from './state-root.js';
+import { escapeUnsafe } from '../util/escape.js';
 import { VERSION } from './version.js';
 
 /**
@@ -99,9 +100,11 @@ function commandName(argv: string[]): string {
 function printOutcome(io: CliIO, name: string, o: Outcome): void {
   const style = o.style ?? (o.exit === EXIT.ok ? 'silent' : 'fatal');
   const code = o.code ?? 'error';
-  if (style === 'fatal') io.stderr.write(`${name}: FATAL (exit ${o.exit}, ${code}) — ${o.message ?? ''}\n`);
-  else if (style === 'stood_down') io.stderr.write(`${name}: STOOD DOWN (exit ${o.exit}, ${code}) — ${o.message ?? ''}\n`);
-  else if (style === 'plain' && o.message) io.stderr.write(`${name}: ${o.message}\n`);
+  // One line each: a message may quote a Hub's words (escapeUnsafe also escapes their line breaks).
+  const message = escapeUnsafe(o.message ?? '');
+  if (style === 'fatal') io.stderr.write(`${name}: FATAL (exit ${o.exit}, ${code}) — ${message}\n`);
+  else if (style === 'stood_down') io.stderr.write(`${name}: STOOD DOWN (exit ${o.exit}, ${code}) — ${message}\n`);
+  else if (style === 'plain' && message) io.stderr.write(`${name}: ${message}\n`);
   for (const line of o.after ?? []) io.stderr.write(line + '\n');
 }
 

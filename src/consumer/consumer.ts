@@ -25,6 +25,7 @@ import { AckPump } from './ack-pump.js';
 import { Acker } from './acker.js';
 import { readerAttendance, UnattendedClock } from './attendance.js';
 import { Serial, sleep } from './async.js';
+import { escapeUnsafe } from '../util/escape.js';
 import { RetryBudget } from './backoff.js';
 import { classifyFailure, type Disposition, type FailureContext } from './classify.js';
 import { consumerHome } from './home.js';
@@ -141,7 +142,8 @@ export class Consumer {
   }
 
   private log(text: string): void {
-    const line = redact(text, this.token ? [this.token] : []);
+    // One line, nothing a terminal acts on: the text may quote a Hub's words.
+    const line = escapeUnsafe(redact(text, this.token ? [this.token] : []));
     this.entry.log(line);
     this.opts.stderr?.write(`oh-hai __consumer: ${line}\n`);
   }

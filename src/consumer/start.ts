@@ -82,9 +82,10 @@ function refusal(entry: StateEntry, opts: ConsumerOptions, reason: string): Stop
         ? 'no consumer record yet (it is starting)'
         : `its record could not be read (${rec.reason})`;
   const message = `another consumer already drains this entry (${holder}); ${reason}. Leave it running: the reader adopts it`;
-  entry.log(`refused to start: ${message}`);
-  opts.stderr?.write(`oh-hai __consumer: ${message}\n`);
   // Auto mode: the running consumer serves the entry, nothing failed. Direct mode: a
   // supervised unit colliding with another consumer is a configuration a restart cannot fix.
-  return stop(opts.mode === 'direct' ? EXIT.held : EXIT.ok, 'consumer_running', message);
+  const refusal = stop(opts.mode === 'direct' ? EXIT.held : EXIT.ok, 'consumer_running', message);
+  entry.log(`refused to start: ${refusal.message}`);
+  opts.stderr?.write(`oh-hai __consumer: ${refusal.message}\n`);
+  return refusal;
 }

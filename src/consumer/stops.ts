@@ -1,4 +1,5 @@
 import { EXIT } from '../cli/exit-codes.js';
+import { escapeUnsafe } from '../util/escape.js';
 
 /**
  * Why a consumer stopped. Every stop is written into consumer.json (state `stopped`,
@@ -35,7 +36,8 @@ export interface Stop {
   message: string;
 }
 
-export const stop = (exit: number, reason: StopReason, message: string): Stop => ({ exit, reason, message });
+/** The message is one line with nothing a terminal acts on (escapeUnsafe): it may quote a Hub's words. */
+export const stop = (exit: number, reason: StopReason, message: string): Stop => ({ exit, reason, message: escapeUnsafe(message) });
 
 /** Stops that are decisions or clean ends rather than failures (the reader prints no FATAL for these). */
 export const isQuietStop = (s: Stop): boolean => s.exit === EXIT.ok;

@@ -1,5 +1,6 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
+import { escapeUnsafe } from '../util/escape.js';
 import { fail, ok, type Result } from '../util/result.js';
 
 /**
@@ -14,9 +15,13 @@ const SUM_TAIL = /,"sum":"([0-9a-f]{8})"\}$/;
 
 const hex8 = (n: number): string => n.toString(16).padStart(8, '0');
 
-/** Serialise a record (given without `sum`) as one sealed line, without the trailing '\n'. */
+/**
+ * Serialise a record (given without `sum`) as one sealed line, without the trailing '\n'.
+ * escapeUnsafe keeps C1 controls, bidi overrides and U+2028/U+2029 (which JSON.stringify
+ * leaves raw) out of the file: `--raw` prints the line verbatim and its sum still matches.
+ */
 export function sealLine(unsealed: object): string {
-  const json = JSON.stringify(unsealed);
+  const json = escapeUnsafe(JSON.stringify(unsealed));
   return `${json.slice(0, -1)},"sum":"${hex8(crc32(json))}"}`;
 }
 

@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../util/clock.js';
+import { escapeUnsafe } from '../util/escape.js';
 import { fail, ok, type Result } from '../util/result.js';
 import { processExited } from './process.js';
 import { ENTRY_FILES } from './records.js';
@@ -49,9 +50,9 @@ export function redact(text: string, deny: readonly string[] = []): string {
   return out;
 }
 
-/** `<ISO> <pid> <text>`: one event, one line (newlines in the text are escaped), secrets redacted. */
+/** `<ISO> <pid> <text>`: one event, one line (controls, C1, bidi overrides escaped: escapeUnsafe), secrets redacted. */
 export function formatLogLine(text: string, ctx: LogContext): string {
-  const oneLine = redact(text, ctx.deny).replace(/\r/g, '\\r').replace(/\n/g, '\\n');
+  const oneLine = escapeUnsafe(redact(text, ctx.deny));
   return `${new Date(ctx.clock.now()).toISOString()} ${ctx.pid} ${oneLine}\n`;
 }
 

@@ -45,10 +45,18 @@ describe('oh-hai bridge against a staged entry (the reader itself)', () => {
     expect(st.cursor().seq).toBe(0);
   });
 
-  it('--raw prints each spool line verbatim: NDJSON that parses line by line, whatever the text holds', async () => {
+  it('--raw prints each spool line verbatim: NDJSON that parses line by line, whatever the text holds, with no control, C1 or bidi override raw', async () => {
     st = stage();
     st.consumerRunning();
-    const texts = ['line\u2028sep\u2029para', 'quotes " \' and \\ backslash', 'multi\nline\r\ntext', 'x'.repeat(8192), 'ctl \u0000\u001b[31m'];
+    const texts = [
+      'line\u2028sep\u2029para',
+      'quotes " \' and \\ backslash',
+      'multi\nline\r\ntext',
+      'x'.repeat(8192),
+      'ctl \u0000\u001b[31m',
+      'c1 \u009b31m \u0085 \u009d0;title\u009c',
+      'bidi \u202egnp.exe\u202c \u2066iso\u2069 \u200f\ufeff',
+    ];
     st.append(texts.map((t) => message(t)));
     for (const flag of ['--raw', '--json']) {
       st.entry.writeCursor({ seq: 0, offset: 0 });
@@ -64,6 +72,7 @@ describe('oh-hai bridge against a staged entry (the reader itself)', () => {
         expect(rec.signature).toMatch(/^t=1,jti=/);
       });
       expect(r.stdout).toBe(st.entry.spoolReader().readAfter(0).map((it) => it.line + '\n').join(''));
+      expect(r.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\ufeff]/);
     }
   });
 

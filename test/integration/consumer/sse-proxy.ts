@@ -13,13 +13,31 @@ export interface SseSink {
  */
 export type SseRewriter = (chunk: string, out: SseSink) => void;
 
+/** An answer the proxy gives itself instead of asking the Hub. */
+export interface ProxyAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
 /**
  * A test peer between the consumer and the real Hub that rewrites every SSE response with
- * a fresh rewriter from `rewriterFor()`; everything else passes through untouched.
+ * a fresh rewriter from `rewriterFor()`; everything else passes through untouched, except
+ * the requests `answer` chooses to answer itself.
  */
-export async function startSseProxy(target: string, rewriterFor: () => SseRewriter): Promise<{ url: string; close(): Promise<void> }> {
+export async function startSseProxy(
+  target: string,
+  rewriterFor: () => SseRewriter,
+  answer: (req: http.IncomingMessage) => ProxyAnswer | null = () => null,
+): Promise<{ url: string; close(): Promise<void> }> {
   const upstream = new URL(target);
   const server = http.createServer((req, res) => {
+    const own = answer(req);
+    if (own) {
+      req.resume();
+      res.writeHead(own.status, own.headers).end(own.body);
+      return;
+    }
     const out = http.request(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host } },
       (up) => {
@@ -82,7 +100,8 @@ export const startFailAfterOpenProxy = (target: string, after: string) =>
       seen += chunk;
       const open = /(^|\n)event: open\n[^]*?\n\n/.exec(seen);
       if (!open) return;
-      out.write(seen.slice(0, open.index + open[0].length) + after);
+      // The stream is handled as latin1 (bytes); `after` is text, sent as UTF-8.
+      out.write(seen.slice(0, open.index + open[0].length) + Buffer.from(after, 'utf8').toString('latin1'));
       out.end();
     };
   });

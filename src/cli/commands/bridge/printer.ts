@@ -1,4 +1,5 @@
 import { validateEntry } from '../../../hub/contract/entry.js';
+import { escapeUnsafe } from '../../../util/escape.js';
 import { ENTRY_FILES, entryStanding, stoodDownSessions, type Cursor, type SpoolItem, type StateEntry } from '../../../spool/index.js';
 import { writeFlushed, type Output } from '../../io.js';
 import { CursorFile } from './cursor-file.js';
@@ -50,7 +51,7 @@ export class Printer {
     try {
       for (const item of items) {
         if (this.stopRequested()) return;
-        await writeFlushed(this.out, this.raw ? item.line + '\n' : this.summary(item, current));
+        await writeFlushed(this.out, this.raw ? escapeUnsafe(item.line) + '\n' : this.summary(item, current));
         this.cursor = { seq: item.record.seq, offset: item.end };
         cursorFile.step(this.cursor);
         this.printed += 1;
