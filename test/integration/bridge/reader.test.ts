@@ -1,7 +1,29 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { closeSync, constants, openSync, readFileSync, readSync } from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { collect, runOhHai, startOhHai } from '../../helpers/cli.js';
+import { collect, ohHaiBin, runOhHai, startOhHai } from '../../helpers/cli.js';
 import { waitFor } from '../../helpers/wait.js';
 import { EPILOGUE, message, stage, type Stage } from './stage.js';
+
+/** Why the EPIPE test cannot run here: it needs mkfifo and /proc to see a stopped process. */
+function fifoMissing(): string | null {
+  if (process.platform !== 'linux') return 'needs Linux (/proc/<pid>/stat to see the reader stopped)';
+  try {
+    execFileSync('mkfifo', ['--version'], { stdio: 'ignore' });
+    return null;
+  } catch {
+    return 'mkfifo (coreutils) is not installed';
+  }
+}
+const noFifo = fifoMissing();
+if (noFifo) console.warn(`bridge EPIPE test SKIPPED: ${noFifo}`);
+
+/** A process's state letter (R, S, T for stopped, …) from /proc/<pid>/stat. */
+const procState = (pid: number): string => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+};
 
 let st: Stage | null = null;
 afterEach(() => {
@@ -133,17 +155,55 @@ describe('oh-hai bridge against a staged entry (the reader itself)', () => {
     }
   });
 
-  it('stdout closed under it (EPIPE): exit 141, the cursor never passes the record that failed', async () => {
+  // stdout is a FIFO the test reads by hand, so it can stop the reader mid-stream (SIGSTOP),
+  // take every byte the reader put down, close the read end and let it go on (SIGCONT): its
+  // next write fails with EPIPE. Every record whose bytes reached the test was printed; the
+  // one in flight was not. The cursor must say exactly that — one more (moving the cursor
+  // before the write completed) loses a record, one fewer prints it twice.
+  it.skipIf(noFifo !== null)('stdout closed under it (EPIPE): exit 141, the cursor is exactly the complete lines the reader received', async () => {
     st = stage();
     st.consumerRunning();
-    st.append(Array.from({ length: 50 }, (_, i) => message(`record ${i + 1}`)));
-    const child = startOhHai(['bridge', '--wait', '0'], { env: st.env });
-    child.stdout!.destroy();
-    const r = await collect(child);
+    // ~4 KB a line, 200 KB in all: far more than a pipe holds, so the reader is mid-stream when stopped.
+    st.append(Array.from({ length: 50 }, (_, i) => message(`record ${i + 1} ${'x'.repeat(4000)}`)));
+    const fifo = path.join(st.temp.root, 'stdout.fifo');
+    execFileSync('mkfifo', ['-m', '600', fifo]);
+    const readEnd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const writeEnd = openSync(fifo, 'w');
+    const child = spawn(process.execPath, [ohHaiBin, 'bridge', '--raw', '--wait', '0'], { env: st.env, stdio: ['ignore', writeEnd, 'pipe'] });
+    closeSync(writeEnd);
+    const exited = collect(child);
+    const received: Buffer[] = [];
+    const drain = (): void => {
+      const buf = Buffer.alloc(64 * 1024);
+      for (;;) {
+        let n: number;
+        try {
+          n = readSync(readEnd, buf, 0, buf.length, null);
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'EAGAIN') return;
+          throw e;
+        }
+        if (n === 0) return;
+        received.push(Buffer.from(buf.subarray(0, n)));
+      }
+    };
+    const lines = () => Buffer.concat(received).toString('utf8').split('\n').length - 1;
+    await waitFor(() => (drain(), lines() >= 5), { what: 'five records on stdout' });
+    process.kill(child.pid!, 'SIGSTOP');
+    await waitFor(() => procState(child.pid!) === 'T', { what: 'the reader to stop' });
+    drain();
+    closeSync(readEnd);
+    process.kill(child.pid!, 'SIGCONT');
+    const r = await exited;
     expect(r.code).toBe(141);
     expect(r.stderr).toMatch(/^oh-hai bridge: FATAL \(exit 141, stdout_closed\) — stdout was closed/m);
     expect(r.stderr).toMatch(EPILOGUE);
-    expect(st.cursor().seq).toBeLessThan(50);
+    const complete = lines();
+    expect(complete).toBeGreaterThanOrEqual(5);
+    expect(complete).toBeLessThan(50);
+    const printed = Buffer.concat(received).toString('utf8').split('\n').slice(0, complete);
+    expect(printed.map((l) => (JSON.parse(l) as { seq: number }).seq)).toEqual(Array.from({ length: complete }, (_, i) => i + 1));
+    expect(st.cursor().seq).toBe(complete);
   });
 
   it('--exit-codes prints the table with no credential and no Hub', async () => {
