@@ -55,8 +55,9 @@ const result = await esbuild.build({
   format: 'cjs',
   target: 'node20',
   charset: 'ascii',
-  // Native: loaded from node_modules by the Hub's store only.
-  external: ['better-sqlite3'],
+  // Loaded from node_modules on first use only: the Hub's SQLite store (native), and pg and
+  // prom-client, which only a Hub on PostgreSQL or with --admin-listen needs.
+  external: ['better-sqlite3', 'pg', 'prom-client'],
   banner: {
     js: [
       "const __ohHaiModuleUrl = (rel) => require('node:url').pathToFileURL(require('node:path').join(__dirname, rel)).href;",

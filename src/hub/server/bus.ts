@@ -31,6 +31,11 @@ class Topic {
     setImmediate(() => this.deliver());
   }
 
+  /** Wake every key someone listens on (after missed wake-ups: each waiter re-checks once). */
+  emitAll(): void {
+    for (const key of this.listeners.keys()) this.emit(key);
+  }
+
   /** Wake the listeners of every pending key now; call it only with the writes behind them committed. */
   deliver(): void {
     this.scheduled = false;

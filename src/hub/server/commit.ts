@@ -28,7 +28,9 @@ type Outcome = { ok: true; value: unknown; effects: Effect[] } | { ok: false; er
  * returned, so no request is answered before its data is durable; if the commit fails,
  * every unit of the batch is rejected (none of it was written).
  *
- * A unit must be synchronous and must not await: it runs inside the transaction.
+ * A unit may be async (the store seam's statements return promises) but must await nothing
+ * but its own statements: units run one after another inside the transaction, and reads
+ * from outside wait for the batch (see {@link GroupCommit.idle}).
  */
 export class GroupCommit {
   private queue: Unit[] = [];
@@ -41,15 +43,28 @@ export class GroupCommit {
     private readonly hooks: CommitHooks,
   ) {}
 
+  /** Settles when no batch is running: a read outside a unit never sees a batch half-written. */
+  private flushing: Promise<void> | null = null;
+
   /** Run `unit` in the next batch; settles with its result (or its throw) once the batch is committed. */
-  run<T>(unit: () => T): Promise<T> {
+  run<T>(unit: () => T | Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ run: unit, resolve: resolve as (value: unknown) => void, reject });
       if (this.scheduled) return;
       this.scheduled = true;
       // setImmediate, not a microtask: every request parsed in this poll phase joins the batch.
-      setImmediate(() => this.flush());
+      setImmediate(() => {
+        const done = this.flush().finally(() => {
+          if (this.flushing === done) this.flushing = null;
+        });
+        this.flushing = done;
+      });
     });
+  }
+
+  /** Resolves once no batch is being written (at once when none is). */
+  idle(): Promise<void> {
+    return this.flushing ?? Promise.resolve();
   }
 
   /**
@@ -62,14 +77,17 @@ export class GroupCommit {
     else effect();
   }
 
-  private flush(): void {
+  private async flush(): Promise<void> {
     this.scheduled = false;
     const batch = this.queue;
     this.queue = [];
-    let outcomes: Outcome[];
+    const outcomes: Outcome[] = [];
     try {
-      outcomes = this.db.transaction((): Outcome[] => batch.map((u) => this.runUnit(u)))();
+      this.db.exec('BEGIN');
+      for (const u of batch) outcomes.push(await this.runUnit(u));
+      this.db.exec('COMMIT');
     } catch (error) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
       for (const u of batch) u.reject(error);
       return;
     } finally {
@@ -84,16 +102,19 @@ export class GroupCommit {
     });
   }
 
-  private runUnit(u: Unit): Outcome {
+  private async runUnit(u: Unit): Promise<Outcome> {
     const effects: Effect[] = [];
     this.effects = effects;
+    this.db.exec('SAVEPOINT unit');
     try {
-      // Nested inside the batch, better-sqlite3's transaction is a SAVEPOINT.
-      return { ok: true, value: this.db.transaction(u.run)(), effects };
+      const value = await u.run();
+      this.db.exec('RELEASE unit');
+      return { ok: true, value, effects };
     } catch (error) {
       // Some errors (SQLITE_FULL, I/O errors) make SQLite roll back the whole transaction,
       // taking the earlier units with it: the batch fails as a whole.
       if (!this.db.inTransaction) throw error;
+      this.db.exec('ROLLBACK TO unit; RELEASE unit');
       return { ok: false, error };
     }
   }

@@ -1,3 +1,5 @@
+import type { DatabaseUrl } from './postgres/url.js';
+
 /**
  * Everything a reference Hub runs with (MA2H §11 knobs). Durations are seconds and may be
  * fractional: test Hubs use sub-second holds and leases below the production floor.
@@ -47,6 +49,12 @@ export interface HubConfig {
   maxConnections: number | null;
   /** Reported in the capability document. */
   version: string;
+  /** The shared PostgreSQL store (`--database` / OH_HAI_HUB_DATABASE_URL); null = SQLite in `dataDir`. */
+  database: DatabaseUrl | null;
+  /** Connections one instance may hold on the database (besides its listener). */
+  databasePoolMax: number;
+  /** How long a dropped database listener waits before it is re-opened. */
+  listenRetryMs: number;
 }
 
 export interface ConfigToken {
@@ -73,6 +81,8 @@ export const HUB_DEFAULTS = {
   pageBytes: 1024 * 1024,
   streamWriteTimeoutSeconds: 10,
   maxLivePerAgent: 16,
+  databasePoolMax: 10,
+  listenRetryMs: 500,
 } as const;
 
 /** A config with every knob at its default; `dataDir`, `signingKey` and `version` have none. */
@@ -98,6 +108,9 @@ export function defaultHubConfig(required: Pick<HubConfig, 'dataDir' | 'signingK
     maxConnections: null,
     faultInjection: false,
     configTokens: [],
+    database: null,
+    databasePoolMax: d.databasePoolMax,
+    listenRetryMs: d.listenRetryMs,
     ...required,
   };
 }
@@ -148,5 +161,7 @@ export function checkConfig(c: HubConfig): string | null {
   }
   if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535) return `--port must be an integer 0–65535 (got ${c.port})`;
   if (c.signingKey.length === 0) return '--signing-key / MA2H_SIGNING_KEY must not be empty';
+  if (!Number.isInteger(c.databasePoolMax) || c.databasePoolMax < 1) return `OH_HAI_HUB_DB_POOL_MAX must be an integer ≥ 1 (got ${c.databasePoolMax})`;
+  if (!(c.listenRetryMs >= 0)) return `OH_HAI_HUB_LISTEN_RETRY_MS must be a number of ms ≥ 0 (got ${c.listenRetryMs})`;
   return null;
 }

@@ -1,10 +1,9 @@
 import type { Clock } from '../../util/clock.js';
 import type { Bus } from './bus.js';
-import type { GroupCommit } from './commit.js';
 import type { HubConfig } from './config.js';
 import type { FaultTable } from './faults.js';
 import type { StreamRegistry } from './registry.js';
-import type { Db } from './store.js';
+import type { Store } from './sql.js';
 
 /** The account a reference Hub serves (one per data dir). */
 export interface Account {
@@ -14,11 +13,13 @@ export interface Account {
 
 /** Everything the Hub's services share; built once per server. */
 export interface HubCore {
-  db: Db;
-  /** The write path: every request that writes runs its unit here and answers after the batch commits. */
-  commits: GroupCommit;
+  /** Every request that writes runs its unit in `store.write` and answers after it commits. */
+  store: Store;
   config: HubConfig;
-  /** The Hub's clock (real + --clock-offset-ms). Every stored instant is on it. */
+  /**
+   * The Hub's clock (+ --clock-offset-ms). On a shared store it follows the database's
+   * clock; decisions inside a unit take `tx.now`, the database's own instant.
+   */
   clock: Clock;
   bus: Bus;
   streams: StreamRegistry;
@@ -26,4 +27,6 @@ export interface HubCore {
   account: Account;
   /** Agent ids by token hash, from MA2H_AGENT_TOKENS. */
   configAgents: Map<string, string>;
+  /** One line per event the operator should see; never a secret. */
+  log: (line: string) => void;
 }

@@ -8,3 +8,4 @@ export type { ExtraRoutes } from './router.js';
 export type { HubCore } from './core.js';
 export { parseConfigTokens } from './config-tokens.js';
 export { STORE_IN_USE } from './store.js';
+export { DATABASE_REFUSED } from './database-errors.js';

@@ -9,6 +9,7 @@ import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
 import { principalReachability, sessionReachability } from './presence.js';
 import { current, presentSession, sessionById, type SessionRow } from './sessions.js';
+import type { Sql, Tx } from './sql.js';
 import { markUndeliverable, messageById, replyTarget, type MessageRow } from './track.js';
 
 export interface Sent {
@@ -24,19 +25,19 @@ interface Recipient {
 }
 
 /** Resolve a `to` address: a known, unrevoked agent of the account, and for a session address a live session of it. */
-function resolveRecipient(core: HubCore, to: string): Answer<Recipient> {
+async function resolveRecipient(core: HubCore, tx: Tx, to: string): Promise<Answer<Recipient>> {
   const addr = parseAddress(to, "field 'to'");
   if (!addr.ok) return bad(400, 'invalid_request', addr.reason);
-  const agent = findAgent(core, addr.value.agentId);
+  const agent = await findAgent(core, tx, addr.value.agentId);
   if (!agent || agent.revoked) return bad(404, 'recipient_not_found', `no agent ${addr.value.agentId} in this account can receive mail`);
   if (addr.value.sessionId === null) {
-    return good({ agentId: agent.id, session: null, snapshot: principalReachability(core, agent.id) });
+    return good({ agentId: agent.id, session: null, snapshot: await principalReachability(core, tx, agent.id, tx.now) });
   }
-  const found = sessionById(core, addr.value.sessionId);
+  const found = await sessionById(tx, addr.value.sessionId);
   if (!found || found.agent_id !== agent.id) return bad(404, 'recipient_not_found', `agent ${agent.id} has no session ${addr.value.sessionId}`);
-  const s = current(core, found);
+  const s = await current(core, tx, found);
   if (s.state !== 'active') return sendTargetEnded(s);
-  return good({ agentId: agent.id, session: s, snapshot: sessionReachability(core, s) });
+  return good({ agentId: agent.id, session: s, snapshot: sessionReachability(core, s, tx.now) });
 }
 
 /** A send to a session address that is not live is 410 `session_<state>` with a `state` detail (§12). */
@@ -45,17 +46,14 @@ function sendTargetEnded(s: SessionRow): Answer<Recipient> {
   return bad(410, sessionEndedCode(state), `session ${s.id} is ${state.replace(/_/g, ' ')}; it receives no more mail`, { state });
 }
 
-function insertMessage(
-  core: HubCore,
+async function insertMessage(
+  tx: Tx,
   m: Omit<MessageRow, 'seq' | 'state' | 'prior' | 'track' | 'response_id' | 'response_text' | 'response_at'>,
-): MessageRow {
-  core.db
-    .prepare(
+): Promise<MessageRow> {
+  await tx.run(
       `INSERT INTO messages (id, intent, from_addr, from_agent, reply_session, to_addr, to_agent, to_session, text, in_reply_to, created_at,
          state, prior, track, destination, idempotency_key, request_hash)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, ?, ?, ?, ?)`,
-    )
-    .run(
       m.id,
       m.intent,
       m.from_addr,
@@ -72,7 +70,7 @@ function insertMessage(
       m.idempotency_key,
       m.request_hash,
     );
-  return messageById(core, m.id)!;
+  return (await messageById(tx, m.id))!;
 }
 
 const requestHash = (req: SendRequest): string =>
@@ -80,14 +78,16 @@ const requestHash = (req: SendRequest): string =>
     .update(canonicalJson({ to: req.to, intent: req.intent, text: req.text, session: req.session ?? null, in_reply_to: req.in_reply_to ?? null }))
     .digest('hex');
 
-/** `POST /v1/messages` (§8): queue a message entry for the recipient; idempotent on `idempotency_key`. */
-export function sendMessage(core: HubCore, agentId: string, req: SendRequest): Answer<Sent> {
-  return core.db.transaction((): Answer<Sent> => {
+/**
+ * `POST /v1/messages` (§8): queue a message entry for the recipient; idempotent on
+ * `idempotency_key`. Two sends with one key racing on two instances: the unique index
+ * makes the second insert wait for the first and fail; its unit is run again and finds
+ * the first (the PostgreSQL store retries a unit on a unique violation).
+ */
+export async function sendMessage(core: HubCore, tx: Tx, agentId: string, req: SendRequest): Promise<Answer<Sent>> {
     const hash = requestHash(req);
     if (req.idempotency_key !== undefined) {
-      const prior = core.db.prepare('SELECT * FROM messages WHERE from_agent = ? AND idempotency_key = ?').get(agentId, req.idempotency_key) as
-        | MessageRow
-        | undefined;
+      const prior = await tx.get<MessageRow>('SELECT * FROM messages WHERE from_agent = ? AND idempotency_key = ?', agentId, req.idempotency_key);
       if (prior && prior.request_hash !== hash) {
         return bad(409, 'idempotency_conflict', `idempotency_key ${req.idempotency_key} was already used for a different message (${prior.id})`, {
           message_id: prior.id,
@@ -97,14 +97,14 @@ export function sendMessage(core: HubCore, agentId: string, req: SendRequest): A
     }
     let lease: SessionRow | null = null;
     if (req.session !== undefined) {
-      const presented = presentSession(core, agentId, req.session, { consumer: null, connect: false });
+      const presented = await presentSession(core, tx, agentId, req.session, { consumer: null, connect: false });
       if (!presented.ok) return presented;
       lease = presented.value;
     }
-    const to = resolveRecipient(core, req.to);
+    const to = await resolveRecipient(core, tx, req.to);
     if (!to.ok) return to;
-    const now = core.clock.now();
-    const row = insertMessage(core, {
+    const now = tx.now;
+    const row = await insertMessage(tx, {
       id: newId('msg'),
       intent: req.intent,
       from_addr: formatAddress(agentId, req.session ?? null),
@@ -131,9 +131,8 @@ export function sendMessage(core: HubCore, agentId: string, req: SendRequest): A
       text: req.text,
     };
     if (req.in_reply_to !== undefined) entry.in_reply_to = req.in_reply_to;
-    insertEntry(core, entry, { agentId: row.to_agent, sessionId: row.to_session }, row.id);
+    await insertEntry(tx, entry, { agentId: row.to_agent, sessionId: row.to_session }, row.id);
     return good({ row, replay: false, lease });
-  })();
 }
 
 /**
@@ -141,9 +140,8 @@ export function sendMessage(core: HubCore, agentId: string, req: SendRequest): A
  * The response goes to the asker's session while it is active; if that session has ended
  * the response bounces at once and the responder gets the receipt (§12).
  */
-export function respond(core: HubCore, agentId: string, askId: string, req: RespondRequest): Answer<Sent> {
-  return core.db.transaction((): Answer<Sent> => {
-    const ask = messageById(core, askId);
+export async function respond(core: HubCore, tx: Tx, agentId: string, askId: string, req: RespondRequest): Promise<Answer<Sent>> {
+    const ask = await messageById(tx, askId, true);
     if (!ask || ask.to_agent !== agentId) return bad(404, 'message_not_found', `no message ${askId} addressed to agent ${agentId}`);
     if ((ask.intent !== 'ask' && ask.intent !== 'task') || ask.from_agent === null) {
       return bad(409, 'not_respondable', `message ${askId} is a ${ask.intent}; only an ask or a task can be answered`);
@@ -151,20 +149,20 @@ export function respond(core: HubCore, agentId: string, askId: string, req: Resp
     if (ask.response_id !== null) return bad(409, 'already_responded', `message ${askId} already has a response (${ask.response_id})`, { response_id: ask.response_id });
     let lease: SessionRow | null = null;
     if (req.session !== undefined) {
-      const presented = presentSession(core, agentId, req.session, { consumer: null, connect: false });
+      const presented = await presentSession(core, tx, agentId, req.session, { consumer: null, connect: false });
       if (!presented.ok) return presented;
       lease = presented.value;
     }
-    const target = replyTarget(core, ask.from_agent, ask.reply_session);
+    const target = await replyTarget(tx, ask.from_agent, ask.reply_session);
     const bounced = ask.reply_session !== null && target.sessionId === null;
     const toAddr = formatAddress(ask.from_agent, ask.reply_session);
-    const now = core.clock.now();
+    const now = tx.now;
     const snapshot = bounced
       ? 'offline'
       : target.sessionId !== null
-        ? sessionReachability(core, sessionById(core, target.sessionId)!)
-        : principalReachability(core, ask.from_agent);
-    const row = insertMessage(core, {
+        ? sessionReachability(core, (await sessionById(tx, target.sessionId))!, now)
+        : await principalReachability(core, tx, ask.from_agent, now);
+    const row = await insertMessage(tx, {
       id: newId('msg'),
       intent: 'response',
       from_addr: formatAddress(agentId, req.session ?? null),
@@ -180,12 +178,12 @@ export function respond(core: HubCore, agentId: string, askId: string, req: Resp
       idempotency_key: null,
       request_hash: null,
     });
-    core.db.prepare('UPDATE messages SET response_id = ?, response_text = ?, response_at = ? WHERE id = ?').run(row.id, req.text, now, ask.id);
-    core.bus.message.emit(ask.id);
+    await tx.run('UPDATE messages SET response_id = ?, response_text = ?, response_at = ? WHERE id = ?', row.id, req.text, now, ask.id);
+    tx.wake('message', ask.id);
     if (bounced) {
-      const ended = sessionById(core, ask.reply_session!)!;
+      const ended = (await sessionById(tx, ask.reply_session!))!;
       const reason = ended.state === 'closed_by_operator' ? 'session_closed_by_operator' : ended.state === 'closed' ? 'session_closed' : 'session_lapsed';
-      markUndeliverable(core, row.id, reason);
+      await markUndeliverable(tx, row.id, reason);
     } else {
       const entry: ResponseEntry = {
         id: newId('ent'),
@@ -197,20 +195,18 @@ export function respond(core: HubCore, agentId: string, askId: string, req: Resp
         in_reply_to: ask.id,
         text: req.text,
       };
-      insertEntry(core, entry, target, row.id);
+      await insertEntry(tx, entry, target, row.id);
     }
-    return good({ row: messageById(core, row.id)!, replay: false, lease });
-  })();
+    return good({ row: (await messageById(tx, row.id))!, replay: false, lease });
 }
 
 /** `POST /v1/directives` (§9): the human writes to an agent or one of its sessions. */
-export function sendDirective(core: HubCore, req: DirectiveRequest): Answer<MessageRow> {
-  return core.db.transaction((): Answer<MessageRow> => {
-    const to = resolveRecipient(core, req.to);
+export async function sendDirective(core: HubCore, tx: Tx, req: DirectiveRequest): Promise<Answer<MessageRow>> {
+    const to = await resolveRecipient(core, tx, req.to);
     if (!to.ok) return to;
-    const now = core.clock.now();
+    const now = tx.now;
     const from = `human:${core.account.id}`;
-    const row = insertMessage(core, {
+    const row = await insertMessage(tx, {
       id: newId('msg'),
       intent: 'directive',
       from_addr: from,
@@ -227,14 +223,13 @@ export function sendDirective(core: HubCore, req: DirectiveRequest): Answer<Mess
       request_hash: null,
     });
     const entry: DirectiveEntry = { id: newId('ent'), kind: 'directive', from, to: req.to, created_at: iso(now), text: req.text };
-    insertEntry(core, entry, { agentId: row.to_agent, sessionId: row.to_session }, row.id);
+    await insertEntry(tx, entry, { agentId: row.to_agent, sessionId: row.to_session }, row.id);
     return good(row);
-  })();
 }
 
 /** The sender or recipient may read a message; the human reads the directives it sent. Anyone else: 404. */
-export function visibleMessage(core: HubCore, caller: Caller, id: string): Answer<MessageRow> {
-  const m = messageById(core, id);
+export async function visibleMessage(q: Sql, caller: Caller, id: string): Promise<Answer<MessageRow>> {
+  const m = await messageById(q, id);
   const visible =
     m !== null && (caller.kind === 'human' ? m.from_agent === null : m.from_agent === caller.agentId || m.to_agent === caller.agentId);
   return visible ? good(m) : bad(404, 'message_not_found', `no message ${id} that this token may read`);
@@ -253,7 +248,7 @@ function decodeCursor(c: string): number | null {
 }
 
 /** `GET /v1/messages` (§8, §12): newest first, opaque `before` cursor, default direction `sent`. */
-export function listMessages(core: HubCore, caller: Caller, direction: 'sent' | 'received', limit: number, before: string | null): Answer<Page> {
+export async function listMessages(q: Sql, caller: Caller, direction: 'sent' | 'received', limit: number, before: string | null): Promise<Answer<Page>> {
   let beforeSeq = Number.MAX_SAFE_INTEGER;
   if (before !== null) {
     const seq = decodeCursor(before);
@@ -264,11 +259,11 @@ export function listMessages(core: HubCore, caller: Caller, direction: 'sent' | 
   if (caller.kind === 'human') {
     rows =
       direction === 'sent'
-        ? (core.db.prepare('SELECT * FROM messages WHERE from_agent IS NULL AND seq < ? ORDER BY seq DESC LIMIT ?').all(beforeSeq, limit + 1) as MessageRow[])
+        ? await q.all<MessageRow>('SELECT * FROM messages WHERE from_agent IS NULL AND seq < ? ORDER BY seq DESC LIMIT ?', beforeSeq, limit + 1)
         : [];
   } else {
     const column = direction === 'sent' ? 'from_agent' : 'to_agent';
-    rows = core.db.prepare(`SELECT * FROM messages WHERE ${column} = ? AND seq < ? ORDER BY seq DESC LIMIT ?`).all(caller.agentId, beforeSeq, limit + 1) as MessageRow[];
+    rows = await q.all<MessageRow>(`SELECT * FROM messages WHERE ${column} = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, caller.agentId, beforeSeq, limit + 1);
   }
   const more = rows.length > limit;
   const page = rows.slice(0, limit);

@@ -60,6 +60,25 @@ export class StreamRegistry {
     }
   }
 
+  /** Sessions with a stream open here, and the consumer home of each stream. */
+  held(): Array<{ sessionId: string; home: string | null }> {
+    return [...this.bySession.entries()].flatMap(([sessionId, set]) => [...set].map((s) => ({ sessionId, home: s.consumer?.home ?? null })));
+  }
+
+  sessions(): string[] {
+    return [...this.bySession.keys()];
+  }
+
+  /**
+   * Another instance decided who holds the session: every stream here of another consumer
+   * (home and pid) is told `replaced`.
+   */
+  keepHolder(sessionId: string, holder: { home: string; pid: number }): void {
+    for (const s of [...(this.bySession.get(sessionId) ?? [])]) {
+      if (s.consumer !== null && (s.consumer.home !== holder.home || s.consumer.pid !== holder.pid)) s.close('replaced');
+    }
+  }
+
   /** The Hub is stopping: tell every open stream so, and resolve once each has been written out. */
   async shutdownAll(): Promise<void> {
     await Promise.all([...this.bySession.values()].flatMap((set) => [...set].map((s) => s.shutdown())));

@@ -82,7 +82,7 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
     } catch {
       return fault(400, 'invalid_request', 'the request target is not a valid URL');
     }
-    if (tokenInUrl(core, url)) {
+    if (await tokenInUrl(core, url)) {
       return fault(400, 'token_in_url', 'a credential was put in the URL; send it only as "Authorization: Bearer <token>" (and rotate it: URLs end up in logs)');
     }
     let parts: string[];
@@ -122,7 +122,7 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
     }
     let caller: Caller | null = null;
     if (r.needs !== 'none') {
-      const who = authenticate(core, req);
+      const who = await authenticate(core, req);
       if (!who.ok) return errorReply(who.error);
       const allowed = checkKind(who.value, r.needs);
       if (!allowed.ok) return errorReply(allowed.error);

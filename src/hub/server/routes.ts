@@ -128,7 +128,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/account',
       needs: 'any',
       cls: 'other',
-      handle: () => json(200, { account: { ...core.account, agent_messaging: messagingEnabled(core.db) } }),
+      handle: async () => json(200, { account: { ...core.account, agent_messaging: await messagingEnabled(core.store.read) } }),
     },
     {
       method: 'PATCH',
@@ -138,7 +138,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const patch = bodyOf(c, validateAccountPatch);
         if (!patch.ok) return errorReply(patch.error);
-        await core.commits.run(() => setMessaging(core.db, patch.value.agent_messaging));
+        await core.store.write((tx) => setMessaging(tx, patch.value.agent_messaging));
         return json(200, { account: { ...core.account, agent_messaging: patch.value.agent_messaging } });
       },
     },
@@ -148,10 +148,10 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       needs: 'agent',
       cls: 'sessions',
       handle: async (c) => {
-        if (!messagingEnabled(core.db)) return errorReply(MESSAGING_OFF);
+        if (!(await messagingEnabled(core.store.read))) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateCreateSession);
         if (!req.ok) return errorReply(req.error);
-        const r = await core.commits.run(() => registerSession(core, agentOf(c), req.value));
+        const r = await core.store.write((tx) => registerSession(core, tx, agentOf(c), req.value));
         return r.ok ? json(r.value.status, { session: sessionView(r.value.row) }) : errorReply(r.error);
       },
     },
@@ -160,38 +160,41 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/sessions/:id',
       needs: 'agent',
       cls: 'sessions',
-      handle: (c) => answer(getSession(core, agentOf(c), c.params[0]!), 200, (r) => ({ session: sessionView(r) })),
+      handle: async (c) => answer(await core.store.write((tx) => getSession(core, tx, agentOf(c), c.params[0]!)), 200, (r) => ({ session: sessionView(r) })),
     },
     {
       method: 'POST',
       path: '/v1/sessions/:id/close',
       needs: 'agent',
       cls: 'sessions',
-      handle: async (c) => answer(await core.commits.run(() => closeSession(core, agentOf(c), c.params[0]!)), 200, (r) => ({ session: sessionView(r) })),
+      handle: async (c) => answer(await core.store.write((tx) => closeSession(core, tx, agentOf(c), c.params[0]!)), 200, (r) => ({ session: sessionView(r) })),
     },
     {
       method: 'POST',
       path: '/v1/sessions/:id/operator-close',
       needs: 'human',
       cls: 'sessions',
-      handle: async (c) => answer(await core.commits.run(() => operatorClose(core, c.params[0]!)), 200, (r) => ({ session: sessionView(r) })),
+      handle: async (c) => answer(await core.store.write((tx) => operatorClose(core, tx, c.params[0]!)), 200, (r) => ({ session: sessionView(r) })),
     },
     {
       method: 'GET',
       path: '/v1/operator-stops',
       needs: 'human',
       cls: 'other',
-      handle: () =>
-        json(200, {
-          stops: listOperatorStops(core).map((s) => ({
+      handle: async () => {
+        const stops = await listOperatorStops(core.store.read);
+        const labels = await labelsOf(core, stops.map((s) => s.agent_id));
+        return json(200, {
+          stops: stops.map((s) => ({
             agent_id: s.agent_id,
-            agent_label: findAgent(core, s.agent_id)?.label ?? null,
+            agent_label: labels.get(s.agent_id) ?? null,
             client_key: s.client_key,
             name: s.name,
             session_id: s.session_id,
             recorded_at: iso(s.created_at),
           })),
-        }),
+        });
+      },
     },
     {
       method: 'POST',
@@ -201,8 +204,8 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const req = bodyOf(c, validateLift);
         if (!req.ok) return errorReply(req.error);
-        if (!findAgent(core, req.value.agent_id)) return fault(404, 'agent_not_found', `no agent ${req.value.agent_id} in this account`);
-        return json(200, { lifted: await core.commits.run(() => liftStops(core, req.value.agent_id, req.value.client_key, req.value.name)) });
+        if (!(await findAgent(core, core.store.read, req.value.agent_id))) return fault(404, 'agent_not_found', `no agent ${req.value.agent_id} in this account`);
+        return json(200, { lifted: await core.store.write((tx) => liftStops(tx, req.value.agent_id, req.value.client_key, req.value.name)) });
       },
     },
     {
@@ -213,7 +216,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const session = sessionParam(c);
         if (!session.ok) return errorReply(session.error);
-        if (session.value !== null && !messagingEnabled(core.db)) return errorReply(MESSAGING_OFF);
+        if (session.value !== null && !(await messagingEnabled(core.store.read))) return errorReply(MESSAGING_OFF);
         const consumer = consumerOf(c);
         if (!consumer.ok) return errorReply(consumer.error);
         const limit = numberParam(c, 'limit', 100, 1, 1000, true);
@@ -229,7 +232,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/inbox/stream',
       needs: 'agent',
       cls: 'stream',
-      handle: (c) => {
+      handle: async (c) => {
         const accept = c.req.headers.accept;
         if (accept !== undefined && !/text\/event-stream|text\/\*|\*\/\*/i.test(accept)) {
           return fault(406, 'not_acceptable', 'the stream answers only text/event-stream; send "Accept: text/event-stream"');
@@ -237,7 +240,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
         const session = sessionParam(c);
         if (!session.ok) return errorReply(session.error);
         if (session.value === null) return fault(400, 'invalid_request', 'the stream needs ?session=<session id>; the principal mailbox is drained with GET /v1/inbox');
-        if (!messagingEnabled(core.db)) return errorReply(MESSAGING_OFF);
+        if (!(await messagingEnabled(core.store.read))) return errorReply(MESSAGING_OFF);
         const consumer = consumerOf(c);
         if (!consumer.ok) return errorReply(consumer.error);
         return openStream(core, signer, c.res, { agentId: agentOf(c), sessionId: session.value, consumer: consumer.value, drop: c.faults.drop });
@@ -251,7 +254,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const req = bodyOf(c, validateAck);
         if (!req.ok) return errorReply(req.error);
-        const r = await core.commits.run(() => ack(core, agentOf(c), req.value));
+        const r = await core.store.write((tx) => ack(core, tx, agentOf(c), req.value));
         return answer(r, 200, (a) => withLease({ delivered: a.delivered, acknowledged: a.acknowledged, unknown: a.unknown }, a.lease));
       },
     },
@@ -261,10 +264,10 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       needs: 'agent',
       cls: 'messages',
       handle: async (c) => {
-        if (!messagingEnabled(core.db)) return errorReply(MESSAGING_OFF);
+        if (!(await messagingEnabled(core.store.read))) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateSend);
         if (!req.ok) return errorReply(req.error);
-        const r = await core.commits.run(() => sendMessage(core, agentOf(c), req.value));
+        const r = await core.store.write((tx) => sendMessage(core, tx, agentOf(c), req.value));
         return r.ok ? json(r.value.replay ? 200 : 202, sentBody(r.value)) : errorReply(r.error);
       },
     },
@@ -273,12 +276,12 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/messages',
       needs: 'any',
       cls: 'messages',
-      handle: (c) => {
+      handle: async (c) => {
         const direction = c.url.searchParams.get('direction') ?? 'sent';
         if (direction !== 'sent' && direction !== 'received') return fault(400, 'invalid_request', `direction=${direction.slice(0, 40)} must be sent or received`);
         const limit = numberParam(c, 'limit', 50, 1, 500, true);
         if (!limit.ok) return errorReply(limit.error);
-        const page = listMessages(core, c.caller!, direction, limit.value, c.url.searchParams.get('before'));
+        const page = await listMessages(core.store.read, c.caller!, direction, limit.value, c.url.searchParams.get('before'));
         return answer(page, 200, (p) => ({ messages: p.rows.map((m) => messageJson(m)), next: p.next }));
       },
     },
@@ -289,18 +292,18 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       cls: 'messages',
       handle: async (c) => {
         const id = c.params[0]!;
-        const first = visibleMessage(core, c.caller!, id);
+        const first = await visibleMessage(core.store.read, c.caller!, id);
         if (!first.ok) return errorReply(first.error);
         const wait = numberParam(c, 'wait', 0, 0, maxWait, false);
         if (!wait.ok) return errorReply(wait.error);
         const start = first.value;
         if (wait.value > 0 && !isTerminal(start.state) && start.response_id === null) {
-          await hold(core, 'message', id, core.clock.monotonic() + wait.value * 1000, c.signal, () => {
-            const now = messageById(core, id)!;
+          await hold(core, 'message', id, core.clock.monotonic() + wait.value * 1000, c.signal, async () => {
+            const now = (await messageById(core.store.read, id))!;
             return now.state !== start.state || now.response_id !== null;
           });
         }
-        return json(200, { message: messageJson(messageById(core, id)!) });
+        return json(200, { message: messageJson((await messageById(core.store.read, id))!) });
       },
     },
     {
@@ -309,10 +312,10 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       needs: 'agent',
       cls: 'messages',
       handle: async (c) => {
-        if (!messagingEnabled(core.db)) return errorReply(MESSAGING_OFF);
+        if (!(await messagingEnabled(core.store.read))) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateRespond);
         if (!req.ok) return errorReply(req.error);
-        const r = await core.commits.run(() => respond(core, agentOf(c), c.params[0]!, req.value));
+        const r = await core.store.write((tx) => respond(core, tx, agentOf(c), c.params[0]!, req.value));
         return answer(r, 201, sentBody);
       },
     },
@@ -324,7 +327,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const req = bodyOf(c, validateDirective);
         if (!req.ok) return errorReply(req.error);
-        return answer(await core.commits.run(() => sendDirective(core, req.value)), 202, (m) => ({ message: messageJson(m) }));
+        return answer(await core.store.write((tx) => sendDirective(core, tx, req.value)), 202, (m) => ({ message: messageJson(m) }));
       },
     },
     {
@@ -332,10 +335,10 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/account/agents',
       needs: 'any',
       cls: 'other',
-      handle: (c) =>
+      handle: async (c) =>
         core.config.agentDirectory === false && c.caller!.kind === 'agent'
           ? fault(403, 'forbidden', 'this Hub advertises no account agent directory; only the human token may list the account agents')
-          : json(200, { agents: directory(core, c.url.searchParams.get('include') === 'config') }),
+          : json(200, { agents: await directory(core, c.url.searchParams.get('include') === 'config') }),
     },
     {
       method: 'POST',
@@ -345,7 +348,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const req = bodyOf(c, validateMintAgent);
         if (!req.ok) return errorReply(req.error);
-        const minted = await core.commits.run(() => mintAgent(core, req.value.label));
+        const minted = await core.store.write((tx) => mintAgent(tx, req.value.label));
         return json(201, { agent: agentView(minted.agent), token: minted.token });
       },
     },
@@ -354,14 +357,14 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/account/agents/:id/revoke',
       needs: 'human',
       cls: 'other',
-      handle: async (c) => answer(await core.commits.run(() => revokeAgent(core, c.params[0]!)), 200, (a) => ({ agent: agentView(a) })),
+      handle: async (c) => answer(await core.store.write((tx) => revokeAgent(core, tx, c.params[0]!)), 200, (a) => ({ agent: agentView(a) })),
     },
     {
       method: 'GET',
       path: '/v1/fleet',
       needs: 'any',
       cls: 'other',
-      handle: () => json(200, { sessions: fleet(core) }),
+      handle: async () => json(200, { sessions: await fleet(core) }),
     },
   ];
   if (core.config.faultInjection) {
@@ -382,18 +385,27 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
 }
 
 /** `GET /v1/fleet` (§10): every live session in the account with its reachability. */
-function fleet(core: HubCore): Record<string, unknown>[] {
-  const rows = core.db.prepare(`SELECT * FROM sessions WHERE state = 'active' AND expires_at > ? ORDER BY created_at, id`).all(core.clock.now()) as SessionRow[];
+async function fleet(core: HubCore): Promise<Record<string, unknown>[]> {
+  const now = core.clock.now();
+  const rows = await core.store.read.all<SessionRow>(`SELECT * FROM sessions WHERE state = 'active' AND expires_at > ? ORDER BY created_at, id`, now);
+  const labels = await labelsOf(core, rows.map((r) => r.agent_id));
   return rows.map((r) => ({
     address: sessionView(r).address,
     agent_id: r.agent_id,
-    agent_label: findAgent(core, r.agent_id)?.label ?? null,
+    agent_label: labels.get(r.agent_id) ?? null,
     session_id: r.id,
     name: r.name,
     state: r.state,
-    reachability: sessionReachability(core, r),
+    reachability: sessionReachability(core, r, now),
     expires_at: iso(r.expires_at),
     last_renewed_at: iso(r.last_renewed_at),
     holder: r.holder_host !== null && r.holder_pid !== null ? { host: r.holder_host, pid: r.holder_pid } : null,
   }));
+}
+
+/** The labels of these agents (null for config identities), one look-up each. */
+async function labelsOf(core: HubCore, ids: string[]): Promise<Map<string, string | null>> {
+  const out = new Map<string, string | null>();
+  for (const id of new Set(ids)) out.set(id, (await findAgent(core, core.store.read, id))?.label ?? null);
+  return out;
 }

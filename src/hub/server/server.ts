@@ -5,7 +5,6 @@ import type { Clock } from '../../util/clock.js';
 import { writeFileAtomic } from '../../util/fs-durable.js';
 import { bootAccount } from './account.js';
 import { Bus } from './bus.js';
-import { GroupCommit } from './commit.js';
 import type { HubConfig } from './config.js';
 import type { HubCore } from './core.js';
 import { Signer } from './delivery.js';
@@ -13,11 +12,12 @@ import { FaultTable } from './faults.js';
 import { HUB_RECORD_FILE } from './files.js';
 import { hashToken, hubClock, iso } from './ids.js';
 import { sweepExpired } from './inbox.js';
-import { StreamRegistry } from './registry.js';
+import { StreamRegistry, type StreamCloseReason } from './registry.js';
 import { createRouter, type ExtraRoutes } from './router.js';
 import { apiRoutes } from './routes.js';
-import { sweepLapsed } from './sessions.js';
-import { openStore } from './store.js';
+import { sessionById, streamsSeen, sweepLapsed } from './sessions.js';
+import type { Store, WakeTopic } from './sql.js';
+import { openStore, sqliteStore } from './store.js';
 
 /** What `hub.json` in the data dir records, so admin commands find a running Hub. */
 export interface HubRecord {
@@ -28,7 +28,7 @@ export interface HubRecord {
 
 export interface HubServerOptions {
   config: HubConfig;
-  /** Our real clock; the Hub's clock is this plus `config.clockOffsetMs`. */
+  /** Our real clock; the Hub's clock is this plus `config.clockOffsetMs` (on a database, the database's clock). */
   clock: Clock;
   /** Recorded in hub.json. */
   pid: number;
@@ -45,7 +45,8 @@ export interface HubServer {
   accountId: string;
   /** True when this start created the account and its human token. */
   createdAccount: boolean;
-  humanTokenPath: string;
+  /** This instance's copy of the human token; null when another instance created the account. */
+  humanTokenPath: string | null;
   /** The services, for an embedding that needs more than HTTP (tests, the web inbox). */
   core: HubCore;
   /** Stop accepting, end open streams with `reconnect {"reason":"shutdown"}`, close the store. */
@@ -57,27 +58,94 @@ const SHUTDOWN_WRITE_MS = 2000;
 
 const formatUrl = (host: string, port: number): string => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
-/** Start a reference Hub on `config.host:config.port` with its store in `config.dataDir`. */
+interface Opened {
+  store: Store;
+  clock: Clock;
+}
+
+/**
+ * The store this Hub runs on: SQLite in the data dir, or the shared PostgreSQL database
+ * (its client is loaded only here). `wake` hears every committed wake-up; `remote` marks
+ * those another instance committed.
+ */
+async function openHubStore(o: HubServerOptions, bus: Bus, wake: (topic: WakeTopic, key: string, remote: boolean) => void, resync: () => void): Promise<Opened> {
+  const { config } = o;
+  const effectFailed = (e: unknown) => o.log(`hub: after-commit effect failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  if (config.database === null) {
+    const clock = hubClock(o.clock, config.clockOffsetMs);
+    const store = sqliteStore(openStore(config.dataDir), { clock, wake: (t, k) => wake(t, k, false), committed: () => bus.deliver(), effectFailed });
+    return { store, clock };
+  }
+  const { openPostgres } = await import('./postgres/index.js');
+  const pg = await openPostgres({
+    db: config.database,
+    local: o.clock,
+    offsetMs: config.clockOffsetMs,
+    poolMax: config.databasePoolMax,
+    listenRetryMs: config.listenRetryMs,
+    wake,
+    resync,
+    committed: () => bus.deliver(),
+    effectFailed,
+    log: o.log,
+  });
+  return { store: pg.store, clock: pg.clock };
+}
+
+/** Start a reference Hub on `config.host:config.port` with its store in `config.dataDir` or the database. */
 export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   const { config } = o;
-  const db = openStore(config.dataDir);
-  const boot = bootAccount(db, config.dataDir, 'reference hub account');
   const bus = new Bus();
-  const core: HubCore = {
-    db,
-    commits: new GroupCommit(db, {
-      committed: () => bus.deliver(),
-      effectFailed: (e) => o.log(`hub: after-commit effect failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`),
-    }),
+  const streams = new StreamRegistry();
+  let core: HubCore | null = null;
+
+  /** Another instance ended a session, or took it for another consumer: bring the streams here in line. */
+  const reconcile = async (sessionId: string): Promise<void> => {
+    if (core === null || !streams.isOpen(sessionId)) return;
+    const r = await sessionById(core.store.read, sessionId);
+    if (r === null) return;
+    if (r.state !== 'active') streams.closeSession(sessionId, r.state as StreamCloseReason);
+    else if (r.holder_home !== null && r.holder_pid !== null) streams.keepHolder(sessionId, { home: r.holder_home, pid: r.holder_pid });
+  };
+  const onReconcileError = (e: unknown) => o.log(`hub: re-checking a session another instance changed failed: ${e instanceof Error ? e.message : String(e)}`);
+  const wake = (topic: WakeTopic, key: string, remote: boolean) => {
+    if (topic === 'session') {
+      // This instance's own streams were told in the unit's after-commit effects.
+      if (remote) void reconcile(key).catch(onReconcileError);
+      return;
+    }
+    bus[topic].emit(key);
+  };
+  const resync = () => {
+    // `released` rewinds each stream's cursor: a missed release may have put mail behind it.
+    bus.released.emitAll();
+    bus.mail.emitAll();
+    bus.message.emitAll();
+    for (const id of streams.sessions()) void reconcile(id).catch(onReconcileError);
+  };
+
+  const opened = await openHubStore(o, bus, wake, resync);
+  const { store } = opened;
+  let boot;
+  try {
+    boot = await bootAccount(store, config.dataDir, 'reference hub account');
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+  core = {
+    store,
     config,
-    clock: hubClock(o.clock, config.clockOffsetMs),
+    clock: opened.clock,
     bus,
-    streams: new StreamRegistry(),
+    streams,
     faults: new FaultTable(),
     account: boot.account,
     configAgents: new Map(config.configTokens.map((t) => [hashToken(t.token), t.agentId])),
+    log: o.log,
   };
-  const dispatch = createRouter(core, apiRoutes(core, new Signer(core)), o.extraRoutes ?? null, o.log);
+  const hub: HubCore = core;
+  const dispatch = createRouter(hub, apiRoutes(hub, new Signer(hub)), o.extraRoutes ?? null, o.log);
   const server: Server = createServer((req, res) => void dispatch(req, res));
   // Held streams and long-polls answer slowly by design; only the request itself is timed.
   server.requestTimeout = 60_000;
@@ -92,7 +160,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
       });
     });
   } catch (e) {
-    db.close();
+    await store.close();
     throw e;
   }
   const port = (server.address() as AddressInfo).port;
@@ -102,16 +170,27 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
 
   // Leases and TTLs are stored instants; the sweep only notices that one has passed.
   const sweepMs = Math.max(20, Math.min(1000, (config.leaseMinSeconds * 1000) / 4));
-  const sweep = () => {
+  const sweep = async () => {
     try {
-      sweepLapsed(core);
-      sweepExpired(core);
+      await store.write(async (tx) => {
+        await sweepLapsed(hub, tx);
+        await sweepExpired(hub, tx);
+      });
     } catch (e) {
       o.log(`hub: sweep failed: ${e instanceof Error ? e.message : String(e)}`);
     }
   };
-  sweep();
-  const sweeper = setInterval(sweep, sweepMs);
+  void sweep();
+  const sweeper = setInterval(() => void sweep(), sweepMs);
+  // On a shared store no other instance sees our streams: they learn of them from the
+  // session rows, refreshed well inside the presence and holder-stale windows.
+  const seenMs = Math.max(20, (Math.min(config.presenceSeconds, config.holderStaleSeconds) * 1000) / 3);
+  const seen = store.shared
+    ? setInterval(() => {
+        const held = streams.held();
+        if (held.length > 0) store.write((tx) => streamsSeen(tx, held)).catch((e: unknown) => o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`));
+      }, seenMs)
+    : undefined;
 
   let closing: Promise<void> | null = null;
   return {
@@ -121,18 +200,19 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     accountId: boot.account.id,
     createdAccount: boot.created,
     humanTokenPath: boot.humanTokenPath,
-    core,
+    core: hub,
     close() {
       closing ??= (async () => {
         clearInterval(sweeper);
+        clearInterval(seen);
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         // A client that reads nothing could hold a stream's last write forever: the wait is bounded.
         let bound: NodeJS.Timeout | undefined;
-        await Promise.race([core.streams.shutdownAll(), new Promise<void>((resolve) => (bound = setTimeout(resolve, SHUTDOWN_WRITE_MS)))]);
+        await Promise.race([streams.shutdownAll(), new Promise<void>((resolve) => (bound = setTimeout(resolve, SHUTDOWN_WRITE_MS)))]);
         clearTimeout(bound);
         server.closeAllConnections();
         await closed;
-        db.close();
+        await store.close();
       })();
       return closing;
     },

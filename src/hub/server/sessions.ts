@@ -6,6 +6,7 @@ import { moveToPrincipal, releaseClaims, setEntryState, type EntryRow } from './
 import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
+import type { Sql, Tx } from './sql.js';
 import { markUndeliverable, type EndReason } from './track.js';
 
 export interface SessionRow {
@@ -28,9 +29,9 @@ export interface SessionRow {
   holder_seen_at: number | null;
 }
 
-export function sessionById(core: HubCore, id: string): SessionRow | null {
-  return (core.db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as SessionRow | undefined) ?? null;
-}
+/** The session, row-locked when read inside a unit that decides from it (lease, holder, end). */
+export const sessionById = (q: Sql, id: string, lock = false): Promise<SessionRow | null> =>
+  q.get<SessionRow>(`SELECT * FROM sessions WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, id);
 
 function holderJson(r: SessionRow): Session['holder'] {
   if (r.holder_home === null || r.holder_host === null || r.holder_pid === null) return null;
@@ -73,7 +74,11 @@ export function endedError<T>(r: SessionRow): Answer<T> {
   return bad(status, sessionEndedCode(state), what, { state });
 }
 
-/** Whether the holder still counts as seen: an open stream from its home, or a connect within the stale window. */
+/**
+ * Whether the holder still counts as seen: an open stream from its home on this instance,
+ * or a connect within the stale window (on a shared store, instances holding a stream
+ * refresh `holder_seen_at` well within it, so a stream on another instance counts too).
+ */
 function holderSeen(core: HubCore, r: SessionRow, now: number): boolean {
   if (r.holder_home === null) return false;
   if (core.streams.heldBy(r.id, r.holder_home)) return true;
@@ -85,26 +90,26 @@ const heldError = <T>(r: SessionRow): Answer<T> =>
     holder: holderJson(r),
   });
 
-/** Lapse every active session whose lease the Hub's clock has passed; their mail bounces. */
-export function sweepLapsed(core: HubCore): void {
-  const due = core.db.prepare(`SELECT * FROM sessions WHERE state = 'active' AND expires_at <= ?`).all(core.clock.now()) as SessionRow[];
-  for (const r of due) endSession(core, r, 'lapsed');
+/** Lapse every active session whose lease the deployment's clock has passed; their mail bounces. */
+export async function sweepLapsed(core: HubCore, tx: Tx): Promise<void> {
+  const due = await tx.all<SessionRow>(`SELECT * FROM sessions WHERE state = 'active' AND expires_at <= ?`, tx.now);
+  for (const r of due) await endSession(core, tx, r, 'lapsed');
 }
 
-/** The session as it stands on the Hub's clock now: an active row whose lease has passed lapses first. */
-export function current(core: HubCore, r: SessionRow): SessionRow {
-  return r.state === 'active' && r.expires_at <= core.clock.now() ? endSession(core, r, 'lapsed') : r;
+/** The session as it stands on the deployment's clock now: an active row whose lease has passed lapses first. */
+export async function current(core: HubCore, tx: Tx, r: SessionRow): Promise<SessionRow> {
+  return r.state === 'active' && r.expires_at <= tx.now ? endSession(core, tx, r, 'lapsed') : r;
 }
 
 /** Read a session of this agent after applying any lapse that is due. */
-function ownSession(core: HubCore, agentId: string, id: string): Answer<SessionRow> {
-  const r = sessionById(core, id);
+async function ownSession(core: HubCore, tx: Tx, agentId: string, id: string, lock = false): Promise<Answer<SessionRow>> {
+  const r = await sessionById(tx, id, lock);
   if (!r || r.agent_id !== agentId) return bad(404, 'session_not_found', `no session ${id} for agent ${agentId}`);
-  return good(current(core, r));
+  return good(await current(core, tx, r));
 }
 
 /** `GET /v1/sessions/:id`: the authority on a session's state; does not renew. */
-export const getSession = (core: HubCore, agentId: string, id: string): Answer<SessionRow> => ownSession(core, agentId, id);
+export const getSession = (core: HubCore, tx: Tx, agentId: string, id: string): Promise<Answer<SessionRow>> => ownSession(core, tx, agentId, id);
 
 export interface Presenting {
   /** The MA2H-Consumer of a drain or stream connect; null for acks, sends and non-consumers. */
@@ -118,39 +123,54 @@ export interface Presenting {
 /**
  * Present a session (§3): it must be this agent's and active; the lease is renewed. A
  * consumer connect applies the one-consumer rule (§4, §12): a live holder of another home
- * is 409, the holder's own home replaces it.
+ * is 409, the holder's own home replaces it. The session row is locked for the unit, so
+ * two consumers racing on two instances are decided one after the other.
  */
-export function presentSession(core: HubCore, agentId: string, id: string, p: Presenting): Answer<SessionRow> {
-  return core.db.transaction((): Answer<SessionRow> => {
-    const found = ownSession(core, agentId, id);
-    if (!found.ok) return found;
-    const r = found.value;
-    if (r.state !== 'active') return endedError(r);
-    const now = core.clock.now();
-    let replaced = false;
-    if (p.consumer) {
-      const c = p.consumer;
-      if (r.holder_home !== null && r.holder_home !== c.home && holderSeen(core, r, now)) return heldError(r);
-      const newHolder = r.holder_home !== c.home || r.holder_pid !== c.pid;
-      replaced = newHolder && r.holder_home !== null;
-      core.db
-        .prepare('UPDATE sessions SET holder_home = ?, holder_host = ?, holder_pid = ?, holder_since = ?, holder_seen_at = ? WHERE id = ?')
-        .run(c.home, c.host, c.pid, newHolder ? now : r.holder_since, now, r.id);
-    }
-    core.db
-      .prepare(`UPDATE sessions SET expires_at = ?, last_renewed_at = ?, seen_at = CASE WHEN ? THEN ? ELSE seen_at END WHERE id = ?`)
-      .run(now + r.lease_seconds * 1000, now, p.connect ? 1 : 0, now, r.id);
-    const consumer = p.consumer;
-    if (consumer && (replaced || p.stream)) core.commits.afterCommit(() => core.streams.supersede(r.id, consumer, p.stream ?? null));
-    return good(sessionById(core, r.id)!);
-  })();
+export async function presentSession(core: HubCore, tx: Tx, agentId: string, id: string, p: Presenting): Promise<Answer<SessionRow>> {
+  const found = await ownSession(core, tx, agentId, id, true);
+  if (!found.ok) return found;
+  const r = found.value;
+  if (r.state !== 'active') return endedError(r);
+  const now = tx.now;
+  let replaced = false;
+  if (p.consumer) {
+    const c = p.consumer;
+    if (r.holder_home !== null && r.holder_home !== c.home && holderSeen(core, r, now)) return heldError(r);
+    const newHolder = r.holder_home !== c.home || r.holder_pid !== c.pid;
+    replaced = newHolder && r.holder_home !== null;
+    await tx.run(
+      'UPDATE sessions SET holder_home = ?, holder_host = ?, holder_pid = ?, holder_since = ?, holder_seen_at = ? WHERE id = ?',
+      c.home,
+      c.host,
+      c.pid,
+      newHolder ? now : r.holder_since,
+      now,
+      r.id,
+    );
+  }
+  if (p.connect) await tx.run('UPDATE sessions SET expires_at = ?, last_renewed_at = ?, seen_at = ? WHERE id = ?', now + r.lease_seconds * 1000, now, now, r.id);
+  else await tx.run('UPDATE sessions SET expires_at = ?, last_renewed_at = ? WHERE id = ?', now + r.lease_seconds * 1000, now, r.id);
+  const consumer = p.consumer;
+  if (consumer && (replaced || p.stream)) {
+    tx.afterCommit(() => core.streams.supersede(r.id, consumer, p.stream ?? null));
+    // A stream of the old holder may be open on another instance.
+    if (replaced) tx.wake('session', r.id);
+  }
+  return good((await sessionById(tx, r.id))!);
 }
 
 /** A stream ended: the session, and its holder if the stream was the holder's, were seen until now. */
-export function streamEnded(core: HubCore, id: string, consumerHome: string | null): void {
-  const now = core.clock.now();
-  core.db.prepare('UPDATE sessions SET seen_at = ? WHERE id = ?').run(now, id);
-  if (consumerHome !== null) core.db.prepare('UPDATE sessions SET holder_seen_at = ? WHERE id = ? AND holder_home = ?').run(now, id, consumerHome);
+export async function streamEnded(tx: Tx, id: string, consumerHome: string | null): Promise<void> {
+  await tx.run('UPDATE sessions SET seen_at = ? WHERE id = ?', tx.now, id);
+  if (consumerHome !== null) await tx.run('UPDATE sessions SET holder_seen_at = ? WHERE id = ? AND holder_home = ?', tx.now, id, consumerHome);
+}
+
+/**
+ * Streams held open on this instance: their sessions (and holders) are seen now. On a
+ * shared store this is how other instances learn a stream is open here.
+ */
+export async function streamsSeen(tx: Tx, held: ReadonlyArray<{ sessionId: string; home: string | null }>): Promise<void> {
+  for (const h of held) await streamEnded(tx, h.sessionId, h.home);
 }
 
 export interface Registered {
@@ -158,94 +178,109 @@ export interface Registered {
   row: SessionRow;
 }
 
-function stopFor(core: HubCore, agentId: string, clientKey: string, name: string | undefined): boolean {
-  const row = core.db
-    .prepare('SELECT 1 FROM operator_stops WHERE agent_id = ? AND (client_key = ? OR (? IS NOT NULL AND name = ?)) LIMIT 1')
-    .get(agentId, clientKey, name ?? null, name ?? null);
-  return row !== undefined;
+async function stopFor(tx: Tx, agentId: string, clientKey: string, name: string | undefined): Promise<boolean> {
+  const row =
+    name === undefined
+      ? await tx.get('SELECT 1 AS one FROM operator_stops WHERE agent_id = ? AND client_key = ? LIMIT 1', agentId, clientKey)
+      : await tx.get('SELECT 1 AS one FROM operator_stops WHERE agent_id = ? AND (client_key = ? OR name = ?) LIMIT 1', agentId, clientKey, name);
+  return row !== null;
 }
 
 /**
  * `POST /v1/sessions` (§3, §12): only `name` adopts, and only from the holder's home;
  * a stale holder's named session is taken over; `client_key` alone always creates.
+ * The agent is locked for the unit: two registrations of one name on two instances
+ * cannot both create it, nor pass the live-session limit together.
  */
-export function registerSession(core: HubCore, agentId: string, req: CreateSessionRequest): Answer<Registered> {
-  sweepLapsed(core);
-  return core.db.transaction((): Answer<Registered> => {
-    if (stopFor(core, agentId, req.client_key, req.name)) {
-      return bad(
-        403,
-        'session_closed_by_operator',
-        `a human closed this agent session's mailbox (client_key or name matches an operator stop); do not re-register until a human lifts it (oh-hai hub lift --agent ${agentId})`,
-      );
-    }
-    const now = core.clock.now();
-    const lease = clampLease(core.config, req.lease_seconds);
-    const holder =
-      req.home !== undefined && req.host !== undefined && req.pid !== undefined ? { home: req.home, host: req.host, pid: req.pid } : null;
-    if (req.name !== undefined) {
-      const live = core.db.prepare(`SELECT * FROM sessions WHERE agent_id = ? AND name = ? AND state = 'active'`).get(agentId, req.name) as
-        | SessionRow
-        | undefined;
-      if (live) {
-        const ownerHome = live.holder_home ?? live.home;
-        const sameHome = ownerHome === (req.home ?? null);
-        if (!sameHome && holderSeen(core, live, now)) return heldError(live);
-        if (sameHome) {
-          core.db
-            .prepare('UPDATE sessions SET lease_seconds = ?, expires_at = ?, last_renewed_at = ?, client_key = ? WHERE id = ?')
-            .run(lease, now + lease * 1000, now, req.client_key, live.id);
-        } else {
-          core.db
-            .prepare(
-              `UPDATE sessions SET lease_seconds = ?, expires_at = ?, last_renewed_at = ?, client_key = ?, home = ?,
-                 holder_home = ?, holder_host = ?, holder_pid = ?, holder_since = ?, holder_seen_at = ? WHERE id = ?`,
-            )
-            .run(lease, now + lease * 1000, now, req.client_key, req.home ?? null, holder?.home ?? null, holder?.host ?? null, holder?.pid ?? null, holder ? now : null, holder ? now : null, live.id);
-          core.commits.afterCommit(() => core.streams.closeSession(live.id, 'replaced'));
-        }
-        return good({ status: 200, row: sessionById(core, live.id)! });
+export async function registerSession(core: HubCore, tx: Tx, agentId: string, req: CreateSessionRequest): Promise<Answer<Registered>> {
+  await tx.lockAgent(agentId);
+  await sweepLapsed(core, tx);
+  if (await stopFor(tx, agentId, req.client_key, req.name)) {
+    return bad(
+      403,
+      'session_closed_by_operator',
+      `a human closed this agent session's mailbox (client_key or name matches an operator stop); do not re-register until a human lifts it (oh-hai hub lift --agent ${agentId})`,
+    );
+  }
+  const now = tx.now;
+  const lease = clampLease(core.config, req.lease_seconds);
+  const holder = req.home !== undefined && req.host !== undefined && req.pid !== undefined ? { home: req.home, host: req.host, pid: req.pid } : null;
+  if (req.name !== undefined) {
+    const live = await tx.get<SessionRow>(`SELECT * FROM sessions WHERE agent_id = ? AND name = ? AND state = 'active' FOR UPDATE`, agentId, req.name);
+    if (live) {
+      const ownerHome = live.holder_home ?? live.home;
+      const sameHome = ownerHome === (req.home ?? null);
+      if (!sameHome && holderSeen(core, live, now)) return heldError(live);
+      if (sameHome) {
+        await tx.run('UPDATE sessions SET lease_seconds = ?, expires_at = ?, last_renewed_at = ?, client_key = ? WHERE id = ?', lease, now + lease * 1000, now, req.client_key, live.id);
+      } else {
+        await tx.run(
+          `UPDATE sessions SET lease_seconds = ?, expires_at = ?, last_renewed_at = ?, client_key = ?, home = ?,
+             holder_home = ?, holder_host = ?, holder_pid = ?, holder_since = ?, holder_seen_at = ? WHERE id = ?`,
+          lease,
+          now + lease * 1000,
+          now,
+          req.client_key,
+          req.home ?? null,
+          holder?.home ?? null,
+          holder?.host ?? null,
+          holder?.pid ?? null,
+          holder ? now : null,
+          holder ? now : null,
+          live.id,
+        );
+        tx.afterCommit(() => core.streams.closeSession(live.id, 'replaced'));
+        tx.wake('session', live.id);
       }
+      return good({ status: 200, row: (await sessionById(tx, live.id))! });
     }
-    const live = (core.db.prepare(`SELECT COUNT(*) AS n FROM sessions WHERE agent_id = ? AND state = 'active'`).get(agentId) as { n: number }).n;
-    if (live >= HUB_DEFAULTS.maxLivePerAgent) {
-      return bad(
-        409,
-        'too_many_sessions',
-        `agent ${agentId} already has ${live} live sessions (the limit is ${HUB_DEFAULTS.maxLivePerAgent}); close one (oh-hai session close) or let one lapse`,
-        { limit: HUB_DEFAULTS.maxLivePerAgent },
-      );
-    }
-    const id = newId('sess');
-    core.db
-      .prepare(
-        `INSERT INTO sessions (id, agent_id, name, client_key, home, state, lease_seconds, expires_at, last_renewed_at, created_at,
-           closed_at, seen_at, holder_home, holder_host, holder_pid, holder_since, holder_seen_at)
-         VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?)`,
-      )
-      .run(id, agentId, req.name ?? null, req.client_key, req.home ?? null, lease, now + lease * 1000, now, now, holder?.home ?? null, holder?.host ?? null, holder?.pid ?? null, holder ? now : null, holder ? now : null);
-    return good({ status: 201, row: sessionById(core, id)! });
-  })();
+  }
+  const live = (await tx.get<{ n: number }>(`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM sessions WHERE agent_id = ? AND state = 'active'`, agentId))!.n;
+  if (live >= HUB_DEFAULTS.maxLivePerAgent) {
+    return bad(
+      409,
+      'too_many_sessions',
+      `agent ${agentId} already has ${live} live sessions (the limit is ${HUB_DEFAULTS.maxLivePerAgent}); close one (oh-hai session close) or let one lapse`,
+      { limit: HUB_DEFAULTS.maxLivePerAgent },
+    );
+  }
+  const id = newId('sess');
+  await tx.run(
+    `INSERT INTO sessions (id, agent_id, name, client_key, home, state, lease_seconds, expires_at, last_renewed_at, created_at,
+       closed_at, seen_at, holder_home, holder_host, holder_pid, holder_since, holder_seen_at)
+     VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?)`,
+    id,
+    agentId,
+    req.name ?? null,
+    req.client_key,
+    req.home ?? null,
+    lease,
+    now + lease * 1000,
+    now,
+    now,
+    holder?.home ?? null,
+    holder?.host ?? null,
+    holder?.pid ?? null,
+    holder ? now : null,
+    holder ? now : null,
+  );
+  return good({ status: 201, row: (await sessionById(tx, id))! });
 }
 
 /** `POST /v1/sessions/:id/close` by its agent; idempotent, and a terminal session comes back unchanged. */
-export function closeSession(core: HubCore, agentId: string, id: string): Answer<SessionRow> {
-  const found = ownSession(core, agentId, id);
+export async function closeSession(core: HubCore, tx: Tx, agentId: string, id: string): Promise<Answer<SessionRow>> {
+  const found = await ownSession(core, tx, agentId, id);
   if (!found.ok || found.value.state !== 'active') return found;
-  return good(endSession(core, found.value, 'closed'));
+  return good(await endSession(core, tx, found.value, 'closed'));
 }
 
 /** The operator kill-switch (§9): closed_by_operator, mail bounces, a stop is recorded for (agent, client_key) and (agent, name). */
-export function operatorClose(core: HubCore, id: string): Answer<SessionRow> {
-  const r = sessionById(core, id);
+export async function operatorClose(core: HubCore, tx: Tx, id: string): Promise<Answer<SessionRow>> {
+  const r = await sessionById(tx, id, true);
   if (!r) return bad(404, 'session_not_found', `no session ${id} in this account`);
-  if (current(core, r).state !== 'active') return good(sessionById(core, id)!);
-  return core.db.transaction((): Answer<SessionRow> => {
-    core.db
-      .prepare('INSERT INTO operator_stops (agent_id, client_key, name, session_id, created_at) VALUES (?, ?, ?, ?, ?)')
-      .run(r.agent_id, r.client_key, r.name, r.id, core.clock.now());
-    return good(endSession(core, r, 'closed_by_operator'));
-  })();
+  if ((await current(core, tx, r)).state !== 'active') return good((await sessionById(tx, id))!);
+  await tx.run('INSERT INTO operator_stops (agent_id, client_key, name, session_id, created_at) VALUES (?, ?, ?, ?, ?)', r.agent_id, r.client_key, r.name, r.id, tx.now);
+  return good(await endSession(core, tx, r, 'closed_by_operator'));
 }
 
 export interface OperatorStopRow {
@@ -256,17 +291,16 @@ export interface OperatorStopRow {
   created_at: number;
 }
 
-export const listOperatorStops = (core: HubCore): OperatorStopRow[] =>
-  core.db.prepare('SELECT agent_id, client_key, name, session_id, created_at FROM operator_stops ORDER BY seq').all() as OperatorStopRow[];
+export const listOperatorStops = (q: Sql): Promise<OperatorStopRow[]> =>
+  q.all<OperatorStopRow>('SELECT agent_id, client_key, name, session_id, created_at FROM operator_stops ORDER BY seq');
 
 /** Lift operator stops of one agent: those matching client_key or name, or all of them when neither is given. */
-export function liftStops(core: HubCore, agentId: string, clientKey: string | undefined, name: string | undefined): number {
-  if (clientKey === undefined && name === undefined) {
-    return core.db.prepare('DELETE FROM operator_stops WHERE agent_id = ?').run(agentId).changes;
-  }
-  return core.db
-    .prepare('DELETE FROM operator_stops WHERE agent_id = ? AND ((? IS NOT NULL AND client_key = ?) OR (? IS NOT NULL AND name = ?))')
-    .run(agentId, clientKey ?? null, clientKey ?? null, name ?? null, name ?? null).changes;
+export async function liftStops(tx: Tx, agentId: string, clientKey: string | undefined, name: string | undefined): Promise<number> {
+  if (clientKey === undefined && name === undefined) return tx.run('DELETE FROM operator_stops WHERE agent_id = ?', agentId);
+  let lifted = 0;
+  if (clientKey !== undefined) lifted += await tx.run('DELETE FROM operator_stops WHERE agent_id = ? AND client_key = ?', agentId, clientKey);
+  if (name !== undefined) lifted += await tx.run('DELETE FROM operator_stops WHERE agent_id = ? AND name = ?', agentId, name);
+  return lifted;
 }
 
 const END_REASON: Record<Exclude<SessionState, 'active'>, EndReason> = {
@@ -278,24 +312,25 @@ const END_REASON: Record<Exclude<SessionState, 'active'>, EndReason> = {
 /**
  * A session stopped: its unacknowledged mail bounces (receipts to senders), receipts
  * waiting in it move to the agent's principal mailbox (they cannot bounce), its claimed principal entries are
- * released, and an open stream gets `event: closed`.
+ * released, and an open stream gets `event: closed`. The row is re-read under its lock:
+ * an instance that lost the race to end it changes nothing.
  */
-function endSession(core: HubCore, r: SessionRow, state: Exclude<SessionState, 'active'>): SessionRow {
-  const ended = core.db.transaction((): SessionRow => {
-    const closedAt = state === 'lapsed' ? r.expires_at : core.clock.now();
-    core.db.prepare('UPDATE sessions SET state = ?, closed_at = ? WHERE id = ?').run(state, closedAt, r.id);
-    const waiting = core.db.prepare(`SELECT * FROM entries WHERE to_session = ? AND state = 'pending' ORDER BY seq`).all(r.id) as EntryRow[];
-    for (const e of waiting) {
-      if (e.message_id !== null) {
-        setEntryState(core, e.id, 'bounced');
-        markUndeliverable(core, e.message_id, END_REASON[state]);
-      } else {
-        moveToPrincipal(core, e);
-      }
+async function endSession(core: HubCore, tx: Tx, r: SessionRow, state: Exclude<SessionState, 'active'>): Promise<SessionRow> {
+  const locked = await sessionById(tx, r.id, true);
+  if (!locked || locked.state !== 'active') return locked ?? r;
+  const closedAt = state === 'lapsed' ? locked.expires_at : tx.now;
+  await tx.run('UPDATE sessions SET state = ?, closed_at = ? WHERE id = ?', state, closedAt, r.id);
+  const waiting = await tx.all<EntryRow>(`SELECT * FROM entries WHERE to_session = ? AND state = 'pending' ORDER BY seq`, r.id);
+  for (const e of waiting) {
+    if (e.message_id !== null) {
+      await setEntryState(tx, e.id, 'bounced');
+      await markUndeliverable(tx, e.message_id, END_REASON[state]);
+    } else {
+      await moveToPrincipal(tx, e);
     }
-    releaseClaims(core, r.id, r.agent_id);
-    return sessionById(core, r.id)!;
-  })();
-  core.commits.afterCommit(() => core.streams.closeSession(r.id, state as StreamCloseReason));
-  return ended;
+  }
+  await releaseClaims(tx, r.id, r.agent_id);
+  tx.afterCommit(() => core.streams.closeSession(r.id, state as StreamCloseReason));
+  tx.wake('session', r.id);
+  return (await sessionById(tx, r.id))!;
 }

@@ -2,7 +2,10 @@ import Database from 'better-sqlite3';
 import { chmodSync, closeSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { ensureDir } from '../../util/fs-durable.js';
+import type { Clock } from '../../util/clock.js';
+import { GroupCommit } from './commit.js';
 import { STORE_FILE } from './files.js';
+import type { Param, Sql, Store, Tx, WakeTopic } from './sql.js';
 
 export type Db = Database.Database;
 
@@ -151,11 +154,82 @@ export function openStore(dataDir: string): Db {
   return db;
 }
 
-export function getMeta(db: Db, key: string): string | null {
+function getMeta(db: Db, key: string): string | null {
   const row = db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined;
   return row?.value ?? null;
 }
 
-export function setMeta(db: Db, key: string, value: string): void {
+function setMeta(db: Db, key: string, value: string): void {
   db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
+}
+
+/** SQLite has no row locks: one writer at a time is the rule, so a `FOR UPDATE` says nothing here. */
+const dropRowLock = (sql: string): string => sql.replace(/\s+FOR UPDATE\s*$/i, '');
+
+/** Statements on one SQLite connection, each prepared once. */
+function sqliteStatements(db: Db): Sql {
+  const cache = new Map<string, Database.Statement>();
+  const prepared = (sql: string): Database.Statement => {
+    let st = cache.get(sql);
+    if (!st) cache.set(sql, (st = db.prepare(dropRowLock(sql))));
+    return st;
+  };
+  return {
+    get: async <T>(sql: string, ...params: Param[]) => (prepared(sql).get(...params) as T | undefined) ?? null,
+    all: async <T>(sql: string, ...params: Param[]) => prepared(sql).all(...params) as T[],
+    run: async (sql: string, ...params: Param[]) => prepared(sql).run(...params).changes,
+  };
+}
+
+export interface SqliteStoreHooks {
+  /** The Hub's clock: every stored instant is on it. */
+  clock: Clock;
+  /** Wake this process's waiters (the one Hub on this store). */
+  wake: (topic: WakeTopic, key: string) => void;
+  /** After every committed batch (the Hub delivers its wake-ups here). */
+  committed: () => void;
+  effectFailed: (error: unknown) => void;
+}
+
+/**
+ * The embedded store: one Hub process on one SQLite file. Units run through group commit
+ * (one fsync per batch); reads outside a unit wait for a batch being written, so they never
+ * see one half-done.
+ */
+export function sqliteStore(db: Db, hooks: SqliteStoreHooks): Store {
+  const commits = new GroupCommit(db, { committed: hooks.committed, effectFailed: hooks.effectFailed });
+  const sql = sqliteStatements(db);
+  const read: Sql = {
+    get: async (q, ...p) => (await commits.idle(), sql.get(q, ...p)),
+    all: async (q, ...p) => (await commits.idle(), sql.all(q, ...p)),
+    run: async (q, ...p) => (await commits.idle(), sql.run(q, ...p)),
+  };
+  return {
+    kind: 'sqlite',
+    shared: false,
+    read,
+    write: <T>(unit: (tx: Tx) => Promise<T>): Promise<T> =>
+      commits.run(() => {
+        const tx: Tx = {
+          ...sql,
+          now: hooks.clock.now(),
+          afterCommit: (effect) => commits.afterCommit(effect),
+          wake: (topic, key) => commits.afterCommit(() => hooks.wake(topic, key)),
+          lockAgent: async () => {},
+        };
+        return unit(tx);
+      }),
+    health: async () => {
+      try {
+        db.prepare('SELECT 1').get();
+        return { ok: true, reason: null };
+      } catch (e) {
+        return { ok: false, reason: `the SQLite store does not answer: ${e instanceof Error ? e.message : String(e)}` };
+      }
+    },
+    close: async () => {
+      await commits.idle();
+      db.close();
+    },
+  };
 }

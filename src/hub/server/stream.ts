@@ -35,7 +35,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     finished = true;
     for (const c of cleanups) c();
     core.streams.remove(handle);
-    streamEnded(core, sr.sessionId, sr.consumer?.home ?? null);
+    core.store.write((tx) => streamEnded(tx, sr.sessionId, sr.consumer?.home ?? null)).catch((e: unknown) => core.log(`hub: recording the end of a stream failed: ${e instanceof Error ? e.message : String(e)}`));
     if (last !== null && !res.destroyed) res.end(last);
     else if (!res.destroyed) res.end();
     // The last event may wait behind a full socket too.
@@ -77,7 +77,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   };
 
   // The connect is the renewal the client records: it is durable before `open` says so.
-  const presented = await core.commits.run(() => presentSession(core, sr.agentId, sr.sessionId, { consumer: sr.consumer, connect: true, stream: handle }));
+  const presented = await core.store.write((tx) => presentSession(core, tx, sr.agentId, sr.sessionId, { consumer: sr.consumer, connect: true, stream: handle }));
   if (!presented.ok) return errorReply(presented.error);
   if (res.destroyed) {
     // The client left while the renewal committed: nothing to hold open.
@@ -85,7 +85,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     return { kind: 'handled' };
   }
   // A unit later in the same batch may have ended the session before this stream was registered to hear it.
-  const session = sessionById(core, sr.sessionId) ?? presented.value;
+  const session = (await sessionById(core.store.read, sr.sessionId)) ?? presented.value;
   if (session.state !== 'active') {
     const ended = endedError<never>(session);
     if (!ended.ok) return errorReply(ended.error);
@@ -125,12 +125,18 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   // connection sent so a rewind (claims released elsewhere) does not send it twice.
   let after = 0;
   const pushed = new Set<string>();
-  let scheduled = false;
-  const push = () => {
-    if (finished || res.writableNeedDrain) return;
-    const rows = pendingPage(core, { agentId: sr.agentId, sessionId: sr.sessionId }, after, { limit: PUSH_BATCH, maxBytes: core.config.pageBytes });
-    if (rows.length === 0) return;
-    after = rows[rows.length - 1]!.seq;
+  // A released claim puts an entry behind the cursor: the next page starts over.
+  let rewind = false;
+  /** One page; true when another may follow at once. */
+  const page = async (): Promise<boolean> => {
+    if (finished || res.writableNeedDrain) return false;
+    if (rewind) {
+      rewind = false;
+      after = 0;
+    }
+    const rows = await core.store.write((tx) => pendingPage(tx, { agentId: sr.agentId, sessionId: sr.sessionId }, after, { limit: PUSH_BATCH, maxBytes: core.config.pageBytes }));
+    if (rows.length === 0 || finished) return false;
+    after = Math.max(after, rows[rows.length - 1]!.seq);
     const fresh = rows.filter((r) => !pushed.has(r.id));
     if (fresh.length > 0) {
       const messages: Delivery[] = fresh.map((r) => {
@@ -139,23 +145,37 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
       });
       write(frame('entries', { messages }));
     }
-    if (scheduled || finished) return;
-    scheduled = true;
-    setImmediate(() => {
-      scheduled = false;
-      push();
-    });
+    return true;
   };
-  // New mail goes out in the same turn it is committed; a page already queued covers it.
-  const wake = () => {
-    if (!scheduled) push();
+  // One page at a time per stream, one per turn of the event loop; a wake-up during a page
+  // asks for another pass right after it.
+  let pushing = false;
+  let again = false;
+  const push = async (): Promise<void> => {
+    if (pushing) {
+      again = true;
+      return;
+    }
+    pushing = true;
+    try {
+      do {
+        again = false;
+        while (await page()) await new Promise<void>((resolve) => setImmediate(resolve));
+      } while (again && !finished);
+    } catch (e) {
+      // The entries stay pending: the next wake-up, or the client's next connect, takes them.
+      core.log(`hub: a push on session ${sr.sessionId} failed: ${e instanceof Error ? e.message : String(e)}`);
+    } finally {
+      pushing = false;
+    }
   };
+  const wake = () => void push();
   res.on('drain', wake);
-  push();
+  wake();
   cleanups.push(
     core.bus.mail.on(sr.agentId, wake),
     core.bus.released.on(sr.agentId, () => {
-      after = 0;
+      rewind = true;
       wake();
     }),
   );

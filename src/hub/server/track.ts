@@ -1,8 +1,8 @@
 import type { Message, MessageState, PriorState, ReceiptEntry } from '../contract/index.js';
 import { formatAddress } from '../contract/index.js';
-import type { HubCore } from './core.js';
 import { insertEntry } from './entries.js';
 import { iso, newId } from './ids.js';
+import type { Sql, Tx } from './sql.js';
 
 /** A message row: the sender's view of one send, directive or response and its delivery track. */
 export interface MessageRow {
@@ -33,9 +33,9 @@ export interface MessageRow {
 
 export type EndReason = 'session_lapsed' | 'session_closed' | 'session_closed_by_operator' | 'message_ttl';
 
-export function messageById(core: HubCore, id: string): MessageRow | null {
-  return (core.db.prepare('SELECT * FROM messages WHERE id = ?').get(id) as MessageRow | undefined) ?? null;
-}
+/** The message, row-locked when read inside a unit that moves its track (racing acks on two instances queue up). */
+export const messageById = (q: Sql, id: string, lock = false): Promise<MessageRow | null> =>
+  q.get<MessageRow>(`SELECT * FROM messages WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, id);
 
 export function messageView(m: MessageRow): Message {
   return {
@@ -79,60 +79,59 @@ export function messageJson(m: MessageRow, replay = false): Record<string, unkno
 const TERMINAL: ReadonlySet<MessageState> = new Set(['acknowledged', 'bounced', 'expired']);
 export const isTerminal = (s: MessageState): boolean => TERMINAL.has(s);
 
-function advance(core: HubCore, m: MessageRow, steps: MessageState[], prior: PriorState | null): MessageRow {
-  const now = core.clock.now();
+async function advance(tx: Tx, m: MessageRow, steps: MessageState[], prior: PriorState | null): Promise<MessageRow> {
   const track = JSON.parse(m.track) as Message['track'];
-  for (const state of steps) track.push({ state, at: iso(now) });
+  for (const state of steps) track.push({ state, at: iso(tx.now) });
   const state = steps[steps.length - 1]!;
-  core.db.prepare('UPDATE messages SET state = ?, prior = ?, track = ? WHERE id = ?').run(state, prior, JSON.stringify(track), m.id);
-  core.bus.message.emit(m.id);
+  await tx.run('UPDATE messages SET state = ?, prior = ?, track = ? WHERE id = ?', state, prior, JSON.stringify(track), m.id);
+  tx.wake('message', m.id);
   return { ...m, state, prior, track: JSON.stringify(track) };
 }
 
 /** A consumer holds the entry durably: queued → delivered. */
-export function markDelivered(core: HubCore, messageId: string): void {
-  const m = messageById(core, messageId);
-  if (m && m.state === 'queued') advance(core, m, ['delivered'], null);
+export async function markDelivered(tx: Tx, messageId: string): Promise<void> {
+  const m = await messageById(tx, messageId, true);
+  if (m && m.state === 'queued') await advance(tx, m, ['delivered'], null);
 }
 
 /** A reader passed it: → acknowledged (through delivered), and the sender gets a receipt. */
-export function markAcknowledged(core: HubCore, messageId: string): void {
-  const m = messageById(core, messageId);
+export async function markAcknowledged(tx: Tx, messageId: string): Promise<void> {
+  const m = await messageById(tx, messageId, true);
   if (!m || isTerminal(m.state)) return;
-  const done = advance(core, m, m.state === 'queued' ? ['delivered', 'acknowledged'] : ['acknowledged'], null);
-  sendReceipt(core, done, 'acknowledged', null, null);
+  const done = await advance(tx, m, m.state === 'queued' ? ['delivered', 'acknowledged'] : ['acknowledged'], null);
+  await sendReceipt(tx, done, 'acknowledged', null, null);
 }
 
 /** It will never be read at its address: bounced (a session ended) or expired (TTL), with how far it got. */
-export function markUndeliverable(core: HubCore, messageId: string, reason: EndReason): void {
-  const m = messageById(core, messageId);
+export async function markUndeliverable(tx: Tx, messageId: string, reason: EndReason): Promise<void> {
+  const m = await messageById(tx, messageId, true);
   if (!m || isTerminal(m.state)) return;
   const prior: PriorState = m.state === 'delivered' ? 'delivered' : 'queued';
-  const done = advance(core, m, [reason === 'message_ttl' ? 'expired' : 'bounced'], prior);
-  sendReceipt(core, done, done.state === 'expired' ? 'expired' : 'bounced', prior, reason);
+  const done = await advance(tx, m, [reason === 'message_ttl' ? 'expired' : 'bounced'], prior);
+  await sendReceipt(tx, done, done.state === 'expired' ? 'expired' : 'bounced', prior, reason);
 }
 
 /** Where replies to a sender go: its session while that is active, else its principal mailbox (§12). */
-export function replyTarget(core: HubCore, agentId: string, sessionId: string | null): { agentId: string; sessionId: string | null } {
+export async function replyTarget(q: Sql, agentId: string, sessionId: string | null): Promise<{ agentId: string; sessionId: string | null }> {
   if (sessionId === null) return { agentId, sessionId: null };
-  const row = core.db.prepare('SELECT state FROM sessions WHERE id = ? AND agent_id = ?').get(sessionId, agentId) as { state: string } | undefined;
+  const row = await q.get<{ state: string }>('SELECT state FROM sessions WHERE id = ? AND agent_id = ?', sessionId, agentId);
   return { agentId, sessionId: row?.state === 'active' ? sessionId : null };
 }
 
 /** A terminal state tells the sender (§8, §12); directives get none, since humans have no mailbox. */
-function sendReceipt(core: HubCore, m: MessageRow, status: ReceiptEntry['status'], prior: PriorState | null, reason: EndReason | null): void {
+async function sendReceipt(tx: Tx, m: MessageRow, status: ReceiptEntry['status'], prior: PriorState | null, reason: EndReason | null): Promise<void> {
   if (m.from_agent === null) return;
-  const to = replyTarget(core, m.from_agent, m.reply_session);
+  const to = await replyTarget(tx, m.from_agent, m.reply_session);
   const entry: ReceiptEntry = {
     id: newId('ent'),
     kind: 'receipt',
     from: m.to_addr,
     to: formatAddress(to.agentId, to.sessionId),
-    created_at: iso(core.clock.now()),
+    created_at: iso(tx.now),
     message_id: m.id,
     status,
   };
   if (prior !== null) entry.prior = prior;
   if (reason !== null) entry.reason = reason;
-  insertEntry(core, entry, to, null);
+  await insertEntry(tx, entry, to, null);
 }

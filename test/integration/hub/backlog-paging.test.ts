@@ -9,6 +9,7 @@ import type { HubCore } from '../../../src/hub/server/core.js';
 import { insertEntry, pendingPage, type EntryRow, type Mailbox } from '../../../src/hub/server/entries.js';
 import { newId } from '../../../src/hub/server/ids.js';
 import { createHubServer, type HubServer } from '../../../src/hub/server/server.js';
+import type { Param, Tx } from '../../../src/hub/server/sql.js';
 import { systemClock } from '../../../src/util/clock.js';
 
 // Issue 19: a backlog of n used to cost O(n²) rows read (every page re-read and sorted the whole
@@ -19,55 +20,42 @@ import { systemClock } from '../../../src/util/clock.js';
 const BACKLOG = 10_000;
 const LIMIT = 100;
 
-/** Every statement prepared on the store, with the rows its runs returned. */
+/** Every statement a unit ran, with the rows its runs returned. */
 interface Counted {
   sql: string;
   rows: number;
   runs: number;
 }
 
-function countStatements(core: HubCore): { counted: Counted[]; reset(): void } {
-  let counted: Counted[] = [];
-  const db = core.db;
-  const prepare = db.prepare.bind(db);
-  const wrapped = (sql: string) => {
-    const st = prepare(sql);
-    const c: Counted = { sql, rows: 0, runs: 0 };
-    counted.push(c);
-    return new Proxy(st, {
-      get(target, key, receiver) {
-        const v: unknown = Reflect.get(target, key, receiver);
-        if (typeof v !== 'function') return v;
-        if (key === 'all')
-          return (...args: unknown[]) => {
-            const out = (v as (...a: unknown[]) => unknown[]).apply(target, args);
-            c.runs += 1;
-            c.rows += out.length;
-            return out;
-          };
-        if (key === 'get')
-          return (...args: unknown[]) => {
-            const out = (v as (...a: unknown[]) => unknown).apply(target, args);
-            c.runs += 1;
-            if (out !== undefined) c.rows += 1;
-            return out;
-          };
-        if (key === 'run')
-          return (...args: unknown[]) => {
-            c.runs += 1;
-            return (v as (...a: unknown[]) => unknown).apply(target, args);
-          };
-        return (v as (...a: unknown[]) => unknown).bind(target);
+/** Run `fn` in one unit whose statements are counted. */
+async function counted<T>(core: HubCore, fn: (tx: Tx) => Promise<T>): Promise<{ value: T; counted: Counted[] }> {
+  const seen = new Map<string, Counted>();
+  const count = (sql: string, rows: number) => {
+    let c = seen.get(sql);
+    if (!c) seen.set(sql, (c = { sql, rows: 0, runs: 0 }));
+    c.runs += 1;
+    c.rows += rows;
+  };
+  const value = await core.store.write((tx) =>
+    fn({
+      ...tx,
+      get: async <R>(sql: string, ...p: Param[]) => {
+        const out = await tx.get<R>(sql, ...p);
+        count(sql, out === null ? 0 : 1);
+        return out;
       },
-    });
-  };
-  db.prepare = wrapped as typeof db.prepare;
-  return {
-    get counted() {
-      return counted;
-    },
-    reset: () => (counted = []),
-  };
+      all: async <R>(sql: string, ...p: Param[]) => {
+        const out = await tx.all<R>(sql, ...p);
+        count(sql, out.length);
+        return out;
+      },
+      run: async (sql: string, ...p: Param[]) => {
+        count(sql, 0);
+        return tx.run(sql, ...p);
+      },
+    }),
+  );
+  return { value, counted: [...seen.values()] };
 }
 
 function message(to: string, i: number): Entry {
@@ -100,18 +88,18 @@ describe('mailbox pages are keyset reads: rows read per page are bounded by the 
       log: () => undefined,
     });
     core = hub.core;
-    core.db.transaction(() => {
+    await core.store.write(async (tx) => {
       // The backlog: principal entries, the session's own entries, and noise the page must not
       // read — principal entries another session claimed, and another agent's mail.
       for (let i = 0; i < BACKLOG; i++) {
-        if (i % 2 === 0) insertEntry(core, message(formatAddress(agentId, null), i), { agentId, sessionId: null }, null);
-        else insertEntry(core, message(formatAddress(agentId, session), i), { agentId, sessionId: session }, null);
+        if (i % 2 === 0) await insertEntry(tx, message(formatAddress(agentId, null), i), { agentId, sessionId: null }, null);
+        else await insertEntry(tx, message(formatAddress(agentId, session), i), { agentId, sessionId: session }, null);
         const noise = message(formatAddress(agentId, null), i);
-        insertEntry(core, noise, { agentId, sessionId: null }, null);
-        core.db.prepare('UPDATE entries SET claimed_session = ? WHERE id = ?').run(other, noise.id);
-        insertEntry(core, message(formatAddress('agt_else', null), i), { agentId: 'agt_else', sessionId: null }, null);
+        await insertEntry(tx, noise, { agentId, sessionId: null }, null);
+        await tx.run('UPDATE entries SET claimed_session = ? WHERE id = ?', other, noise.id);
+        await insertEntry(tx, message(formatAddress('agt_else', null), i), { agentId: 'agt_else', sessionId: null }, null);
       }
-    })();
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -119,9 +107,8 @@ describe('mailbox pages are keyset reads: rows read per page are bounded by the 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it(`claims a ${BACKLOG}-entry backlog page by page, each page's statements returning at most a page of rows`, () => {
+  it(`claims a ${BACKLOG}-entry backlog page by page, each page's statements returning at most a page of rows`, async () => {
     const box: Mailbox = { agentId, sessionId: session };
-    const stats = countStatements(core);
     const taken: EntryRow[] = [];
     let after = 0;
     let pages = 0;
@@ -129,11 +116,10 @@ describe('mailbox pages are keyset reads: rows read per page are bounded by the 
     let worstStatements = 0;
     const sqls = new Set<string>();
     for (;;) {
-      stats.reset();
-      const page = pendingPage(core, box, after, { limit: LIMIT, maxBytes: 1024 * 1024 });
-      const rows = stats.counted.reduce((n, c) => n + c.rows, 0);
-      const statements = stats.counted.reduce((n, c) => n + c.runs, 0);
-      for (const c of stats.counted) sqls.add(c.sql);
+      const { value: page, counted: stats } = await counted(core, (tx) => pendingPage(tx, box, after, { limit: LIMIT, maxBytes: 1024 * 1024 }));
+      const rows = stats.reduce((n, c) => n + c.rows, 0);
+      const statements = stats.reduce((n, c) => n + c.runs, 0);
+      for (const c of stats) sqls.add(c.sql);
       if (page.length === 0) break;
       pages += 1;
       worstRows = Math.max(worstRows, rows);
@@ -153,14 +139,13 @@ describe('mailbox pages are keyset reads: rows read per page are bounded by the 
     expect(worstStatements).toBeLessThanOrEqual(1 + 2 * LIMIT);
 
     // The principal mailbox's page too (another agent's, so nothing above is disturbed).
-    stats.reset();
-    pendingPage(core, { agentId: 'agt_else', sessionId: null }, 0, { limit: 1, maxBytes: 1 });
-    for (const c of stats.counted) sqls.add(c.sql);
+    const principal = await counted(core, (tx) => pendingPage(tx, { agentId: 'agt_else', sessionId: null }, 0, { limit: 1, maxBytes: 1 }));
+    for (const c of principal.counted) sqls.add(c.sql);
     // Rows RETURNED are bounded above; rows READ are bounded by the plan: every statement a page
     // runs reaches the entries table through an index range that starts at the keyset cursor or
     // at the primary key, never a scan that would read the rows it skips.
     for (const sql of sqls) {
-      const plan = (core.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...planArgs(sql)) as { detail: string }[]).map((p) => p.detail);
+      const plan = (await core.store.read.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ...planArgs(sql))).map((p) => p.detail);
       const touches = plan.filter((d) => /\bentries\b/.test(d));
       expect(touches.length, `${sql}\n${plan.join('\n')}`).toBeGreaterThan(0);
       for (const d of touches) {
@@ -169,20 +154,16 @@ describe('mailbox pages are keyset reads: rows read per page are bounded by the 
     }
   });
 
-  it('bounds a page by bytes as well as by count, and always hands over at least one entry', () => {
+  it('bounds a page by bytes as well as by count, and always hands over at least one entry', async () => {
     const box: Mailbox = { agentId: 'agt_else', sessionId: null };
-    const small = pendingPage(core, box, 0, { limit: LIMIT, maxBytes: 1 });
+    const small = await core.store.write((tx) => pendingPage(tx, box, 0, { limit: LIMIT, maxBytes: 1 }));
     expect(small).toHaveLength(1);
     const body = Buffer.byteLength(small[0]!.body);
-    const some = pendingPage(core, box, 0, { limit: LIMIT, maxBytes: 5 * (body + 512) });
+    const some = await core.store.write((tx) => pendingPage(tx, box, 0, { limit: LIMIT, maxBytes: 5 * (body + 512) }));
     expect(some.length).toBeGreaterThanOrEqual(4);
     expect(some.length).toBeLessThanOrEqual(5);
   });
 });
 
 /** Placeholder values for a statement's parameters, so its plan can be explained. */
-function planArgs(sql: string): unknown[] {
-  const named = [...sql.matchAll(/@(\w+)/g)].map((m) => m[1]!);
-  if (named.length > 0) return [Object.fromEntries(named.map((n) => [n, n === 'after' || n === 'limit' ? 1 : 'x']))];
-  return Array.from(sql.matchAll(/\?/g), () => 1);
-}
+const planArgs = (sql: string): Param[] => Array.from(sql.matchAll(/\?/g), () => 1);

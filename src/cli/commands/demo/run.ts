@@ -53,7 +53,7 @@ const WAIT_SECONDS = 30;
 export async function runDemo(io: CliIO): Promise<Outcome> {
   const say = (line: string) => io.stdout.write(line + '\n');
   const dir = mkdtempSync(path.join(io.env.TMPDIR ?? os.tmpdir(), 'oh-hai-demo-'));
-  const { createHubServer, defaultHubConfig } = await import('../../../hub/server/index.js');
+  const { createHubServer, defaultHubConfig, HUMAN_TOKEN_FILE } = await import('../../../hub/server/index.js');
   const hub = await createHubServer({
     config: { ...defaultHubConfig({ dataDir: path.join(dir, 'hub'), signingKey: randomBytes(32).toString('hex'), version: VERSION }), port: 0 },
     clock: io.clock,
@@ -68,7 +68,8 @@ export async function runDemo(io: CliIO): Promise<Outcome> {
   };
   try {
     say(`1. started an embedded Hub at ${hub.url} (data in a temp dir)`);
-    const human = client(readFileSync(hub.humanTokenPath, 'utf8').trim());
+    // An embedded SQLite Hub on a fresh data dir always writes its human token file.
+    const human = client(readFileSync(hub.humanTokenPath ?? path.join(hub.dataDir, HUMAN_TOKEN_FILE), 'utf8').trim());
     const alice = must('mint alice', await human.mintAgent({ label: 'alice' }));
     const bob = must('mint bob', await human.mintAgent({ label: 'bob' }));
     say(`2. minted two agents: alice = ${alice.agent.id}, bob = ${bob.agent.id}`);

@@ -47,6 +47,7 @@ export interface ServeFlags {
   clockOffsetMs?: number;
   faultInjection?: boolean;
   agentDirectory?: boolean;
+  database?: string;
 }
 
 export interface AdminFlags {
@@ -80,6 +81,7 @@ export const register: Registration = (program, host) => {
     .option('--max-connections <n>', 'open client connections at most; idle ones are shed first (default: the fd limit less 64)', integer('--max-connections', 1, 1e7))
     .option('--clock-offset-ms <ms>', "shift the Hub's clock from the real one (tests)", integer('--clock-offset-ms', -1e12, 1e12))
     .option('--fault-injection', 'enable POST /v1/_faults (tests only; never in a real deployment)')
+    .option('--database <url>', 'run on a shared PostgreSQL database (prefer OH_HAI_HUB_DATABASE_URL; a password belongs in PGPASSFILE or the environment, never argv)')
     .option('--no-agent-directory', 'advertise no account.agent_directory and refuse it to agent tokens (plays a Hub before 0.12.2)')
     .action(async (opts: ServeFlags) => {
       const { runServe } = await import('./serve.js');

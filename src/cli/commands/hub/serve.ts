@@ -6,6 +6,7 @@ import { usageError, type Outcome } from '../../outcome.js';
 import { resolveDataDir } from './data-dir.js';
 import type { ServeFlags } from './register.js';
 import type { HubConfig } from '../../../hub/server/index.js';
+import type { DatabaseUrl } from '../../../hub/server/postgres/url.js';
 
 type Built = { ok: true; config: HubConfig; randomKey: boolean } | { ok: false; outcome: Outcome };
 
@@ -28,6 +29,18 @@ async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
   }
   const givenKey = flags.signingKey ?? io.env.MA2H_SIGNING_KEY;
   const randomKey = givenKey === undefined || givenKey === '';
+  const database = await databaseOf(flags, io);
+  if (!database.ok) return database;
+  if (database.value !== null && randomKey) {
+    return {
+      ok: false,
+      outcome: usageError(
+        'a Hub on a shared database needs MA2H_SIGNING_KEY: every instance of the deployment must sign deliveries with the same key, or a client that reconnects to another instance rejects what it pushes',
+      ),
+    };
+  }
+  const knobs = databaseKnobs(io.env);
+  if (!knobs.ok) return knobs;
   const base = defaultHubConfig({
     dataDir: resolveDataDir(flags.data, io.env, io.cwd),
     signingKey: randomKey ? randomBytes(32).toString('hex') : givenKey,
@@ -57,9 +70,50 @@ async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
     faultInjection: flags.faultInjection === true,
     agentDirectory: flags.agentDirectory !== false,
     configTokens,
+    database: database.value,
+    ...knobs.value,
   };
   const problem = checkConfig(config);
   return problem === null ? { ok: true, config, randomKey } : { ok: false, outcome: usageError(problem) };
+}
+
+type Parsed<T> = { ok: true; value: T } | { ok: false; outcome: Outcome };
+
+/**
+ * `--database` or OH_HAI_HUB_DATABASE_URL. A password in argv is refused (every user of the
+ * machine can read argv); in the environment or PGPASSFILE it is fine, and never printed.
+ */
+async function databaseOf(flags: ServeFlags, io: CliIO): Promise<Parsed<DatabaseUrl | null>> {
+  const raw = flags.database ?? io.env.OH_HAI_HUB_DATABASE_URL;
+  if (raw === undefined || raw === '') return { ok: true, value: null };
+  const { parseDatabaseUrl } = await import('../../../hub/server/postgres/url.js');
+  const parsed = parseDatabaseUrl(raw);
+  const where = flags.database !== undefined ? '--database' : 'OH_HAI_HUB_DATABASE_URL';
+  if (!parsed.ok) return { ok: false, outcome: usageError(`${where}: ${parsed.reason}`) };
+  if (flags.database !== undefined && parsed.value.password !== null) {
+    return {
+      ok: false,
+      outcome: usageError(
+        `--database ${parsed.value.shown} carries a password, and argv is visible to every user of this machine; put the URL in OH_HAI_HUB_DATABASE_URL, or the password in PGPASSFILE (or PGPASSWORD)`,
+      ),
+    };
+  }
+  return { ok: true, value: parsed.value };
+}
+
+/** The database knobs from the environment (docs/deploy.md "Knobs"). */
+function databaseKnobs(env: NodeJS.ProcessEnv): Parsed<Pick<HubConfig, 'databasePoolMax' | 'listenRetryMs'>> {
+  const num = (name: string, dflt: number, integer: boolean): number | string => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return dflt;
+    const v = Number(raw);
+    return Number.isFinite(v) && v >= 0 && (!integer || Number.isInteger(v)) ? v : `${name} must be ${integer ? 'an integer' : 'a number'} ≥ 0, got "${raw}"`;
+  };
+  const pool = num('OH_HAI_HUB_DB_POOL_MAX', 10, true);
+  if (typeof pool === 'string') return { ok: false, outcome: usageError(pool) };
+  const retry = num('OH_HAI_HUB_LISTEN_RETRY_MS', 500, false);
+  if (typeof retry === 'string') return { ok: false, outcome: usageError(retry) };
+  return { ok: true, value: { databasePoolMax: pool, listenRetryMs: retry } };
 }
 
 /** Resolves on the first SIGTERM or SIGINT: the Hub's only way to stop, always a clean close. */
@@ -81,7 +135,7 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   const { config } = built;
   const out = (line: string) => io.stdout.write(line + '\n');
   const stopped = stopSignal();
-  const { createHubServer, STORE_IN_USE } = await import('../../../hub/server/index.js');
+  const { createHubServer, STORE_IN_USE, DATABASE_REFUSED } = await import('../../../hub/server/index.js');
   const { mountWebInbox } = await import('../../../hub/server/web/index.js');
   let url = '';
   const web = mountWebInbox({ clock: io.clock, baseUrl: () => url });
@@ -92,6 +146,7 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === STORE_IN_USE) return usageError((e as Error).message, 'data_dir_in_use');
+    if (typeof code === 'string' && DATABASE_REFUSED.has(code)) return usageError((e as Error).message, 'database_unavailable');
     if (code === 'EADDRINUSE') return usageError(`${config.host}:${config.port} is already in use; pick another --port (0 = any free port)`, 'address_in_use');
     if (code === 'EACCES' || code === 'EPERM') {
       return usageError(`cannot listen on ${config.host}:${config.port} or write ${config.dataDir} (${code}); pick another --port or --data`, 'permission_denied');
@@ -100,7 +155,9 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
     throw e;
   }
   if (server.createdAccount) out(`hub: created account ${server.accountId}; its human token is in ${server.humanTokenPath} (0600) — the admin commands read it from there`);
+  if (server.humanTokenPath === null) out(`hub: the account ${server.accountId} was created by another instance; copy its human-token file into ${server.dataDir} to run the admin commands here`);
   out(`hub: data ${server.dataDir}`);
+  if (config.database !== null) out(`hub: store PostgreSQL ${config.database.shown}`);
   if (built.randomKey) out('hub: signing key is random for this run (set MA2H_SIGNING_KEY to keep one across restarts)');
   if (config.faultInjection) out('hub: fault injection is ON (POST /v1/_faults) — a test Hub, never a deployment');
   out(`hub: web inbox at ${server.url}/ (sign in with the human token)`);

@@ -1,0 +1,95 @@
+// The PostgreSQL store: loaded (with `pg`) only when a Hub is given a database URL.
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../../../util/clock.js';
+import type { Store, WakeTopic } from '../sql.js';
+import { listen } from './listener.js';
+import { migrate } from './schema.js';
+import { postgresStore } from './store.js';
+import { redactor, type DatabaseUrl } from './url.js';
+import { DATABASE_UNAVAILABLE, SCHEMA_TOO_NEW } from '../database-errors.js';
+
+export { parseDatabaseUrl, redactor, type DatabaseUrl } from './url.js';
+export { SCHEMA_VERSION } from './schema.js';
+
+export interface OpenPostgres {
+  db: DatabaseUrl;
+  local: Clock;
+  offsetMs: number;
+  /** Connections this instance may hold (the listener's is extra). */
+  poolMax: number;
+  listenRetryMs: number;
+  wake: (topic: WakeTopic, key: string, remote: boolean) => void;
+  resync: () => void;
+  committed: () => void;
+  effectFailed: (error: unknown) => void;
+  log: (line: string) => void;
+}
+
+export interface PostgresHandle {
+  store: Store;
+  clock: Clock;
+  /** Pool use, for /metrics. */
+  poolStats(): { total: number; idle: number; waiting: number };
+}
+
+
+/**
+ * Connect, migrate (under the advisory lock), and start listening. Every error that leaves
+ * here has the URL and password redacted.
+ */
+export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
+  const { default: pg } = await import('pg');
+  const redact = redactor(o.db);
+  // Instants are BIGINT milliseconds: numbers, as on the SQLite store (exact below 2^53).
+  const types = { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) };
+  const config = { connectionString: o.db.url, application_name: 'oh-hai-hub', types };
+  const pool = new pg.Pool({ ...config, max: o.poolMax });
+  pool.on('error', (e) => o.log(`hub: an idle database connection failed: ${redact(e.message)}`));
+  const instance = randomBytes(6).toString('hex');
+  try {
+    const client = await pool.connect();
+    try {
+      await migrate(client);
+    } finally {
+      client.release();
+    }
+  } catch (e) {
+    await pool.end().catch(() => {});
+    const code = (e as { code?: unknown }).code;
+    const message = redact(e instanceof Error ? e.message : String(e));
+    throw Object.assign(new Error(`the database at ${o.db.shown} ${code === SCHEMA_TOO_NEW ? 'is too new' : 'cannot be used'}: ${message}`), {
+      code: code === SCHEMA_TOO_NEW ? SCHEMA_TOO_NEW : DATABASE_UNAVAILABLE,
+    });
+  }
+  const store = postgresStore({
+    pool,
+    instance,
+    local: o.local,
+    offsetMs: o.offsetMs,
+    wake: (topic, key) => o.wake(topic, key, false),
+    committed: o.committed,
+    effectFailed: o.effectFailed,
+  });
+  const listener = listen({
+    connect: () => new pg.Client({ ...config, application_name: 'oh-hai-hub-listen' }),
+    instance,
+    wake: (topic, key) => o.wake(topic, key, true),
+    resync: o.resync,
+    retryMs: o.listenRetryMs,
+    log: (line) => o.log(redact(line)),
+  });
+  await listener.ready;
+  // The first unit calibrates the instance's clock to the database's.
+  await store.write(async () => undefined);
+  return {
+    store: {
+      ...store,
+      close: async () => {
+        await listener.close();
+        await store.close();
+      },
+    },
+    clock: store.clock,
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+  };
+}

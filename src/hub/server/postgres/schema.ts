@@ -1,0 +1,151 @@
+import type { PoolClient } from 'pg';
+import { SCHEMA_TOO_NEW } from '../database-errors.js';
+
+/**
+ * The PostgreSQL schema, as numbered migrations. Instants are integer milliseconds on the
+ * deployment's clock (the database's), like the SQLite store's, so one set of queries
+ * serves both. A migration never changes once released: a new one is appended.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+CREATE TABLE agents (
+  id TEXT PRIMARY KEY,
+  label TEXT NOT NULL,
+  token_hash TEXT NOT NULL UNIQUE,
+  revoked INTEGER NOT NULL DEFAULT 0,
+  created_at BIGINT NOT NULL
+);
+
+CREATE TABLE principal_presence (
+  agent_id TEXT PRIMARY KEY,
+  seen_at BIGINT NOT NULL
+);
+
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  name TEXT,
+  client_key TEXT NOT NULL,
+  home TEXT,
+  state TEXT NOT NULL,
+  lease_seconds DOUBLE PRECISION NOT NULL,
+  expires_at BIGINT NOT NULL,
+  last_renewed_at BIGINT NOT NULL,
+  created_at BIGINT NOT NULL,
+  closed_at BIGINT,
+  seen_at BIGINT,
+  holder_home TEXT,
+  holder_host TEXT,
+  holder_pid INTEGER,
+  holder_since BIGINT,
+  holder_seen_at BIGINT
+);
+CREATE INDEX sessions_by_agent ON sessions (agent_id, state);
+CREATE INDEX sessions_by_expiry ON sessions (state, expires_at);
+
+CREATE TABLE operator_stops (
+  seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  client_key TEXT,
+  name TEXT,
+  session_id TEXT,
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX operator_stops_by_agent ON operator_stops (agent_id);
+
+CREATE TABLE messages (
+  seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  intent TEXT NOT NULL,
+  from_addr TEXT NOT NULL,
+  from_agent TEXT,
+  reply_session TEXT,
+  to_addr TEXT NOT NULL,
+  to_agent TEXT NOT NULL,
+  to_session TEXT,
+  text TEXT NOT NULL,
+  in_reply_to TEXT,
+  created_at BIGINT NOT NULL,
+  state TEXT NOT NULL,
+  prior TEXT,
+  track TEXT NOT NULL,
+  destination TEXT NOT NULL,
+  response_id TEXT,
+  response_text TEXT,
+  response_at BIGINT,
+  idempotency_key TEXT,
+  request_hash TEXT,
+  UNIQUE (from_agent, idempotency_key)
+);
+CREATE INDEX messages_by_sender ON messages (from_agent, seq);
+CREATE INDEX messages_by_recipient ON messages (to_agent, seq);
+CREATE INDEX messages_open ON messages (state, created_at);
+
+CREATE TABLE entries (
+  seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  kind TEXT NOT NULL,
+  body TEXT NOT NULL,
+  to_agent TEXT NOT NULL,
+  to_session TEXT,
+  claimed_session TEXT,
+  message_id TEXT,
+  created_at BIGINT NOT NULL,
+  delivered INTEGER NOT NULL DEFAULT 0,
+  state TEXT NOT NULL
+);
+CREATE INDEX entries_by_session ON entries (to_session, state);
+CREATE INDEX entries_by_mailbox ON entries (to_agent, to_session, state);
+CREATE INDEX entries_by_claim ON entries (claimed_session, state);
+CREATE INDEX entries_open ON entries (state, created_at);
+`,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Every instance takes this session-level advisory lock to migrate, so N starting together migrate once. */
+const MIGRATION_LOCK = 0x6f68_6169;
+
+
+/**
+ * Bring the database to {@link SCHEMA_VERSION}, one transaction per migration, under the
+ * advisory lock. A database at a higher version was migrated by a newer Hub: refused,
+ * since this code would misread its tables.
+ */
+export async function migrate(client: PoolClient): Promise<{ from: number; to: number }> {
+  await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+  try {
+    await client.query('CREATE TABLE IF NOT EXISTS oh_hai_schema (version INTEGER NOT NULL)');
+    const found = await client.query<{ version: number }>('SELECT version FROM oh_hai_schema');
+    const from = found.rows[0]?.version ?? 0;
+    if (found.rows.length === 0) await client.query('INSERT INTO oh_hai_schema (version) VALUES (0)');
+    if (from > SCHEMA_VERSION) {
+      throw Object.assign(
+        new Error(`the database has schema version ${from}, newer than this Hub's ${SCHEMA_VERSION}: a newer oh-hai migrated it; run that version (or newer) on every instance`),
+        { code: SCHEMA_TOO_NEW },
+      );
+    }
+    for (let v = from; v < SCHEMA_VERSION; v++) {
+      await client.query('BEGIN');
+      try {
+        await client.query(MIGRATIONS[v]!);
+        await client.query('UPDATE oh_hai_schema SET version = $1', [v + 1]);
+        await client.query('COMMIT');
+      } catch (e) {
+        await client.query('ROLLBACK');
+        throw e;
+      }
+    }
+    return { from, to: SCHEMA_VERSION };
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+  }
+}
+
+/** The version the database is at (for /readyz); null before the first migration. */
+export async function schemaVersion(client: { query: PoolClient['query'] }): Promise<number | null> {
+  const r = await client.query<{ version: number }>(`SELECT version FROM oh_hai_schema`).catch(() => null);
+  return r?.rows[0]?.version ?? null;
+}

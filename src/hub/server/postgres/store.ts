@@ -1,0 +1,180 @@
+import type { Pool, PoolClient } from 'pg';
+import type { Clock } from '../../../util/clock.js';
+import type { Param, Sql, Store, Tx, WakeTopic } from '../sql.js';
+import { schemaVersion, SCHEMA_VERSION } from './schema.js';
+
+/** `?` placeholders → `$1…$n`, once per statement text. */
+function numbered(): (sql: string) => string {
+  const cache = new Map<string, string>();
+  return (sql) => {
+    let out = cache.get(sql);
+    if (out === undefined) {
+      let n = 0;
+      out = sql.replace(/\?/g, () => `$${++n}`);
+      cache.set(sql, out);
+    }
+    return out;
+  };
+}
+
+function statements(q: Pool | PoolClient, text: (sql: string) => string): Sql {
+  return {
+    get: async <T>(sql: string, ...params: Param[]) => ((await q.query(text(sql), params)).rows[0] as T | undefined) ?? null,
+    all: async <T>(sql: string, ...params: Param[]) => (await q.query(text(sql), params)).rows as T[],
+    run: async (sql: string, ...params: Param[]) => (await q.query(text(sql), params)).rowCount ?? 0,
+  };
+}
+
+/**
+ * Why a unit is run again from the start: a deadlock (two units locking the same rows in
+ * opposite orders), a serialization failure, or a unique violation (two instances
+ * inserting one idempotency key: the second run finds the first's row and replays it).
+ */
+const RETRY_CODES = new Set(['40P01', '40001', '23505']);
+const MAX_ATTEMPTS = 5;
+
+/** The channel every instance LISTENs on; payloads carry ids only. */
+export const CHANNEL = 'oh_hai_wake';
+/** NOTIFY refuses payloads of 8000 bytes or more. */
+const PAYLOAD_BYTES = 7000;
+
+export interface PostgresStoreOptions {
+  pool: Pool;
+  /** This instance's id: its own NOTIFYs are not woken twice. */
+  instance: string;
+  /** Our real clock; the deployment's clock is read from the database and followed here. */
+  local: Clock;
+  /** `--clock-offset-ms`, on top of the database's clock. */
+  offsetMs: number;
+  /** Wake this process's waiters after a commit. */
+  wake: (topic: WakeTopic, key: string) => void;
+  committed: () => void;
+  effectFailed: (error: unknown) => void;
+  /** Seen every time a unit runs again (metrics). */
+  retried?: (code: string) => void;
+}
+
+/** Wake-ups as NOTIFY payloads: `<instance> topic:key topic:key …`, each under the size cap. */
+export function notifyPayloads(instance: string, wakes: ReadonlyArray<readonly [WakeTopic, string]>): string[] {
+  const out: string[] = [];
+  let cur = instance;
+  for (const item of new Set(wakes.map(([topic, key]) => `${topic}:${key}`))) {
+    if (cur.length + 1 + item.length > PAYLOAD_BYTES) {
+      out.push(cur);
+      cur = instance;
+    }
+    cur += ` ${item}`;
+  }
+  if (cur !== instance) out.push(cur);
+  return out;
+}
+
+/** Parse a payload from {@link notifyPayloads}; null when it is not one. */
+export function parsePayload(payload: string): { instance: string; wakes: Array<[WakeTopic, string]> } | null {
+  const [instance, ...items] = payload.split(' ');
+  if (!instance) return null;
+  const wakes: Array<[WakeTopic, string]> = [];
+  for (const item of items) {
+    const m = /^(mail|released|message|session):(.+)$/.exec(item);
+    if (m) wakes.push([m[1] as WakeTopic, m[2]!]);
+  }
+  return { instance, wakes };
+}
+
+/**
+ * The shared store: any number of Hub instances on one PostgreSQL database.
+ *
+ * Units run at READ COMMITTED with explicit row locks (`SELECT … FOR UPDATE` on the
+ * session, message or entry a unit decides from; an advisory transaction lock per agent for
+ * registrations); conditional UPDATEs make first-claim-wins. A deadlock or unique violation
+ * runs the unit again. Every unit starts by reading the database's clock in the same round
+ * trip as its BEGIN, and decides on that instant.
+ */
+export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock: Clock; readonly pool: Pool } {
+  const text = numbered();
+  // Our estimate of (database clock − our clock), refreshed by every unit's BEGIN.
+  let skew = 0;
+  const clock: Clock = { now: () => o.local.now() + skew + o.offsetMs, monotonic: () => o.local.monotonic() };
+
+  async function attempt<T>(unit: (tx: Tx) => Promise<T>): Promise<T> {
+    const client = await o.pool.connect();
+    const effects: Array<() => void> = [];
+    const wakes: Array<[WakeTopic, string]> = [];
+    let broken: Error | undefined;
+    try {
+      const sent = o.local.now();
+      const began = (await client.query(`BEGIN; SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT) AS now`)) as unknown as Array<{
+        rows: Array<{ now: number }>;
+      }>;
+      const dbNow = Number(began[1]!.rows[0]!.now);
+      skew = dbNow - (sent + o.local.now()) / 2;
+      const tx: Tx = {
+        ...statements(client, text),
+        now: dbNow + o.offsetMs,
+        afterCommit: (effect) => effects.push(effect),
+        wake: (topic, key) => wakes.push([topic, key]),
+        lockAgent: async (agentId) => {
+          await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [agentId]);
+        },
+      };
+      let value: T;
+      try {
+        value = await unit(tx);
+      } catch (e) {
+        await client.query('ROLLBACK').catch((r: Error) => (broken = r));
+        throw e;
+      }
+      // The NOTIFYs ride with the COMMIT: sent only if it commits, in one round trip.
+      const notifies = notifyPayloads(o.instance, wakes).map((p) => `NOTIFY ${CHANNEL}, ${client.escapeLiteral(p)}; `);
+      try {
+        await client.query(`${notifies.join('')}COMMIT`);
+      } catch (e) {
+        await client.query('ROLLBACK').catch((r: Error) => (broken = r));
+        throw e;
+      }
+      for (const e of effects) run(e);
+      for (const [topic, key] of wakes) run(() => o.wake(topic, key));
+      run(o.committed);
+      return value;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  function run(effect: () => void): void {
+    try {
+      effect();
+    } catch (e) {
+      o.effectFailed(e);
+    }
+  }
+
+  return {
+    kind: 'postgres',
+    shared: true,
+    clock,
+    pool: o.pool,
+    read: statements(o.pool, text),
+    async write<T>(unit: (tx: Tx) => Promise<T>): Promise<T> {
+      for (let n = 1; ; n++) {
+        try {
+          return await attempt(unit);
+        } catch (e) {
+          const code = (e as { code?: unknown }).code;
+          if (typeof code !== 'string' || !RETRY_CODES.has(code) || n >= MAX_ATTEMPTS) throw e;
+          o.retried?.(code);
+        }
+      }
+    },
+    async health() {
+      try {
+        const v = await schemaVersion(o.pool);
+        if (v === SCHEMA_VERSION) return { ok: true, reason: null };
+        return { ok: false, reason: `the database is at schema version ${v ?? 'none'}; this Hub needs ${SCHEMA_VERSION}` };
+      } catch (e) {
+        return { ok: false, reason: `the database does not answer: ${e instanceof Error ? e.message : String(e)}` };
+      }
+    },
+    close: () => o.pool.end(),
+  };
+}

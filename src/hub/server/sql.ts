@@ -1,0 +1,60 @@
+/**
+ * The Hub's store seam. Every route, lease, delivery track, holder rule and receipt is
+ * written once, as async units over this interface, and runs on either store:
+ * SQLite (one process, the default) or PostgreSQL (any number of instances).
+ *
+ * SQL is written once in the subset both dialects share: `?` placeholders (PostgreSQL's
+ * store numbers them), `CAST(x AS INTEGER)` for counts, no boolean parameters. A trailing
+ * `FOR UPDATE` takes a row lock on PostgreSQL; SQLite, which runs one writer at a time,
+ * drops it.
+ */
+export type Param = string | number | null;
+
+/** Statements, answered with plain rows (integers as numbers on both stores). */
+export interface Sql {
+  /** The first row, or null. */
+  get<T>(sql: string, ...params: Param[]): Promise<T | null>;
+  all<T>(sql: string, ...params: Param[]): Promise<T[]>;
+  /** How many rows the statement changed. */
+  run(sql: string, ...params: Param[]): Promise<number>;
+}
+
+/** What wakes a Hub: new mail for an agent, mail back behind readers' cursors (released), a message's track, a session that ended or changed holder. */
+export type WakeTopic = 'mail' | 'released' | 'message' | 'session';
+
+/** One unit of work: all of it commits, or none of it. */
+export interface Tx extends Sql {
+  /**
+   * The deployment's clock when this unit started, in ms: the database's on PostgreSQL
+   * (so every instance decides leases and staleness on ONE clock), the Hub's on SQLite.
+   */
+  readonly now: number;
+  /** Run `effect` only once this unit is durable; never if it fails. */
+  afterCommit(effect: () => void): void;
+  /** Wake whoever waits on `key` (in this process and, on PostgreSQL, every instance) once committed. */
+  wake(topic: WakeTopic, key: string): void;
+  /**
+   * Serialise the units that decide from an agent's set of sessions (a name's owner, the
+   * live count) across instances; on SQLite every unit is already serial.
+   */
+  lockAgent(agentId: string): Promise<void>;
+}
+
+export interface StoreHealth {
+  ok: boolean;
+  /** Why not, for /readyz; never a credential. */
+  reason: string | null;
+}
+
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+  /** True when other Hub instances may share this store (their streams are invisible to us). */
+  readonly shared: boolean;
+  /** Run `unit` in a transaction; settles after it commits (or with its throw). */
+  write<T>(unit: (tx: Tx) => Promise<T>): Promise<T>;
+  /** Statements outside a transaction, for reads that decide nothing another request could race. */
+  readonly read: Sql;
+  /** Whether the store answers and is migrated. */
+  health(): Promise<StoreHealth>;
+  close(): Promise<void>;
+}
