@@ -1,11 +1,21 @@
 import { defineConfig } from 'vitest/config';
+import { postgresUnavailable } from './test/helpers/postgres.js';
 
-// Integration tests start real Hubs and real oh-hai processes; on a loaded 2-core
-// machine they need room, so files run in at most two workers and every wait is a
-// deadline inside the test, not a vitest timeout race.
+/**
+ * The Hub's suite runs twice: on SQLite (the default project) and on PostgreSQL (the
+ * `postgres` project: the same files with OH_HAI_TEST_HUB_STORE=postgres, plus the
+ * cluster tests). Without PostgreSQL the second is left out and says why; on CI it must run.
+ */
+const HUB_ON_BOTH = ['test/integration/hub/*.test.ts', 'test/conformance/hub-wire.test.ts'];
+/** About the SQLite file itself (group commit, the data-dir lock, the default store place). */
+const SQLITE_ONLY = ['test/integration/hub/group-commit.test.ts', 'test/integration/hub/admin.test.ts'];
+const CLUSTER = ['test/integration/cluster/*.test.ts'];
+
+const missing = postgresUnavailable();
+if (missing !== null && process.env.CI !== 'true') console.log(`vitest: the PostgreSQL Hub tests are skipped: ${missing}`);
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     pool: 'forks',
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     testTimeout: 60_000,
@@ -13,5 +23,25 @@ export default defineConfig({
     // The JSON report lets .ci/run close with one plain "N passed, N failed" line.
     reporters: ['default', 'json'],
     outputFile: { json: 'test-output/vitest.json' },
+    // Integration tests start real Hubs and real oh-hai processes; on a loaded 2-core
+    // machine they need room, so files run in at most two workers and every wait is a
+    // deadline inside the test, not a vitest timeout race.
+    projects: [
+      { extends: true, test: { name: 'default', include: ['test/**/*.test.ts'], exclude: [...CLUSTER, '**/node_modules/**'] } },
+      ...(missing === null || process.env.CI === 'true'
+        ? [
+            {
+              extends: true,
+              test: {
+                name: 'postgres',
+                include: [...HUB_ON_BOTH, ...CLUSTER],
+                exclude: SQLITE_ONLY,
+                env: { OH_HAI_TEST_HUB_STORE: 'postgres' },
+                globalSetup: ['test/helpers/postgres-setup.ts'],
+              },
+            },
+          ]
+        : []),
+    ],
   },
 });

@@ -6,11 +6,18 @@ import path from 'node:path';
 import type { FaultRule } from '../../src/hub/server/faults.js';
 import { startOhHai } from './cli.js';
 import { tempEnv } from './env.js';
+import { freshDatabase } from './postgres.js';
 
 export type { FaultRule };
 
+/** Which store the suite's Hubs run on: the `postgres` test project sets OH_HAI_TEST_HUB_STORE. */
+export const HUB_STORE: 'sqlite' | 'postgres' = process.env.OH_HAI_TEST_HUB_STORE === 'postgres' ? 'postgres' : 'sqlite';
+
 export interface TestHub {
   url: string;
+  store: 'sqlite' | 'postgres';
+  /** The database (with its password) when the Hub runs on PostgreSQL. */
+  databaseUrl: string | null;
   port: number;
   dataDir: string;
   humanToken: string;
@@ -42,6 +49,11 @@ export interface StartHubOptions {
   dataDir?: string;
   /** Default: a random key per helper (passed in the environment, never argv). */
   signingKey?: string;
+  /**
+   * Run on this PostgreSQL database (another instance's, for cluster tests). Default: on the
+   * `postgres` test project a fresh database per Hub, dropped by dispose(); else SQLite.
+   */
+  database?: string;
 }
 
 const READY = /^hub: listening on (http:\/\/\S+)$/m;
@@ -52,7 +64,14 @@ export async function startHub(opts: StartHubOptions = {}): Promise<TestHub> {
   const dataDir = opts.dataDir ?? path.join(ownDir!, 'data');
   const envDir = tempEnv();
   const signingKey = opts.signingKey ?? randomBytes(16).toString('hex');
-  const env: NodeJS.ProcessEnv = { ...envDir.env, MA2H_SIGNING_KEY: signingKey, ...opts.env };
+  const ownDb = opts.database === undefined && HUB_STORE === 'postgres' ? await freshDatabase() : null;
+  const databaseUrl = opts.database ?? ownDb?.url ?? null;
+  const env: NodeJS.ProcessEnv = {
+    ...envDir.env,
+    MA2H_SIGNING_KEY: signingKey,
+    ...(databaseUrl !== null ? { OH_HAI_HUB_DATABASE_URL: databaseUrl } : {}),
+    ...opts.env,
+  };
   const baseArgs = ['hub', 'serve', '--data', dataDir, ...(opts.faults ? ['--fault-injection'] : []), ...(opts.args ?? [])];
   let stdout = '';
   let stderr = '';
@@ -78,7 +97,15 @@ export async function startHub(opts: StartHubOptions = {}): Promise<TestHub> {
     return { proc, url };
   };
 
-  const first = await launch(0);
+  let first: { proc: ChildProcess; url: string };
+  try {
+    first = await launch(0);
+  } catch (e) {
+    await ownDb?.drop();
+    envDir.cleanup();
+    if (ownDir) rmSync(ownDir, { recursive: true, force: true });
+    throw e;
+  }
   const port = Number(new URL(first.url).port);
   const humanToken = readFileSync(path.join(dataDir, 'human-token'), 'utf8').trim();
 
@@ -100,6 +127,8 @@ export async function startHub(opts: StartHubOptions = {}): Promise<TestHub> {
 
   const hub: TestHub = {
     url: first.url,
+    store: databaseUrl === null ? 'sqlite' : 'postgres',
+    databaseUrl,
     port,
     dataDir,
     humanToken,
@@ -129,6 +158,7 @@ export async function startHub(opts: StartHubOptions = {}): Promise<TestHub> {
     },
     async dispose() {
       if (hub.proc.exitCode === null && hub.proc.signalCode === null) await hub.kill('SIGKILL');
+      await ownDb?.drop();
       envDir.cleanup();
       if (ownDir) rmSync(ownDir, { recursive: true, force: true });
     },

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Clock } from '../../util/clock.js';
-import { writeFileAtomic } from '../../util/fs-durable.js';
+import { ensureDir, writeFileAtomic } from '../../util/fs-durable.js';
 import { bootAccount } from './account.js';
 import { Bus } from './bus.js';
 import type { HubConfig } from './config.js';
@@ -76,6 +76,8 @@ async function openHubStore(o: HubServerOptions, bus: Bus, wake: (topic: WakeTop
     const store = sqliteStore(openStore(config.dataDir), { clock, wake: (t, k) => wake(t, k, false), committed: () => bus.deliver(), effectFailed });
     return { store, clock };
   }
+  // The data dir still holds this instance's human token and hub.json.
+  ensureDir(config.dataDir, 0o700);
   const { openPostgres } = await import('./postgres/index.js');
   const pg = await openPostgres({
     db: config.database,

@@ -26,7 +26,8 @@ describe('reference Hub: API surface and bad input', () => {
 
   it('keeps its data dir 0700 and the human token and store 0600', () => {
     expect(statSync(hub.dataDir).mode & 0o777).toBe(0o700);
-    for (const f of ['human-token', 'hub.sqlite', 'hub.json']) expect(statSync(path.join(hub.dataDir, f)).mode & 0o777).toBe(0o600);
+    const files = hub.store === 'sqlite' ? ['human-token', 'hub.sqlite', 'hub.json'] : ['human-token', 'hub.json'];
+    for (const f of files) expect(statSync(path.join(hub.dataDir, f)).mode & 0o777).toBe(0o600);
     expect(hub.output().stdout).toMatch(/created account acct_\S+; its human token is in .*human-token/);
   });
 

@@ -1,5 +1,6 @@
 // The PostgreSQL store: loaded (with `pg`) only when a Hub is given a database URL.
 import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
 import type { Clock } from '../../../util/clock.js';
 import type { Store, WakeTopic } from '../sql.js';
 import { listen } from './listener.js';
@@ -38,7 +39,8 @@ export interface PostgresHandle {
  * here has the URL and password redacted.
  */
 export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
-  const { default: pg } = await import('pg');
+  // Through require: the launcher runs the bundle with vm.Script, which has no import().
+  const pg = createRequire(import.meta.url)('pg') as typeof import('pg');
   const redact = redactor(o.db);
   // Instants are BIGINT milliseconds: numbers, as on the SQLite store (exact below 2^53).
   const types = { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) };

@@ -107,7 +107,8 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
         rows: Array<{ now: number }>;
       }>;
       const dbNow = Number(began[1]!.rows[0]!.now);
-      skew = dbNow - (sent + o.local.now()) / 2;
+      // Whole ms: instants are BIGINT columns.
+      skew = Math.round(dbNow - (sent + o.local.now()) / 2);
       const tx: Tx = {
         ...statements(client, text),
         now: dbNow + o.offsetMs,
