@@ -3,7 +3,20 @@ import type { Bus } from './bus.js';
 import type { HubConfig } from './config.js';
 import type { FaultTable } from './faults.js';
 import type { StreamRegistry } from './registry.js';
+import type { HubMetrics } from './metrics.js';
 import type { Store } from './sql.js';
+
+/** One answered request, for the access log: the route's pattern, never a token or a query. */
+export interface AccessRecord {
+  method: string;
+  route: string;
+  status: number;
+  ms: number;
+  /** The peer (the balancer, behind one). */
+  remote: string | null;
+  /** The client's address as the balancer forwarded it (X-Forwarded-For), verbatim. */
+  forwardedFor: string | null;
+}
 
 /** The account a reference Hub serves (one per data dir). */
 export interface Account {
@@ -29,4 +42,7 @@ export interface HubCore {
   configAgents: Map<string, string>;
   /** One line per event the operator should see; never a secret. */
   log: (line: string) => void;
+  /** One record per request answered (`--log-format json`); null = no access log. */
+  access: ((r: AccessRecord) => void) | null;
+  metrics: HubMetrics;
 }

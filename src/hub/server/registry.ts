@@ -34,6 +34,13 @@ export class StreamRegistry {
     if (set.size === 0) this.bySession.delete(s.sessionId);
   }
 
+  /** Streams open now. */
+  count(): number {
+    let n = 0;
+    for (const set of this.bySession.values()) n += set.size;
+    return n;
+  }
+
   isOpen(sessionId: string): boolean {
     return (this.bySession.get(sessionId)?.size ?? 0) > 0;
   }

@@ -58,10 +58,25 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes | null, log: (line: string) => void) {
   const compiled: Compiled[] = routes.map((route) => ({ route, segments: route.path.split('/').slice(1) }));
+  // The route's pattern, never the ids in the path: metrics and logs stay bounded and anonymous.
+  const patternOf = new WeakMap<ServerResponse, string>();
 
   return async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const abort = new AbortController();
-    res.on('close', () => abort.abort());
+    const started = core.clock.monotonic();
+    res.on('close', () => {
+      abort.abort();
+      const route = patternOf.get(res) ?? 'other';
+      core.metrics.request(route, res.statusCode);
+      core.access?.({
+        method: req.method ?? '',
+        route,
+        status: res.statusCode,
+        ms: Math.round(core.clock.monotonic() - started),
+        remote: req.socket.remoteAddress ?? null,
+        forwardedFor: typeof req.headers['x-forwarded-for'] === 'string' ? req.headers['x-forwarded-for'] : null,
+      });
+    });
     // A client that vanishes mid-request surfaces as a stream error; it is not the Hub's fault and must never crash it.
     req.on('error', () => abort.abort());
     res.on('error', () => abort.abort());
@@ -104,6 +119,7 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
       return fault(404, 'not_found', `no such endpoint: ${req.method} ${url.pathname}`);
     }
     const r = hit.c.route;
+    patternOf.set(res, `${r.method} ${r.path}`);
     const faults = core.faults.forRequest(r.cls);
     if (faults.delayMs > 0) await sleep(faults.delayMs);
     if (faults.status !== null) {

@@ -268,6 +268,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
         const req = bodyOf(c, validateSend);
         if (!req.ok) return errorReply(req.error);
         const r = await core.store.write((tx) => sendMessage(core, tx, agentOf(c), req.value));
+        if (r.ok && !r.value.replay) core.metrics.sent();
         return r.ok ? json(r.value.replay ? 200 : 202, sentBody(r.value)) : errorReply(r.error);
       },
     },
@@ -327,7 +328,9 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const req = bodyOf(c, validateDirective);
         if (!req.ok) return errorReply(req.error);
-        return answer(await core.store.write((tx) => sendDirective(core, tx, req.value)), 202, (m) => ({ message: messageJson(m) }));
+        const sent = await core.store.write((tx) => sendDirective(core, tx, req.value));
+        if (sent.ok) core.metrics.sent();
+        return answer(sent, 202, (m) => ({ message: messageJson(m) }));
       },
     },
     {

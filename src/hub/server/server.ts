@@ -6,13 +6,15 @@ import { ensureDir, writeFileAtomic } from '../../util/fs-durable.js';
 import { bootAccount } from './account.js';
 import { Bus } from './bus.js';
 import type { HubConfig } from './config.js';
-import type { HubCore } from './core.js';
+import type { AccessRecord, HubCore } from './core.js';
+import { metricsSlot, type HubMetrics } from './metrics.js';
 import { Signer } from './delivery.js';
 import { FaultTable } from './faults.js';
 import { HUB_RECORD_FILE } from './files.js';
 import { hashToken, hubClock, iso } from './ids.js';
 import { sweepExpired } from './inbox.js';
 import { StreamRegistry, type StreamCloseReason } from './registry.js';
+import type { AdminListener } from './admin.js';
 import { createRouter, type ExtraRoutes } from './router.js';
 import { apiRoutes } from './routes.js';
 import { sessionById, streamsSeen, sweepLapsed } from './sessions.js';
@@ -36,6 +38,10 @@ export interface HubServerOptions {
   log: (line: string) => void;
   /** Paths outside the API (the web inbox), tried before the 404. */
   extraRoutes?: ExtraRoutes;
+  /** One record per answered request (`--log-format json`). */
+  access?: (r: AccessRecord) => void;
+  /** Serve /healthz, /readyz and /metrics here (`--admin-listen`); never the public port. */
+  adminListen?: { host: string; port: number };
 }
 
 export interface HubServer {
@@ -49,6 +55,8 @@ export interface HubServer {
   humanTokenPath: string | null;
   /** The services, for an embedding that needs more than HTTP (tests, the web inbox). */
   core: HubCore;
+  /** Where /healthz, /readyz and /metrics answer; null without --admin-listen. */
+  adminUrl: string | null;
   /** Stop accepting, end open streams with `reconnect {"reason":"shutdown"}`, close the store. */
   close(): Promise<void>;
 }
@@ -61,6 +69,7 @@ const formatUrl = (host: string, port: number): string => `http://${host.include
 interface Opened {
   store: Store;
   clock: Clock;
+  pool: (() => { total: number; idle: number; waiting: number }) | null;
 }
 
 /**
@@ -68,13 +77,19 @@ interface Opened {
  * (its client is loaded only here). `wake` hears every committed wake-up; `remote` marks
  * those another instance committed.
  */
-async function openHubStore(o: HubServerOptions, bus: Bus, wake: (topic: WakeTopic, key: string, remote: boolean) => void, resync: () => void): Promise<Opened> {
+async function openHubStore(
+  o: HubServerOptions,
+  bus: Bus,
+  metrics: HubMetrics,
+  wake: (topic: WakeTopic, key: string, remote: boolean) => void,
+  resync: () => void,
+): Promise<Opened> {
   const { config } = o;
   const effectFailed = (e: unknown) => o.log(`hub: after-commit effect failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
   if (config.database === null) {
     const clock = hubClock(o.clock, config.clockOffsetMs);
     const store = sqliteStore(openStore(config.dataDir), { clock, wake: (t, k) => wake(t, k, false), committed: () => bus.deliver(), effectFailed });
-    return { store, clock };
+    return { store, clock, pool: null };
   }
   // The data dir still holds this instance's human token and hub.json.
   ensureDir(config.dataDir, 0o700);
@@ -90,8 +105,9 @@ async function openHubStore(o: HubServerOptions, bus: Bus, wake: (topic: WakeTop
     committed: () => bus.deliver(),
     effectFailed,
     log: o.log,
+    metrics,
   });
-  return { store: pg.store, clock: pg.clock };
+  return { store: pg.store, clock: pg.clock, pool: pg.poolStats };
 }
 
 /** Start a reference Hub on `config.host:config.port` with its store in `config.dataDir` or the database. */
@@ -126,12 +142,20 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     for (const id of streams.sessions()) void reconcile(id).catch(onReconcileError);
   };
 
-  const opened = await openHubStore(o, bus, wake, resync);
+  const metrics = metricsSlot();
+  const opened = await openHubStore(o, bus, metrics, wake, resync);
   const { store } = opened;
   let boot;
+  let admin: AdminListener | null = null;
   try {
     boot = await bootAccount(store, config.dataDir, 'reference hub account');
+    if (o.adminListen !== undefined) {
+      const { startAdmin } = await import('./admin.js');
+      admin = await startAdmin(o.adminListen, { store, openStreams: () => streams.count(), pool: opened.pool });
+      metrics.target = admin.metrics;
+    }
   } catch (e) {
+    await admin?.close();
     await store.close();
     throw e;
   }
@@ -145,6 +169,8 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     account: boot.account,
     configAgents: new Map(config.configTokens.map((t) => [hashToken(t.token), t.agentId])),
     log: o.log,
+    access: o.access ?? null,
+    metrics,
   };
   const hub: HubCore = core;
   const dispatch = createRouter(hub, apiRoutes(hub, new Signer(hub)), o.extraRoutes ?? null, o.log);
@@ -162,6 +188,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
       });
     });
   } catch (e) {
+    await admin?.close();
     await store.close();
     throw e;
   }
@@ -203,6 +230,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     createdAccount: boot.created,
     humanTokenPath: boot.humanTokenPath,
     core: hub,
+    adminUrl: admin?.url ?? null,
     close() {
       closing ??= (async () => {
         clearInterval(sweeper);
@@ -214,6 +242,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
         clearTimeout(bound);
         server.closeAllConnections();
         await closed;
+        await admin?.close();
         await store.close();
       })();
       return closing;

@@ -330,7 +330,11 @@ async function endSession(core: HubCore, tx: Tx, r: SessionRow, state: Exclude<S
     }
   }
   await releaseClaims(tx, r.id, r.agent_id);
-  tx.afterCommit(() => core.streams.closeSession(r.id, state as StreamCloseReason));
+  tx.afterCommit(() => {
+    core.streams.closeSession(r.id, state as StreamCloseReason);
+    if (state === 'lapsed') core.metrics.lapsed(1);
+    if (state === 'closed_by_operator') core.metrics.operatorStop();
+  });
   tx.wake('session', r.id);
   return (await sessionById(tx, r.id))!;
 }

@@ -139,8 +139,10 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     after = Math.max(after, rows[rows.length - 1]!.seq);
     const fresh = rows.filter((r) => !pushed.has(r.id));
     if (fresh.length > 0) {
+      const now = core.clock.now();
       const messages: Delivery[] = fresh.map((r) => {
         pushed.add(r.id);
+        core.metrics.pushed(now - r.created_at);
         return signer.deliver(r, 'stream');
       });
       write(frame('entries', { messages }));

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { Registration } from '../index.js';
+import type { LogFormat } from './serve-log.js';
 
 /** A number of seconds (fractional allowed: test Hubs use sub-second holds); above 0 unless `allowZero`. */
 function seconds(flag: string, allowZero = false) {
@@ -48,6 +49,8 @@ export interface ServeFlags {
   faultInjection?: boolean;
   agentDirectory?: boolean;
   database?: string;
+  adminListen?: string;
+  logFormat?: LogFormat;
 }
 
 export interface AdminFlags {
@@ -82,6 +85,8 @@ export const register: Registration = (program, host) => {
     .option('--clock-offset-ms <ms>', "shift the Hub's clock from the real one (tests)", integer('--clock-offset-ms', -1e12, 1e12))
     .option('--fault-injection', 'enable POST /v1/_faults (tests only; never in a real deployment)')
     .option('--database <url>', 'run on a shared PostgreSQL database (prefer OH_HAI_HUB_DATABASE_URL; a password belongs in PGPASSFILE or the environment, never argv)')
+    .option('--admin-listen <host:port>', 'serve /healthz, /readyz and /metrics (unauthenticated) on this address; off by default, never the public port')
+    .option('--log-format <text|json>', 'text (default) or one JSON object per line, with a record per request')
     .option('--no-agent-directory', 'advertise no account.agent_directory and refuse it to agent tokens (plays a Hub before 0.12.2)')
     .action(async (opts: ServeFlags) => {
       const { runServe } = await import('./serve.js');

@@ -4,6 +4,7 @@ import { VERSION } from '../../version.js';
 import { EXIT } from '../../exit-codes.js';
 import { usageError, type Outcome } from '../../outcome.js';
 import { resolveDataDir } from './data-dir.js';
+import { hubLogSink, type LogFormat } from './serve-log.js';
 import type { ServeFlags } from './register.js';
 import type { HubConfig } from '../../../hub/server/index.js';
 import type { DatabaseUrl } from '../../../hub/server/postgres/url.js';
@@ -133,7 +134,18 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   const built = await buildConfig(flags, io);
   if (!built.ok) return built.outcome;
   const { config } = built;
-  const out = (line: string) => io.stdout.write(line + '\n');
+  let adminListen: { host: string; port: number } | undefined;
+  if (flags.adminListen !== undefined) {
+    const { parseListen } = await import('../../../hub/server/admin.js');
+    const parsed = parseListen(flags.adminListen);
+    if (parsed === null) return usageError(`--admin-listen ${flags.adminListen} is not host:port (e.g. 127.0.0.1:9417, or :9417 for loopback)`);
+    adminListen = parsed;
+  }
+  const format = flags.logFormat ?? 'text';
+  if (format !== 'text' && format !== 'json') return usageError(`--log-format ${format} must be text or json`);
+  const redact = config.database === null ? (t: string) => t : (await import('../../../hub/server/postgres/url.js')).redactor(config.database);
+  const sink = hubLogSink(format, io, redact);
+  const out = sink.out;
   const stopped = stopSignal();
   const { createHubServer, STORE_IN_USE, DATABASE_REFUSED } = await import('../../../hub/server/index.js');
   const { mountWebInbox } = await import('../../../hub/server/web/index.js');
@@ -141,12 +153,20 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   const web = mountWebInbox({ clock: io.clock, baseUrl: () => url });
   let server;
   try {
-    server = await createHubServer({ config, clock: io.clock, pid: io.pid, log: (line) => io.stderr.write(line + '\n'), extraRoutes: web.routes });
+    server = await createHubServer({
+      config,
+      clock: io.clock,
+      pid: io.pid,
+      log: sink.err,
+      extraRoutes: web.routes,
+      ...(sink.access ? { access: sink.access } : {}),
+      ...(adminListen ? { adminListen } : {}),
+    });
     url = server.url;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === STORE_IN_USE) return usageError((e as Error).message, 'data_dir_in_use');
-    if (typeof code === 'string' && DATABASE_REFUSED.has(code)) return usageError((e as Error).message, 'database_unavailable');
+    if (typeof code === 'string' && DATABASE_REFUSED.has(code)) return usageError(redact((e as Error).message), 'database_unavailable');
     if (code === 'EADDRINUSE') return usageError(`${config.host}:${config.port} is already in use; pick another --port (0 = any free port)`, 'address_in_use');
     if (code === 'EACCES' || code === 'EPERM') {
       return usageError(`cannot listen on ${config.host}:${config.port} or write ${config.dataDir} (${code}); pick another --port or --data`, 'permission_denied');
@@ -161,6 +181,7 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   if (built.randomKey) out('hub: signing key is random for this run (set MA2H_SIGNING_KEY to keep one across restarts)');
   if (config.faultInjection) out('hub: fault injection is ON (POST /v1/_faults) — a test Hub, never a deployment');
   out(`hub: web inbox at ${server.url}/ (sign in with the human token)`);
+  if (server.adminUrl !== null) out(`hub: admin (healthz, readyz, metrics) at ${server.adminUrl}`);
   out(`hub: listening on ${server.url}`);
   const sig = await stopped;
   await server.close();

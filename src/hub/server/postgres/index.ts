@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Clock } from '../../../util/clock.js';
+import type { HubMetrics } from '../metrics.js';
 import type { Store, WakeTopic } from '../sql.js';
 import { listen } from './listener.js';
 import { migrate } from './schema.js';
@@ -24,6 +25,7 @@ export interface OpenPostgres {
   committed: () => void;
   effectFailed: (error: unknown) => void;
   log: (line: string) => void;
+  metrics: HubMetrics;
 }
 
 export interface PostgresHandle {
@@ -71,6 +73,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
     wake: (topic, key) => o.wake(topic, key, false),
     committed: o.committed,
     effectFailed: o.effectFailed,
+    retried: (code) => o.metrics.retried(code),
   });
   const listener = listen({
     connect: () => new pg.Client({ ...config, application_name: 'oh-hai-hub-listen' }),
@@ -79,6 +82,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
     resync: o.resync,
     retryMs: o.listenRetryMs,
     log: (line) => o.log(redact(line)),
+    heard: (sentAt) => o.metrics.notified(store.clock.now() - sentAt),
   });
   await listener.ready;
   // The first unit calibrates the instance's clock to the database's.

@@ -13,9 +13,8 @@ export interface ListenerOptions {
   /** How long to wait before re-opening a dropped listener. */
   retryMs: number;
   log: (line: string) => void;
-  /** For metrics: a notification arrived, and how late by our clock. */
-  heard?: () => void;
-  dropped?: () => void;
+  /** A notification arrived that another instance sent at `sentAt` (deployment clock), for the lag metric. */
+  heard?: (sentAt: number) => void;
 }
 
 export interface Listener {
@@ -47,7 +46,6 @@ export function listen(o: ListenerOptions): Listener {
     const drop = (why: string) => {
       if (gone || closed) return;
       gone = true;
-      o.dropped?.();
       o.log(`hub: the database listener dropped (${why}); re-opening in ${o.retryMs} ms`);
       c.removeAllListeners('notification');
       c.end().catch(() => {});
@@ -59,7 +57,7 @@ export function listen(o: ListenerOptions): Listener {
       if (n.channel !== CHANNEL || n.payload === undefined) return;
       const parsed = parsePayload(n.payload);
       if (!parsed || parsed.instance === o.instance) return;
-      o.heard?.();
+      o.heard?.(parsed.sentAt);
       for (const [topic, key] of parsed.wakes) o.wake(topic, key);
     });
     try {

@@ -54,31 +54,33 @@ export interface PostgresStoreOptions {
   retried?: (code: string) => void;
 }
 
-/** Wake-ups as NOTIFY payloads: `<instance> topic:key topic:key …`, each under the size cap. */
-export function notifyPayloads(instance: string, wakes: ReadonlyArray<readonly [WakeTopic, string]>): string[] {
+/** Wake-ups as NOTIFY payloads: `<instance> <sent at, ms> topic:key topic:key …`, each under the size cap. */
+export function notifyPayloads(instance: string, sentAt: number, wakes: ReadonlyArray<readonly [WakeTopic, string]>): string[] {
   const out: string[] = [];
-  let cur = instance;
+  const head = `${instance} ${sentAt}`;
+  let cur = head;
   for (const item of new Set(wakes.map(([topic, key]) => `${topic}:${key}`))) {
     if (cur.length + 1 + item.length > PAYLOAD_BYTES) {
       out.push(cur);
-      cur = instance;
+      cur = head;
     }
     cur += ` ${item}`;
   }
-  if (cur !== instance) out.push(cur);
+  if (cur !== head) out.push(cur);
   return out;
 }
 
 /** Parse a payload from {@link notifyPayloads}; null when it is not one. */
-export function parsePayload(payload: string): { instance: string; wakes: Array<[WakeTopic, string]> } | null {
-  const [instance, ...items] = payload.split(' ');
-  if (!instance) return null;
+export function parsePayload(payload: string): { instance: string; sentAt: number; wakes: Array<[WakeTopic, string]> } | null {
+  const [instance, at, ...items] = payload.split(' ');
+  const sentAt = Number(at);
+  if (!instance || !Number.isFinite(sentAt)) return null;
   const wakes: Array<[WakeTopic, string]> = [];
   for (const item of items) {
     const m = /^(mail|released|message|session):(.+)$/.exec(item);
     if (m) wakes.push([m[1] as WakeTopic, m[2]!]);
   }
-  return { instance, wakes };
+  return { instance, sentAt, wakes };
 }
 
 /**
@@ -126,7 +128,7 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
         throw e;
       }
       // The NOTIFYs ride with the COMMIT: sent only if it commits, in one round trip.
-      const notifies = notifyPayloads(o.instance, wakes).map((p) => `NOTIFY ${CHANNEL}, ${client.escapeLiteral(p)}; `);
+      const notifies = notifyPayloads(o.instance, clock.now(), wakes).map((p) => `NOTIFY ${CHANNEL}, ${client.escapeLiteral(p)}; `);
       try {
         await client.query(`${notifies.join('')}COMMIT`);
       } catch (e) {

@@ -1,0 +1,124 @@
+import { createRequire } from 'node:module';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { HubMetrics } from './metrics.js';
+import type { Store } from './sql.js';
+
+/** What the admin listener reads from the running Hub. */
+export interface AdminSources {
+  store: Store;
+  /** Streams open on this instance now. */
+  openStreams: () => number;
+  /** The database pool (PostgreSQL only). */
+  pool: (() => { total: number; idle: number; waiting: number }) | null;
+}
+
+export interface AdminListener {
+  url: string;
+  metrics: HubMetrics;
+  close(): Promise<void>;
+}
+
+/** `host:port`, `[v6]:port` or `:port` (loopback); null when it is not one. */
+export function parseListen(raw: string): { host: string; port: number } | null {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(raw);
+  if (!m) return null;
+  const port = Number(m[3]);
+  if (port > 65535) return null;
+  return { host: m[1] ?? (m[2] === '' ? '127.0.0.1' : m[2]!), port };
+}
+
+/**
+ * The operator's port (`--admin-listen`, off by default): /healthz (the process answers),
+ * /readyz (the store answers and is migrated: take the instance out of the balancer
+ * otherwise) and /metrics (Prometheus). Unauthenticated, so it is never the public port.
+ */
+export async function startAdmin(listen: { host: string; port: number }, src: AdminSources): Promise<AdminListener> {
+  // prom-client is loaded only here, and only when an admin address was asked for.
+  const prom = createRequire(import.meta.url)('prom-client') as typeof import('prom-client');
+  const registry = new prom.Registry();
+  prom.collectDefaultMetrics({ register: registry, prefix: 'oh_hai_hub_process_' });
+  const requests = new prom.Counter({ name: 'oh_hai_hub_requests_total', help: 'Requests answered, by route pattern and status', labelNames: ['route', 'status'], registers: [registry] });
+  const sends = new prom.Counter({ name: 'oh_hai_hub_sends_total', help: 'Messages and directives accepted by this instance', registers: [registry] });
+  const push = new prom.Histogram({
+    name: 'oh_hai_hub_push_latency_seconds',
+    help: 'From an entry being queued to its first write on a stream of this instance (deployment clock)',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const lag = new prom.Histogram({
+    name: 'oh_hai_hub_notify_lag_seconds',
+    help: 'From another instance committing a wake-up to this instance hearing it (PostgreSQL NOTIFY)',
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+    registers: [registry],
+  });
+  const lapsed = new prom.Counter({ name: 'oh_hai_hub_leases_lapsed_total', help: 'Sessions this instance found lapsed (lease ran out)', registers: [registry] });
+  const stops = new prom.Counter({ name: 'oh_hai_hub_operator_stops_total', help: 'Operator stops (kill-switch) recorded through this instance', registers: [registry] });
+  const retries = new prom.Counter({ name: 'oh_hai_hub_db_retries_total', help: 'Database units run again, by SQLSTATE', labelNames: ['code'], registers: [registry] });
+  new prom.Gauge({
+    name: 'oh_hai_hub_open_streams',
+    help: 'SSE streams open on this instance',
+    registers: [registry],
+    collect() {
+      this.set(src.openStreams());
+    },
+  });
+  const pool = src.pool;
+  if (pool !== null) {
+    new prom.Gauge({
+      name: 'oh_hai_hub_db_pool_connections',
+      help: 'Database pool connections, by state (idle, busy) and clients waiting for one',
+      labelNames: ['state'],
+      registers: [registry],
+      collect() {
+        const p = pool();
+        this.set({ state: 'idle' }, p.idle);
+        this.set({ state: 'busy' }, p.total - p.idle);
+        this.set({ state: 'waiting' }, p.waiting);
+      },
+    });
+  }
+
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      const path = (req.url ?? '/').split('?')[0];
+      const reply = (status: number, type: string, body: string) => {
+        res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+        res.end(body);
+      };
+      if (req.method !== 'GET') return reply(405, 'application/json', JSON.stringify({ ok: false, reason: 'GET only' }));
+      if (path === '/healthz') return reply(200, 'application/json', JSON.stringify({ ok: true }));
+      if (path === '/readyz') {
+        const h = await src.store.health();
+        return reply(h.ok ? 200 : 503, 'application/json', JSON.stringify(h.ok ? { ok: true, store: src.store.kind } : { ok: false, store: src.store.kind, reason: h.reason }));
+      }
+      if (path === '/metrics') return reply(200, registry.contentType, await registry.metrics());
+      return reply(404, 'application/json', JSON.stringify({ ok: false, reason: 'the admin port serves /healthz, /readyz and /metrics' }));
+    })().catch(() => res.destroy());
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(listen.port, listen.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${port}`,
+    metrics: {
+      request: (route, status) => requests.inc({ route, status: String(status) }),
+      sent: () => sends.inc(),
+      pushed: (ms) => push.observe(Math.max(0, ms) / 1000),
+      lapsed: (n) => lapsed.inc(n),
+      operatorStop: () => stops.inc(),
+      notified: (ms) => lag.observe(Math.max(0, ms) / 1000),
+      retried: (code) => retries.inc({ code }),
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
