@@ -1,5 +1,6 @@
 import type { AckRequest, ConsumerIdentity, Delivery } from '../contract/index.js';
 import type { HubCore } from './core.js';
+import { coalesced } from './coalesce.js';
 import type { Signer } from './delivery.js';
 import { entryById, hasPending, pendingPage, type EntryRow, type Mailbox, type PageBound } from './entries.js';
 import { bad, good, type Answer, type ApiError } from './http.js';
@@ -33,8 +34,6 @@ export function hold(core: HubCore, topic: 'mail' | 'message', key: string, dead
   return new Promise((resolve) => {
     let timer: NodeJS.Timeout | undefined;
     let done = false;
-    let checking = false;
-    let again = false;
     const finish = () => {
       if (done) return;
       done = true;
@@ -43,30 +42,19 @@ export function hold(core: HubCore, topic: 'mail' | 'message', key: string, dead
       signal.removeEventListener('abort', finish);
       resolve();
     };
-    const check = async (): Promise<void> => {
-      // One check at a time; a wake-up during one asks for another right after it.
-      if (checking) {
-        again = true;
-        return;
-      }
-      checking = true;
+    // One check at a time; a wake-up during one asks for another right after it.
+    const check = coalesced(async () => {
+      if (done) return;
+      let met = false;
       try {
-        do {
-          again = false;
-          if (done) return;
-          if (signal.aborted || core.clock.monotonic() >= deadlineMs || (await ready())) {
-            finish();
-            return;
-          }
-        } while (again);
+        met = signal.aborted || core.clock.monotonic() >= deadlineMs || (await ready());
       } catch {
         // A store that failed to answer is asked again at the next re-check.
-      } finally {
-        checking = false;
       }
+      if (met) return finish();
       clearTimeout(timer);
-      if (!done) timer = setTimeout(() => void check(), Math.max(0, Math.min(RECHECK_MS, deadlineMs - core.clock.monotonic())));
-    };
+      timer = setTimeout(() => void check(), Math.max(0, Math.min(RECHECK_MS, deadlineMs - core.clock.monotonic())));
+    });
     const off = core.bus[topic].on(key, () => void check());
     signal.addEventListener('abort', finish);
     void check();

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { ConsumerIdentity, Delivery } from '../contract/index.js';
+import { coalesced } from './coalesce.js';
 import { holdMs } from './config.js';
 import type { HubCore } from './core.js';
 import type { Signer } from './delivery.js';
@@ -151,26 +152,14 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   };
   // One page at a time per stream, one per turn of the event loop; a wake-up during a page
   // asks for another pass right after it.
-  let pushing = false;
-  let again = false;
-  const push = async (): Promise<void> => {
-    if (pushing) {
-      again = true;
-      return;
-    }
-    pushing = true;
+  const push = coalesced(async () => {
     try {
-      do {
-        again = false;
-        while (await page()) await new Promise<void>((resolve) => setImmediate(resolve));
-      } while (again && !finished);
+      while (await page()) await new Promise<void>((resolve) => setImmediate(resolve));
     } catch (e) {
       // The entries stay pending: the next wake-up, or the client's next connect, takes them.
       core.log(`hub: a push on session ${sr.sessionId} failed: ${e instanceof Error ? e.message : String(e)}`);
-    } finally {
-      pushing = false;
     }
-  };
+  });
   const wake = () => void push();
   res.on('drain', wake);
   wake();
