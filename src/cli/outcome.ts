@@ -1,4 +1,4 @@
-import { EXIT } from './exit-codes.js';
+import { type CodedError, EXIT } from '../core/index.js';
 
 /**
  * What a command returns. Commands never exit: the one CLI entry (program.ts) turns an
@@ -25,12 +25,5 @@ export interface Outcome {
 export const success = (after?: string[]): Outcome => ({ exit: EXIT.ok, after });
 
 export const usageError = (message: string, code = 'usage'): Outcome => ({ exit: EXIT.usage, code, message });
-
-/** An error value with a code, carried until the edge. */
-export interface CodedError {
-  code: string;
-  message: string;
-  exit: number;
-}
 
 export const toOutcome = (e: CodedError): Outcome => ({ exit: e.exit, code: e.code, message: e.message });

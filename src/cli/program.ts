@@ -2,11 +2,10 @@ import type { Command } from 'commander';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { CommandGroup } from './commands/index.js';
-import { EXIT } from './exit-codes.js';
+import { EXIT, defaultStateRoot } from '../core/index.js';
 import type { CommandHost } from './host.js';
 import { processIO, type CliIO } from './io.js';
 import type { Outcome } from './outcome.js';
-import { defaultStateRoot } from './state-root.js';
 import { escapeUnsafe } from '../util/escape.js';
 import { VERSION } from './version.js';
 

@@ -1,6 +1,6 @@
-import { type Coded, done, usageFailure } from './coded.js';
+import { checkKnob, type Coded, describeValue, done, knobExpected, SETTING_KNOBS, type SettingKnob, settingOf, usageFailure } from '../core/index.js';
 import { parseHubUrl } from './hub-url.js';
-import { type NumericKnob, NUMERIC_KNOBS, type Transport, checkNumber, checkTransport, describeValue } from './knobs.js';
+import { type Transport, checkTransport } from './transport.js';
 import { parsePolicy } from './policy.js';
 import type { TomlDoc } from './toml-file.js';
 
@@ -9,14 +9,14 @@ export interface FileSettings {
   hubUrl?: string;
   allowFrom?: string[];
   transport?: Transport;
-  numbers: Partial<Record<NumericKnob, number>>;
+  numbers: Partial<Record<SettingKnob, number>>;
 }
 
 export type ConfigScope = 'user' | 'project';
 
 const isTable = (v: unknown): v is TomlDoc => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date);
 
-const knobByKey = new Map((Object.keys(NUMERIC_KNOBS) as NumericKnob[]).map((k) => [NUMERIC_KNOBS[k].key, k]));
+const knobByKey = new Map(SETTING_KNOBS.map((k) => [settingOf(k).key, k]));
 const knownBridgeKeys = ['allow_from', 'transport', ...knobByKey.keys()];
 
 /**
@@ -66,8 +66,8 @@ export function validateConfigDoc(doc: TomlDoc, file: string, scope: ConfigScope
           if (!t.ok) return t;
           settings.transport = t.value;
         } else if (knob !== undefined) {
-          if (typeof v !== 'number') return typeError(`[bridge] ${key}`, NUMERIC_KNOBS[knob].expected, v);
-          const n = checkNumber(knob, v, where);
+          if (typeof v !== 'number') return typeError(`[bridge] ${key}`, knobExpected(knob), v);
+          const n = checkKnob(knob, v, where);
           if (!n.ok) return n;
           settings.numbers[knob] = n.value;
         } else {

@@ -1,7 +1,7 @@
 import { chmodSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ensureDir, writeFileAtomic } from '../util/fs-durable.js';
-import { type Coded, authFailure, done } from './coded.js';
+import { type Coded, authFailure, done } from '../core/index.js';
 import { withFileLock } from './file-lock.js';
 import { credentialsPath } from './paths.js';
 

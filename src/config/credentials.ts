@@ -1,4 +1,4 @@
-import { type Coded, authFailure, done, usageFailure } from './coded.js';
+import { type Coded, authFailure, done, usageFailure } from '../core/index.js';
 import { credentialsForHub, readCredentials } from './credentials-file.js';
 import { lookupCachedAgentId } from './identities.js';
 import { badAgentIdReason } from './ids.js';

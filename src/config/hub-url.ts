@@ -1,4 +1,4 @@
-import { type Coded, done, usageFailure } from './coded.js';
+import { type Coded, done, usageFailure } from '../core/index.js';
 
 /**
  * Parse a Hub URL into its origin (`https://hub.example`, no trailing slash). MA2H paths are

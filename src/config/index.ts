@@ -1,9 +1,8 @@
 // The config surface: files, settings, credentials, the sender policy and policy writing.
 // No Hub client here (no undici): the bridge's warm path loads this module and nothing else.
-export { type Coded, done, usageFailure, authFailure } from './coded.js';
 export { userConfigDir, userConfigPath, credentialsPath, identitiesPath, findProjectConfig } from './paths.js';
 export { parseHubUrl } from './hub-url.js';
-export { type Transport, TRANSPORTS, NUMERIC_KNOBS, type NumericKnob } from './knobs.js';
+export { type Transport, TRANSPORTS } from './transport.js';
 export { type FileSettings } from './config-file.js';
 export { type LoadedConfig, type LoadedFile, loadConfigFiles } from './load.js';
 export { type SettingsFlags, type ResolvedSettings, type BridgeSettings, type SettingSource, resolveSettings, requireHubUrl } from './settings.js';

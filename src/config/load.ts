@@ -1,4 +1,4 @@
-import { type Coded, done } from './coded.js';
+import { type Coded, done } from '../core/index.js';
 import { type FileSettings, validateConfigDoc } from './config-file.js';
 import { findProjectConfig, userConfigPath } from './paths.js';
 import { readToml } from './toml-file.js';

@@ -1,6 +1,6 @@
 import { realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { defaultConfigRoot } from '../cli/state-root.js';
+import { defaultConfigRoot } from '../core/index.js';
 
 /** `$XDG_CONFIG_HOME/oh-hai` (else `~/.config/oh-hai`): the user config and the credentials live here. */
 export const userConfigDir = (env: NodeJS.ProcessEnv): string => path.join(defaultConfigRoot(env), 'oh-hai');

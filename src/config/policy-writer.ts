@@ -1,6 +1,5 @@
-import type { CodedError } from '../cli/outcome.js';
+import { type CodedError, type Coded, done } from '../core/index.js';
 import type { AgentRow } from '../hub/contract/index.js';
-import { type Coded, done } from './coded.js';
 import { badAgentIdReason, showId } from './ids.js';
 import { userConfigPath } from './paths.js';
 import { describePolicy, parsePolicy } from './policy.js';

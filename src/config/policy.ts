@@ -1,4 +1,4 @@
-import { type Result, fail, ok } from '../util/result.js';
+import { type Result, fail, ok } from '../core/index.js';
 import { parseAddress } from '../hub/contract/ids.js';
 import { showId } from './ids.js';
 

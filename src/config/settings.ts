@@ -1,7 +1,7 @@
-import { type Coded, done, usageFailure } from './coded.js';
+import { checkKnob, type Coded, done, KNOBS, SETTING_KNOBS, type SettingKnob, settingOf, usageFailure } from '../core/index.js';
 import { environmentCredential } from './credentials.js';
 import { parseHubUrl, plainHttpWarning } from './hub-url.js';
-import { type NumericKnob, NUMERIC_KNOBS, type Transport, checkNumber, checkTransport } from './knobs.js';
+import { type Transport, checkTransport } from './transport.js';
 import type { LoadedConfig } from './load.js';
 import { type Policy, parsePolicy, policyItems } from './policy.js';
 
@@ -36,16 +36,16 @@ export interface ResolvedSettings {
   hubUrlSource: 'flag' | 'env' | 'project' | 'user' | 'none';
   bridge: BridgeSettings;
   /** Where each bridge setting came from, for `doctor`. */
-  sources: Record<NumericKnob | 'transport', SettingSource>;
+  sources: Record<SettingKnob | 'transport', SettingSource>;
   /** The loaded files' warnings plus any found here; for the caller to print. */
   warnings: string[];
 }
 
-const FLAG_OF: Record<NumericKnob, { name: string; value: (f: SettingsFlags) => string | number | undefined }> = {
-  waitSeconds: { name: '--wait', value: (f) => f.wait },
-  unattendedMaxSeconds: { name: '--unattended-max-seconds', value: (f) => f.unattendedMaxSeconds },
-  intervalSeconds: { name: '--interval', value: (f) => f.interval },
-  maxRetries: { name: '--max-retries', value: (f) => f.maxRetries },
+const FLAG_VALUE: Record<SettingKnob, (f: SettingsFlags) => string | number | undefined> = {
+  waitSeconds: (f) => f.wait,
+  unattendedMaxSeconds: (f) => f.unattendedMaxSeconds,
+  intervalSeconds: (f) => f.interval,
+  maxRetries: (f) => f.maxRetries,
 };
 
 const present = (v: string | undefined): v is string => v !== undefined && v !== '';
@@ -105,17 +105,16 @@ export function resolveSettings({
   }
 
   const sources = {} as ResolvedSettings['sources'];
-  const numbers = {} as Record<NumericKnob, number>;
-  for (const knob of Object.keys(NUMERIC_KNOBS) as NumericKnob[]) {
-    const spec = NUMERIC_KNOBS[knob];
-    const flag = FLAG_OF[knob];
-    const flagValue = flag.value(flags);
-    const envValue = env[spec.env];
+  const numbers = {} as Record<SettingKnob, number>;
+  for (const knob of SETTING_KNOBS) {
+    const flagValue = FLAG_VALUE[knob](flags);
+    const envName = KNOBS[knob].env;
+    const envValue = env[envName];
     let value: Coded<number>;
-    if (flagValue !== undefined) [value, sources[knob]] = [checkNumber(knob, flagValue, flag.name), 'flag'];
-    else if (present(envValue)) [value, sources[knob]] = [checkNumber(knob, envValue, spec.env), 'env'];
+    if (flagValue !== undefined) [value, sources[knob]] = [checkKnob(knob, flagValue, settingOf(knob).flag), 'flag'];
+    else if (present(envValue)) [value, sources[knob]] = [checkKnob(knob, envValue, envName), 'env'];
     else if (user.numbers[knob] !== undefined) [value, sources[knob]] = [done(user.numbers[knob]), 'user'];
-    else [value, sources[knob]] = [done(spec.fallback), 'default'];
+    else [value, sources[knob]] = [done(KNOBS[knob].default), 'default'];
     if (!value.ok) return value;
     numbers[knob] = value.value;
   }

@@ -1,4 +1,4 @@
-import { type Coded, done, usageFailure } from './coded.js';
+import { type Coded, done, usageFailure } from '../core/index.js';
 import { type TomlDoc, parseToml } from './toml-file.js';
 
 /**

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { type Coded, done, usageFailure } from './coded.js';
+import { type Coded, done, usageFailure } from '../core/index.js';
 
 type SmolToml = typeof import('smol-toml');
 

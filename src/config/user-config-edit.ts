@@ -1,5 +1,5 @@
 import { writeFileAtomic } from '../util/fs-durable.js';
-import { type Coded, done, usageFailure } from './coded.js';
+import { type Coded, done, usageFailure } from '../core/index.js';
 import { withFileLock } from './file-lock.js';
 import { parseHubUrl } from './hub-url.js';
 import { userConfigPath } from './paths.js';

@@ -1,4 +1,4 @@
-import { EXIT } from '../cli/exit-codes.js';
+import { EXIT } from '../core/index.js';
 import type { Acker } from './acker.js';
 import { lockLost } from './ingest.js';
 import { stop, type Stop } from './stops.js';

@@ -1,4 +1,4 @@
-import { EXIT } from '../cli/exit-codes.js';
+import { EXIT } from '../core/index.js';
 import type { ClosedReason } from '../hub/contract/index.js';
 import type { HubFailure } from '../hub/client/index.js';
 import { stop, type Stop } from './stops.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { EXIT } from '../cli/exit-codes.js';
+import { EXIT } from '../core/index.js';
 import { parsePolicy, policyAdmits, policyItems, resolveAgentCredential, type Policy } from '../config/index.js';
 import { chooseTransport, formatAddress, replayWindowSeconds, type Capability, type ConsumerIdentity } from '../hub/contract/index.js';
 import { HubClient } from '../hub/client/index.js';
@@ -31,11 +31,10 @@ import { classifyFailure, type Disposition, type FailureContext } from './classi
 import { consumerHome } from './home.js';
 import { HubClock } from './hub-clock.js';
 import { Ingest, lockLost } from './ingest.js';
-import type { ConsumerKnobs } from './knobs.js';
 import { principalRound, pollRound, streamRound, type RoundContext } from './rounds.js';
 import { probePin, SessionKeeper } from './session.js';
 import { standDown } from './stand-down.js';
-import type { ConsumerOptions } from './start.js';
+import type { ConsumerKnobs, ConsumerOptions } from './start.js';
 import { openDrainState, type DrainState } from './state.js';
 import { stop, type Stop } from './stops.js';
 import type { VerifyContext } from './verify.js';

@@ -1,5 +1,5 @@
 // The background connection: drains one state entry's mailbox into its spool, verifies
 // every delivery, and acks exactly what the reader has read. Loads the Hub client.
-export { runConsumer, type ConsumerEnd, type ConsumerOptions } from './start.js';
+export { runConsumer, readConsumerKnobs, type ConsumerEnd, type ConsumerKnobs, type ConsumerOptions } from './start.js';
 export { consumerHome } from './home.js';
 export type { Stop, StopReason } from './stops.js';

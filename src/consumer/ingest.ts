@@ -1,4 +1,4 @@
-import { EXIT } from '../cli/exit-codes.js';
+import { EXIT } from '../core/index.js';
 import type { Entry } from '../hub/contract/index.js';
 import type { Ledger, SeenJti, Spool } from '../spool/index.js';
 import { stop, type Stop } from './stops.js';

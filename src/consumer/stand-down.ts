@@ -1,4 +1,4 @@
-import { EXIT } from '../cli/exit-codes.js';
+import { EXIT } from '../core/index.js';
 import type { HubClient } from '../hub/client/index.js';
 import { forgetSession, type SessionRecord, type StateEntry, type StoodDownSession } from '../spool/index.js';
 import type { Acker } from './acker.js';

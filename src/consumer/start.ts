@@ -1,11 +1,15 @@
 import { rmSync } from 'node:fs';
-import { EXIT } from '../cli/exit-codes.js';
-import { acquireLock, ENTRY_FILES, isSameProcessAlive, LOG_MAX_BYTES, openStateEntry, parseLogMaxBytes, type ConsumerSettings, type StateEntry } from '../spool/index.js';
+import { CONNECTION_KNOBS, type Coded, EXIT, knobFromEnv, type KnobValues, readKnobs } from '../core/index.js';
+import { acquireLock, ENTRY_FILES, isSameProcessAlive, openStateEntry, type ConsumerSettings, type StateEntry } from '../spool/index.js';
 import type { Clock } from '../util/clock.js';
 import { formatDuration } from '../util/duration.js';
 import { Consumer } from './consumer.js';
-import { readKnobs } from './knobs.js';
 import { stop, type Stop } from './stops.js';
+
+/** The consumer's intervals (the knob registry, src/core/knobs.ts); production never sets them. */
+export type ConsumerKnobs = KnobValues<(typeof CONNECTION_KNOBS)[number]>;
+
+export const readConsumerKnobs = (env: NodeJS.ProcessEnv): Coded<ConsumerKnobs> => readKnobs(env, CONNECTION_KNOBS);
 
 export interface ConsumerOptions {
   dir: string;
@@ -33,11 +37,11 @@ const LOCK_STALE_MS = 10_000;
 
 /** Take the entry (one consumer per entry) and run a consumer on it until it stops. Never throws for an expected condition. */
 export async function runConsumer(opts: ConsumerOptions): Promise<ConsumerEnd> {
-  const knobs = readKnobs(opts.env);
+  const knobs = readConsumerKnobs(opts.env);
   if (!knobs.ok) return { kind: 'refused', stop: stop(knobs.error.exit, 'bad_settings', knobs.error.message) };
-  // The bridge or `__consumer --mode direct` refused a bad value before starting this connection.
-  const logBound = parseLogMaxBytes(opts.env);
-  const opened = openStateEntry(opts.dir, { create: false, log: { clock: opts.clock, pid: opts.pid, maxBytes: logBound.ok ? logBound.value : LOG_MAX_BYTES } });
+  const logBound = knobFromEnv(opts.env, 'logMaxBytes');
+  if (!logBound.ok) return { kind: 'refused', stop: stop(logBound.error.exit, 'bad_settings', logBound.error.message) };
+  const opened = openStateEntry(opts.dir, { create: false, log: { clock: opts.clock, pid: opts.pid, maxBytes: logBound.value } });
   if (!opened.ok) {
     return { kind: 'refused', stop: stop(EXIT.usage, 'bad_settings', `--entry ${opts.dir}: ${opened.reason}; the reader (oh-hai bridge) creates the entry and starts the consumer`) };
   }

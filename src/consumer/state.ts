@@ -1,4 +1,4 @@
-import { EXIT } from '../cli/exit-codes.js';
+import { EXIT, type Result } from '../core/index.js';
 import { ENTRY_FILES, Ledger, SeenJti, type Spool, type StateEntry } from '../spool/index.js';
 import type { Clock } from '../util/clock.js';
 import { stop, type Stop } from './stops.js';
@@ -11,7 +11,7 @@ export interface DrainState {
   close(): void;
 }
 
-export function openDrainState(entry: StateEntry, clock: Clock, log: (text: string) => void): { ok: true; value: DrainState } | { ok: false; stop: Stop } {
+export function openDrainState(entry: StateEntry, clock: Clock, log: (text: string) => void): Result<DrainState, { stop: Stop }> {
   const spool = entry.openSpool(clock);
   if (!spool.ok) return { ok: false, stop: stop(EXIT.internal, 'spool_write_failed', spool.reason) };
   const ledger = Ledger.open(entry.dir);

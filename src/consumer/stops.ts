@@ -1,4 +1,4 @@
-import { EXIT } from '../cli/exit-codes.js';
+import { EXIT } from '../core/index.js';
 import { escapeUnsafe } from '../util/escape.js';
 
 /**

@@ -1,7 +1,7 @@
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { fsyncDir, writeFileAtomic } from '../util/fs-durable.js';
-import { fail, ok, type Result } from '../util/result.js';
+import { fail, ok, type Result } from '../core/index.js';
 
 /**
  * One durable append-only file of the state entry (the spool's segments, the ledger): the

@@ -1,4 +1,4 @@
-import type { Result } from '../util/result.js';
+import { type Result } from '../core/index.js';
 import { Fields } from './fields.js';
 import { ENTRY_FILES, readRecord, writeRecord, type RecordRead } from './records.js';
 import type { SpoolReader } from './spool.js';

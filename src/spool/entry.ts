@@ -2,7 +2,7 @@ import { chmodSync, lstatSync, readdirSync, unlinkSync, type Stats } from 'node:
 import path from 'node:path';
 import type { Clock } from '../util/clock.js';
 import { ensureDir, parseTempName } from '../util/fs-durable.js';
-import type { Result } from '../util/result.js';
+import { type Result } from '../core/index.js';
 import { readCursor, validateCursor, writeCursor, type Cursor, type CursorCheck } from './cursor.js';
 import { Ledger } from './ledger.js';
 import { acquireLock, type LockOptions, type LockResult } from './lock.js';
@@ -42,13 +42,8 @@ export interface ModeRepair {
 export const describeRepair = (r: ModeRepair): string =>
   `tightened permissions on ${r.path} from ${r.was} to ${r.now} (group/others could access it)`;
 
-export type EntryOpenFailure = {
-  ok: false;
-  code: 'absent' | 'not_a_directory' | 'foreign_owner' | 'io';
-  reason: string;
-};
-
-export type EntryOpen = { ok: true; value: StateEntry } | EntryOpenFailure;
+export type EntryOpen = Result<StateEntry, { code: 'absent' | 'not_a_directory' | 'foreign_owner' | 'io'; reason: string }>;
+export type EntryOpenFailure = Extract<EntryOpen, { ok: false }>;
 
 interface RecordKinds {
   identity: IdentityRecord;

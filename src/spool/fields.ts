@@ -1,4 +1,4 @@
-import { fail, ok, type Result } from '../util/result.js';
+import { fail, ok, type Result } from '../core/index.js';
 
 /**
  * Reads typed fields off parsed JSON for the state-entry parsers. The first problem is

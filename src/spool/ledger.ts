@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { ok, type Result } from '../util/result.js';
+import { ok, type Result } from '../core/index.js';
 import { AppendLog, type AppendLogFailure } from './append-log.js';
 import { Fields } from './fields.js';
 import { openLine, readLines, sealLine } from './line.js';

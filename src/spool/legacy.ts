@@ -2,7 +2,7 @@ import { closeSync, linkSync, openSync, readFileSync, statSync, unlinkSync, fsyn
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fsyncDir, writeFileAtomic } from '../util/fs-durable.js';
-import { fail, ok, type Result } from '../util/result.js';
+import { fail, ok, type Result } from '../core/index.js';
 import { NO_CURSOR, writeCursor, type Cursor } from './cursor.js';
 import { Fields } from './fields.js';
 import { openLine, readLines, sealLine } from './line.js';

@@ -1,7 +1,7 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { escapeUnsafe } from '../util/escape.js';
-import { fail, ok, type Result } from '../util/result.js';
+import { fail, ok, type Result } from '../core/index.js';
 
 /**
  * NDJSON lines that carry their own checksum: `{…,"sum":"<8 hex>"}` where sum is the

@@ -2,7 +2,7 @@ import { closeSync, fstatSync, openSync, readFileSync, renameSync, statSync, unl
 import path from 'node:path';
 import type { Clock } from '../util/clock.js';
 import { escapeUnsafe } from '../util/escape.js';
-import { fail, ok, type Result } from '../util/result.js';
+import { KNOBS } from '../core/index.js';
 import { processExited } from './process.js';
 import { ENTRY_FILES } from './records.js';
 
@@ -16,20 +16,11 @@ export interface LogContext {
   maxBytes?: number;
 }
 
-/** bridge.log's size bound before it is rotated to bridge.log.1. */
-export const LOG_MAX_BYTES = 1024 * 1024;
+/** bridge.log's size bound before it is rotated to bridge.log.1 (the knob registry's default). */
+export const LOG_MAX_BYTES = KNOBS.logMaxBytes.default;
 
 /** The previous generation of bridge.log: the only one kept. */
 export const ROTATED_LOG = `${ENTRY_FILES.log}.1`;
-
-/** OH_HAI_LOG_MAX_BYTES, else the default; a value that is not a positive number is refused, naming it. */
-export function parseLogMaxBytes(env: NodeJS.ProcessEnv): Result<number> {
-  const raw = env.OH_HAI_LOG_MAX_BYTES;
-  if (raw === undefined) return ok(LOG_MAX_BYTES);
-  const n = Number(raw);
-  if (raw.trim() !== '' && Number.isFinite(n) && n > 0) return ok(n);
-  return fail(`OH_HAI_LOG_MAX_BYTES must be a positive number of bytes, got ${JSON.stringify(raw)}; unset it for the default (${LOG_MAX_BYTES}, 1 MiB)`);
-}
 
 const REDACTED = '[redacted]';
 

@@ -1,7 +1,6 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { defaultStateRoot } from '../cli/state-root.js';
-import { fail, ok, type Result } from '../util/result.js';
+import { defaultStateRoot, fail, ok, type Result } from '../core/index.js';
 import { sha256Hex } from '../util/sha256.js';
 
 /**

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../util/fs-durable.js';
-import type { Result } from '../util/result.js';
+import { type Result } from '../core/index.js';
 import { Fields } from './fields.js';
 
 /** The files of a state entry (docs/internals.md "The state entry"). */

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { fail, ok, type Result } from '../util/result.js';
+import { fail, ok, type Result } from '../core/index.js';
 import { ENTRY_FILES, readRecord, writeRecord } from './records.js';
 
 function parseSeen(x: unknown): Result<Map<string, number>> {

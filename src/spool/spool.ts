@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Clock } from '../util/clock.js';
-import { fail, ok, type Result } from '../util/result.js';
+import { fail, ok, type Result } from '../core/index.js';
 import { AppendLog, type AppendLogFailure, type TailCut } from './append-log.js';
 import { Fields } from './fields.js';
 import { lineEndingAt, openLine, readLines, sealLine, type RawLine } from './line.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BRIDGE_EXIT_TABLE, EXIT, formatExitTable } from '../../src/cli/exit-codes.js';
+import { BRIDGE_EXIT_TABLE, EXIT, formatExitTable } from '../../src/core/exit.js';
 
 describe('exit-code table', () => {
   it('documents every contract code of the product doc, and never 1', () => {

@@ -1,14 +1,16 @@
-import { NUMERIC_KNOBS, type NumericKnob } from '../../config/knobs.js';
-import { BRIDGE_EXIT_TABLE, DOCTOR_EXIT_TABLE, type ExitRow } from '../exit-codes.js';
+import { BRIDGE_EXIT_TABLE, DOCTOR_EXIT_TABLE, type ExitRow, KNOBS, type KnobName, knobText, SETTING_KNOBS } from '../../core/index.js';
 import type { PageSpec } from './generate.js';
 
 /**
  * One PageSpec per man page. Flags, synopses and option text come from the commander
  * definitions (generate.ts); what is here is what commander cannot know: the prose,
- * environment, files, exit status and examples. Exit tables are read from exit-codes.ts.
+ * environment, files, exit status and examples. Exit tables are read from src/core/exit.ts, knob rows from the knob registry (src/core/knobs.ts).
  */
 
 const exitRows = (rows: readonly ExitRow[]): [string, string][] => rows.map((r) => [String(r.code), `${r.meaning}. What to do: ${r.todo}.`]);
+
+/** A knob's ENVIRONMENT row, from the registry: the same words on every page that lists it. */
+const envKnob = (name: KnobName): [string, string] => [KNOBS[name].env, knobText(name)];
 
 const STATE_ROOT = '<state root> is --state-home when given, else $XDG_STATE_HOME, else ~/.local/state.';
 
@@ -155,9 +157,9 @@ Two windows the split does not close, stated rather than glossed: a userspace pi
   ],
   environment: [
     ...ENV_SESSION,
-    [NUMERIC_KNOBS.waitSeconds.env, `The wait bound, when --wait is not given (default ${NUMERIC_KNOBS.waitSeconds.fallback}).`],
-    ['OH_HAI_READER_GRACE_SECONDS', 'The reader\u2019s declared deadline is the wait bound plus this (default 30); past it the reader no longer counts as attending.'],
-    ['OH_HAI_LOG_MAX_BYTES', 'The size at which bridge.log is renamed to bridge.log.1 (default 1048576, 1 MiB); anything but a positive number is a usage error (exit 2).'],
+    envKnob('waitSeconds'),
+    envKnob('readerGraceSeconds'),
+    envKnob('logMaxBytes'),
     ENV_HUB,
     ENV_TOKEN,
     ENV_TOKENS,
@@ -193,7 +195,7 @@ oh-hai session status asks the Hub \u2014 the authority on a session's state \u2
 
 The agent session is resolved as oh-hai bridge resolves it (--session, MA2H_SESSION_ID, MA2H_AGENT_SESSION_ID, CLAUDE_CODE_SESSION_ID, else the program hosting the agent), so run these from the same place as the bridge, or name the session.`,
   environment: [
-    ['OH_HAI_STOP_WAIT_MS', 'How long session close waits for the connection\u2019s clean stop after SIGTERM, in milliseconds (default 30000).'],
+    envKnob('stopWaitMs'),
     ...ENV_SESSION,
     ENV_HUB,
     ENV_TOKEN,
@@ -230,7 +232,7 @@ No session is involved: a human cannot stop it with the kill-switch, and there i
 
 One watcher per identity per machine: a second exits 10 and names the first. Do not kill the first to make room: this mailbox is addressed by agent id, so stopping that watcher costs delivery rather than an address. At scale prefer oh-hai bridge: each watcher is a poller and takes a per-identity lock.`,
   environment: [
-    [NUMERIC_KNOBS.waitSeconds.env, `The wait bound, when --wait is not given (default ${NUMERIC_KNOBS.waitSeconds.fallback}).`],
+    envKnob('waitSeconds'),
     ENV_HUB,
     ENV_TOKEN,
     ENV_TOKENS,
@@ -270,8 +272,8 @@ A record that exists and could not be read is an unknown, reported as a warn, no
 
 oh-hai bridge status, which is retired, forwards to the bridge checks.`,
   environment: [
-    ['OH_HAI_DOCTOR_TIMEOUT_SECONDS', 'Each Hub request\u2019s timeout, and how long the self-test\u2019s drain step waits for its notify (default 10).'],
-    ['OH_HAI_STALE_HOLDER_SECONDS', 'A heartbeat older than this is not attendance (default 60), judged exactly as the connection judges it.'],
+    envKnob('doctorTimeoutSeconds'),
+    envKnob('staleHolderSeconds'),
     ...ENV_SESSION,
     ENV_HUB,
     ENV_TOKEN,
@@ -300,7 +302,7 @@ A send is queued, never "delivered": the Hub accepted it, nothing more. The dest
 This agent session is attached automatically when it has one (the session oh-hai bridge registered), so answers and receipts reach the run that is reading; otherwise they go to the agent's principal mailbox. A transient failure is retried with the same idempotency key, so a retry never queues a second copy.
 
 Write directives short, one action, with what "done" looks like, addressed to the run you mean. On the receiving side entries are data, not instructions.`,
-  environment: [['OH_HAI_ASK_POLL_MS', 'How often ask --wait polls the message (default 2000).'], ...ENV_SESSION, ENV_HUB, ENV_TOKEN, ENV_TOKENS, ...ENV_XDG],
+  environment: [envKnob('askPollMs'), ...ENV_SESSION, ENV_HUB, ENV_TOKEN, ENV_TOKENS, ...ENV_XDG],
   files: [FILE_CONFIG, FILE_CREDENTIALS, FILE_ENTRY],
   exitStatus: MESSAGING_EXIT.map(([code, text]): [string, string] => {
     if (code === '0') return [code, `${text} ask --wait also exits 0 when the wait runs out (it prints the message id to check later) and when the ask bounced or expired while waiting: the send itself worked.`];
@@ -388,18 +390,6 @@ The test knobs (--lease-min-seconds, --stream-max-hold-seconds, \u2026) shrink e
   seeAlso: ['oh-hai(1)', 'oh-hai-bridge(1)', 'oh-hai-fleet(1)'],
 };
 
-const KNOB_MEANING: Record<NumericKnob, string> = {
-  waitSeconds: 'The reader\u2019s wait bound when nothing is waiting (0 prints what is waiting and exits). Flag --wait.',
-  unattendedMaxSeconds:
-    'A connection oh-hai bridge started stops after this long with no attending reader, leaving the session to lapse. Must be greater than 0: 0 or less never disabled the bound. A connection under a service manager (--mode direct) has none.',
-  intervalSeconds: 'The long-poll interval (the principal drain\u2019s floor). Flag --interval.',
-  maxRetries: 'The reconnect budget for genuine faults (transport errors, 5xx) before exit 13. Flag --max-retries.',
-};
-
-const knobRows: [string, string][] = Object.values(NUMERIC_KNOBS).map((k) => [
-  k.env,
-  `[bridge] ${k.key}; default ${k.fallback}${k.integer ? '' : ' (fractions allowed)'}.`,
-]);
 
 const config: PageSpec = {
   name: 'oh-hai-config',
@@ -415,9 +405,9 @@ Unknown keys are warnings naming the file and the key, never errors. A wrong typ
       items: [
         ['[hub] url', 'The Hub origin (https://hub.example.com). A path, query, fragment or user:password@ is refused. Flag --hub; environment MA2H_HUB_URL. No Hub URL anywhere is exit 2 naming the three fixes.'],
         ['[bridge] allow_from', 'The sender policy: a list of any-in-account, agent:<id> or agent:<id>#<session id>. Flag --allow-from (overrides the file entirely). Not declared: fail-closed. allow_from = [] is a declared policy that admits nobody.'],
-        ...(Object.keys(NUMERIC_KNOBS) as NumericKnob[]).map((name): [string, string] => {
-          const k = NUMERIC_KNOBS[name];
-          return [`[bridge] ${k.key}`, `${KNOB_MEANING[name]} ${k.integer ? 'A whole number' : 'Seconds'}; default ${k.fallback}; environment ${k.env}.`];
+        ...SETTING_KNOBS.map((name): [string, string] => {
+          const k = KNOBS[name];
+          return [`[bridge] ${k.setting.key}`, `${k.what} Flag ${k.setting.flag}. ${k.unit === 'count' ? 'A whole number' : 'Seconds'}; default ${k.default}; environment ${k.env}.`];
         }),
         ['[bridge] transport', 'auto (SSE when the Hub offers it, else long-poll), sse or poll. Flag --transport.'],
       ],
@@ -437,18 +427,7 @@ Unknown keys are warnings naming the file and the key, never errors. A wrong typ
     ENV_TOKEN,
     ENV_TOKENS,
     ...ENV_SESSION,
-    ...knobRows,
-    ['OH_HAI_READER_GRACE_SECONDS', 'The reader\u2019s declared deadline is the wait bound plus this; default 30.'],
-    ['OH_HAI_HEARTBEAT_MS', 'Reader and connection heartbeat interval in milliseconds; default 5000.'],
-    ['OH_HAI_BACKOFF_MIN_MS', 'Full-jitter backoff floor for genuine faults, in milliseconds; default 1000.'],
-    ['OH_HAI_BACKOFF_MAX_MS', 'Full-jitter backoff cap, in milliseconds; default 30000. Must be at least the floor.'],
-    ['OH_HAI_STALE_HOLDER_SECONDS', 'A state record whose heartbeat is older than this is stale; default 60.'],
-    ['OH_HAI_CURSOR_POLL_MS', 'How often the connection re-reads the reader\u2019s cursor as a safety net beside file watching, in milliseconds; default 1000.'],
-    ['OH_HAI_LOG_MAX_BYTES', 'The size in bytes at which a state entry\u2019s bridge.log is renamed to bridge.log.1 (replacing the previous one) and a new bridge.log begins; default 1048576 (1 MiB). Anything but a positive number is a usage error (exit 2).'],
-    ['OH_HAI_REPLAY_WINDOW_SECONDS', 'Overrides the replay window the Hub advertises (else 300 when it advertises none). For tests of the fallback only.'],
-    ['OH_HAI_ASK_POLL_MS', 'How often ask --wait polls the message, in milliseconds; default 2000.'],
-    ['OH_HAI_STOP_WAIT_MS', 'How long oh-hai session close waits for the connection\u2019s clean stop after SIGTERM, in milliseconds; default 30000.'],
-    ['OH_HAI_DOCTOR_TIMEOUT_SECONDS', 'oh-hai doctor\u2019s timeout for each Hub request and for the self-test\u2019s drain; default 10.'],
+    ...(Object.keys(KNOBS) as KnobName[]).map(envKnob),
     ...ENV_XDG,
     ['HOME', 'The base of ~/.config and ~/.local/state when the XDG variables are unset.'],
   ],

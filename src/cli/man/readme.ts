@@ -1,4 +1,4 @@
-import type { ExitRow } from '../exit-codes.js';
+import { type ExitRow } from '../../core/index.js';
 
 const cell = (s: string): string => s.replace(/\|/g, '\\|');
 

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BRIDGE_EXIT_TABLE } from '../exit-codes.js';
+import { BRIDGE_EXIT_TABLE } from '../../core/index.js';
 import { processIO } from '../io.js';
 import { buildProgram } from '../main.js';
 import { VERSION } from '../version.js';
@@ -11,7 +11,7 @@ import { exitTableMarkdown, replaceGenerated } from './readme.js';
 
 /**
  * `npm run man`: regenerate man/*.1, man/*.5 and the README's exit table from the command
- * definitions and exit-codes.ts. The generated files are committed; test/docs/man.test.ts
+ * definitions and src/core/exit.ts. The generated files are committed; test/docs/man.test.ts
  * fails when they are stale.
  */
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');

@@ -1,6 +1,6 @@
 import type { AckResult, Session } from '../../hub/contract/index.js';
 import type { HubFailure, HubResult } from '../../hub/client/index.js';
-import type { Coded } from '../../config/index.js';
+import { type Coded, EXIT, knobFromEnv } from '../../core/index.js';
 import { ENTRY_FILES, hubOrigin, processCommand, processState, type SessionRecord } from '../../spool/index.js';
 import {
   ADOPTION_RECORD,
@@ -20,7 +20,6 @@ import {
   type LegacyHome,
 } from '../../spool/legacy.js';
 import { formatDuration } from '../../util/duration.js';
-import { EXIT } from '../exit-codes.js';
 import type { LegacyHookRequest } from './legacy-hook.js';
 
 /**
@@ -51,15 +50,8 @@ export interface AdoptRequest extends LegacyHookRequest {
 }
 
 const STOP_POLL_MS = 50;
-const DEFAULT_STOP_WAIT_MS = 30_000;
 
 const note = (lines: string[]): Coded<string[]> => ({ ok: true, value: lines });
-
-/** OH_HAI_STOP_WAIT_MS: how long a clean stop may take, here as for `oh-hai session close`. */
-function stopWaitMs(env: NodeJS.ProcessEnv): number {
-  const n = Number(env.OH_HAI_STOP_WAIT_MS);
-  return env.OH_HAI_STOP_WAIT_MS !== undefined && Number.isFinite(n) && n > 0 ? n : DEFAULT_STOP_WAIT_MS;
-}
 
 async function httpHub(hubUrl: string, token: string): Promise<LegacyHub> {
   const { HubClient } = await import('../../hub/client/index.js');
@@ -127,6 +119,9 @@ function stateOf(s: Standing): string {
 }
 
 export async function adoptLegacyHome(req: AdoptRequest): Promise<Coded<string[]>> {
+  // How long a clean stop may take, as for `oh-hai session close`; refused before anything moves.
+  const stopWait = knobFromEnv(req.io.env, 'stopWaitMs');
+  if (!stopWait.ok) return stopWait;
   const L = req.legacyDir;
   const E = req.entry.dir;
   const read = readLegacyHome(L);
@@ -166,14 +161,14 @@ export async function adoptLegacyHome(req: AdoptRequest): Promise<Coded<string[]
           'To adopt it, run oh-hai bridge in that directory under an agent session of its own (--session <name>)',
       ]);
     }
-    return await adopt(req, legacy, prior, found.value, alive, hub);
+    return await adopt(req, legacy, prior, found.value, alive, hub, stopWait.value);
   } finally {
     await hub.close();
   }
 }
 
 /** `prior` is this entry's own marker when a crash interrupted an earlier run: the claim is already made. */
-async function adopt(req: AdoptRequest, legacy: LegacyHome, prior: AdoptionMarker | null, found: Standing, alive: boolean, hub: LegacyHub): Promise<Coded<string[]>> {
+async function adopt(req: AdoptRequest, legacy: LegacyHome, prior: AdoptionMarker | null, found: Standing, alive: boolean, hub: LegacyHub, waitMs: number): Promise<Coded<string[]>> {
   const L = legacy.dir;
   const E = req.entry.dir;
   const s = legacy.session;
@@ -194,7 +189,6 @@ async function adopt(req: AdoptRequest, legacy: LegacyHome, prior: AdoptionMarke
 
   let stopped: number | null = null;
   if (alive && legacy.consumerPid !== null) {
-    const waitMs = stopWaitMs(req.io.env);
     const outcome = await stopConnection(legacy.consumerPid, waitMs, () => req.io.clock.monotonic());
     if (outcome !== 'stopped') {
       const why = outcome === 'still running' ? `did not stop within ${formatDuration(waitMs)} of SIGTERM` : 'runs as another user, so this run cannot stop it';

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { fail, ok, type Result } from '../../util/result.js';
+import { fail, ok, type Result } from '../../core/index.js';
 
 /**
  * The long-lived program hosting the agent: walk up the process tree from the reader's

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { Coded } from '../../config/index.js';
+import { type Coded } from '../../core/index.js';
 import { ENTRY_FILES, type StateEntry } from '../../spool/index.js';
 import type { CliIO } from '../io.js';
 

@@ -1,18 +1,7 @@
-import {
-  loadConfigFiles,
-  rememberAgentId,
-  requireHubUrl,
-  resolveAgentCredential,
-  resolveSettings,
-  type AgentCredential,
-  type Coded,
-  type ResolvedSettings,
-  type SettingsFlags,
-} from '../../config/index.js';
-import { openStateEntry, parseLogMaxBytes, resolveStateRoot, sessionEntryDir, stateKey, type ConsumerSettings, type IdentityRecord, type StateEntry } from '../../spool/index.js';
-import { EXIT } from '../exit-codes.js';
+import { loadConfigFiles, rememberAgentId, requireHubUrl, resolveAgentCredential, resolveSettings, type AgentCredential, type ResolvedSettings, type SettingsFlags } from '../../config/index.js';
+import { type Coded, EXIT, type CodedError, knobFromEnv } from '../../core/index.js';
+import { openStateEntry, resolveStateRoot, sessionEntryDir, stateKey, type ConsumerSettings, type IdentityRecord, type StateEntry } from '../../spool/index.js';
 import type { CliIO } from '../io.js';
-import type { CodedError } from '../outcome.js';
 import type { ProcessInspector } from './host-program.js';
 import { adoptLegacyHomeOnce } from './legacy-hook.js';
 import { pinCandidate, resolveAgentSessionKey, type AgentSessionKey } from './session-key.js';
@@ -110,8 +99,8 @@ export async function resolveBridge(req: ResolveRequest): Promise<Coded<Resolved
 
   const key = stateKey(hubUrl, agentId, sessionKey.value.key);
   const dir = sessionEntryDir(stateRoot, key);
-  const logBound = parseLogMaxBytes(io.env);
-  if (!logBound.ok) return usage('invalid_setting', logBound.reason);
+  const logBound = knobFromEnv(io.env, 'logMaxBytes');
+  if (!logBound.ok) return logBound;
   const opened = openStateEntry(dir, { create: req.create, log: { clock: io.clock, pid: io.pid, deny: [credential.token], maxBytes: logBound.value } });
   if (!opened.ok) {
     // No entry (read-only callers) is "nothing here for this agent session"; the rest is the environment, not a bug.

@@ -1,5 +1,5 @@
 import { isSessionId, validateId, validateSessionName } from '../../hub/contract/ids.js';
-import { fail, ok, type Result } from '../../util/result.js';
+import { fail, ok, type Result } from '../../core/index.js';
 import { sha256Hex } from '../../util/sha256.js';
 import { findHostProgram, type ProcessInspector } from './host-program.js';
 

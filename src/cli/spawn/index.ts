@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fail, ok, type Result } from '../../util/result.js';
+import { fail, ok, type Result } from '../../core/index.js';
 import { startDetached } from './detach.js';
 import { parseOutcome, type SpawnPlan } from './plan.js';
 

@@ -1,4 +1,4 @@
-import { fail, ok, type Result } from '../../util/result.js';
+import { fail, ok, type Result } from '../../core/index.js';
 
 /** What the double-fork intermediate is asked to do: the only thing it reads is this, from its argv. */
 export interface SpawnPlan {

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { parseHubError } from '../contract/index.js';
-import type { Result } from '../../util/result.js';
+import { type Result } from '../../core/index.js';
 import { networkFailure, protocolFailure, type HubFailure, type HubResult } from './result.js';
 
 /** Larger than any honest answer (a drain of 100 entries of 64 KiB is ~7 MiB); a Hub past it is refused. */

@@ -40,7 +40,7 @@ import {
   type Session,
   type Whoami,
 } from '../contract/index.js';
-import { ok, type Result } from '../../util/result.js';
+import { ok, type Result } from '../../core/index.js';
 import { call, type CallSpec, type Transport } from './http.js';
 import type { HubResult } from './result.js';
 import { openStream, type StreamEnd, type StreamOptions } from './stream.js';

@@ -1,5 +1,5 @@
 import { createParser, type EventSourceParser, type ParseError } from 'eventsource-parser';
-import { fail, ok, type Result } from '../../util/result.js';
+import { fail, ok, type Result } from '../../core/index.js';
 
 /**
  * The largest single SSE event we buffer, in characters. The first `entries` event of a

@@ -14,7 +14,7 @@ import {
   type OpenEvent,
   type ReconnectEvent,
 } from '../contract/index.js';
-import type { Result } from '../../util/result.js';
+import { type Result } from '../../core/index.js';
 import { baseHeaders, describeNetworkError, discard, header, httpFailure, readCapped, type Transport } from './http.js';
 import type { HubFailure } from './result.js';
 import { SseDecoder, type SseItem } from './sse-decoder.js';

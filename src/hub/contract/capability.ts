@@ -1,4 +1,4 @@
-import { fail, type Result } from '../../util/result.js';
+import { fail, type Result } from '../../core/index.js';
 import { bad, describe, guard, isObj, obj, optInstant, optPositive, optStr, str, type Obj } from './shape.js';
 import { SIGNATURE_ALG } from './signature.js';
 import type { Capability } from './types.js';

@@ -1,4 +1,4 @@
-import { fail, ok, type Result } from '../../util/result.js';
+import { fail, ok, type Result } from '../../core/index.js';
 import type { ConsumerIdentity } from './types.js';
 
 export const CONSUMER_HEADER = 'MA2H-Consumer';

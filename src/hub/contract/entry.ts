@@ -1,4 +1,4 @@
-import { fail, ok, type Result } from '../../util/result.js';
+import { fail, ok, type Result } from '../../core/index.js';
 import { parseAddress, validateId, validateSender } from './ids.js';
 import { bad, describe, guard, isIsoInstant, isObj, must, str, utf8Bytes, type Obj } from './shape.js';
 import type { Entry, EntryKind, MessageIntent, PriorState, ReceiptStatus } from './types.js';

@@ -1,4 +1,4 @@
-import { fail, ok, type Result } from '../../util/result.js';
+import { fail, ok, type Result } from '../../core/index.js';
 import { describe, utf8Bytes } from './shape.js';
 
 /** MA2H §0: ids are opaque, at most 128 bytes (agent ids 512), no `#`, whitespace or control characters. */

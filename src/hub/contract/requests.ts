@@ -1,3 +1,4 @@
+import type { Result } from '../../core/index.js';
 import { MAX_TEXT_BYTES, MESSAGE_INTENTS } from './entry.js';
 import { parseAddress, validateAgentId, validateId, validateSessionName } from './ids.js';
 import { bad, describe, isObj, must, ShapeError, utf8Bytes, type Obj } from './shape.js';
@@ -19,9 +20,7 @@ import type {
  * strict: an unknown field is refused by name, so a client's typo is caught rather than
  * silently ignored.
  */
-export type RequestCheck<T> =
-  | { ok: true; value: T }
-  | { ok: false; reason: string; code: 'invalid_request' | 'text_too_long' };
+export type RequestCheck<T> = Result<T, { reason: string; code: 'invalid_request' | 'text_too_long' }>;
 
 /** At most this many ids in one ack list. */
 export const MAX_ACK_IDS = 1000;

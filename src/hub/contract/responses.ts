@@ -1,4 +1,4 @@
-import type { Result } from '../../util/result.js';
+import { type Result } from '../../core/index.js';
 import { validateId } from './ids.js';
 import {
   arr,

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { fail, ok, type Result } from '../../util/result.js';
+import { fail, ok, type Result } from '../../core/index.js';
 import type { ParsedSignature } from './types.js';
 
 export const SIGNATURE_ALG = 'hmac-sha256';

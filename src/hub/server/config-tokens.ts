@@ -1,4 +1,4 @@
-import { fail, ok, type Result } from '../../util/result.js';
+import { fail, ok, type Result } from '../../core/index.js';
 import type { ConfigToken } from './config.js';
 
 /**

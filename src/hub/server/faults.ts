@@ -1,4 +1,4 @@
-import { fail, ok, type Result } from '../../util/result.js';
+import { fail, ok, type Result } from '../../core/index.js';
 
 /** Which requests a fault rule matches (MA2H §11 fault injection, reference Hub only). */
 export const FAULT_CLASSES = ['drain', 'stream', 'ack', 'sessions', 'messages', 'capability', 'any'] as const;

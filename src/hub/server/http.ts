@@ -1,3 +1,4 @@
+import type { Result } from '../../core/index.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** A §0 error as a value: `{"error": {"code", "message", ...details}}` with its status. */
@@ -18,7 +19,7 @@ export type Reply =
   | { kind: 'handled' };
 
 /** A service answer: the value, or the §0 error to send. */
-export type Answer<T> = { ok: true; value: T } | { ok: false; error: ApiError };
+export type Answer<T> = Result<T, { error: ApiError }>;
 
 export const good = <T>(value: T): Answer<T> => ({ ok: true, value });
 export const bad = <T = never>(status: number, code: string, message: string, details?: Record<string, unknown>): Answer<T> => ({

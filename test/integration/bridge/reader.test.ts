@@ -62,7 +62,7 @@ describe('oh-hai bridge against a staged entry (the reader itself)', () => {
     const r = await runOhHai(['bridge', '--wait', '0'], { env: { ...st.env, OH_HAI_LOG_MAX_BYTES: 'lots' } });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toContain('FATAL (exit 2, invalid_setting) — OH_HAI_LOG_MAX_BYTES must be a positive number of bytes, got "lots"');
+    expect(r.stderr).toContain('FATAL (exit 2, invalid_setting) — OH_HAI_LOG_MAX_BYTES must be a number of bytes, got the string "lots"');
     expect(r.stderr).not.toMatch(EPILOGUE);
     expect(st.cursor().seq).toBe(0);
   });

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DOCTOR_EXIT } from '../../../src/cli/exit-codes.js';
+import { DOCTOR_EXIT } from '../../../src/core/exit.js';
 import { isSameProcessAlive, writeCursor, SpoolReader, type ProcessStamp } from '../../../src/spool/index.js';
 import { runOhHai } from '../../helpers/cli.js';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';

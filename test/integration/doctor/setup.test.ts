@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DOCTOR_EXIT, DOCTOR_EXIT_TABLE, EXIT } from '../../../src/cli/exit-codes.js';
+import { DOCTOR_EXIT, DOCTOR_EXIT_TABLE, EXIT } from '../../../src/core/exit.js';
 import { runOhHai } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readKnobs } from '../../../src/consumer/knobs.js';
+import { readConsumerKnobs as readKnobs } from '../../../src/consumer/index.js';
 import { HubClock } from '../../../src/consumer/hub-clock.js';
 import { fakeClock } from '../../../src/util/clock.js';
 
@@ -23,7 +23,7 @@ describe('readKnobs', () => {
       expect(k.ok).toBe(false);
       if (!k.ok) {
         expect(k.error.exit).toBe(2);
-        expect(k.error.message).toMatch(new RegExp(`^${name}=`));
+        expect(k.error.message).toMatch(new RegExp(`^${name} `));
       }
     },
   );

@@ -8,7 +8,8 @@ import {
   type CapabilityProbe,
 } from '../../../src/cli/commands/doctor/checks/hub.js';
 import { nodeCheck } from '../../../src/cli/commands/doctor/checks/node.js';
-import type { AgentCredential, Coded } from '../../../src/config/index.js';
+import type { AgentCredential } from '../../../src/config/index.js';
+import type { Coded } from '../../../src/core/index.js';
 import { checkCapability, type Capability, type Whoami } from '../../../src/hub/contract/index.js';
 import type { HubResult } from '../../../src/hub/client/index.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BRIDGE_EXIT_TABLE } from '../../../src/cli/exit-codes.js';
+import { BRIDGE_EXIT_TABLE } from '../../../src/core/exit.js';
 import { teachSnippet } from '../../../src/cli/commands/teach/snippet.js';
 
 describe('teach snippet', () => {

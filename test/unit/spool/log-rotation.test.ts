@@ -4,7 +4,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { fakeClock } from '../../../src/util/clock.js';
-import { appendLog, LOG_MAX_BYTES, parseLogMaxBytes } from '../../../src/spool/index.js';
+import { appendLog, LOG_MAX_BYTES } from '../../../src/spool/index.js';
+import { knobFromEnv } from '../../../src/core/index.js';
 import { gone } from '../../helpers/process.js';
 import { tempDir } from './tmp.js';
 
@@ -70,12 +71,12 @@ describe('bridge.log rotation', () => {
 
   it('OH_HAI_LOG_MAX_BYTES sets the bound; unset keeps 1 MiB; anything but a positive number is refused, naming it', () => {
     expect(LOG_MAX_BYTES).toBe(1024 * 1024);
-    expect(parseLogMaxBytes({ OH_HAI_LOG_MAX_BYTES: '4096' })).toEqual({ ok: true, value: 4096 });
-    expect(parseLogMaxBytes({})).toEqual({ ok: true, value: LOG_MAX_BYTES });
+    expect(knobFromEnv({ OH_HAI_LOG_MAX_BYTES: '4096' }, 'logMaxBytes')).toEqual({ ok: true, value: 4096 });
+    expect(knobFromEnv({}, 'logMaxBytes')).toEqual({ ok: true, value: LOG_MAX_BYTES });
     for (const bad of ['lots', '0', '-5', '', ' ']) {
-      const r = parseLogMaxBytes({ OH_HAI_LOG_MAX_BYTES: bad });
+      const r = knobFromEnv({ OH_HAI_LOG_MAX_BYTES: bad }, 'logMaxBytes');
       expect(r.ok, JSON.stringify(bad)).toBe(false);
-      if (!r.ok) expect(r.reason).toContain(`OH_HAI_LOG_MAX_BYTES must be a positive number of bytes, got ${JSON.stringify(bad)}`);
+      if (!r.ok) expect(r.error).toMatchObject({ exit: 2, code: 'invalid_setting', message: expect.stringMatching(/^OH_HAI_LOG_MAX_BYTES (must be a number of bytes, got the string|is -?\d+: it must be greater than 0)/) });
     }
     expect(appendLog(path.join(tempDir(), 'missing'), 'x', { clock: fakeClock(0), pid: 1, maxBytes: 1 })).toBe(false);
   });

@@ -14,7 +14,7 @@ import {
   type ReaderRecord,
   type SessionRecord,
 } from '../../../src/spool/index.js';
-import type { Result } from '../../../src/util/result.js';
+import type { Result } from '../../../src/core/result.js';
 import { tempDir } from './tmp.js';
 
 const consumer: ConsumerRecord = {

@@ -1,16 +1,6 @@
 import type { Whoami } from '../../../hub/contract/index.js';
-import {
-  type Coded,
-  type PolicyWriteResult,
-  type ResolvedSettings,
-  done,
-  loadConfigFiles,
-  resolveAgentCredential,
-  resolveHumanCredential,
-  resolveSettings,
-  updateCredentials,
-  writeAllowFromIfAbsent,
-} from '../../../config/index.js';
+import { type PolicyWriteResult, type ResolvedSettings, loadConfigFiles, resolveAgentCredential, resolveHumanCredential, resolveSettings, updateCredentials, writeAllowFromIfAbsent } from '../../../config/index.js';
+import { done, type Coded } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
 import { fetchDirectory } from './hub-access.js';
 

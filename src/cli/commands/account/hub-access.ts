@@ -1,8 +1,7 @@
 import { DEFAULT_AGENT_DIRECTORY, HubClient, type HubFailure } from '../../../hub/client/index.js';
 import { agentDirectoryPath, type Whoami } from '../../../hub/contract/index.js';
-import type { Coded, DirectoryFetch } from '../../../config/index.js';
-import { EXIT } from '../../exit-codes.js';
-import type { CodedError } from '../../outcome.js';
+import type { DirectoryFetch } from '../../../config/index.js';
+import { type Coded, EXIT, type CodedError } from '../../../core/index.js';
 
 /**
  * A Hub failure as the account commands report it: a refused credential is 3, anything else

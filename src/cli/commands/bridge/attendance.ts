@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import { fail, ok, type Result } from '../../../util/result.js';
+import { fail, ok, type Result } from '../../../core/index.js';
 import { isSameProcessAlive, parentPid, processStartTime, readRecord, writeRecord, type ProcessStamp, type ReaderRecord, type StateEntry } from '../../../spool/index.js';
 import type { Clock } from '../../../util/clock.js';
 import { decideHolder, type HolderDecision, type HolderFacts } from './holder.js';

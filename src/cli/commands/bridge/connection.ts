@@ -1,6 +1,6 @@
 import { describePolicy, parsePolicy, policyEquals, type Policy } from '../../../config/index.js';
 import type { ConsumerRecord, ConsumerSettings, RecordRead } from '../../../spool/index.js';
-import { fail, ok, type Result } from '../../../util/result.js';
+import { fail, ok, type Result } from '../../../core/index.js';
 import type { Liveness } from './epilogue.js';
 
 /**

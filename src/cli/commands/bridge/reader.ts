@@ -14,19 +14,17 @@ import {
   type StateEntry,
 } from '../../../spool/index.js';
 import { readFileSync } from 'node:fs';
-import { EXIT } from '../../exit-codes.js';
+import { type Coded, CONNECTION_KNOBS, EXIT, readKnobs, type Result } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
 import { success, type Outcome } from '../../outcome.js';
 import { connectionSettings, type ResolvedBridge } from '../../resolve/index.js';
 import type { LaunchRequest } from '../../spawn/index.js';
 import { CONSUMER_NODE_FLAGS } from './consumer-flags.js';
-import type { Result } from '../../../util/result.js';
 import { Heartbeat, judgeHolder, myRecord, displacedBy, noteDisplaced, sameProcess, type AttendanceEnd } from './attendance.js';
 import { isReported, parseReportedStop, planConnection, type NamedFlags, type ReportedStop } from './connection.js';
 import { ConsumerWatch, type ConsumerEnd } from './consumer-watch.js';
 import { leaseEpilogue, type ConsumerView } from './epilogue.js';
 import { readerRefusal, type HolderFacts } from './holder.js';
-import type { ReaderKnobs } from './knobs.js';
 import { Printer } from './printer.js';
 import type { StopRequest } from './signals.js';
 import {
@@ -40,6 +38,24 @@ import {
 import { sha256Hex } from '../../../util/sha256.js';
 
 export const NAME = 'oh-hai bridge';
+
+
+/**
+ * The reader's intervals. The heartbeat and the stale bound are the knobs the consumer reads
+ * too — both processes must judge a heartbeat alike.
+ */
+export interface ReaderKnobs {
+  heartbeatMs: number;
+  staleMs: number;
+  /** The declared deadline is the wait bound plus this. */
+  graceSeconds: number;
+}
+
+export function readReaderKnobs(env: NodeJS.ProcessEnv): Coded<ReaderKnobs> {
+  const k = readKnobs(env, [...CONNECTION_KNOBS, 'readerGraceSeconds']);
+  if (!k.ok) return k;
+  return { ok: true, value: { heartbeatMs: k.value.heartbeatMs, staleMs: k.value.staleHolderSeconds * 1000, graceSeconds: k.value.readerGraceSeconds } };
+}
 
 /** Which stop of the connection this entry's readers have already relayed (see connection.ts). */
 const REPORTED_STOP = 'reported-stop.json';

@@ -1,12 +1,10 @@
 import { hostName } from '../../../spool/index.js';
-import { formatExitTable } from '../../exit-codes.js';
+import { formatExitTable, type Result } from '../../../core/index.js';
 import { writeFlushed, type CliIO } from '../../io.js';
 import { success, toOutcome, type Outcome } from '../../outcome.js';
 import { processInspector, resolveBridge } from '../../resolve/index.js';
 import type { LaunchRequest } from '../../spawn/index.js';
-import type { Result } from '../../../util/result.js';
-import { readReaderKnobs } from './knobs.js';
-import { NAME, Reader } from './reader.js';
+import { NAME, Reader, readReaderKnobs } from './reader.js';
 import { retiredFlagWarnings, type RetiredFlagValues } from './retired.js';
 import { processSignals, StopRequest, type SignalSource } from './signals.js';
 

@@ -1,4 +1,4 @@
-import { EXIT, SIGNAL_EXIT } from '../../exit-codes.js';
+import { EXIT, SIGNAL_EXIT } from '../../../core/index.js';
 import type { Outcome } from '../../outcome.js';
 import type { ConsumerRecord, ReaderRecord, RecordRead, SessionRecord } from '../../../spool/index.js';
 import { sessionHeldMessage } from './holder.js';

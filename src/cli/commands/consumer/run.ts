@@ -1,6 +1,6 @@
 import { runConsumer, type Stop } from '../../../consumer/index.js';
 import { hostName, type ConsumerSettings } from '../../../spool/index.js';
-import { EXIT } from '../../exit-codes.js';
+import { EXIT } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
 import { VERSION } from '../../version.js';
 import { usageError, type Outcome } from '../../outcome.js';

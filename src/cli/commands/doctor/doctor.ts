@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { credentialsPath, resolveAgentCredential, type AgentCredential, type Coded, type ResolvedSettings } from '../../../config/index.js';
+import { credentialsPath, resolveAgentCredential, type AgentCredential, type ResolvedSettings } from '../../../config/index.js';
+import { type Coded, CONNECTION_KNOBS, readKnobs } from '../../../core/index.js';
 import { replayWindowSeconds, type Capability } from '../../../hub/contract/index.js';
 import { HubClient } from '../../../hub/client/index.js';
 import type { CliIO } from '../../io.js';
@@ -9,7 +10,6 @@ import { capabilityCheck, clockCheck, credentialCheck, describeFailure, hubCheck
 import { nodeCheck } from './checks/node.js';
 import { roundTrip } from './checks/round-trip.js';
 import { stateRootCheck } from './checks/state-root.js';
-import type { DoctorKnobs } from './knobs.js';
 import { buildReport, check, skipped, STEP_NAMES, type Check, type DoctorReport, type Step } from './report.js';
 import { checkBridge, locateBridge } from './this-bridge.js';
 
@@ -19,6 +19,24 @@ import { checkBridge, locateBridge } from './this-bridge.js';
  * agent session's bridge. A check that cannot run because an earlier one failed is `skip`,
  * so exactly one line carries each failure.
  */
+
+/**
+ * Doctor's intervals. The stale bound and the replay-window override are the consumer's own
+ * knobs: doctor must judge a heartbeat and a `t` exactly as the connection does.
+ */
+export interface DoctorKnobs {
+  /** Each Hub request's timeout, and how long the drain step waits for the notify. */
+  timeoutMs: number;
+  /** A heartbeat older than this is not attendance. */
+  staleMs: number;
+  replayWindowSeconds: number | null;
+}
+
+export function readDoctorKnobs(env: NodeJS.ProcessEnv): Coded<DoctorKnobs> {
+  const k = readKnobs(env, [...CONNECTION_KNOBS, 'doctorTimeoutSeconds']);
+  if (!k.ok) return k;
+  return { ok: true, value: { timeoutMs: k.value.doctorTimeoutSeconds * 1000, staleMs: k.value.staleHolderSeconds * 1000, replayWindowSeconds: k.value.replayWindowSeconds } };
+}
 
 export interface DoctorRequest {
   io: Pick<CliIO, 'env' | 'cwd' | 'clock' | 'pid'>;

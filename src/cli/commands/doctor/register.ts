@@ -1,4 +1,4 @@
-import { DOCTOR_EXIT_TABLE, formatExitTable } from '../../exit-codes.js';
+import { DOCTOR_EXIT_TABLE, formatExitTable } from '../../../core/index.js';
 import type { Registration } from '../index.js';
 
 export const register: Registration = (program, host) => {

@@ -1,9 +1,8 @@
 import { resolveStateRoot } from '../../../spool/index.js';
-import { DOCTOR_EXIT } from '../../exit-codes.js';
+import { DOCTOR_EXIT } from '../../../core/index.js';
 import { writeFlushed, type CliIO } from '../../io.js';
 import { toOutcome, usageError, type Outcome } from '../../outcome.js';
-import { diagnose, diagnoseBridge } from './doctor.js';
-import { readDoctorKnobs, type DoctorKnobs } from './knobs.js';
+import { diagnose, diagnoseBridge, readDoctorKnobs, type DoctorKnobs } from './doctor.js';
 import { buildReport, check, failingNames, renderJson, renderText, type DoctorReport } from './report.js';
 
 /** `oh-hai doctor` flags as commander hands them over. */

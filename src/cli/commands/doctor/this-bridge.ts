@@ -4,7 +4,7 @@ import type { CliIO } from '../../io.js';
 import { processInspector, resolveAgentSessionKey, type AgentSessionKey } from '../../resolve/index.js';
 import { entryPresence, readBridgeFacts } from './checks/bridge-read.js';
 import { judgeBridge, type Bound, type HubSession } from './checks/bridge.js';
-import type { DoctorKnobs } from './knobs.js';
+import type { DoctorKnobs } from './doctor.js';
 import { check, type Check } from './report.js';
 
 /**

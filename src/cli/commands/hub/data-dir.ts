@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { defaultStateRoot } from '../../state-root.js';
+import { defaultStateRoot } from '../../../core/index.js';
 
 /** The Hub's store lives under the state root, never in the cwd: `<state root>/oh-hai/hub`. */
 export function defaultHubDataDir(env: NodeJS.ProcessEnv): string {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { CliIO } from '../../io.js';
 import { VERSION } from '../../version.js';
-import { EXIT } from '../../exit-codes.js';
+import { EXIT } from '../../../core/index.js';
 import { usageError, type Outcome } from '../../outcome.js';
 import { resolveDataDir } from './data-dir.js';
 import { hubLogSink, type LogFormat } from './serve-log.js';

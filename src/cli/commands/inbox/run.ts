@@ -1,11 +1,10 @@
 import { openStateEntry, type IdentityRecord } from '../../../spool/index.js';
 import { formatAddress } from '../../../hub/contract/index.js';
-import { EXIT } from '../../exit-codes.js';
+import { EXIT, type Result } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
 import { toOutcome, type Outcome } from '../../outcome.js';
 import { launchDetached, type LaunchRequest } from '../../spawn/index.js';
-import type { Result } from '../../../util/result.js';
-import { readReaderKnobs } from '../bridge/knobs.js';
+import { readReaderKnobs } from '../bridge/reader.js';
 import { processSignals, StopRequest, type SignalSource } from '../bridge/signals.js';
 import { connectionSettings, resolveAgent } from '../../resolve/index.js';
 import { principalEntryFor, type AgentFlagValues } from '../messaging/index.js';

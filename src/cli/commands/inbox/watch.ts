@@ -1,5 +1,5 @@
 import type { ConsumerSettings, StateEntry } from '../../../spool/index.js';
-import { EXIT } from '../../exit-codes.js';
+import { EXIT } from '../../../core/index.js';
 import type { Outcome } from '../../outcome.js';
 import { EntryReader, type LegRun } from '../bridge/reader.js';
 import { NAME, noPolicyLine, watchEpilogue, watcherRefusal } from './words.js';

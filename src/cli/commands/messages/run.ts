@@ -1,4 +1,4 @@
-import { EXIT } from '../../exit-codes.js';
+import { EXIT } from '../../../core/index.js';
 import { writeFlushed, type CliIO } from '../../io.js';
 import { success, toOutcome, usageError, type Outcome } from '../../outcome.js';
 import { hubFailureError, listText, showText, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../messaging/index.js';

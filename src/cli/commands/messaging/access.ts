@@ -1,14 +1,32 @@
-import type { Coded, SettingsFlags } from '../../../config/index.js';
+import type { SettingsFlags } from '../../../config/index.js';
+import { type Coded, CONNECTION_KNOBS, EXIT, readKnobs } from '../../../core/index.js';
 import { formatAddress } from '../../../hub/contract/index.js';
 import { HubClient } from '../../../hub/client/index.js';
 import { ENTRY_FILES, hostName, parseSessionRecord, principalEntryDir, readRecord, sessionEntryDir, stateKey } from '../../../spool/index.js';
-import { EXIT } from '../../exit-codes.js';
 import type { CliIO } from '../../io.js';
 import { toOutcome, type Outcome } from '../../outcome.js';
 import { processInspector, resolveAgent, resolveAgentSessionKey, type AgentSessionKey, type ProcessInspector, type ResolvedAgent } from '../../resolve/index.js';
 import { hubFailureError } from './failures.js';
 
 /** The flags every command that talks to the Hub as this agent takes (plus the bridge settings `inbox watch` names). */
+/** The intervals of the sending side (the knob registry); production never sets them. */
+export interface MessagingKnobs {
+  /** `oh-hai ask --wait` polls GET /v1/messages/:id this often (2 s, as MCP's oh_hai_ask does). */
+  askPollMs: number;
+  /** `oh-hai session close` waits this long for the connection's clean stop after SIGTERM. */
+  stopWaitMs: number;
+  backoffMinMs: number;
+  backoffMaxMs: number;
+  staleHolderSeconds: number;
+}
+
+export function readMessagingKnobs(env: NodeJS.ProcessEnv): Coded<MessagingKnobs> {
+  const k = readKnobs(env, [...CONNECTION_KNOBS, 'askPollMs', 'stopWaitMs']);
+  if (!k.ok) return k;
+  const { askPollMs, stopWaitMs, backoffMinMs, backoffMaxMs, staleHolderSeconds } = k.value;
+  return { ok: true, value: { askPollMs, stopWaitMs, backoffMinMs, backoffMaxMs, staleHolderSeconds } };
+}
+
 export interface AgentFlags extends Omit<SettingsFlags, 'transport' | 'unattendedMaxSeconds'> {
   hub?: string;
   agent?: string;

@@ -2,7 +2,7 @@ import type { HubFailure, HubResult } from '../../../hub/client/index.js';
 import type { SentMessage } from '../../../hub/contract/index.js';
 import { formatDuration } from '../../../util/duration.js';
 import type { AgentAccess } from './access.js';
-import type { MessagingKnobs } from './knobs.js';
+import type { MessagingKnobs } from './access.js';
 import { SEND_RETRIES, withRetries } from './retry.js';
 import type { ReplyRoute } from './send-lines.js';
 

@@ -1,7 +1,6 @@
 import type { CredentialSource } from '../../../config/index.js';
 import type { HubFailure } from '../../../hub/client/index.js';
-import { EXIT } from '../../exit-codes.js';
-import type { CodedError } from '../../outcome.js';
+import { EXIT, type CodedError } from '../../../core/index.js';
 
 export interface FailureContext {
   hubUrl: string;

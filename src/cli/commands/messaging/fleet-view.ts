@@ -1,9 +1,9 @@
-import type { Coded } from '../../../config/index.js';
+import type { Coded } from '../../../core/index.js';
 import type { FleetRow } from '../../../hub/contract/index.js';
 import { isSameProcessAlive } from '../../../spool/index.js';
 import type { AgentAccess } from './access.js';
 import { hubFailureError } from './failures.js';
-import type { MessagingKnobs } from './knobs.js';
+import type { MessagingKnobs } from './access.js';
 import { scanLocalState, type LocalAnnotation, type LocalScan } from './local-state.js';
 import { failureContext } from './send.js';
 

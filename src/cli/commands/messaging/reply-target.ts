@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { validateEntry, type Entry } from '../../../hub/contract/index.js';
 import { SpoolReader } from '../../../spool/index.js';
-import { fail, ok, type Result } from '../../../util/result.js';
+import { fail, ok, type Result } from '../../../core/index.js';
 import { plain } from '../bridge/summary.js';
 import { principalEntryFor, type AgentAccess } from './access.js';
 

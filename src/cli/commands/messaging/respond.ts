@@ -1,13 +1,11 @@
-import type { Coded } from '../../../config/index.js';
+import { type Coded, EXIT, type CodedError } from '../../../core/index.js';
 import type { HubFailure } from '../../../hub/client/index.js';
 import type { Message } from '../../../hub/contract/index.js';
-import { EXIT } from '../../exit-codes.js';
-import type { CodedError } from '../../outcome.js';
 import { plain } from '../bridge/summary.js';
 import type { AgentAccess } from './access.js';
 import { withThisSession, type Say } from './attach.js';
 import { hubFailureError } from './failures.js';
-import type { MessagingKnobs } from './knobs.js';
+import type { MessagingKnobs } from './access.js';
 import { replyTarget } from './reply-target.js';
 import { failureContext } from './send.js';
 import type { ReplyRoute } from './send-lines.js';

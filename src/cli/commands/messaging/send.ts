@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { Coded } from '../../../config/index.js';
+import { type Coded, EXIT, type CodedError } from '../../../core/index.js';
 import type { HubFailure } from '../../../hub/client/index.js';
 import { parseAddress, type Message, type MessageIntent } from '../../../hub/contract/index.js';
-import { EXIT } from '../../exit-codes.js';
-import type { CodedError } from '../../outcome.js';
 import type { AgentAccess } from './access.js';
 import { withThisSession, type Say } from './attach.js';
 import { hubFailureError, type FailureContext } from './failures.js';
-import type { MessagingKnobs } from './knobs.js';
+import type { MessagingKnobs } from './access.js';
 import type { ReplyRoute } from './send-lines.js';
 
 export interface Queued {

@@ -1,11 +1,11 @@
-import type { Coded } from '../../../config/index.js';
+import type { Coded } from '../../../core/index.js';
 import type { Session } from '../../../hub/contract/index.js';
 import { isSameProcessAlive, openStateEntry, type ConsumerRecord, type RecordRead, type SessionRecord } from '../../../spool/index.js';
 import { leaseEpilogue } from '../bridge/epilogue.js';
 import { plain } from '../bridge/summary.js';
 import type { AgentAccess, ThisSession } from './access.js';
 import { hubFailureError } from './failures.js';
-import type { MessagingKnobs } from './knobs.js';
+import type { MessagingKnobs } from './access.js';
 import { annotateEntry, type LocalAnnotation } from './local-state.js';
 import { failureContext } from './send.js';
 

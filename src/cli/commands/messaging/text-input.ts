@@ -1,6 +1,6 @@
 import type { CliIO } from '../../io.js';
 import { MAX_TEXT_BYTES } from '../../../hub/contract/index.js';
-import { fail, ok, type Result } from '../../../util/result.js';
+import { fail, ok, type Result } from '../../../core/index.js';
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];

@@ -10,9 +10,9 @@ import {
   type StateEntry,
   type StoodDownSession,
 } from '../../../spool/index.js';
-import { EXIT } from '../../exit-codes.js';
+import { type Coded, EXIT, type CodedError } from '../../../core/index.js';
 import { writeFlushed, type CliIO } from '../../io.js';
-import { success, toOutcome, type CodedError, type Outcome } from '../../outcome.js';
+import { success, toOutcome, type Outcome } from '../../outcome.js';
 import { hubFailureError, readMessagingKnobs, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../messaging/index.js';
 import { runningConnection, stopConnection } from './stop-connection.js';
 
@@ -109,7 +109,7 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
 }
 
 /** `POST /v1/sessions/:id/close`; a 404 is a session the Hub no longer knows, an answer that leaves it active a Hub fault. */
-async function closeAtHub(a: AgentAccess, s: { id: string; address: string }, nowMs: () => number): Promise<{ ok: true; value: StoodDownSession } | { ok: false; error: CodedError }> {
+async function closeAtHub(a: AgentAccess, s: { id: string; address: string }, nowMs: () => number): Promise<Coded<StoodDownSession>> {
   const closed = await a.client.closeSession(s.id);
   const item = (hub_state: StoodDownSession['hub_state'], closed_at: string | null): StoodDownSession => ({ id: s.id, address: s.address, hub_state, closed_at, stood_down_at: nowMs() });
   if (closed.ok) {

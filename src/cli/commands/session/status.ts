@@ -1,4 +1,4 @@
-import { EXIT } from '../../exit-codes.js';
+import { EXIT } from '../../../core/index.js';
 import { writeFlushed, type CliIO } from '../../io.js';
 import { toOutcome, type Outcome } from '../../outcome.js';
 import { plain } from '../bridge/summary.js';

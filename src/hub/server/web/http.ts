@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { fail, ok, type Result } from '../../../util/result.js';
+import { fail, ok, type Result } from '../../../core/index.js';
 
 /**
  * Headers on every web answer. The policy allows no script at all: escaping is what keeps

@@ -3,7 +3,7 @@ import type { Session } from '../../../../hub/contract/index.js';
 import type { HubResult } from '../../../../hub/client/index.js';
 import type { ConsumerRecord, ProcessStamp } from '../../../../spool/index.js';
 import { formatDuration } from '../../../../util/duration.js';
-import { BRIDGE_EXIT_TABLE, EXIT } from '../../../exit-codes.js';
+import { BRIDGE_EXIT_TABLE, EXIT } from '../../../../core/index.js';
 import { check, type Check } from '../report.js';
 import type { BridgeFacts, UnreadRead } from './bridge-read.js';
 import { describeFailure } from './hub.js';

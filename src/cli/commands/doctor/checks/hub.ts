@@ -1,4 +1,5 @@
-import type { AgentCredential, Coded } from '../../../../config/index.js';
+import type { AgentCredential } from '../../../../config/index.js';
+import { type Coded } from '../../../../core/index.js';
 import { chooseTransport, type Capability, type Whoami } from '../../../../hub/contract/index.js';
 import type { HubFailure, HubResult } from '../../../../hub/client/index.js';
 import { check, type Check } from '../report.js';

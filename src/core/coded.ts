@@ -1,8 +1,17 @@
-import type { CodedError } from '../cli/outcome.js';
-import { EXIT } from '../cli/exit-codes.js';
+import { EXIT } from './exit.js';
+import type { Result } from './result.js';
+
+/** An error value with a code and its exit, carried until the edge (the CLI maps it to an Outcome). */
+export interface CodedError {
+  /** snake_case reason, e.g. `session_lapsed`. */
+  code: string;
+  /** What was wrong, where, and the fix. */
+  message: string;
+  exit: number;
+}
 
 /** A value, or an error that already carries its exit code and the sentence a person needs. */
-export type Coded<T> = { ok: true; value: T } | { ok: false; error: CodedError };
+export type Coded<T> = Result<T, { error: CodedError }>;
 
 export const done = <T>(value: T): Coded<T> => ({ ok: true, value });
 
