@@ -22,6 +22,8 @@ export class SseDecoder {
   private readonly parser: EventSourceParser;
   private items: SseItem[] = [];
   private overflow: string | null = null;
+  /** The last text fed ended with CR: an LF opening the next is the same line end (CRLF split across chunks). */
+  private afterCr = false;
 
   constructor(maxEventChars = MAX_SSE_EVENT_CHARS) {
     this.parser = createParser({
@@ -58,7 +60,10 @@ export class SseDecoder {
   }
 
   private push(text: string): Result<SseItem[]> {
-    if (text.length > 0) this.parser.feed(text);
+    if (text.length > 0) {
+      const normalised = this.lineEnds(text);
+      if (normalised.length > 0) this.parser.feed(normalised);
+    }
     const items = this.items;
     this.items = [];
     if (this.overflow !== null) {
@@ -69,5 +74,17 @@ export class SseDecoder {
       return fail(`an event was larger than the client accepts (${reason})`);
     }
     return ok(items);
+  }
+
+  /**
+   * Every line end as LF before the parser sees it. A CR ending a chunk is a line end at
+   * once: left to the parser it waits for a possible LF, so an event framed with bare CRs
+   * was held until the Hub's next byte, and a `reconnect` or `closed` ending the stream
+   * that way was never dispatched (found by test/unit/fuzz/sse-decoder.fuzz.test.ts).
+   */
+  private lineEnds(text: string): string {
+    const rest = this.afterCr && text.charCodeAt(0) === 0x0a ? text.slice(1) : text;
+    this.afterCr = rest.endsWith('\r');
+    return rest.replace(/\r\n?/g, '\n');
   }
 }
