@@ -1,5 +1,8 @@
+import { Ingest } from '../../../src/consumer/ingest.js';
 import type { VerifyContext } from '../../../src/consumer/verify.js';
 import { signEntry } from '../../../src/hub/contract/index.js';
+import { Ledger, openStateEntry, SeenJti, type Spool } from '../../../src/spool/index.js';
+import { systemClock } from '../../../src/util/clock.js';
 
 /** Our clock for the batches below: every delivery is signed at this instant. */
 export const NOW = Date.now();
@@ -26,3 +29,22 @@ export const sessionContext = (seen: { has(jti: string): boolean }, admit: Verif
   seen: (j) => seen.has(j),
   admit,
 });
+
+/** A state entry in `dir` opened as the consumer opens it, with an Ingest over it (the lock's health switchable). */
+export function openIngest(dir: string) {
+  const entry = openStateEntry(dir, { create: true });
+  if (!entry.ok) throw new Error(entry.reason);
+  const spool = entry.value.openSpool(systemClock);
+  const ledger = Ledger.open(dir);
+  const seen = SeenJti.load(dir);
+  if (!spool.ok || !ledger.ok || !seen.ok) throw new Error('state did not open');
+  const logs: string[] = [];
+  let healthy = true;
+  const ingest = new Ingest({ spool: spool.value, ledger: ledger.value, seen: seen.value, log: (t) => logs.push(t), lockHealthy: () => healthy });
+  const ctx = (admit?: VerifyContext['admit']): VerifyContext => sessionContext(seen.value, admit);
+  const close = () => {
+    spool.value.close();
+    ledger.value.close();
+  };
+  return { ingest, spool: spool.value as Spool, ledger: ledger.value, seen: seen.value, logs, ctx, close, unhealthy: () => (healthy = false) };
+}

@@ -2,34 +2,15 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Ingest } from '../../../src/consumer/ingest.js';
-import type { VerifyContext } from '../../../src/consumer/verify.js';
-import { ENTRY_FILES, Ledger, openStateEntry, SeenJti, type Spool } from '../../../src/spool/index.js';
-import { systemClock } from '../../../src/util/clock.js';
-import { arrived, delivery, sessionContext } from './deliveries.js';
+import { ENTRY_FILES, SeenJti } from '../../../src/spool/index.js';
+import { arrived, delivery, openIngest } from './deliveries.js';
 
 const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function open(dir: string) {
-  const entry = openStateEntry(dir, { create: true });
-  if (!entry.ok) throw new Error(entry.reason);
-  const spool = entry.value.openSpool(systemClock);
-  const ledger = Ledger.open(dir);
-  const seen = SeenJti.load(dir);
-  if (!spool.ok || !ledger.ok || !seen.ok) throw new Error('state did not open');
-  const logs: string[] = [];
-  let healthy = true;
-  const ingest = new Ingest({ spool: spool.value, ledger: ledger.value, seen: seen.value, log: (t) => logs.push(t), lockHealthy: () => healthy });
-  const ctx = (admit?: VerifyContext['admit']): VerifyContext => sessionContext(seen.value, admit);
-  const close = () => {
-    spool.value.close();
-    ledger.value.close();
-  };
-  return { ingest, spool: spool.value as Spool, ledger: ledger.value, seen: seen.value, logs, ctx, close, unhealthy: () => (healthy = false) };
-}
+const open = openIngest;
 
 const fresh = () => {
   const d = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-ingest-'));

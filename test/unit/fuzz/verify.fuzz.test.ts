@@ -3,12 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Ingest } from '../../../src/consumer/ingest.js';
 import { verifyDelivery, type VerifyCheck } from '../../../src/consumer/verify.js';
-import { Ledger, openStateEntry, SeenJti } from '../../../src/spool/index.js';
-import { systemClock } from '../../../src/util/clock.js';
 import { fuzzParameters } from '../../helpers/fuzz.js';
-import { arrived, delivery, sessionContext } from '../consumer/deliveries.js';
+import { arrived, delivery, openIngest, sessionContext } from '../consumer/deliveries.js';
 
 /**
  * Entry verification under mutation: every field of a delivery mutated, dropped,
@@ -82,22 +79,15 @@ describe('entry verification (fuzzed)', () => {
       fc.property(fc.array(mutation, { maxLength: 2 }), fc.nat({ max: 3 }), fc.integer({ min: 1, max: 4 }), fc.boolean(), (ms, at, size, duplicate) => {
         const dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-fuzz-verify-'));
         dirs.push(dir);
-        const entry = openStateEntry(dir, { create: true });
-        if (!entry.ok) throw new Error(entry.reason);
-        const spool = entry.value.openSpool(systemClock);
-        const ledger = Ledger.open(dir);
-        const seen = SeenJti.load(dir);
-        if (!spool.ok || !ledger.ok || !seen.ok) throw new Error('state did not open');
-        const ingest = new Ingest({ spool: spool.value, ledger: ledger.value, seen: seen.value, log: () => undefined, lockHealthy: () => true });
+        const world = openIngest(dir);
         const batch: unknown[] = Array.from({ length: size }, (_, i) => delivery(`ent_${i}`));
         batch.splice(Math.min(at, batch.length), 0, mutate(delivery('ent_target'), ms));
         // Duplicated: the same delivery (same jti) twice in one batch is a replay.
         if (duplicate) batch.push(clone(batch[0]));
         const verdicts = batch.map((raw) => verifyDelivery(raw, sessionContext(new Set<string>())));
-        const r = ingest.run(batch, arrived, sessionContext(seen.value));
-        const spooled = spool.value.readAfter(0).map((it) => (it.record.type === 'entry' ? it.record.entry : null));
-        spool.value.close();
-        ledger.value.close();
+        const r = world.ingest.run(batch, arrived, world.ctx());
+        const spooled = world.spool.readAfter(0).map((it) => (it.record.type === 'entry' ? it.record.entry : null));
+        world.close();
         if (duplicate || verdicts.some((v) => v.verdict === 'reject')) {
           expect(r.ok).toBe(false);
           expect(spooled).toEqual([]);
