@@ -66,8 +66,11 @@ export async function startHub(opts: StartHubOptions = {}): Promise<TestHub> {
   const signingKey = opts.signingKey ?? randomBytes(16).toString('hex');
   const ownDb = opts.database === undefined && HUB_STORE === 'postgres' ? await freshDatabase() : null;
   const databaseUrl = opts.database ?? ownDb?.url ?? null;
+  // OH_HAI_HUB_SQLITE_DRIVER passes through, so the Hub tests run on a forced SQLite driver.
+  const driver = process.env.OH_HAI_HUB_SQLITE_DRIVER;
   const env: NodeJS.ProcessEnv = {
     ...envDir.env,
+    ...(driver ? { OH_HAI_HUB_SQLITE_DRIVER: driver } : {}),
     MA2H_SIGNING_KEY: signingKey,
     ...(databaseUrl !== null ? { OH_HAI_HUB_DATABASE_URL: databaseUrl } : {}),
     ...opts.env,

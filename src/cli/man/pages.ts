@@ -370,6 +370,10 @@ The test knobs (--lease-min-seconds, --stream-max-hold-seconds, \u2026) shrink e
     ['MA2H_MAX_WAIT_SECONDS', 'The long-poll clamp, when --max-wait-seconds is not given (default 25).'],
     ['MA2H_AGENT_TOKENS', 'The Hub\u2019s configured token store: comma-separated <agent_id>=<token> pairs it accepts besides the agents it minted (the directory lists them with source "config").'],
     ['XDG_STATE_HOME', 'The default data dir is $XDG_STATE_HOME/oh-hai/hub (else ~/.local/state/oh-hai/hub).'],
+    [
+      'OH_HAI_HUB_SQLITE_DRIVER',
+      'The SQLite engine under the store: node (Node\u2019s built-in node:sqlite, Node 22.16+ and 24), better-sqlite3 (the optional package, for Node 20), or auto (default: node where this Node has it, else better-sqlite3).',
+    ],
   ],
   files: [
     ['<data>/hub.sqlite', 'The durable store.'],
@@ -378,7 +382,10 @@ The test knobs (--lease-min-seconds, --stream-max-hold-seconds, \u2026) shrink e
   ],
   exitStatus: [
     ['0', 'Success; hub serve after a clean stop.'],
-    ['2', 'Usage error: a bad flag or value, a bad MA2H_AGENT_TOKENS, or (admin) a request the Hub refused as invalid.'],
+    [
+      '2',
+      'Usage error: a bad flag or value, a bad MA2H_AGENT_TOKENS, or (admin) a request the Hub refused as invalid. Also sqlite_unavailable: this Node has no SQLite engine the Hub can load (no node:sqlite before Node 22.16, and better-sqlite3 not installed or built for another Node); the message names the fix (Node 24 or 22.16+, or reinstalling where better-sqlite3 can build).',
+    ],
     ['3', 'The Hub refused the human token from the data dir: is --data the data dir of this Hub?'],
     ['13', 'The Hub is unreachable, or not an MA2H Hub.'],
   ],

@@ -1,4 +1,5 @@
 import type { DatabaseUrl } from './postgres/url.js';
+import type { SqliteDriverChoice } from './sqlite-driver.js';
 
 /**
  * Everything a reference Hub runs with (MA2H §11 knobs). Durations are seconds and may be
@@ -27,6 +28,8 @@ export interface HubConfig {
   clockOffsetMs: number;
   /** Enables `POST /v1/_faults`; without it the route does not exist. */
   faultInjection: boolean;
+  /** The SQLite engine under the store (absent = auto: node:sqlite where this Node has it, else better-sqlite3). */
+  sqliteDriver?: SqliteDriverChoice;
   /**
    * Advertise `account.agent_directory` and serve it to agent tokens (absent = on). Off
    * plays a Hub without the 0.12.2 directory: humans only, so setup/upgrade write no policy.

@@ -1,4 +1,4 @@
-// The reference Hub (MA2H 0.5 server side). Loads better-sqlite3: import it only from
+// The reference Hub (MA2H 0.5 server side). Opens SQLite (node:sqlite or better-sqlite3): import it only from
 // `oh-hai hub …` and `oh-hai demo`, never from the bridge's path.
 export { createHubServer, type HubServer, type HubServerOptions, type HubRecord } from './server.js';
 export { HUB_DEFAULTS, defaultHubConfig, checkConfig, clampLease, holdMs, effectiveMaxWaitSeconds, type HubConfig, type ConfigToken } from './config.js';
@@ -9,3 +9,4 @@ export type { HubCore } from './core.js';
 export { parseConfigTokens } from './config-tokens.js';
 export { STORE_IN_USE } from './store.js';
 export { DATABASE_REFUSED } from './database-errors.js';
+export { SQLITE_DRIVER_ENV, SQLITE_UNAVAILABLE, parseSqliteDriverChoice, type SqliteDriverChoice } from './sqlite-driver.js';

@@ -88,7 +88,7 @@ async function openHubStore(
   const effectFailed = (e: unknown) => o.log(`hub: after-commit effect failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
   if (config.database === null) {
     const clock = hubClock(o.clock, config.clockOffsetMs);
-    const store = sqliteStore(openStore(config.dataDir), { clock, wake: (t, k) => wake(t, k, false), committed: () => bus.deliver(), effectFailed });
+    const store = sqliteStore(openStore(config.dataDir, config.sqliteDriver), { clock, wake: (t, k) => wake(t, k, false), committed: () => bus.deliver(), effectFailed });
     return { store, clock, pool: null };
   }
   // The data dir still holds this instance's human token and hub.json.

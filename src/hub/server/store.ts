@@ -1,13 +1,13 @@
-import Database from 'better-sqlite3';
 import { chmodSync, closeSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { ensureDir } from '../../util/fs-durable.js';
 import type { Clock } from '../../util/clock.js';
 import { GroupCommit } from './commit.js';
 import { STORE_FILE } from './files.js';
+import { openSqlite, sqliteErrorCode, type SqliteDatabase, type SqliteDriverChoice, type SqliteStatement } from './sqlite-driver.js';
 import type { Param, Sql, Store, Tx, WakeTopic } from './sql.js';
 
-export type Db = Database.Database;
+export type Db = SqliteDatabase;
 
 const SCHEMA_VERSION = 1;
 
@@ -120,13 +120,13 @@ CREATE INDEX IF NOT EXISTS entries_open ON entries (state, created_at);
 `;
 
 /** Open (creating if needed) the store in `dataDir`: directory 0700, database file 0600. */
-export function openStore(dataDir: string): Db {
+export function openStore(dataDir: string, driver: SqliteDriverChoice = 'auto'): Db {
   ensureDir(dataDir, 0o700);
   const file = path.join(dataDir, STORE_FILE);
   // SQLite gives its -wal file the database file's mode, so creating it 0600 covers both.
   closeSync(openSync(file, 'a', 0o600));
   chmodSync(file, 0o600);
-  const db = new Database(file);
+  const db = openSqlite(file, driver);
   try {
     db.pragma('busy_timeout = 1000');
     // One Hub per data dir: the exclusive lock is held until this process closes the store
@@ -144,7 +144,7 @@ export function openStore(dataDir: string): Db {
     }
   } catch (e) {
     db.close();
-    if ((e as { code?: string }).code === 'SQLITE_BUSY') {
+    if (sqliteErrorCode(e) === 'SQLITE_BUSY') {
       throw Object.assign(new Error(`another Hub is using the data dir ${dataDir} (its store is locked); stop it first, or pass another --data`), {
         code: STORE_IN_USE,
       });
@@ -168,8 +168,8 @@ const dropRowLock = (sql: string): string => sql.replace(/\s+FOR UPDATE\s*$/i, '
 
 /** Statements on one SQLite connection, each prepared once. */
 function sqliteStatements(db: Db): Sql {
-  const cache = new Map<string, Database.Statement>();
-  const prepared = (sql: string): Database.Statement => {
+  const cache = new Map<string, SqliteStatement>();
+  const prepared = (sql: string): SqliteStatement => {
     let st = cache.get(sql);
     if (!st) cache.set(sql, (st = db.prepare(dropRowLock(sql))));
     return st;

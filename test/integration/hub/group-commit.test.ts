@@ -1,27 +1,28 @@
-import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { GroupCommit } from '../../../src/hub/server/commit.js';
+import { openSqlite, type SqliteDatabase } from '../../../src/hub/server/sqlite-driver.js';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 import { openSse } from './sse.js';
+import { eachSqliteDriver } from './sqlite-drivers.js';
 
 // The Hub's write path commits in groups: requests in flight together share one
 // transaction (one fsync), each in its own savepoint, and none is answered before the
 // commit returned. Module-level checks on a real SQLite file, then the real Hub process.
 
-describe('GroupCommit on a real SQLite store (WAL, synchronous=FULL)', () => {
+describe.each(eachSqliteDriver())('GroupCommit on a real SQLite store (WAL, synchronous=FULL), driver $driver', ({ driver }) => {
   let dir: string;
-  let db: Database.Database;
+  let db: SqliteDatabase;
   let effectErrors: unknown[];
   let batches: number;
   let commits: GroupCommit;
 
   beforeEach(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-commit-'));
-    db = new Database(path.join(dir, 'test.sqlite'));
+    db = openSqlite(path.join(dir, 'test.sqlite'), driver);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');

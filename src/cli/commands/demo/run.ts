@@ -8,7 +8,7 @@ import type { Message } from '../../../hub/contract/index.js';
 import { EXIT } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
 import { VERSION } from '../../version.js';
-import type { Outcome } from '../../outcome.js';
+import { usageError, type Outcome } from '../../outcome.js';
 
 class DemoStepFailed extends Error {
   constructor(
@@ -52,14 +52,27 @@ const WAIT_SECONDS = 30;
  */
 export async function runDemo(io: CliIO): Promise<Outcome> {
   const say = (line: string) => io.stdout.write(line + '\n');
+  const { createHubServer, defaultHubConfig, HUMAN_TOKEN_FILE, parseSqliteDriverChoice, SQLITE_DRIVER_ENV, SQLITE_UNAVAILABLE } = await import('../../../hub/server/index.js');
+  const driver = parseSqliteDriverChoice(io.env[SQLITE_DRIVER_ENV]);
+  if (!driver.ok) return usageError(driver.reason, 'invalid_setting');
   const dir = mkdtempSync(path.join(io.env.TMPDIR ?? os.tmpdir(), 'oh-hai-demo-'));
-  const { createHubServer, defaultHubConfig, HUMAN_TOKEN_FILE } = await import('../../../hub/server/index.js');
-  const hub = await createHubServer({
-    config: { ...defaultHubConfig({ dataDir: path.join(dir, 'hub'), signingKey: randomBytes(32).toString('hex'), version: VERSION }), port: 0 },
-    clock: io.clock,
-    pid: io.pid,
-    log: (line) => io.stderr.write(line + '\n'),
-  });
+  let hub;
+  try {
+    hub = await createHubServer({
+      config: {
+        ...defaultHubConfig({ dataDir: path.join(dir, 'hub'), signingKey: randomBytes(32).toString('hex'), version: VERSION }),
+        port: 0,
+        sqliteDriver: driver.value,
+      },
+      clock: io.clock,
+      pid: io.pid,
+      log: (line) => io.stderr.write(line + '\n'),
+    });
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    if ((e as { code?: unknown }).code === SQLITE_UNAVAILABLE) return usageError((e as Error).message, 'sqlite_unavailable');
+    throw e;
+  }
   const clients: HubClient[] = [];
   const client = (token: string) => {
     const c = new HubClient({ baseUrl: hub.url, token, userAgent: 'oh-hai demo' });

@@ -13,7 +13,9 @@ type Built = { ok: true; config: HubConfig; randomKey: boolean } | { ok: false; 
 
 /** Flags > environment > defaults; every knob checked together so the message names the flag to fix. */
 async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
-  const { HUB_DEFAULTS, checkConfig, defaultHubConfig, parseConfigTokens } = await import('../../../hub/server/index.js');
+  const { HUB_DEFAULTS, checkConfig, defaultHubConfig, parseConfigTokens, parseSqliteDriverChoice, SQLITE_DRIVER_ENV } = await import('../../../hub/server/index.js');
+  const driver = parseSqliteDriverChoice(io.env[SQLITE_DRIVER_ENV]);
+  if (!driver.ok) return { ok: false, outcome: usageError(driver.reason, 'invalid_setting') };
   let maxWait: number = HUB_DEFAULTS.maxWaitSeconds;
   if (flags.maxWaitSeconds !== undefined) maxWait = flags.maxWaitSeconds;
   else if (io.env.MA2H_MAX_WAIT_SECONDS !== undefined && io.env.MA2H_MAX_WAIT_SECONDS !== '') {
@@ -73,6 +75,7 @@ async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
     configTokens,
     database: database.value,
     ...knobs.value,
+    sqliteDriver: driver.value,
   };
   const problem = checkConfig(config);
   return problem === null ? { ok: true, config, randomKey } : { ok: false, outcome: usageError(problem) };
@@ -147,7 +150,7 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   const sink = hubLogSink(format, io, redact);
   const out = sink.out;
   const stopped = stopSignal();
-  const { createHubServer, STORE_IN_USE, DATABASE_REFUSED } = await import('../../../hub/server/index.js');
+  const { createHubServer, STORE_IN_USE, DATABASE_REFUSED, SQLITE_UNAVAILABLE } = await import('../../../hub/server/index.js');
   const { mountWebInbox } = await import('../../../hub/server/web/index.js');
   let url = '';
   const web = mountWebInbox({ clock: io.clock, baseUrl: () => url });
@@ -167,6 +170,7 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === STORE_IN_USE) return usageError((e as Error).message, 'data_dir_in_use');
     if (typeof code === 'string' && DATABASE_REFUSED.has(code)) return usageError(redact((e as Error).message), 'database_unavailable');
+    if (code === SQLITE_UNAVAILABLE) return usageError((e as Error).message, 'sqlite_unavailable');
     if (code === 'EADDRINUSE') return usageError(`${config.host}:${config.port} is already in use; pick another --port (0 = any free port)`, 'address_in_use');
     if (code === 'EACCES' || code === 'EPERM') {
       return usageError(`cannot listen on ${config.host}:${config.port} or write ${config.dataDir} (${code}); pick another --port or --data`, 'permission_denied');
