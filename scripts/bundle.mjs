@@ -56,8 +56,10 @@ const result = await esbuild.build({
   target: 'node20',
   charset: 'ascii',
   // Loaded from node_modules on first use only: the Hub's SQLite store (native), and pg and
-  // prom-client, which only a Hub on PostgreSQL or with --admin-listen needs.
-  external: ['better-sqlite3', 'pg', 'prom-client'],
+  // prom-client, which only a Hub on PostgreSQL or with --admin-listen needs; the MCP SDK and
+  // zod, which only `oh-hai mcp` loads (their CommonJS builds): bundled, they would grow the
+  // file every other command parses by a few hundred kB.
+  external: ['better-sqlite3', 'pg', 'prom-client', '@modelcontextprotocol/server', '@modelcontextprotocol/server/stdio', 'zod'],
   banner: {
     js: [
       "const __ohHaiModuleUrl = (rel) => require('node:url').pathToFileURL(require('node:path').join(__dirname, rel)).href;",

@@ -49,6 +49,7 @@ export const commandGroups: readonly CommandGroup[] = [
   bridge,
   consumer,
   { commands: ['doctor'], load: async () => (await import('./doctor/register.js')).register },
+  { commands: ['mcp'], load: async () => (await import('./mcp/register.js')).register },
 ];
 
 /**

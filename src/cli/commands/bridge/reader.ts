@@ -25,7 +25,7 @@ import { isReported, parseReportedStop, planConnection, type NamedFlags, type Re
 import { ConsumerWatch, type ConsumerEnd } from './consumer-watch.js';
 import { leaseEpilogue, type ConsumerView } from './epilogue.js';
 import { readerRefusal, type HolderFacts } from './holder.js';
-import { Printer } from './printer.js';
+import { Printer, type Collected } from './printer.js';
 import type { StopRequest } from './signals.js';
 import {
   consumerDiedOutcome,
@@ -98,6 +98,8 @@ export interface LegRun {
   knobs: ReaderKnobs;
   raw: boolean;
   launch: (req: LaunchRequest) => Promise<Result<{ pid: number }>>;
+  /** Take the records instead of printing them (the MCP server's oh_hai_read); the caller commits the cursor. */
+  collect?: Collected;
 }
 
 export interface ReaderRun extends Omit<LegRun, 'leg'> {
@@ -122,7 +124,7 @@ export class Reader {
   }
 }
 
-function sessionLeg(run: ReaderRun): ReaderLeg {
+export function sessionLeg(run: ReaderRun): ReaderLeg {
   const { resolved: r, io } = run;
   const entry = r.entry;
   return {
@@ -218,7 +220,7 @@ export class EntryReader {
       case 'conflict':
         return { exit: EXIT.usage, code: 'flag_disagrees_with_connection', message: plan.message };
       case 'report': {
-        const printer = new Printer(this.entry, io.stdout, this.run.raw, this.run.stop.requested);
+        const printer = new Printer(this.entry, io.stdout, this.run.raw, this.run.stop.requested, this.run.collect);
         const failed = await this.print(printer);
         if (failed) return failed;
         this.markReported(plan.record);
@@ -246,7 +248,7 @@ export class EntryReader {
       this.wake?.();
     }, () => this.wake?.());
 
-    const printer = new Printer(this.entry, io.stdout, this.run.raw, this.run.stop.requested);
+    const printer = new Printer(this.entry, io.stdout, this.run.raw, this.run.stop.requested, this.run.collect);
     const failed = await this.print(printer);
     if (failed) return failed;
     if (printer.printed > 0 || this.run.stop.requested()) return this.finished();
