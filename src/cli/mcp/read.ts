@@ -163,13 +163,15 @@ async function read(ctx: McpContext, seat: ReadSeat, waitSeconds: number, c: Ser
   const records = collect.taken.map(readRecord);
   const lines = collect.taken.map((t) => t.text).join('');
   const lease = outcome.after ?? [];
-  const structured = { records, lease, notes: notes.filter((n) => !lease.includes(n)) };
+  const said = [...notes, ...(outcome.exit === EXIT.ok && outcome.message ? [`${NAME}: ${outcome.message}`] : []), ...lease];
+  const structured = { records, lease, notes };
   if (outcome.exit !== EXIT.ok) {
-    return toolError({ exit: outcome.exit, code: outcome.code ?? 'error', message: outcome.message ?? '' }, { text: lines, structured });
+    const after = lease.map((l) => '\n' + l).join('');
+    const e = toolError({ exit: outcome.exit, code: outcome.code ?? 'error', message: outcome.message ?? '' }, { text: lines + notes.map((n) => n + '\n').join(''), structured });
+    return { ...e, content: [{ type: 'text', text: (e.content[0] as { text: string }).text + after }] };
   }
-  const said = outcome.message ? `${NAME}: ${outcome.message}\n` : '';
   const none = records.length === 0 ? `nothing waiting${waitSeconds > 0 ? ` (waited ${waitSeconds} s)` : ''}\n` : '';
-  return toolResult(lines + none + said + lease.join('\n') + (lease.length > 0 ? '\n' : ''), { ...structured, stop: outcome.code ?? null });
+  return toolResult(lines + none + said.map((l) => l + '\n').join(''), { ...structured, stop: outcome.code ?? null });
 }
 
 export function registerReadTool(server: McpServer, ctx: McpContext, seat: ReadSeat): void {
