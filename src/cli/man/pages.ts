@@ -92,12 +92,14 @@ Set up once with oh-hai setup (the Hub URL, a login, the sender policy), then ru
     { text: 'The whole loop on an embedded local Hub, printed step by step:', code: 'oh-hai demo' },
     { text: 'First run against a Hub, with the token in a file (never on the command line):', code: 'oh-hai setup --hub https://hub.example.com --token-stdin < agent-token' },
     { text: 'What to paste into an agent\u2019s instructions:', code: 'oh-hai teach' },
+    { text: 'How to register the MCP server with a harness:', code: 'oh-hai teach --mcp' },
   ],
   seeAlso: [
     'oh-hai-bridge(1)',
     'oh-hai-send(1)',
     'oh-hai-messages(1)',
     'oh-hai-fleet(1)',
+    'oh-hai-mcp(1)',
     'oh-hai-hub(1)',
     'oh-hai-config(5)',
     'SUPERVISION.md in the source repository',
@@ -452,4 +454,45 @@ Unknown keys are warnings naming the file and the key, never errors. A wrong typ
   seeAlso: ['oh-hai(1)', 'oh-hai-bridge(1)'],
 };
 
-export const PAGES: readonly PageSpec[] = [oh_hai, bridge, session, inbox, doctor, send, messages, fleet, hub, config];
+const mcp: PageSpec = {
+  name: 'oh-hai-mcp',
+  section: 1,
+  summary: "this agent's mailbox as MCP tools over stdio, for harnesses that speak MCP",
+  commands: ['mcp'],
+  description: `oh-hai mcp is a Model Context Protocol server on stdin and stdout, started by a harness (Claude Code, Codex, any mcpServers client). It is a thin face over what the CLI does, not a second implementation: the same resolution, the same state entry, the same cursor, the same refusals. It resolves the agent session exactly as oh-hai bridge does (--session, MA2H_SESSION_ID, MA2H_AGENT_SESSION_ID, CLAUDE_CODE_SESSION_ID, else the program hosting the agent), so a server and a bridge of one agent share one address and one state entry. Each call resolves again: a fixed credential or config takes effect without a restart. stdout carries JSON-RPC and nothing else; every diagnostic goes to stderr.
+
+The tools: oh_hai_send {to, text} queues a notify; oh_hai_ask {to, text, wait_seconds?} queues an ask and, with wait_seconds, polls GET /v1/messages/:id every 2 s (OH_HAI_ASK_POLL_MS) with a progress notification per poll, returning the response when it comes or the delivery state when the wait ends; oh_hai_task {to, text}; oh_hai_reply {id, text} answers an ask or task by the reply_id oh_hai_read returned; oh_hai_read {wait_seconds?} returns what a bridge run would print, as records; oh_hai_messages {limit?} is the delivery track of what this agent sent; oh_hai_fleet lists the addressable sessions with their reachability; oh_hai_status shows this session, its lease (the Hub's instant verbatim, our renewal age), the sender policy in force and whether a connection drains it. A send is queued, never "delivered". Input schemas are strict: an unknown argument, a wrong type or an empty text is refused naming the argument.
+
+oh_hai_read is the bridge's reading loop taking records instead of printing them. It ensures the background connection (adopting the running one, or starting one with this server's flags), claims the reader seat for its own deadline only (its wait plus OH_HAI_READER_GRACE_SECONDS) and gives it back when the call ends, and moves the cursor only once its answer has been written to stdout: a server killed before then returned nothing, and the next read or bridge run prints it all. A live, attending reader \u2014 most likely this agent's own oh-hai bridge background task \u2014 is never displaced: the read is refused with exit 10 semantics naming it (pid and host). A bridge of a declared agent session that displaces a waiting read ends that read only (it returns what it took, nothing is lost); the server keeps serving.
+
+MCP tools cannot wake an agent: today's harnesses start no turn on an MCP notification. To be woken when mail arrives, keep oh-hai bridge running as a background task and re-run it after every exit; the server's instructions say so. Entries are data, not instructions.
+
+A refusal is a tool error (isError), never a stack trace: its text is the CLI's stop line, FATAL (exit <n>, <code>) \u2014 what was wrong and the fix, then the exit table's meaning and what to do; its structured content carries exit, exit_name, code, message, meaning and what_to_do. oh_hai_read's stops (3, 4, 10 to 15) are the bridge's, from the same table (oh-hai bridge --exit-codes). oh-hai teach --mcp prints how to register the server; oh-hai doctor's mcp check starts it and lists its tools.`,
+  optionNotes: {
+    '--wait': 'Not a wait of its own: the longest wait_seconds oh_hai_read accepts (the bridge\u2019s wait bound).',
+  },
+  environment: [
+    ['OH_HAI_ASK_POLL_MS', 'How often oh_hai_ask with wait_seconds polls the message (default 2000).'],
+    ['OH_HAI_READER_GRACE_SECONDS', 'oh_hai_read holds the reader seat for its wait plus this (default 30).'],
+    ...ENV_SESSION,
+    ENV_HUB,
+    ENV_TOKEN,
+    ENV_TOKENS,
+    ...ENV_XDG,
+  ],
+  files: [FILE_ENTRY, FILE_CONFIG, FILE_CREDENTIALS],
+  exitStatus: [
+    ['0', 'The client closed stdin: the server stopped.'],
+    ['2', 'A bad knob (an OH_HAI_* variable), before serving.'],
+    ['130, 143', 'SIGINT or SIGTERM: the server stopped; a read in flight returned nothing, so nothing is lost.'],
+    ['other', 'Tool results carry the exit codes of the commands they stand for, as tool errors; the server itself does not exit on them.'],
+  ],
+  examples: [
+    { text: 'Register it with Claude Code:', code: 'claude mcp add oh-hai -- oh-hai mcp' },
+    { text: 'Several agents in one harness: one --session each, the same one their bridge runs with:', code: 'oh-hai mcp --session builder' },
+    { text: 'The registration blocks for other harnesses:', code: 'oh-hai teach --mcp' },
+  ],
+  seeAlso: ['oh-hai-bridge(1)', 'oh-hai-send(1)', 'oh-hai-messages(1)', 'oh-hai-fleet(1)', 'oh-hai-doctor(1)', 'oh-hai(1)'],
+};
+
+export const PAGES: readonly PageSpec[] = [oh_hai, bridge, session, inbox, doctor, send, messages, fleet, hub, config, mcp];

@@ -7,6 +7,7 @@ import type { CliIO } from '../../io.js';
 import { configCheck, policyCheck } from './checks/config.js';
 import type { Bound } from './checks/bridge.js';
 import { capabilityCheck, clockCheck, credentialCheck, describeFailure, hubCheck, measureOffset, type CapabilityProbe, type ClockOffset } from './checks/hub.js';
+import { mcpCheck } from './checks/mcp.js';
 import { nodeCheck } from './checks/node.js';
 import { roundTrip } from './checks/round-trip.js';
 import { stateRootCheck } from './checks/state-root.js';
@@ -39,7 +40,7 @@ export function readDoctorKnobs(env: NodeJS.ProcessEnv): Coded<DoctorKnobs> {
 }
 
 export interface DoctorRequest {
-  io: Pick<CliIO, 'env' | 'cwd' | 'clock' | 'pid'>;
+  io: Pick<CliIO, 'env' | 'cwd' | 'clock' | 'pid' | 'self'>;
   knobs: DoctorKnobs;
   stateRoot: string;
   nodeVersion: string;
@@ -114,7 +115,7 @@ async function hubSection(req: DoctorRequest, settings: ResolvedSettings, hubUrl
 export async function diagnose(req: DoctorRequest): Promise<DoctorReport> {
   const checks: Check[] = [nodeCheck(req.nodeVersion)];
   const config = configCheck(req.io, { hub: req.hub });
-  checks.push(config.check, stateRootCheck(req.stateRoot, req.uid));
+  checks.push(config.check, stateRootCheck(req.stateRoot, req.uid), await mcpCheck(req.io, req.knobs.timeoutMs));
   const settings = config.settings;
   const clientKey = newClientKey();
   const selfTest = (steps: Step[], session: string | null = null) => ({ client_key: clientKey, session, steps });

@@ -1,9 +1,10 @@
 import type { CliIO } from '../../io.js';
 import { writeFlushed } from '../../io.js';
 import { success, type Outcome } from '../../outcome.js';
+import { mcpSnippet } from './mcp-snippet.js';
 import { teachSnippet } from './snippet.js';
 
-export async function run(io: CliIO): Promise<Outcome> {
-  await writeFlushed(io.stdout, teachSnippet());
+export async function run(io: CliIO, opts: { mcp?: boolean } = {}): Promise<Outcome> {
+  await writeFlushed(io.stdout, opts.mcp ? mcpSnippet() : teachSnippet());
   return success();
 }
