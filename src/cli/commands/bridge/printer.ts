@@ -100,8 +100,7 @@ export class Printer {
     try {
       for (const item of items) {
         if (this.stopRequested()) return;
-        await writeFlushed(this.out, this.raw ? escapeUnsafe(item.line) + '
-' : this.summary(item, current).text);
+        await writeFlushed(this.out, this.raw ? escapeUnsafe(item.line) + '\n' : this.summary(item, current).text);
         this.cursor = { seq: item.record.seq, offset: item.end };
         cursorFile.step(this.cursor);
         this.printed += 1;
