@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { CliIO } from '../io.js';
 import { resolveAgentAccess, type AgentAccess, type MessagingKnobs } from '../commands/messaging/index.js';
-import { EXIT } from '../exit-codes.js';
+import { EXIT } from '../../core/index.js';
 import type { ResolveFlags } from '../resolve/index.js';
 import type { LineTransport } from './stdio.js';
 import { toolError } from './results.js';

@@ -1,4 +1,4 @@
-import { BRIDGE_EXIT_TABLE, type ExitRow } from '../exit-codes.js';
+import { BRIDGE_EXIT_TABLE, type ExitRow } from '../../core/index.js';
 
 /** The stop classes a tool error can carry (the exit table's rows a model must act on). */
 const STOP_CLASSES = new Set<number | string>([2, 3, 4, 10, 11, 12, 13, 14, 15]);

@@ -4,11 +4,11 @@ import { ENTRY_FILES, hostName, processStartTime, type StateEntry } from '../../
 import { formatDuration } from '../../util/duration.js';
 import { displacedBy, sameProcess } from '../commands/bridge/attendance.js';
 import type { HolderFacts } from '../commands/bridge/holder.js';
-import { readReaderKnobs } from '../commands/bridge/knobs.js';
+import { readReaderKnobs } from '../commands/bridge/reader.js';
 import { Collected } from '../commands/bridge/printer.js';
 import { EntryReader, sessionLeg } from '../commands/bridge/reader.js';
 import { StopRequest, type HandledSignal, type SignalSource } from '../commands/bridge/signals.js';
-import { EXIT } from '../exit-codes.js';
+import { EXIT } from '../../core/index.js';
 import type { Output } from '../io.js';
 import { processInspector, resolveBridge } from '../resolve/index.js';
 import { guarded, NAME, type McpContext } from './context.js';

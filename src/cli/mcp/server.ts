@@ -1,7 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { readMessagingKnobs } from '../commands/messaging/index.js';
-import { SIGNAL_EXIT } from '../exit-codes.js';
+import { SIGNAL_EXIT } from '../../core/index.js';
 import type { CliIO } from '../io.js';
 import { toOutcome, type Outcome } from '../outcome.js';
 import { VERSION } from '../version.js';

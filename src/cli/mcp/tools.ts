@@ -17,7 +17,7 @@ import {
   type AgentAccess,
   type Queued,
 } from '../commands/messaging/index.js';
-import { EXIT } from '../exit-codes.js';
+import { EXIT } from '../../core/index.js';
 import { asAgent, type McpContext } from './context.js';
 import { toolError, toolResult } from './results.js';
 import { idArg, limitArg, seconds, strictArgs, textArg, toArg } from './schemas.js';
