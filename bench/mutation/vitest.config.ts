@@ -8,7 +8,7 @@ export default defineConfig({
     include: [
       'test/unit/consumer/**/*.test.ts',
       'test/unit/spool/**/*.test.ts',
-      'test/unit/bridge/cursor-file.test.ts',
+      'test/unit/bridge/cursor-file*.test.ts',
       'test/unit/bridge/printer.test.ts',
     ],
     // bridge.log rotation is not on the durable path, and its test starts processes off dist/.

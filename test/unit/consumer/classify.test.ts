@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyClosed, classifyFailure, type FailureContext } from '../../../src/consumer/classify.js';
+import { classifyClosed, classifyFailure, endedCode, type FailureContext } from '../../../src/consumer/classify.js';
 import type { HubFailure } from '../../../src/hub/client/index.js';
 
 const http = (status: number, code: string, details: Record<string, unknown> = {}, retryAfterSeconds: number | null = null): HubFailure => ({
@@ -63,5 +63,43 @@ describe('classifyClosed (event: closed on a held stream)', () => {
   it('lapsed → replaced when unpinned, 11 when pinned', () => {
     expect(classifyClosed('lapsed', unpinned)).toMatchObject({ kind: 'reregister', reason: 'session_lapsed' });
     expect(classifyClosed('lapsed', pinned)).toMatchObject({ kind: 'stop', stop: { exit: 11 } });
+  });
+});
+
+describe('what a classified failure says', () => {
+  it('describes each kind of failure, naming the operation and, when there is one, the session', () => {
+    expect(classifyFailure({ kind: 'network', message: 'ECONNREFUSED' }, unpinned)).toEqual({ kind: 'fault', message: 'stream connect on sess_a: network error: ECONNREFUSED', retryAfterSeconds: null });
+    expect(classifyFailure({ kind: 'protocol', message: 'not JSON' }, { operation: 'principal drain', sessionId: null, pinned: null })).toEqual({
+      kind: 'fault',
+      message: "principal drain: the Hub's answer did not follow MA2H: not JSON",
+      retryAfterSeconds: null,
+    });
+  });
+
+  it('an auth stop says how a human fixes the credential', () => {
+    const d = classifyFailure(http(401, 'unauthorized'), unpinned);
+    expect(d.kind === 'stop' && d.stop.message).toContain('oh-hai login --token-stdin < token-file');
+  });
+
+  it('a holder the Hub did not describe, or described in part', () => {
+    for (const details of [{}, { holder: null }, { holder: 'pid 7' }]) {
+      const d = classifyFailure(http(409, 'session_held', details), unpinned);
+      expect(d.kind === 'stop' && d.stop.message).toContain('another home already drains this session, the Hub did not name the holder.');
+    }
+    const partial = classifyFailure(http(409, 'session_held', { holder: { pid: 7, host: { x: 1 }, since: true } }), unpinned);
+    expect(partial.kind === 'stop' && partial.stop.message).toContain('held by pid 7 on host ? (home ?), holding since ? and last seen ?');
+  });
+
+  it('a closed event names the stream, the session and the reason', () => {
+    const replaced = classifyClosed('replaced', unpinned);
+    expect(replaced.kind === 'stop' && replaced.stop.message).toBe(
+      'stream connect on sess_a: the Hub ended the stream (event closed, reason replaced) — another consumer of this same home took the session over; it is the one draining now',
+    );
+    const closed = classifyClosed('closed', unpinned);
+    expect(closed.kind === 'stop' && closed.stop.message).toMatch(/^stream connect on sess_a: the Hub ended the stream \(event closed, reason closed\) — /);
+  });
+
+  it('endedCode maps a terminal session state to the code MA2H uses for it', () => {
+    expect([endedCode('lapsed'), endedCode('closed'), endedCode('closed_by_operator')]).toEqual(['session_lapsed', 'session_closed', 'session_closed_by_operator']);
   });
 });

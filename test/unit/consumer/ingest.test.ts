@@ -109,4 +109,54 @@ describe('Ingest', () => {
     expect(item!.record).toMatchObject({ type: 'entry', session: 'agent:agt_me' });
     expect(s.ledger.pending()).toEqual([{ id: 'ent_p', seq: 1, session: null, state: 'spooled' }]);
   });
+
+  it('a rejection says what failed, that nothing was spooled or acked, and not to retry past it', () => {
+    const s = open(fresh());
+    const stale = { ...s.ctx(), nowMs: s.ctx().nowMs + 3_600_000 };
+    const r = s.ingest.run([delivery('ent_old')], arrived, stale);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.stop.message).toMatch(/^entry ent_old failed verification \(replay_window\): .*a wrong local clock cannot be ruled out: compare this machine's time with a trusted source before treating this as tampering\. Nothing from this delivery was spooled or acknowledged: the Hub still holds it\. Possible tampering — tell a human; do not retry past it\.$/);
+    expect(s.logs).toEqual([r.stop.message]);
+  });
+
+  it('a compromised lock says another consumer may be draining', () => {
+    const s = open(fresh());
+    s.unhealthy();
+    const r = s.ingest.run([delivery('ent_1')], arrived, s.ctx());
+    expect(!r.ok && r.stop.message).toMatch(/^consumer\.lock was taken over while this consumer held it .*another consumer may be draining this entry$/);
+  });
+
+  it('a failed append says the Hub keeps what was not acknowledged', () => {
+    const s = open(fresh());
+    s.spool.close();
+    const r = s.ingest.run([delivery('ent_1')], arrived, s.ctx());
+    expect(!r.ok && r.stop.message).toMatch(
+      / is closed\. Not retried: nothing more is acked, and every entry not yet acknowledged stays at the Hub and is redelivered to the next consumer, which recovers the spool first$/,
+    );
+  });
+
+  it('commit is idempotent: a second commit writes nothing and changes nothing', () => {
+    const s = open(fresh());
+    s.ingest.run([delivery('ent_1')], arrived, s.ctx());
+    s.ingest.commit();
+    const ledgerFile = path.join(s.spool.dir, ENTRY_FILES.ledger);
+    const before = readFileSync(ledgerFile, 'utf8');
+    s.ingest.commit();
+    expect(readFileSync(ledgerFile, 'utf8')).toBe(before);
+    expect(s.ledger.pending().map((p) => p.id)).toEqual(['ent_1']);
+  });
+
+  it('on the principal leg a redelivery after a crash is ledgered with no session, as the first delivery would have been', () => {
+    const dir = fresh();
+    const first = open(dir);
+    const principal = (o: ReturnType<typeof open>) => ({ ...o.ctx(), leg: { leg: 'principal' as const } });
+    const p = { session: null, address: 'agent:agt_me' };
+    first.ingest.run([delivery('ent_p', { to: 'agent:agt_me' })], p, principal(first));
+    first.close();
+    const next = open(dir);
+    expect(next.ingest.run([delivery('ent_p', { to: 'agent:agt_me' })], p, principal(next))).toMatchObject({ ok: true, spooled: 0, redelivered: 1 });
+    next.ingest.commit();
+    expect(next.ledger.pending()).toEqual([{ id: 'ent_p', seq: 1, session: null, state: 'spooled' }]);
+  });
 });

@@ -121,12 +121,55 @@ describe('verifyDelivery', () => {
   });
 });
 
+describe('what a rejection says', () => {
+  it('names the entry id when the delivery is not even an object, and says so when there is none', () => {
+    expect(verifyDelivery('junk', ctx())).toMatchObject({ verdict: 'reject', check: 'delivery', entryId: '(no entry id)' });
+    expect(verifyDelivery({ entry: 'junk', signature: 'x' }, ctx())).toMatchObject({ entryId: '(no entry id)' });
+    expect(verifyDelivery({ entry: { id: 7 }, signature: 'x' }, ctx())).toMatchObject({ entryId: '(no entry id)' });
+    expect(verifyDelivery({ entry: { id: 'ent_x' }, signature: 'x' }, ctx())).toMatchObject({ entryId: 'ent_x', message: /^entry ent_x failed verification \(signature_syntax\)/ });
+  });
+
+  it('quotes at most 200 characters of a bad signature', () => {
+    const signature = 'v'.repeat(300);
+    const v = verifyDelivery({ entry: directive(), signature }, ctx());
+    expect(v.verdict === 'reject' && v.message).toContain(`(signature "${'v'.repeat(200)}")`);
+    expect(v.verdict === 'reject' && v.message).not.toContain('v'.repeat(201));
+  });
+
+  it('a stale t: how far, which way, both instants and the window', () => {
+    const past = verifyDelivery(deliver(directive(), nowS - 4000), ctx({ clock: null }));
+    expect(past.verdict === 'reject' && past.message).toContain(
+      `t=${nowS - 4000} (${new Date((nowS - 4000) * 1000).toISOString()}) is 4000.0 s older than our clock (${new Date(NOW).toISOString()}), outside the 120 s replay window.`,
+    );
+    const ahead = verifyDelivery(deliver(directive(), nowS + 500), ctx({ clock: null }));
+    expect(ahead.verdict === 'reject' && ahead.message).toContain('is 500.0 s ahead of our clock');
+  });
+
+  it('on the principal leg, a session-addressed entry is refused naming both addresses', () => {
+    const v = verifyDelivery(deliver(directive()), ctx({ leg: { leg: 'principal' } }));
+    expect(v.verdict === 'reject' && v.message).toContain(`addressed to the session agent:${ME}#${SESS}, but the principal drain takes only entries addressed to agent:${ME}`);
+  });
+});
+
 describe('staleTimestampMessage', () => {
   it('tells a wrong local clock apart from a stale t using the measured offset', () => {
     // Our clock runs an hour fast: the Hub's reads −3600 s relative to ours, and t is fresh by it.
     const msg = staleTimestampMessage(nowS - 3600, { nowMs: NOW, replayWindowSeconds: 120, clock: { offsetMs: -3_600_000, source: 'server_time' } });
     expect(msg).toMatch(/reads −3600\.0 s relative to ours \(measured from server_time\)/);
     expect(msg).toMatch(/the two clocks disagree.*check this machine's time/);
+  });
+
+  it('signs the offset: a Hub clock ahead of ours reads +', () => {
+    expect(staleTimestampMessage(nowS - 4000, { nowMs: NOW, replayWindowSeconds: 120, clock: { offsetMs: 2500, source: 'server_time' } })).toMatch(/reads \+2\.5 s relative to ours.*clocks agree/);
+    expect(staleTimestampMessage(nowS - 4000, { nowMs: NOW, replayWindowSeconds: 120, clock: { offsetMs: 0, source: 'server_time' } })).toMatch(/reads \+0\.0 s relative/);
+  });
+
+  it('by the Hub clock exactly at the window edge, t counts as fresh there (the clocks disagree)', () => {
+    // t is 4000 s old by our clock; the Hub's clock is 3880 s behind ours, so by the Hub's t is exactly 120 s old
+    const msg = staleTimestampMessage(nowS - 4000, { nowMs: NOW, replayWindowSeconds: 120, clock: { offsetMs: -3_880_000, source: 'server_time' } });
+    expect(msg).toMatch(/t is only 120\.0 s off, so the two clocks disagree/);
+    const beyond = staleTimestampMessage(nowS - 4000, { nowMs: NOW, replayWindowSeconds: 120, clock: { offsetMs: -3_879_999, source: 'server_time' } });
+    expect(beyond).toMatch(/clocks agree and t itself is out of the window/);
   });
 
   it('says a wrong clock cannot be ruled out when the Hub clock was never read', () => {

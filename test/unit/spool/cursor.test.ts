@@ -112,4 +112,17 @@ describe('cursor', () => {
     expect(validateCursor(new SpoolReader(dir), { seq: 3, offset: 10 }).cursor).toEqual({ seq: 0, offset: 0 });
     expect(validateCursor(new SpoolReader(dir), { seq: 0, offset: 10 }).cursor).toEqual({ seq: 0, offset: 0 });
   });
+
+  it('a cursor of seq 0 must have offset 0; anything else is rewound to none, saying so', () => {
+    const dir = tempDir();
+    spoolWith(dir, ['a']);
+    expect(validateCursor(new SpoolReader(dir), { seq: 0, offset: 0 })).toEqual({ cursor: { seq: 0, offset: 0 }, rewound: null });
+    expect(validateCursor(new SpoolReader(dir), { seq: 0, offset: 12 })).toEqual({ cursor: { seq: 0, offset: 0 }, rewound: 'cursor had seq 0 with offset 12' });
+  });
+
+  it('a cursor file that is not a cursor reads as none', () => {
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'cursor.json'), '{"seq":"3","offset":10}');
+    expect(readCursorRecord(dir)).toMatchObject({ state: 'unreadable', reason: expect.stringMatching(/cursor/) as string });
+  });
 });

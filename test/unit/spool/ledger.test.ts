@@ -1,7 +1,8 @@
-import { appendFileSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Ledger } from '../../../src/spool/index.js';
+import { sealLine } from '../../../src/spool/line.js';
 import { tempDir } from './tmp.js';
 
 function open(dir: string): Ledger {
@@ -96,5 +97,57 @@ describe('Ledger', () => {
     const l = open(tempDir());
     l.close();
     expect(() => l.recordSpooled([{ id: 'e1', seq: 1, session: null }])).toThrow(/closed/);
+  });
+
+  it('lists pending entries by seq, whatever order they were recorded in', () => {
+    const l = open(tempDir());
+    l.recordSpooled([{ id: 'e9', seq: 9, session: 'sess_a' }]);
+    l.recordSpooled([
+      { id: 'e2', seq: 2, session: 'sess_a' },
+      { id: 'e5', seq: 5, session: 'sess_a' },
+    ]);
+    expect(l.pending().map((e) => e.seq)).toEqual([2, 5, 9]);
+    expect(l.needsAcknowledged(5).map((e) => e.id)).toEqual(['e2', 'e5']);
+  });
+
+  it('replay keeps the first record of an id and ignores ops for ids it never recorded', () => {
+    const dir = tempDir();
+    writeFileSync(
+      file(dir),
+      [
+        { op: 'entry', id: 'e1', seq: 1, session: 'sess_a', state: 'spooled' },
+        { op: 'delivered', ids: ['e1', 'ghost'] },
+        { op: 'entry', id: 'e1', seq: 7, session: 'sess_b', state: 'spooled' },
+        { op: 'acknowledged', ids: ['ghost'] },
+      ]
+        .map((op) => sealLine(op) + '\n')
+        .join(''),
+    );
+    const l = open(dir);
+    expect(l.recovery).toBeNull();
+    expect(l.pending()).toEqual([{ id: 'e1', seq: 1, session: 'sess_a', state: 'delivered' }]);
+    expect(l.has('ghost')).toBe(false);
+  });
+
+  // Compaction: once 1024 lines are dead and they outnumber the live entries 4 to 1.
+  const lineCount = (dir: string) => readFileSync(file(dir), 'utf8').split('\n').length - 1;
+  const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, seq: i + 1, session: 'sess_a' }));
+  it.each([
+    [1, 1022, false],
+    [1, 1023, true],
+    [300, 1199, false],
+    [300, 1200, true],
+  ])('with %i live entries and %i acknowledged, compacts: %s', (live, acked, compacts) => {
+    const dir = tempDir();
+    const l = open(dir);
+    const keep = ids('keep', live).map((e) => ({ ...e, seq: e.seq + 100_000 }));
+    const gone = ids('gone', acked);
+    l.recordSpooled([...keep, ...gone]);
+    l.acknowledge(gone.map((e) => e.id));
+    // live + acked entry lines and one acknowledged line; compaction leaves the live ones
+    expect(lineCount(dir)).toBe(compacts ? live : live + acked + 1);
+    expect(l.pending()).toHaveLength(live);
+    l.close();
+    expect(open(dir).pending()).toHaveLength(live);
   });
 });

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SeenJti } from '../../../src/spool/index.js';
@@ -47,5 +47,35 @@ describe('SeenJti', () => {
     const r = SeenJti.load(dir2);
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.reason).toContain('directory');
+  });
+
+  it.each([
+    ['an array', '[]', 'the seen-jti set is not a JSON object'],
+    ['null', 'null', 'the seen-jti set is not a JSON object'],
+    ['a number', '7', 'the seen-jti set is not a JSON object'],
+    ['a string t', '{"jti_a": "1000"}', 'the seen-jti set has a non-numeric t for "jti_a"'],
+    ['a null t', '{"jti_a": null}', 'the seen-jti set has a non-numeric t for "jti_a"'],
+  ])('refuses %s, saying why', (_what, text, reason) => {
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'seen-jti.json'), text);
+    const r = SeenJti.load(dir);
+    expect(r).toEqual({ ok: false, reason: `${path.join(dir, 'seen-jti.json')}: ${reason}` });
+  });
+
+  it('persists only what changed: nothing new, nothing pruned, no write', () => {
+    const dir = tempDir();
+    const s = load(dir);
+    s.persist();
+    expect(existsSync(path.join(dir, 'seen-jti.json'))).toBe(false);
+    s.add('a', 1500);
+    expect(s.prune(1600, 300)).toBe(0);
+    s.persist();
+    rmSync(path.join(dir, 'seen-jti.json'));
+    expect(s.prune(1600, 300)).toBe(0);
+    s.persist();
+    expect(existsSync(path.join(dir, 'seen-jti.json'))).toBe(false);
+    expect(s.prune(2000, 300)).toBe(1);
+    s.persist();
+    expect(JSON.parse(readFileSync(path.join(dir, 'seen-jti.json'), 'utf8'))).toEqual({});
   });
 });

@@ -207,4 +207,72 @@ describe('Spool', () => {
     await new Promise((r) => setImmediate(r));
     expect(fired).toBe(before);
   });
+
+  it('readAfter and readFrom stop at their limit, and a limit of 0 reads nothing', () => {
+    const dir = tempDir();
+    const s = open(dir);
+    s.append(['e1', 'e2', 'e3', 'e4'].map((id) => entry(id)));
+    const r = new SpoolReader(dir);
+    const seqs = (items: { record: { seq: number } }[]) => items.map((i) => i.record.seq);
+    expect(seqs(r.readAfter(1, 2))).toEqual([2, 3]);
+    expect(seqs(r.readAfter(0, 1))).toEqual([1]);
+    expect(r.readAfter(0, 0)).toEqual([]);
+    const first = r.readAfter(0, 1)[0]!;
+    expect(seqs(r.readFrom({ seq: 1, offset: first.end }, 2))).toEqual([2, 3]);
+    expect(seqs(r.readFrom({ seq: 1, offset: first.end }, 1))).toEqual([2]);
+    expect(r.readFrom({ seq: 1, offset: first.end }, 0)).toEqual([]);
+    // a stale offset (not the end of record 1) falls back to a scan, limit kept
+    expect(seqs(r.readFrom({ seq: 1, offset: first.end - 3 }, 2))).toEqual([2, 3]);
+    // at the end: nothing, and no fallback that would re-read
+    expect(r.readFrom({ seq: 4, offset: s.end() })).toEqual([]);
+    s.close();
+  });
+
+  it('an empty append writes nothing and returns nothing; the size tracks what was written', () => {
+    const dir = tempDir();
+    const s = open(dir);
+    expect(s.append([])).toEqual([]);
+    expect(s.end()).toBe(0);
+    s.append([entry('e1')]);
+    const size = statSync(spoolFile(dir)).size;
+    expect(s.end()).toBe(size);
+    s.append([entry('e2')]);
+    expect(s.end()).toBe(statSync(spoolFile(dir)).size);
+    expect(s.end()).toBeGreaterThan(size);
+    s.close();
+    s.close();
+  });
+
+  it('keeps the first place of an id spooled twice (a reader scan and the writer agree)', () => {
+    const dir = tempDir();
+    const s = open(dir);
+    s.append([entry('e1'), { type: 'entry', session: 'sess_b', entry: { id: 'e1' }, signature: 'sig' }]);
+    expect(s.spooledAt('e1')).toEqual({ seq: 1, session: 'sess_a' });
+    expect(new SpoolReader(dir).scan().entries.get('e1')).toEqual({ seq: 1, session: 'sess_a' });
+    expect([...new SpoolReader(dir).entryIds()]).toEqual(['e1']);
+    s.close();
+  });
+
+  it('says why recovery cut a tail: a record out of sequence, or a line without its newline', () => {
+    const dir = tempDir();
+    const s = open(dir);
+    s.append([entry('e1'), entry('e2')]);
+    s.close();
+    const [, second] = readFileSync(spoolFile(dir), 'utf8').split('\n');
+    appendFileSync(spoolFile(dir), second + '\n');
+    const again = open(dir);
+    expect(again.recovery?.reason).toMatch(/^byte \d+: the line has seq 2 where 3 belongs$/);
+    again.close();
+    appendFileSync(spoolFile(dir), '{"torn');
+    const third = open(dir);
+    expect(third.recovery?.reason).toBe(`byte ${third.end()}: a line without its newline (torn write)`);
+    third.close();
+  });
+
+  it('refuses to spool a record that would not read back', () => {
+    const s = open(tempDir());
+    expect(() => s.append([{ type: 'entry', session: 'sess_a', entry: { id: '' }, signature: 'sig' }])).toThrow(/^refusing to spool a malformed record: /);
+    expect(s.lastSeq()).toBe(0);
+    s.close();
+  });
 });
