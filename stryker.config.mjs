@@ -25,7 +25,13 @@ export default {
   ],
   // Two workers at most: the machine is shared (BRIEF.md).
   concurrency: 2,
-  timeoutMS: 20_000,
+  // A mutant that makes a loop endless times out (detected); the default 20 s wait per such
+  // mutant would cost minutes on a shared machine.
+  timeoutMS: 5_000,
+  // Results of mutants whose code and covering tests are unchanged are reused from the last run
+  // (bench/mutation.mjs --force runs every mutant again).
+  incremental: true,
+  incrementalFile: 'reports/mutation/stryker-incremental.json',
   ignorePatterns: ['dist', 'test-output', 'reports', '.stryker-tmp', 'test/integration', 'test/conformance', 'test/browser', 'test/docs', 'test/peer-hub'],
   reporters: ['clear-text', 'progress-append-only', 'json'],
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },
