@@ -202,6 +202,27 @@ describe('oh-hai mcp: oh_hai_read', () => {
     }
   });
 
+  it('a bridge of this agent session displaces a waiting read: the read ends, the server keeps serving, the bridge reads', async () => {
+    const m = keep(await startMcp(world.bob, 'bob-read'));
+    const dir = entryDirOf(world.bob, world.hub, 'bob-read');
+    const waiting = m.call('oh_hai_read', { wait_seconds: 30 });
+    await waitFor(() => existsSync(file(dir, 'reader.json')) && readFileSync(file(dir, 'reader.json'), 'utf8').includes(`"pid":${m.pid}`), { what: 'the read to claim the seat' });
+    const bridge = startBridge(world.bob, 'bob-read', 30);
+    try {
+      const r = await waiting;
+      expect(r.isError, r.text).toBe(false);
+      expect(r.structured).toMatchObject({ records: [], stop: 'displaced' });
+      expect(r.text).toMatch(new RegExp(`a newer reader of this agent session \\(pid ${bridge.pid} on \\S+\\) took over`));
+      await waitFor(() => readFileSync(file(dir, 'reader.json'), 'utf8').includes(`"pid":${bridge.pid}`), { what: "the bridge's claim" });
+      // The server lives on: the next call is answered (refused, naming the bridge that now reads).
+      const again = await m.call('oh_hai_read', {});
+      expect(errorOf(again)).toMatchObject({ exit: 10, code: 'reader_held' });
+      expect(again.text).toContain(`pid ${bridge.pid} on `);
+    } finally {
+      await killAndWait(bridge.pid!, 'SIGTERM');
+    }
+  });
+
   it('a server killed -9 while its answer is unwritten moved no cursor: the next bridge prints every record', async () => {
     const s = await register(world.bob, world.hub, 'bob-kill');
     const dir = entryDirOf(world.bob, world.hub, 'bob-kill');
