@@ -1,7 +1,8 @@
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { fsyncDir, writeFileAtomic } from '../util/fs-durable.js';
 import { fail, ok, type Result } from '../core/index.js';
+import { openStateFile, replacedUnder } from './safe-open.js';
 
 /**
  * One durable append-only file of the state entry (the spool's segments, the ledger): the
@@ -73,7 +74,7 @@ export class AppendLog {
   static open<S extends ValidEnd>(spec: AppendLogSpec, validEnd: (file: string) => S): Result<{ log: AppendLog; valid: S }> {
     let fd: number;
     try {
-      fd = openSync(spec.file, 'a', 0o600);
+      fd = openStateFile(spec.file, 'append');
     } catch (e) {
       return fail(`cannot open the ${spec.what} ${spec.file}: ${(e as Error).message}`);
     }
@@ -106,6 +107,13 @@ export class AppendLog {
     const fd = this.ensureUsable();
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     if (buf.length === 0) return;
+    // A file swapped in under this writer (by hand, by another program) would take nothing we
+    // append, and the next open would never see it: stop instead (never retried, like a failed write).
+    const replaced = replacedUnder(fd, this.spec.file);
+    if (replaced !== null) {
+      this.brokenBy = replaced;
+      throw this.spec.error('write_failed', `the ${this.spec.what}: ${replaced}`);
+    }
     try {
       let off = 0;
       while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
@@ -137,7 +145,7 @@ export class AppendLog {
     closeSync(fd);
     this.fd = null;
     try {
-      this.fd = openSync(this.spec.file, 'a', 0o600);
+      this.fd = openStateFile(this.spec.file, 'append');
     } catch (e) {
       this.brokenBy = `reopen after compaction: ${(e as Error).message}`;
       throw this.spec.error('write_failed', `reopening the ${this.spec.what} ${this.spec.file} failed: ${(e as Error).message}`);

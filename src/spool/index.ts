@@ -10,3 +10,4 @@ export * from './ledger.js';
 export * from './seen-jti.js';
 export * from './lock.js';
 export * from './stand-down.js';
+export { NotRegularFileError, openStateFile, readStateFile } from './safe-open.js';

@@ -1,7 +1,8 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { escapeUnsafe } from '../util/escape.js';
 import { fail, ok, type Result } from '../core/index.js';
+import { openStateFile } from './safe-open.js';
 
 /**
  * NDJSON lines that carry their own checksum: `{…,"sum":"<8 hex>"}` where sum is the
@@ -59,7 +60,7 @@ const NL = 0x0a;
 export function* readLines(file: string, from = 0): Generator<RawLine, void, undefined> {
   let fd: number;
   try {
-    fd = openSync(file, 'r');
+    fd = openStateFile(file, 'read');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw e;
@@ -100,7 +101,7 @@ export function lineEndingAt(file: string, end: number): RawLine | null {
   if (end < 2) return null;
   let fd: number;
   try {
-    fd = openSync(file, 'r');
+    fd = openStateFile(file, 'read');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw e;

@@ -4,6 +4,7 @@ import type { Clock } from '../util/clock.js';
 import { escapeUnsafe } from '../util/escape.js';
 import { KNOBS } from '../core/index.js';
 import { processExited } from './process.js';
+import { openStateFile } from './safe-open.js';
 import { ENTRY_FILES } from './records.js';
 
 /** Who is writing bridge.log, and the secrets that must never reach it. */
@@ -61,7 +62,7 @@ export function appendLog(dir: string, text: string, ctx: LogContext): boolean {
   const file = path.join(dir, ENTRY_FILES.log);
   let size: number;
   try {
-    const fd = openSync(file, 'a', 0o600);
+    const fd = openStateFile(file, 'append');
     try {
       writeSync(fd, formatLogLine(text, ctx));
       size = fstatSync(fd).size;

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../util/fs-durable.js';
 import { type Result } from '../core/index.js';
 import { Fields } from './fields.js';
+import { NotRegularFileError, readStateFile } from './safe-open.js';
 
 /** The files of a state entry (docs/internals.md "The state entry"). */
 export const ENTRY_FILES = {
@@ -31,10 +31,11 @@ export function readRecord<T>(dir: string, name: string, parse: (x: unknown) => 
   const file = path.join(dir, name);
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readStateFile(file);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { state: 'absent' };
+    if (e instanceof NotRegularFileError) return { state: 'unreadable', reason: e.message };
     if (code === 'EISDIR') return { state: 'unreadable', reason: `${file} is a directory, not a file` };
     if (code === 'EACCES' || code === 'EPERM') return { state: 'unreadable', reason: `${file} cannot be read (permission denied)` };
     return { state: 'unreadable', reason: `${file} cannot be read (${code ?? (e as Error).message})` };

@@ -3,7 +3,9 @@ import {
   ENTRY_FILES,
   hostName,
   isSameProcessAlive,
+  NotRegularFileError,
   readRecord,
+  readStateFile,
   stampOf,
   watchFiles,
   writeRecord,
@@ -13,7 +15,6 @@ import {
   type ReaderRecord,
   type StateEntry,
 } from '../../../spool/index.js';
-import { readFileSync } from 'node:fs';
 import { type Coded, CONNECTION_KNOBS, EXIT, readKnobs, type Result } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
 import { success, type Outcome } from '../../outcome.js';
@@ -280,6 +281,8 @@ export class EntryReader {
       await printer.printAvailable();
       return null;
     } catch (e) {
+      // A spool that is not a regular file (a FIFO, a symlink) is the entry's fault, not stdout's.
+      if (e instanceof NotRegularFileError) return { exit: EXIT.internal, code: 'state_unreadable', message: e.message };
       return stdoutClosedOutcome(e);
     }
   }
@@ -338,7 +341,7 @@ export class EntryReader {
   private runningSettings(c: ConsumerRecord): ConsumerSettings | null {
     let text: string;
     try {
-      text = readFileSync(this.entry.path(ENTRY_FILES.settings), 'utf8');
+      text = readStateFile(this.entry.path(ENTRY_FILES.settings));
     } catch {
       return null;
     }

@@ -1,0 +1,88 @@
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from 'node:fs';
+
+/**
+ * Opening a state file: never through a symbolic link (O_NOFOLLOW), never blocking on a
+ * FIFO (O_NONBLOCK), and nothing but a regular file. A symlink planted at bridge.ndjson
+ * would otherwise have its target cut to "the last valid record" by tail recovery and
+ * spool lines appended to it; a FIFO there would hang open(2) for good, deaf to signals.
+ */
+
+/** Thrown for a state file that is a symlink, FIFO, directory, socket or device; `code` is 'ENOTREG'. */
+export class NotRegularFileError extends Error {
+  readonly code = 'ENOTREG';
+}
+
+const kindOf = (st: Stats): string =>
+  st.isSymbolicLink()
+    ? 'a symbolic link'
+    : st.isFIFO()
+      ? 'a FIFO (named pipe)'
+      : st.isDirectory()
+        ? 'a directory'
+        : st.isSocket()
+          ? 'a socket'
+          : st.isCharacterDevice() || st.isBlockDevice()
+            ? 'a device'
+            : 'not a regular file';
+
+const refuse = (file: string, what: string): NotRegularFileError =>
+  new NotRegularFileError(
+    `${file} is ${what}, not a regular file; oh-hai never follows, truncates or waits on one in its state entry. Remove it (rm '${file}') and run again`,
+  );
+
+/**
+ * Open `file` for reading or for appending (created 0600 when absent). Throws
+ * NotRegularFileError for anything but a regular file; other errors (ENOENT, EACCES) as
+ * open(2) gives them.
+ */
+export function openStateFile(file: string, mode: 'read' | 'append'): number {
+  const access = mode === 'read' ? constants.O_RDONLY : constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT;
+  let fd: number;
+  try {
+    fd = openSync(file, access | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    // ELOOP: the last component is a symlink (O_NOFOLLOW). ENXIO: a FIFO with no reader, opened to write.
+    if (code === 'ELOOP' || code === 'ENXIO') throw refuse(file, kindOf(lstatSync(file)));
+    throw e;
+  }
+  const st = fstatSync(fd);
+  if (!st.isFile()) {
+    closeSync(fd);
+    throw refuse(file, kindOf(st));
+  }
+  return fd;
+}
+
+/** A whole state file as text, opened as openStateFile does. */
+export function readStateFile(file: string): string {
+  const fd = openStateFile(file, 'read');
+  try {
+    const chunks: Buffer[] = [];
+    const buf = Buffer.allocUnsafe(64 * 1024);
+    for (;;) {
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      chunks.push(Buffer.from(buf.subarray(0, n)));
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Why the file now at `file` is not the one open as `fd` (removed, or replaced by another
+ * file or a symlink under a running writer), or null while it still is.
+ */
+export function replacedUnder(fd: number, file: string): string | null {
+  let now: Stats;
+  try {
+    now = lstatSync(file);
+  } catch (e) {
+    return `${file} was removed while open (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`;
+  }
+  const open = fstatSync(fd);
+  if (now.dev === open.dev && now.ino === open.ino) return null;
+  return `${file} was replaced while open (now ${now.isFile() ? 'another file' : kindOf(now)}); appending to the old one would lose what is written`;
+}
