@@ -9,6 +9,34 @@ import { fileURLToPath } from 'node:url';
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const bin = path.join(root, 'bin', 'oh-hai');
 
+/** The URL a starting `oh-hai hub serve` prints on its ready line (rejects if it exits first). */
+export function hubReady(proc) {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.setEncoding('utf8').on('data', (d) => {
+      out += d;
+      const m = /^hub: listening on (http:\/\/\S+)$/m.exec(out);
+      if (m) resolve(m[1]);
+    });
+    proc.once('exit', (c, sig) => reject(new Error(`hub exited ${c ?? sig} before it was ready`)));
+  });
+}
+
+/** `call(token, method, path, body?)` against a Hub: the parsed JSON, or a throw naming the status. */
+export function hubCaller(url) {
+  return async (token, method, p, body) => {
+    const res = await fetch(url + p, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const json = await res.json();
+    if (!res.ok) throw new Error(`${method} ${p} → ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+}
+
 /** Start `oh-hai hub serve` on an ephemeral loopback port; resolves once its ready line is out. */
 export async function startHub(args = []) {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-bench-hub-'));
@@ -17,26 +45,9 @@ export async function startHub(args = []) {
     env: { PATH: process.env.PATH, HOME: tmp, XDG_STATE_HOME: path.join(tmp, 'state'), XDG_CONFIG_HOME: path.join(tmp, 'config') },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const url = await new Promise((resolve, reject) => {
-    let out = '';
-    proc.stdout.setEncoding('utf8').on('data', (d) => {
-      out += d;
-      const m = /^hub: listening on (http:\/\/\S+)$/m.exec(out);
-      if (m) resolve(m[1]);
-    });
-    proc.once('exit', (c) => reject(new Error(`hub exited ${c}`)));
-  });
+  const url = await hubReady(proc);
   const human = readFileSync(path.join(data, 'human-token'), 'utf8').trim();
-  const call = async (token, method, p, body) => {
-    const res = await fetch(url + p, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const json = await res.json();
-    if (!res.ok) throw new Error(`${method} ${p} → ${res.status} ${JSON.stringify(json)}`);
-    return json;
-  };
+  const call = hubCaller(url);
   return {
     url,
     pid: proc.pid,

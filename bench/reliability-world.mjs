@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bin } from './bridge-world.mjs';
+import { bin, hubCaller, hubReady } from './bridge-world.mjs';
 
 /** mulberry32: a small seeded generator, so a run is replayed by its seed. */
 export function seeded(seed) {
@@ -58,15 +58,12 @@ export async function startKillableHub(args = []) {
     const p = spawn(process.execPath, [bin, 'hub', 'serve', '--port', String(port), '--data', data, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';
     p.stderr.setEncoding('utf8').on('data', (d) => (err = (err + d).slice(-4000)));
-    const got = await new Promise((resolve, reject) => {
-      let out = '';
-      p.stdout.setEncoding('utf8').on('data', (d) => {
-        out += d;
-        const m = /^hub: listening on (http:\/\/\S+)$/m.exec(out);
-        if (m) resolve(m[1]);
-      });
-      p.once('exit', (c, s) => reject(new Error(`hub exited ${c ?? s} before it was ready: ${err}`)));
-    });
+    let got;
+    try {
+      got = await hubReady(p);
+    } catch (e) {
+      throw new Error(`${e.message}: ${err}`);
+    }
     p.stdout.resume();
     proc = p;
     return got;
@@ -74,17 +71,7 @@ export async function startKillableHub(args = []) {
   url = await launch(0);
   const port = Number(new URL(url).port);
   const human = readFileSync(path.join(data, 'human-token'), 'utf8').trim();
-  const call = async (token, method, p, body) => {
-    const res = await fetch(url + p, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      signal: AbortSignal.timeout(10_000),
-    });
-    const json = await res.json();
-    if (!res.ok) throw new Error(`${method} ${p} → ${res.status} ${JSON.stringify(json)}`);
-    return json;
-  };
+  const call = hubCaller(url);
   const hub = {
     url,
     human,
