@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FaultRule } from '../../src/hub/server/faults.js';
@@ -20,6 +20,7 @@ export interface TestHub {
   databaseUrl: string | null;
   port: number;
   dataDir: string;
+  /** Empty for an instance that joined an account another instance made (it has no token file). */
   humanToken: string;
   signingKey: string;
   proc: ChildProcess;
@@ -110,7 +111,9 @@ export async function startHub(opts: StartHubOptions = {}): Promise<TestHub> {
     throw e;
   }
   const port = Number(new URL(first.url).port);
-  const humanToken = readFileSync(path.join(dataDir, 'human-token'), 'utf8').trim();
+  // An instance that joined an account another instance made on the same database has no token file.
+  const tokenFile = path.join(dataDir, 'human-token');
+  const humanToken = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : '';
 
   const waitExit = (proc: ChildProcess): Promise<number | null> =>
     proc.exitCode !== null || proc.signalCode !== null

@@ -1,0 +1,94 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { repoRoot } from './cli.js';
+import { freePort } from './postgres.js';
+import { waitFor } from './wait.js';
+
+/** The shipped configuration the balancer tests run (deploy/nginx). */
+export const SHIPPED_CONF = path.join(repoRoot, 'deploy', 'nginx', 'oh-hai-hub.conf');
+
+export function findNginx(): string | null {
+  for (const p of ['/usr/sbin/nginx', '/usr/bin/nginx', '/usr/local/sbin/nginx']) if (existsSync(p)) return p;
+  return null;
+}
+
+export interface Balancer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * The shipped config with only what a test must change: the listen address (a free loopback
+ * port) and the upstream servers (these instances), each keeping its shipped parameters.
+ */
+export function testConf(shipped: string, listenPort: number, instancePorts: number[]): string {
+  const servers = [...shipped.matchAll(/^\s*server 127\.0\.0\.1:\d+( [^;]*)?;$/gm)];
+  if (servers.length === 0) throw new Error('deploy/nginx/oh-hai-hub.conf lists no upstream server');
+  const params = servers[0]![1] ?? '';
+  const lines = instancePorts.map((p) => `    server 127.0.0.1:${p}${params};`).join('\n');
+  let out = shipped.replace(/^\s*server 127\.0\.0\.1:\d+( [^;]*)?;\n/gm, '');
+  out = out.replace(/(upstream oh_hai_hub \{\n)/, `$1${lines}\n`);
+  const listen = /^(\s*)listen \d+;$/m;
+  if (!listen.test(out)) throw new Error('deploy/nginx/oh-hai-hub.conf has no "listen <port>;" line');
+  return out.replace(listen, `$1listen 127.0.0.1:${listenPort};`);
+}
+
+/** nginx as a throwaway process: its own prefix, conf and logs in a temp dir, on loopback. */
+export async function startBalancer(instancePorts: number[]): Promise<Balancer> {
+  const bin = findNginx();
+  if (bin === null) throw new Error('nginx not found (Debian: apt-get install nginx)');
+  const prefix = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-nginx-'));
+  for (const d of ['logs', 'tmp']) mkdirSync(path.join(prefix, d));
+  const port = await freePort();
+  writeFileSync(path.join(prefix, 'oh-hai-hub.conf'), testConf(readFileSync(SHIPPED_CONF, 'utf8'), port, instancePorts));
+  const temp = (name: string) => `${name}_temp_path ${path.join(prefix, 'tmp', name)};`;
+  writeFileSync(
+    path.join(prefix, 'nginx.conf'),
+    [
+      `pid ${path.join(prefix, 'nginx.pid')};`,
+      `error_log ${path.join(prefix, 'logs', 'error.log')} warn;`,
+      'worker_processes 1;',
+      'events { worker_connections 4096; }',
+      'http {',
+      `  access_log ${path.join(prefix, 'logs', 'access.log')};`,
+      `  ${temp('client_body')} ${temp('proxy')} ${temp('fastcgi')} ${temp('uwsgi')} ${temp('scgi')}`,
+      `  include ${path.join(prefix, 'oh-hai-hub.conf')};`,
+      '}',
+    ].join('\n'),
+  );
+  let err = '';
+  const proc: ChildProcess = spawn(bin, ['-p', prefix, '-c', path.join(prefix, 'nginx.conf'), '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  proc.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitFor(
+      async () => {
+        if (proc.exitCode !== null) throw new Error(`nginx exited: ${err}`);
+        try {
+          await fetch(`${url}/v1/capability`);
+          return true;
+        } catch {
+          return null;
+        }
+      },
+      { what: 'nginx to listen' },
+    );
+  } catch (e) {
+    proc.kill('SIGKILL');
+    rmSync(prefix, { recursive: true, force: true });
+    throw e;
+  }
+  return {
+    url,
+    async stop() {
+      if (proc.exitCode === null) {
+        const exited = new Promise((r) => proc.once('exit', r));
+        proc.kill('SIGQUIT');
+        await exited;
+      }
+      rmSync(prefix, { recursive: true, force: true });
+    },
+  };
+}
