@@ -68,6 +68,14 @@ describe.skipIf(noAnalyze !== null)('systemd-analyze verify', () => {
     }
   }
 
+  it('accepts the Hub instance unit shipped in deploy/systemd (docs/deploy.md) without a complaint', () => {
+    const file = 'oh-hai-hub@.service';
+    const text = readFileSync(path.join(repoRoot, 'deploy', 'systemd', file), 'utf8').replaceAll('/usr/bin/oh-hai', ohHaiBin);
+    const r = verify(file, text, false);
+    expect(r.complaints).toEqual([]);
+    expect(r.status).toBe(0);
+  });
+
   it('accepts the user unit (--user) and the system unit without a complaint', () => {
     for (const [file, user] of [
       [USER_UNIT, true],

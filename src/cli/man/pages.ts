@@ -364,6 +364,8 @@ const hub: PageSpec = {
   commands: ['hub'],
   description: `oh-hai hub serve runs the project's reference Hub: MA2H 0.5 on node:http with a SQLite store, for tests, demos and small deployments. It listens on 127.0.0.1 by default, prints hub: listening on <url> when ready, serves the web inbox at / (sign in with the human token), and stops cleanly on SIGTERM or SIGINT. The first start creates an account and writes its human token to <data>/human-token (0600).
 
+Given a PostgreSQL database (OH_HAI_HUB_DATABASE_URL, or --database without a password), any number of instances serve one deployment behind a load balancer: the database decides every race and every instant, NOTIFY carries pushes between instances, and MA2H_SIGNING_KEY is required (the same on every instance). --admin-listen serves /healthz, /readyz and /metrics on a separate address; --log-format json writes one JSON object per line. See docs/deploy.md and deploy/ (nginx, systemd).
+
 The other subcommands administer a running Hub over HTTP as the account's human: they read the human token from the data dir (--data, never argv) and the URL the Hub recorded there (or --hub). oh-hai hub agent add prints a new agent's token once. oh-hai hub session close is the operator kill-switch: the session's queued mail bounces, its bridge exits 14, and re-registering is refused until oh-hai hub lift.
 
 The test knobs (--lease-min-seconds, --stream-max-hold-seconds, \u2026) shrink every interval so a test suite runs in seconds; --fault-injection enables POST /v1/_faults, and is for tests only.`,
@@ -371,6 +373,9 @@ The test knobs (--lease-min-seconds, --stream-max-hold-seconds, \u2026) shrink e
     ['MA2H_SIGNING_KEY', 'The delivery HMAC key, when --signing-key is not given (prefer this: argv is visible to other users). Random per start when unset.'],
     ['MA2H_MAX_WAIT_SECONDS', 'The long-poll clamp, when --max-wait-seconds is not given (default 25).'],
     ['MA2H_AGENT_TOKENS', 'The Hub\u2019s configured token store: comma-separated <agent_id>=<token> pairs it accepts besides the agents it minted (the directory lists them with source "config").'],
+    ['OH_HAI_HUB_DATABASE_URL', 'Run on this PostgreSQL database (postgres://user@host:port/db) instead of SQLite; may carry the password (never printed or logged), or put it in PGPASSFILE.'],
+    envKnob('hubDbPoolMax'),
+    envKnob('hubListenRetryMs'),
     ['XDG_STATE_HOME', 'The default data dir is $XDG_STATE_HOME/oh-hai/hub (else ~/.local/state/oh-hai/hub).'],
     [
       'OH_HAI_HUB_SQLITE_DRIVER',

@@ -3,6 +3,7 @@ import type { CliIO } from '../../io.js';
 import { VERSION } from '../../version.js';
 import { EXIT } from '../../../core/index.js';
 import { usageError, type Outcome } from '../../outcome.js';
+import { readKnobs } from '../../../core/index.js';
 import { resolveDataDir } from './data-dir.js';
 import { hubLogSink, type LogFormat } from './serve-log.js';
 import type { ServeFlags } from './register.js';
@@ -42,8 +43,8 @@ async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
       ),
     };
   }
-  const knobs = databaseKnobs(io.env);
-  if (!knobs.ok) return knobs;
+  const knobs = readKnobs(io.env, ['hubDbPoolMax', 'hubListenRetryMs']);
+  if (!knobs.ok) return { ok: false, outcome: usageError(knobs.error.message, knobs.error.code) };
   const base = defaultHubConfig({
     dataDir: resolveDataDir(flags.data, io.env, io.cwd),
     signingKey: randomKey ? randomBytes(32).toString('hex') : givenKey,
@@ -74,7 +75,8 @@ async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
     agentDirectory: flags.agentDirectory !== false,
     configTokens,
     database: database.value,
-    ...knobs.value,
+    databasePoolMax: knobs.value.hubDbPoolMax,
+    listenRetryMs: knobs.value.hubListenRetryMs,
     sqliteDriver: driver.value,
   };
   const problem = checkConfig(config);
@@ -103,21 +105,6 @@ async function databaseOf(flags: ServeFlags, io: CliIO): Promise<Parsed<Database
     };
   }
   return { ok: true, value: parsed.value };
-}
-
-/** The database knobs from the environment (docs/deploy.md "Knobs"). */
-function databaseKnobs(env: NodeJS.ProcessEnv): Parsed<Pick<HubConfig, 'databasePoolMax' | 'listenRetryMs'>> {
-  const num = (name: string, dflt: number, integer: boolean): number | string => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return dflt;
-    const v = Number(raw);
-    return Number.isFinite(v) && v >= 0 && (!integer || Number.isInteger(v)) ? v : `${name} must be ${integer ? 'an integer' : 'a number'} ≥ 0, got "${raw}"`;
-  };
-  const pool = num('OH_HAI_HUB_DB_POOL_MAX', 10, true);
-  if (typeof pool === 'string') return { ok: false, outcome: usageError(pool) };
-  const retry = num('OH_HAI_HUB_LISTEN_RETRY_MS', 500, false);
-  if (typeof retry === 'string') return { ok: false, outcome: usageError(retry) };
-  return { ok: true, value: { databasePoolMax: pool, listenRetryMs: retry } };
 }
 
 /** Resolves on the first SIGTERM or SIGINT: the Hub's only way to stop, always a clean close. */
