@@ -13,8 +13,10 @@ export default defineConfig({
     ],
     // bridge.log rotation is not on the durable path, and its test starts processes off dist/.
     exclude: ['test/unit/spool/log-rotation.test.ts'],
-    pool: 'forks',
-    poolOptions: { forks: { maxForks: 1, minForks: 1 } },
+    // Worker threads, not forked processes: a fresh process per test file per mutant costs
+    // seconds on a loaded machine. Isolated, because the fault tests mock node:fs per file.
+    pool: 'threads',
+    poolOptions: { threads: { maxThreads: 1, minThreads: 1 } },
     testTimeout: 30_000,
   },
 });

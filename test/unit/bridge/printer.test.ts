@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Printer } from '../../../src/cli/commands/bridge/printer.js';
+import { Collected, Printer } from '../../../src/cli/commands/bridge/printer.js';
 import type { Output } from '../../../src/cli/io.js';
 import { ENTRY_FILES, openStateEntry, readCursor, type NewSpoolRecord, type StateEntry } from '../../../src/spool/index.js';
 import { fakeClock } from '../../../src/util/clock.js';
@@ -184,5 +184,56 @@ describe('Printer', () => {
       await w.printer().printAvailable();
       expect(w.out.taken.map(bounced)).toEqual([false, false]);
     });
+  });
+
+  describe('collecting instead of printing (the MCP server reads this way)', () => {
+    it('takes every record with its summary, leaves stdout and the cursor alone until commit, then makes the cursor durable', async () => {
+      const w = world([entryRecord('e1', 'one', 'sess_old'), entryRecord('e2', 'two')]);
+      w.entry.write('session', { id: 'sess_a', address: 'agent:agt_me#sess_a', name: null, pinned: false, lease_seconds: 900, expires_at: 'x', renewed_at: 0, history: [{ id: 'sess_old', address: 'agent:agt_me#sess_old', replaced_at: 0, reason: 'session_lapsed' }] });
+      const collected = new Collected();
+      const p = new Printer(w.entry, w.out, false, () => false, collected);
+      await p.printAvailable();
+      expect(w.out.taken).toEqual([]);
+      expect(readCursor(w.dir)).toEqual({ seq: 0, offset: 0 });
+      expect(collected.taken.map((t) => [t.item.record.seq, t.possiblyBounced])).toEqual([
+        [1, true],
+        [2, false],
+      ]);
+      expect(collected.taken[0]!.text).toMatch(/^\[mail 1\] POSSIBLY BOUNCED/);
+      expect(collected.taken[1]!.text).toMatch(/^\[mail 2\] ask from .*"two"\n$/);
+      expect(p.printed).toBe(2);
+      collected.commit();
+      expect(readCursor(w.dir)).toEqual({ seq: 2, offset: w.ends()[1] });
+      // a second commit with nothing new taken leaves the cursor where it is
+      w.entry.writeCursor({ seq: 1, offset: w.ends()[0]! });
+      collected.commit();
+      expect(readCursor(w.dir)).toEqual({ seq: 1, offset: w.ends()[0] });
+    });
+
+    it('a stop request ends the collection; nothing taken, nothing committed', async () => {
+      const w = world([entryRecord('e1'), entryRecord('e2')]);
+      const collected = new Collected();
+      await new Printer(w.entry, w.out, false, () => collected.taken.length >= 1, collected).printAvailable();
+      expect(collected.taken).toHaveLength(1);
+      const none = new Collected();
+      none.commit();
+      expect(readCursor(w.dir)).toEqual({ seq: 0, offset: 0 });
+      collected.commit();
+      expect(readCursor(w.dir).seq).toBe(1);
+    });
+
+    it('a transition is taken as an address change, never as possibly bounced', async () => {
+      const w = world([{ type: 'transition', event: 'address_changed', from_session: 'sess_a', to_session: 'sess_b', from_address: 'agent:agt_me#sess_a', to_address: 'agent:agt_me#sess_b', reason: 'session_lapsed' }]);
+      const collected = new Collected();
+      await new Printer(w.entry, w.out, false, () => false, collected).printAvailable();
+      expect(collected.taken.map((t) => [t.possiblyBounced, t.text.startsWith('[mail 1] address changed')])).toEqual([[false, true]]);
+    });
+  });
+
+  it('--raw escapes what a terminal must not see, so the line stays one line', async () => {
+    const w = world([entryRecord('e1', 'bidi \u202e and C1 \u0085')]);
+    await w.printer(true).printAvailable();
+    expect(w.out.taken[0]).not.toMatch(/[\u202e\u0085]/);
+    expect(w.out.taken[0]!.split('\n')).toHaveLength(2);
   });
 });
