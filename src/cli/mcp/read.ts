@@ -144,6 +144,9 @@ async function read(ctx: McpContext, seat: ReadSeat, waitSeconds: number, c: Ser
       return true;
     },
   };
+  // A call the client cancelled ends now, as a stop: its answer is never sent, so it moves no cursor.
+  const onCancel = (): void => signal.fire();
+  c.mcpReq.signal.addEventListener('abort', onCancel, { once: true });
   let polls = 0;
   const ticker = setInterval(() => void progress(c, ++polls, `waiting for mail (${polls * 2} s)`).catch(() => undefined), 2000);
   let outcome;
@@ -151,6 +154,7 @@ async function read(ctx: McpContext, seat: ReadSeat, waitSeconds: number, c: Ser
     outcome = await new EntryReader({ leg, io, stop, knobs: knobs.value, raw: false, launch, collect }).execute();
   } finally {
     clearInterval(ticker);
+    c.mcpReq.signal.removeEventListener('abort', onCancel);
     stop.dispose();
     seat.current = null;
     releaseSeat(r.entry, ctx.io.pid);

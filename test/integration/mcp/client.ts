@@ -12,7 +12,7 @@ export interface McpRun {
   /** Everything the server wrote on stderr so far. */
   stderr(): string;
   /** A tool call's result, with the progress notifications it sent. */
-  call(name: string, args: Record<string, unknown>): Promise<ToolCall>;
+  call(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolCall>;
   close(): Promise<void>;
 }
 
@@ -47,9 +47,9 @@ export async function startMcp(p: Party, session: string, opts: { env?: NodeJS.P
     client,
     pid,
     stderr: () => stderr,
-    async call(name, args) {
+    async call(name, args, signal) {
       const progress: ToolCall['progress'] = [];
-      const r = await client.callTool({ name, arguments: args }, { onprogress: (p) => progress.push(p), timeout: 120_000, resetTimeoutOnProgress: true });
+      const r = await client.callTool({ name, arguments: args }, { onprogress: (p) => progress.push(p), timeout: 120_000, resetTimeoutOnProgress: true, signal });
       const content = (r.content ?? []) as { type: string; text?: string }[];
       return {
         isError: r.isError === true,

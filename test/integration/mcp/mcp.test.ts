@@ -223,6 +223,19 @@ describe('oh-hai mcp: oh_hai_read', () => {
     }
   });
 
+  it('a read the client cancels gives the seat back at once and moves no cursor; the server keeps serving', async () => {
+    const m = keep(await startMcp(world.bob, 'bob-read'));
+    const dir = entryDirOf(world.bob, world.hub, 'bob-read');
+    const cancel = new AbortController();
+    const waiting = m.call('oh_hai_read', { wait_seconds: 30 }, cancel.signal).catch((e: Error) => e);
+    await waitFor(() => existsSync(file(dir, 'reader.json')) && readFileSync(file(dir, 'reader.json'), 'utf8').includes(`"pid":${m.pid}`), { what: 'the read to claim the seat' });
+    cancel.abort();
+    expect(await waiting).toBeInstanceOf(Error);
+    await waitFor(() => !existsSync(file(dir, 'reader.json')), { what: 'the seat given back', timeoutMs: 10_000 });
+    const next = await m.call('oh_hai_read', {});
+    expect(next.isError, next.text).toBe(false);
+  });
+
   it('a server killed -9 while its answer is unwritten moved no cursor: the next bridge prints every record', async () => {
     const s = await register(world.bob, world.hub, 'bob-kill');
     const dir = entryDirOf(world.bob, world.hub, 'bob-kill');
