@@ -160,7 +160,7 @@ describe('README.md', () => {
     it('is install, demo and test, and `npm test` is what CI runs', () => {
       expect(commands).toEqual(['npm install', 'npm run demo', 'npm test']);
       // Running the suite from inside itself would recurse: CI is where `npm test` runs.
-      expect(readFileSync(path.join(repoRoot, '.ci', 'run'), 'utf8')).toMatch(/^npm test$/m);
+      expect(readFileSync(path.join(repoRoot, '.ci', 'run'), 'utf8')).toMatch(/^\s*npm test( \|\| failed=1)?$/m);
     });
 
     const git = spawnSync('git', ['-C', repoRoot, 'rev-parse', '--is-inside-work-tree'], { encoding: 'utf8' });
