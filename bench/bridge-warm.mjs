@@ -67,6 +67,8 @@ try {
   }
   const fmt = (xs) => `p50 ${percentile(xs, 50).toFixed(1)} ms, p90 ${percentile(xs, 90).toFixed(1)} ms, min ${Math.min(...xs).toFixed(1)} ms`;
   const width = Math.max(...subjects.map((s) => s.label.length)) + 1;
+  // Every subject runs on this Node (the Hub too): run the bench with another node to measure that line.
+  console.log(`bridge-warm: Node ${process.version} (${process.execPath}), ${RUNS} runs, ${RECORDS} records`);
   for (const s of subjects) console.log(`${(s.label + ':').padEnd(width)} ${fmt(s.ms)}`);
   const bare = percentile(subjects[0].ms, 50);
   for (const s of subjects.slice(1)) console.log(`ratio (p50): ${(percentile(s.ms, 50) / bare).toFixed(2)}× bare node (target ≤ 2×) — ${s.label}`);
