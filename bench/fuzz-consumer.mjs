@@ -8,7 +8,7 @@
 // every spooled line is sealed, well-formed, addressed to this agent, once per entry, and a
 // message that was really sent; nothing acknowledged at the Hub is unprinted; nothing
 // sent is lost. Exits 1 on any violation. Needs `npm run build`.
-//   node bench/fuzz-consumer.mjs [--streams 10000] [--seed N]
+//   node bench/fuzz-consumer.mjs [--streams 10000] [--seed N] [--minutes M]
 // `npm test` runs it with --streams 300 (test/integration/reliability/fuzz-consumer.test.ts).
 import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
@@ -24,6 +24,8 @@ import { numberArg, pause, seeded, startKillableHub } from './reliability-world.
 const STREAMS = numberArg('--streams', 10_000);
 const SEED = numberArg('--seed', Date.now() % 1_000_000);
 const DRAIN_SECONDS = numberArg('--drain-seconds', 180);
+// A bound on the mutating phase for a shared machine: the run stops mutating at it and says so.
+const MINUTES = numberArg('--minutes', Infinity);
 const rng = seeded(SEED);
 console.log(`fuzz-consumer: seed ${SEED}, ${STREAMS} mutated streams (replay: node bench/fuzz-consumer.mjs --streams ${STREAMS} --seed ${SEED})`);
 
@@ -261,7 +263,8 @@ const started = Date.now();
 const consumers = consumerLoop();
 const sender = sendLoop();
 let lastReport = 0;
-while (streams < STREAMS) {
+const stopAt = started + MINUTES * 60_000;
+while (streams < STREAMS && Date.now() < stopAt) {
   await pause(200);
   if (streams - lastReport >= Math.max(50, STREAMS / 20)) {
     lastReport = streams;
@@ -322,7 +325,7 @@ await hub.stop();
 rmSync(tmp, { recursive: true, force: true });
 
 console.log(`fuzz-consumer: seed ${SEED}; ${((Date.now() - started) / 1000).toFixed(0)} s (final drain ${((Date.now() - drainStarted) / 1000).toFixed(0)} s)`);
-console.log(`streams mutated: ${streams} (${Object.entries(byKind).map(([k, v]) => `${k} ${v}`).join(', ')})`);
+console.log(`streams mutated: ${streams}${streams < STREAMS ? ` (stopped by --minutes ${MINUTES})` : ''} (${Object.entries(byKind).map(([k, v]) => `${k} ${v}`).join(', ')})`);
 console.log(`consumer exits: ${Object.entries(exits).map(([c, n]) => `${c}×${n}`).join(', ')}; undocumented or crashes: ${undocumented.length}${undocumented.length ? ' ' + JSON.stringify(undocumented.slice(0, 3)) : ''}`);
 console.log(`messages: sent ${sent.size}, spooled ${seenIds.size}, printed ${printedAt.size}, lost ${lost}, acked-before-printed ${ackedUnprinted}, unverified in spool ${violations.length}, altered in transit ${altered}; drained: ${drained ? 'yes' : 'NO'}`);
 if (violations.length) console.log(`violations: ${violations.slice(0, 5).join('; ')}`);

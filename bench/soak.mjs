@@ -5,7 +5,7 @@
 // lost, duplicated-beyond and acked-before-printed are all 0 and no process exited with a
 // code nobody caused. Seeded: the same --seed replays the same schedule (the machine's
 // timing still varies). Needs `npm run build`.
-//   node bench/soak.mjs [--kills 1000] [--seed N] [--drain-seconds 300]
+//   node bench/soak.mjs [--kills 1000] [--seed N] [--drain-seconds 300] [--minutes M]
 // `npm test` runs it with --kills 50 (test/integration/reliability/soak.test.ts).
 import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
@@ -16,6 +16,8 @@ import { numberArg, pause, seeded, startKillableHub } from './reliability-world.
 const KILLS = numberArg('--kills', 1000);
 const SEED = numberArg('--seed', Date.now() % 1_000_000);
 const DRAIN_SECONDS = numberArg('--drain-seconds', 300);
+// A bound on the killing phase for a shared machine: the run stops killing at it and says so.
+const MINUTES = numberArg('--minutes', Infinity);
 const rng = seeded(SEED);
 console.log(`soak: seed ${SEED}, ${KILLS} kills (replay: node bench/soak.mjs --kills ${KILLS} --seed ${SEED})`);
 
@@ -109,7 +111,8 @@ async function audit() {
 }
 
 async function killLoop() {
-  for (let k = 0; k < KILLS; k += 1) {
+  const stopAt = Date.now() + MINUTES * 60_000;
+  for (let k = 0; k < KILLS && Date.now() < stopAt; k += 1) {
     await pause(rng.int(100, 700));
     let target = rng.pick(['consumer', 'reader', 'hub']);
     const cpid = consumerPid();
@@ -172,7 +175,7 @@ const duplicates = [...printed.values()].reduce((n, c) => n + (c - 1), 0);
 const beyond = Math.max(0, duplicates - kills.reader);
 const total = kills.consumer + kills.reader + kills.hub;
 console.log(`soak: seed ${SEED}; ${((Date.now() - started) / 1000).toFixed(0)} s; ${readerRuns} reader runs`);
-console.log(`kills: ${total} (consumer ${kills.consumer}, reader ${kills.reader}, hub ${kills.hub})`);
+console.log(`kills: ${total}${total < KILLS ? ` (stopped by --minutes ${MINUTES})` : ''} (consumer ${kills.consumer}, reader ${kills.reader}, hub ${kills.hub})`);
 console.log(`messages: sent ${sent.size}, printed ${[...sent].filter((id) => printed.has(id)).length}, lost ${lost.length}, duplicated ${duplicates} (beyond one per reader kill: ${beyond}), acked-before-printed ${ackedBeforePrinted.size}`);
 console.log(`unexpected exits: ${unexpectedExits.length}${unexpectedExits.length ? ' ' + JSON.stringify(unexpectedExits.slice(0, 5)) : ''}; drained: ${drained ? 'yes' : 'NO'}`);
 const ok = drained && lost.length === 0 && beyond === 0 && ackedBeforePrinted.size === 0 && unexpectedExits.length === 0;
