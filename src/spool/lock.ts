@@ -32,6 +32,13 @@ export interface LockOptions {
 // streams and readline into every run that merely imports this module (docs/performance.md).
 const keepDirectory = () => ({ ...fs, rmdir: (_p: string, cb: (err: null) => void) => cb(null) });
 
+/**
+ * An fs for proper-lockfile's lock whose lock directory is created 0700 (it calls
+ * mkdir(path, cb), which under the usual umask 022 gives 0755): the state entry is
+ * private all the way down (test/integration/bridge/privacy.test.ts).
+ */
+const privateDirectory = () => ({ ...fs, mkdir: (p: string, cb: (err: NodeJS.ErrnoException | null) => void) => fs.mkdir(p, { mode: 0o700 }, cb) });
+
 interface Identity {
   ino: number;
   birth: number;
@@ -61,6 +68,7 @@ export async function acquireLock(dir: string, name: string, opts: LockOptions):
     unlock = await lockfile.lock(lockPath, {
       lockfilePath: lockPath,
       realpath: false,
+      fs: privateDirectory(),
       stale: staleMs,
       retries: 0,
       onCompromised: (err: Error) => {
