@@ -12,6 +12,8 @@ import { Agent, request } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { hubReady } from './bridge-world.mjs';
+import { holdStream, pushTimer } from './hub-streams.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const admin = process.env.OH_HAI_BENCH_DATABASE_URL;
@@ -52,16 +54,7 @@ function startHub(dir, env) {
     env: { ...process.env, MA2H_SIGNING_KEY: KEY, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const url = new Promise((resolve, reject) => {
-    let out = '';
-    hub.stdout.setEncoding('utf8').on('data', (d) => {
-      out += d;
-      const m = /hub: listening on (\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    hub.once('exit', (code) => reject(new Error(`hub exited ${code}`)));
-  });
-  return { proc: hub, url };
+  return { proc: hub, url: hubReady(hub) };
 }
 
 function call(base, method, p, token, body) {
@@ -115,44 +108,10 @@ async function run(label, instances, database) {
       for (const [j, s] of made.entries()) sessions.push({ token: a.token, id: s.session.id, address: s.session.address, url: urls[(i + j) % urls.length] });
     }
 
-    const sentAt = new Map();
-    const arrivedAt = new Map();
-    const latencies = [];
+    const timer = pushTimer();
     let opened = 0;
     const open = [];
-    const stream = (s, first) => {
-      const req = request(`${s.url}/v1/inbox/stream?session=${s.id}`, { agent: false, headers: { accept: 'text/event-stream', authorization: `Bearer ${s.token}` } });
-      open.push(req);
-      req.on('response', (res) => {
-        let buf = '';
-        res.setEncoding('utf8').on('data', (d) => {
-          buf += d;
-          let cut;
-          while ((cut = buf.indexOf('\n\n')) >= 0) {
-            const frame = buf.slice(0, cut);
-            buf = buf.slice(cut + 2);
-            if (first && frame.startsWith('event: open')) {
-              first = false;
-              opened++;
-            }
-            if (!frame.startsWith('event: entries')) continue;
-            const now = performance.now();
-            for (const d of JSON.parse(frame.slice(frame.indexOf('data: ') + 6)).messages) {
-              const id = d.entry.message_id;
-              const t0 = sentAt.get(id);
-              if (t0 !== undefined) {
-                latencies.push(now - t0);
-                sentAt.delete(id);
-              } else if (!arrivedAt.has(id)) arrivedAt.set(id, now);
-            }
-          }
-        });
-        res.on('end', () => setImmediate(() => stream(s, false)));
-      });
-      req.on('error', () => undefined);
-      req.end();
-    };
-    for (const s of sessions) stream(s, true);
+    for (const s of sessions) open.push(...holdStream(s, timer, { onOpen: () => opened++ }));
     const openDeadline = performance.now() + 300_000;
     while (opened < STREAMS && performance.now() < openDeadline) await new Promise((r) => setTimeout(r, 50));
 
@@ -165,28 +124,22 @@ async function run(label, instances, database) {
         const s = sessions[Math.floor(Math.random() * sessions.length)];
         const start = performance.now();
         const r = await call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, { to: s.address, intent: 'notify', text: `bench ${n}` });
-        const arrived = arrivedAt.get(r.message.id);
-        if (arrived !== undefined) {
-          latencies.push(arrived - start);
-          arrivedAt.delete(r.message.id);
-        } else sentAt.set(r.message.id, start);
+        timer.sent(r.message.id, start);
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
     const sendSeconds = (performance.now() - t0) / 1000;
-    while (latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
+    while (timer.latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
     const cpu = hubs.reduce((sum, h, i) => sum + cpuOf(h.proc.pid) - cpu0[i], 0);
     for (const r of open) r.destroy();
-    latencies.sort((a, b) => a - b);
-    const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))];
     return {
       label,
       instances,
       streams: opened,
       sendsPerSecond: MESSAGES / sendSeconds,
-      p50: pct(50),
-      p99: pct(99),
-      seen: latencies.length,
+      p50: timer.pct(50),
+      p99: timer.pct(99),
+      seen: timer.latencies.length,
       cpuMsPerSend: (cpu * 1000) / MESSAGES,
     };
   } finally {

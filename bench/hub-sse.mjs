@@ -8,6 +8,7 @@ import { request } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { holdStream, pushTimer } from './hub-streams.mjs';
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -61,49 +62,11 @@ for (let i = 0; i < SESSIONS; i++) {
   sessions.push({ token: a.token, id: s.session.id, address: s.session.address });
 }
 
-// A push can beat the send's own HTTP answer back to this process, so arrivals are kept
-// until the send's start time is known.
-const sentAt = new Map();
-const arrivedAt = new Map();
-const latencies = [];
+const timer = pushTimer();
 let connects = 0;
 let opened = 0;
-
-/** One stream per session, reconnecting at once on the hold bound (as a bridge does). */
-function stream(s, first) {
-  const req = request(`${url}/v1/inbox/stream?session=${s.id}`, { agent: false, headers: { accept: 'text/event-stream', authorization: `Bearer ${s.token}` } });
-  req.on('response', (res) => {
-    connects++;
-    let buf = '';
-    res.setEncoding('utf8').on('data', (d) => {
-      buf += d;
-      let cut;
-      while ((cut = buf.indexOf('\n\n')) >= 0) {
-        const frame = buf.slice(0, cut);
-        buf = buf.slice(cut + 2);
-        if (first && frame.startsWith('event: open')) {
-          first = false;
-          opened++;
-        }
-        if (!frame.startsWith('event: entries')) continue;
-        const now = performance.now();
-        for (const d of JSON.parse(frame.slice(frame.indexOf('data: ') + 6)).messages) {
-          const id = d.entry.message_id;
-          const t0 = sentAt.get(id);
-          if (t0 !== undefined) {
-            latencies.push(now - t0);
-            sentAt.delete(id);
-          } else if (!arrivedAt.has(id)) arrivedAt.set(id, now);
-        }
-      }
-    });
-    res.on('end', () => setImmediate(() => stream(s, false)));
-  });
-  req.on('error', () => setTimeout(() => stream(s, false), 100));
-  req.end();
-}
 const rssIdle = rssKb();
-for (const s of sessions) stream(s, true);
+for (const s of sessions) holdStream({ ...s, url }, timer, { onOpen: () => opened++, onConnect: () => connects++ });
 while (opened < SESSIONS) await new Promise((r) => setTimeout(r, 20));
 const rssOpen = rssKb();
 
@@ -115,14 +78,11 @@ async function worker() {
     const s = sessions[Math.floor(Math.random() * sessions.length)];
     const start = performance.now();
     const r = await call('POST', '/v1/messages', sender.token, { to: s.address, intent: 'notify', text: `bench ${next}` });
-    const arrived = arrivedAt.get(r.message.id);
-    if (arrived !== undefined) {
-      latencies.push(arrived - start);
-      arrivedAt.delete(r.message.id);
-    } else sentAt.set(r.message.id, start);
+    timer.sent(r.message.id, start);
   }
 }
 await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+const latencies = timer.latencies;
 while (latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
 const elapsed = (performance.now() - t0) / 1000;
 
