@@ -85,7 +85,7 @@ try {
   const rss = watchRss(hub.pid);
   const t0 = performance.now();
   // The same node flags the bridge starts its connection with.
-  const { CONSUMER_NODE_FLAGS } = await import('../dist/cli/commands/bridge/consumer-flags.js');
+  const { CONSUMER_NODE_FLAGS } = await import('../dist/reader/consumer-flags.js');
   consumer = spawn(process.execPath, [...CONSUMER_NODE_FLAGS, '--import', COUNT_FSYNCS, bin, '__consumer', '--entry', dir], {
     env: { ...env, OH_HAI_BENCH_FSYNC_OUT: fsyncOut },
     stdio: 'ignore',

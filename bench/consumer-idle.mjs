@@ -40,7 +40,7 @@ try {
   };
   writeFileSync(path.join(dir, 'settings.json'), JSON.stringify(settings) + '\n', { mode: 0o600 });
   // The same node flags the bridge starts its connection with.
-  const { CONSUMER_NODE_FLAGS } = await import('../dist/cli/commands/bridge/consumer-flags.js');
+  const { CONSUMER_NODE_FLAGS } = await import('../dist/reader/consumer-flags.js');
   consumer = spawn(process.execPath, [...CONSUMER_NODE_FLAGS, bin, '__consumer', '--entry', dir], { env, stdio: 'ignore' });
   await until(() => {
     try {

@@ -1,5 +1,5 @@
 import type { CliIO } from './io.js';
-import type { Outcome } from './outcome.js';
+import type { Outcome } from '../core/index.js';
 
 /** What program.ts hands a command registration: the IO to use and where to put the outcome. */
 export interface CommandHost {

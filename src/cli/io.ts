@@ -4,12 +4,8 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { EscapingOutput } from './escaping-output.js';
 import { FdOutput } from './fd-output.js';
+import type { Output } from '../util/output.js';
 
-/** What a command writes to: process.stdout/stderr, an FdOutput, or a test's PassThrough. */
-export interface Output {
-  write(text: string, cb?: (err?: Error | null) => void): boolean;
-  on(event: 'error', listener: (err: Error) => void): unknown;
-}
 
 /** An output of this process: the entry waits for it to drain before exiting. */
 export interface ProcessOutput extends Output {
@@ -59,11 +55,4 @@ export function processIO(outputs: 'streams' | 'descriptors' = 'streams'): Proce
     self: { execPath: process.execPath, args: [mainScript()] },
     pid: process.pid,
   };
-}
-
-/** Write and resolve once the bytes have been handed to the OS (for pipes: flushed). */
-export function writeFlushed(stream: Output, text: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    stream.write(text, (err?: Error | null) => (err ? reject(err) : resolve()));
-  });
 }

@@ -2,10 +2,9 @@ import type { Command } from 'commander';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { CommandGroup } from './commands/index.js';
-import { EXIT, defaultStateRoot } from '../core/index.js';
+import { EXIT, defaultStateRoot, type Outcome } from '../core/index.js';
 import type { CommandHost } from './host.js';
 import { processIO, type CliIO } from './io.js';
-import type { Outcome } from './outcome.js';
 import { escapeUnsafe } from '../util/escape.js';
 import { VERSION } from './version.js';
 

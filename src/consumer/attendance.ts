@@ -1,11 +1,5 @@
-import type { ProcessStamp, ReaderRecord, RecordRead } from '../spool/index.js';
+import type { ProcessStamp, ReaderRecord, RecordRead, Liveness } from '../spool/index.js';
 
-/**
- * Attendance is a heartbeat, not a pid (product doc: "The unattended bound"): a reader
- * attends while its record exists, its heartbeat is fresh, it is inside the deadline it
- * declared, and both it and the process that started it still exist (pid AND start time).
- */
-export type Liveness = 'alive' | 'dead' | 'unknown';
 
 export interface AttendanceProbe {
   nowMs: number;

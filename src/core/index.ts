@@ -6,3 +6,4 @@ export * from './result.js';
 export * from './coded.js';
 export * from './state-root.js';
 export * from './knobs.js';
+export * from './outcome.js';

@@ -93,12 +93,15 @@ export function stampOf(pid: number): ProcessStamp {
 
 export const selfStamp = (pid: number = process.pid): ProcessStamp => stampOf(pid);
 
+/** Whether a stamped process still runs: the one answer every judge of a record uses. */
+export type Liveness = 'alive' | 'dead' | 'unknown';
+
 /**
  * Is the process a record names still that process? 'unknown' when it cannot be told from
  * here: another host (pids are host-local; only a heartbeat can age it out), or a live
  * pid whose start time cannot be read to compare.
  */
-export function isSameProcessAlive(stamp: ProcessStamp): 'alive' | 'dead' | 'unknown' {
+export function isSameProcessAlive(stamp: ProcessStamp): Liveness {
   if (stamp.host !== hostName()) return 'unknown';
   const state = processState(stamp.pid);
   if (exited(state)) return 'dead';

@@ -11,7 +11,7 @@ function documentedKnobs(): Map<string, string> {
   const text = readFileSync(path.join(repoRoot, 'docs/internals.md'), 'utf8');
   const section = text.slice(text.indexOf('## Knobs'), text.indexOf('\n## ', text.indexOf('## Knobs') + 1));
   const rows = new Map<string, string>();
-  for (const m of section.matchAll(/^\| `(OH_HAI_[A-Z_]+)` \| ([^|]*) \|/gm)) rows.set(m[1] ?? '', (m[2] ?? '').trim());
+  for (const m of section.matchAll(/^\| `(OH_HAI_[A-Z_]+)` *\| *([^|]*?) *\|/gm)) rows.set(m[1] ?? '', (m[2] ?? '').trim());
   return rows;
 }
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { CommandHost } from '../host.js';
 import type { CliIO } from '../io.js';
-import type { Outcome } from '../outcome.js';
+import type { Outcome } from '../../core/index.js';
 
 /**
  * Every command group registers itself here. A registration only declares flags;

@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { CliIO } from '../io.js';
-import { resolveAgentAccess, type AgentAccess, type MessagingKnobs } from '../commands/messaging/index.js';
+import { resolveAgentAccess, type AgentAccess, type MessagingKnobs } from '../messaging/index.js';
 import { EXIT } from '../../core/index.js';
 import type { ResolveFlags } from '../resolve/index.js';
 import type { LineTransport } from './stdio.js';

@@ -2,14 +2,10 @@ import { unlinkSync } from 'node:fs';
 import type { CallToolResult, McpServer, ServerContext } from '@modelcontextprotocol/server';
 import { ENTRY_FILES, hostName, processStartTime, type StateEntry } from '../../spool/index.js';
 import { formatDuration } from '../../util/duration.js';
-import { displacedBy, sameProcess } from '../commands/bridge/attendance.js';
-import type { HolderFacts } from '../commands/bridge/holder.js';
-import { readReaderKnobs } from '../commands/bridge/reader.js';
-import { Collected } from '../commands/bridge/printer.js';
-import { EntryReader, sessionLeg } from '../commands/bridge/reader.js';
-import { StopRequest, type HandledSignal, type SignalSource } from '../commands/bridge/signals.js';
+import { Collected, displacedBy, EntryReader, readReaderKnobs, sameProcess, StopRequest, type HandledSignal, type HolderFacts, type SignalSource } from '../../reader/index.js';
+import { sessionLeg } from '../session-leg.js';
 import { EXIT } from '../../core/index.js';
-import type { Output } from '../io.js';
+import type { Output } from '../../util/output.js';
 import { processInspector, resolveBridge } from '../resolve/index.js';
 import { guarded, NAME, type McpContext } from './context.js';
 import { readRecord } from './records.js';
@@ -28,10 +24,6 @@ import { seconds, strictArgs } from './schemas.js';
  *   mail goes. The refusal (exit 10) names it.
  * - The cursor moves only once the answer has been written to stdout (LineTransport.afterSent):
  *   a server killed before then returned nothing, and the next read or bridge prints it all.
- *
- * TODO(house, #13): this reaches into src/cli/commands/bridge (EntryReader, Printer's
- * Collected, attendance, knobs, signals); it moves to src/reader's entry point once the
- * reader is a library.
  */
 
 /** The read in flight, if any: a SIGTERM is a displacing bridge's when the displacement notice names this process. */
@@ -119,16 +111,15 @@ async function read(ctx: McpContext, seat: ReadSeat, waitSeconds: number, c: Ser
   const signal = new DisplacementSignal();
   const stop = new StopRequest(signal);
   const collect = new Collected();
-  const launch = async (req: Parameters<typeof import('../spawn/index.js').launchDetached>[0]) => (await import('../spawn/index.js')).launchDetached(req);
+  const launch = async (req: Parameters<typeof import('../../spawn/index.js').launchDetached>[0]) => (await import('../../spawn/index.js')).launchDetached(req);
   const named = {
     allowFrom: (ctx.flags.allowFrom ?? []).length > 0,
     transport: ctx.flags.transport !== undefined,
     interval: ctx.flags.interval !== undefined,
     maxRetries: ctx.flags.maxRetries !== undefined,
   };
-  const run = { resolved: r, io, stop, knobs: knobs.value, named, raw: false, agent: ctx.flags.agent ?? null, launch, collect };
   const leg = {
-    ...sessionLeg(run),
+    ...sessionLeg(r, named, ctx.flags.agent ?? null, io),
     name: NAME,
     logName: 'mcp reader',
     declared: false,

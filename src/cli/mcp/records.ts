@@ -1,6 +1,5 @@
 import { validateEntry } from '../../hub/contract/index.js';
-import type { TakenRecord } from '../commands/bridge/printer.js';
-import { UNTRUSTED } from '../commands/bridge/summary.js';
+import { type TakenRecord, UNTRUSTED } from '../../reader/index.js';
 
 /**
  * One record oh_hai_read returns: what the bridge prints for it (`line`), and the same facts

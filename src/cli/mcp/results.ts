@@ -1,6 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import { BRIDGE_EXIT_TABLE, EXIT } from '../../core/index.js';
-import type { CodedError } from '../../core/index.js';
+import { BRIDGE_EXIT_TABLE, EXIT, type CodedError } from '../../core/index.js';
 
 /**
  * What a tool hands back. A success carries the lines the CLI would print (for the model to

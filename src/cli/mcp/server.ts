@@ -1,9 +1,8 @@
 import { McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
-import { readMessagingKnobs } from '../commands/messaging/index.js';
-import { SIGNAL_EXIT } from '../../core/index.js';
+import { readMessagingKnobs } from '../messaging/index.js';
+import { SIGNAL_EXIT, toOutcome, type Outcome } from '../../core/index.js';
 import type { CliIO } from '../io.js';
-import { toOutcome, type Outcome } from '../outcome.js';
 import { VERSION } from '../version.js';
 import { NAME, type McpContext, type McpFlags } from './context.js';
 import { serverInstructions } from './instructions.js';

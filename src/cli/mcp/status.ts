@@ -1,8 +1,8 @@
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { describePolicy, parsePolicy } from '../../config/index.js';
 import { isSameProcessAlive, parseConsumerRecord, readRecord, ENTRY_FILES } from '../../spool/index.js';
-import { plain } from '../commands/bridge/summary.js';
-import { annotateEntry, sessionStatus, statusEpilogue, statusLines, type AgentAccess } from '../commands/messaging/index.js';
+import { plain } from '../../reader/index.js';
+import { annotateEntry, sessionStatus, statusEpilogue, statusLines, type AgentAccess } from '../messaging/index.js';
 import type { McpContext } from './context.js';
 import { toolError, toolResult } from './results.js';
 

@@ -1,6 +1,6 @@
 import type { CallToolResult, McpServer, ServerContext } from '@modelcontextprotocol/server';
 import type { MessageIntent } from '../../hub/contract/index.js';
-import { plain } from '../commands/bridge/summary.js';
+import { plain } from '../../reader/index.js';
 import {
   answerMessage,
   checkDestination,
@@ -16,7 +16,7 @@ import {
   waitResultLine,
   type AgentAccess,
   type Queued,
-} from '../commands/messaging/index.js';
+} from '../messaging/index.js';
 import { EXIT } from '../../core/index.js';
 import { asAgent, type McpContext } from './context.js';
 import { toolError, toolResult } from './results.js';

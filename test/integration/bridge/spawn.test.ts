@@ -8,7 +8,7 @@ import { repoRoot } from '../../helpers/cli.js';
 import { waitFor } from '../../helpers/wait.js';
 
 // The launcher runs its intermediate from dist/, so the test drives the built module.
-type SpawnModule = typeof import('../../../src/cli/spawn/index.js');
+type SpawnModule = typeof import('../../../src/spawn/index.js');
 const load = (): Promise<SpawnModule> => import(path.join(repoRoot, 'dist', 'cli', 'spawn', 'index.js')) as Promise<SpawnModule>;
 
 const sessionId = (pid: number): string | null => {

@@ -63,7 +63,7 @@ const NEVER = [
   // commander too: the plain re-run is parsed by bridge/options.ts.
   /^node_modules\/(undici|eventsource-parser|better-sqlite3|proper-lockfile|graceful-fs|commander)\//,
   /^dist\/hub\/(server|client)\//,
-  /^dist\/cli\/spawn\//,
+  /^dist\/spawn\//,
   /^dist\/cli\/man\//,
   // Other command groups: neither their registration nor their run modules.
   /^dist\/cli\/commands\/(?!bridge\/|index\.js$)/,

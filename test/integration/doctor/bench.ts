@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { DoctorReport } from '../../../src/cli/commands/doctor/index.js';
+import type { DoctorReport } from '../../../src/cli/doctor/index.js';
 import type { Entry } from '../../../src/hub/contract/types.js';
 import {
   openStateEntry,

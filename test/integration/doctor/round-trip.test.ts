@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DOCTOR_EXIT } from '../../../src/core/exit.js';
-import { STEP_NAMES } from '../../../src/cli/commands/doctor/report.js';
+import { STEP_NAMES } from '../../../src/cli/doctor/report.js';
 import { runOhHai } from '../../helpers/cli.js';
 import { hubCall, startHub, type FaultRule, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planConnection, type ConnectionFacts } from '../../../src/cli/commands/bridge/connection.js';
+import { planConnection, type ConnectionFacts } from '../../../src/reader/connection.js';
 import type { ConsumerRecord, ConsumerSettings } from '../../../src/spool/records.js';
 import { consumerRecord, consumerSettings } from '../../helpers/records.js';
 

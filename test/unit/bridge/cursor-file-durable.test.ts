@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { CursorFile } from '../../../src/cli/commands/bridge/cursor-file.js';
+import { CursorFile } from '../../../src/reader/cursor-file.js';
 import { readCursor } from '../../../src/spool/index.js';
 import { io } from '../../helpers/fs-faults.js';
 

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CursorFile } from '../../../src/cli/commands/bridge/cursor-file.js';
+import { CursorFile } from '../../../src/reader/cursor-file.js';
 import { readCursor } from '../../../src/spool/index.js';
 
 let dir = '';

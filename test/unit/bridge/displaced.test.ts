@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { displacedBy, noteDisplaced } from '../../../src/cli/commands/bridge/attendance.js';
+import { displacedBy, noteDisplaced } from '../../../src/reader/attendance.js';
 import { openStateEntry, type StateEntry } from '../../../src/spool/index.js';
 
 const dirs: string[] = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { leaseEpilogue, warningWindowMs, type ConsumerView } from '../../../src/cli/commands/bridge/epilogue.js';
+import { leaseEpilogue, warningWindowMs, type ConsumerView } from '../../../src/reader/epilogue.js';
 import type { ConsumerRecord, RecordRead, SessionRecord } from '../../../src/spool/records.js';
 import { consumerRecord } from '../../helpers/records.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decideHolder, readerRefusal, type HolderFacts } from '../../../src/cli/commands/bridge/holder.js';
+import { decideHolder, readerRefusal, type HolderFacts } from '../../../src/reader/holder.js';
 import type { ReaderRecord, RecordRead, SessionRecord } from '../../../src/spool/records.js';
 import { readerRecord } from '../../helpers/records.js';
 

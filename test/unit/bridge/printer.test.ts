@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Collected, Printer } from '../../../src/cli/commands/bridge/printer.js';
-import type { Output } from '../../../src/cli/io.js';
+import { Collected, Printer } from '../../../src/reader/printer.js';
+import type { Output } from '../../../src/util/output.js';
 import { ENTRY_FILES, openStateEntry, readCursor, type NewSpoolRecord, type StateEntry } from '../../../src/spool/index.js';
 import { fakeClock } from '../../../src/util/clock.js';
 

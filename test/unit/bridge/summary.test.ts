@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Entry } from '../../../src/hub/contract/types.js';
-import { entrySummary, quoteText, transitionSummary, UNTRUSTED } from '../../../src/cli/commands/bridge/summary.js';
+import { entrySummary, quoteText, transitionSummary, UNTRUSTED } from '../../../src/reader/summary.js';
 
 const base = { id: 'ent_1', from: 'agent:agt_peer#sess_p', to: 'agent:agt_me#sess_m', created_at: '2026-09-18T14:33:07.000Z' };
 const line = (entry: Entry, possiblyBounced: { session: string } | null = null) => entrySummary({ seq: 7, entry, possiblyBounced });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { readerAttendance, UnattendedClock, type AttendanceProbe, type Liveness } from '../../../src/consumer/attendance.js';
-import type { ProcessStamp, ReaderRecord, RecordRead } from '../../../src/spool/index.js';
+import { readerAttendance, UnattendedClock, type AttendanceProbe } from '../../../src/consumer/attendance.js';
+import type { Liveness, ProcessStamp, ReaderRecord, RecordRead } from '../../../src/spool/index.js';
 import { readerRecord } from '../../helpers/records.js';
 
 const T0 = 1_000_000;

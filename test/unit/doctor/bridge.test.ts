@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Liveness } from '../../../src/consumer/attendance.js';
-import { judgeBridge, judgeConsumer, judgeReader, judgeSession, judgeUnread, type Bound, type BridgeProbe, type HubSession } from '../../../src/cli/commands/doctor/checks/bridge.js';
-import type { BridgeFacts, UnreadRead } from '../../../src/cli/commands/doctor/checks/bridge-read.js';
+import type { Liveness } from '../../../src/spool/index.js';
+import { judgeBridge, judgeConsumer, judgeReader, judgeSession, judgeUnread, type Bound, type BridgeProbe, type HubSession } from '../../../src/cli/doctor/checks/bridge.js';
+import type { BridgeFacts, UnreadRead } from '../../../src/cli/doctor/checks/bridge-read.js';
 import type { Session } from '../../../src/hub/contract/index.js';
 import type { ConsumerRecord, ProcessStamp, ReaderRecord, RecordRead, SessionRecord } from '../../../src/spool/index.js';
 import { consumerRecord, readerRecord } from '../../helpers/records.js';

@@ -6,8 +6,8 @@ import {
   hubCheck,
   measureOffset,
   type CapabilityProbe,
-} from '../../../src/cli/commands/doctor/checks/hub.js';
-import { nodeCheck } from '../../../src/cli/commands/doctor/checks/node.js';
+} from '../../../src/cli/doctor/checks/hub.js';
+import { nodeCheck } from '../../../src/cli/doctor/checks/node.js';
 import type { AgentCredential } from '../../../src/config/index.js';
 import type { Coded } from '../../../src/core/index.js';
 import { checkCapability, type Capability, type Whoami } from '../../../src/hub/contract/index.js';

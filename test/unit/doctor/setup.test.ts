@@ -2,9 +2,9 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync }
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { configCheck, policyCheck } from '../../../src/cli/commands/doctor/checks/config.js';
-import { stateRootCheck } from '../../../src/cli/commands/doctor/checks/state-root.js';
-import { buildReport, check, renderJson, renderText, type Step } from '../../../src/cli/commands/doctor/report.js';
+import { configCheck, policyCheck } from '../../../src/cli/doctor/checks/config.js';
+import { stateRootCheck } from '../../../src/cli/doctor/checks/state-root.js';
+import { buildReport, check, renderJson, renderText, type Step } from '../../../src/cli/doctor/report.js';
 
 let root: string;
 beforeEach(() => {

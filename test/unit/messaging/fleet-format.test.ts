@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { FleetRow } from '../../../src/hub/contract/index.js';
-import { formatFleet } from '../../../src/cli/commands/messaging/fleet-lines.js';
-import { annotate } from '../../../src/cli/commands/messaging/fleet-view.js';
-import type { LocalAnnotation } from '../../../src/cli/commands/messaging/local-state.js';
+import { formatFleet } from '../../../src/cli/messaging/fleet-lines.js';
+import { annotate } from '../../../src/cli/messaging/fleet-view.js';
+import type { LocalAnnotation } from '../../../src/cli/messaging/local-state.js';
 
 const row = (id: string): FleetRow => ({
   address: `agent:agt_a#${id}`,

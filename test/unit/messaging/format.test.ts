@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../../../src/hub/contract/index.js';
-import { excerpt, formatTrack, priorMeaning, snapshotMeaning } from '../../../src/cli/commands/messaging/format.js';
-import { queuedLines, waitResultLine } from '../../../src/cli/commands/messaging/send-lines.js';
-import { listLine, showText } from '../../../src/cli/commands/messaging/message-lines.js';
+import { excerpt, formatTrack, priorMeaning, snapshotMeaning } from '../../../src/cli/messaging/format.js';
+import { queuedLines, waitResultLine } from '../../../src/cli/messaging/send-lines.js';
+import { listLine, showText } from '../../../src/cli/messaging/message-lines.js';
 
 const base: Message = {
   id: 'msg_1',

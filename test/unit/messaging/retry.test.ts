@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { HubResult } from '../../../src/hub/client/index.js';
-import { withRetries } from '../../../src/cli/commands/messaging/retry.js';
+import { withRetries } from '../../../src/cli/messaging/retry.js';
 
 const net: HubResult<string> = { ok: false, failure: { kind: 'network', message: 'ECONNRESET' } };
 const http = (status: number, code: string, retryAfterSeconds: number | null = null): HubResult<string> => ({

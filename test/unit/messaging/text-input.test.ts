@@ -2,7 +2,7 @@ import { Readable, PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { CliIO } from '../../../src/cli/io.js';
 import { fakeClock } from '../../../src/util/clock.js';
-import { readMessageText } from '../../../src/cli/commands/messaging/text-input.js';
+import { readMessageText } from '../../../src/cli/messaging/text-input.js';
 
 function io(stdin: string | null): CliIO {
   const input = stdin === null ? Object.assign(new PassThrough(), { isTTY: true }) : Readable.from([Buffer.from(stdin, 'utf8')]);

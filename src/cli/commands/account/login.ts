@@ -1,6 +1,6 @@
 import { checkExistingPolicy, requireHubUrl } from '../../../config/index.js';
 import type { CliIO } from '../../io.js';
-import { type Outcome, success, toOutcome, usageError } from '../../outcome.js';
+import { type Outcome, success, toOutcome, usageError } from '../../../core/index.js';
 import { envOutranksNote, loadSettings, say, storeToken, writePolicy } from './common.js';
 import { whoami } from './hub-access.js';
 import { readToken } from './token-input.js';

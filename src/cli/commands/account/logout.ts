@@ -1,6 +1,6 @@
 import { type HubCredentials, updateCredentials } from '../../../config/index.js';
 import type { CliIO } from '../../io.js';
-import { type Outcome, success, toOutcome } from '../../outcome.js';
+import { type Outcome, success, toOutcome } from '../../../core/index.js';
 import { envOutranksNote, loadSettings, say } from './common.js';
 
 export interface LogoutOptions {

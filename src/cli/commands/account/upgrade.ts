@@ -1,6 +1,6 @@
 import { checkExistingPolicy, requireHubUrl } from '../../../config/index.js';
 import type { CliIO } from '../../io.js';
-import { type Outcome, success, toOutcome } from '../../outcome.js';
+import { type Outcome, success, toOutcome } from '../../../core/index.js';
 import { loadSettings, say, writePolicy } from './common.js';
 
 export interface UpgradeOptions {

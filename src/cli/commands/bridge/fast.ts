@@ -1,5 +1,5 @@
 import type { CliIO } from '../../io.js';
-import type { Outcome } from '../../outcome.js';
+import type { Outcome } from '../../../core/index.js';
 import { parseBridgeArgv } from './options.js';
 import { run } from './run.js';
 

@@ -1,12 +1,12 @@
 import { hostName } from '../../../spool/index.js';
-import { formatExitTable, type Result } from '../../../core/index.js';
-import { writeFlushed, type CliIO } from '../../io.js';
-import { success, toOutcome, type Outcome } from '../../outcome.js';
+import { formatExitTable, type Result, success, toOutcome, type Outcome } from '../../../core/index.js';
+import { type CliIO } from '../../io.js';
+import { writeFlushed } from '../../../util/output.js';
 import { processInspector, resolveBridge } from '../../resolve/index.js';
-import type { LaunchRequest } from '../../spawn/index.js';
-import { NAME, Reader, readReaderKnobs } from './reader.js';
+import { BRIDGE_NAME as NAME, sessionLeg } from '../../session-leg.js';
+import type { LaunchRequest } from '../../../spawn/index.js';
+import { EntryReader, processSignals, readReaderKnobs, StopRequest, type NamedFlags, type SignalSource } from '../../../reader/index.js';
 import { retiredFlagWarnings, type RetiredFlagValues } from './retired.js';
-import { processSignals, StopRequest, type SignalSource } from './signals.js';
 
 /** `oh-hai bridge` flags as commander hands them over. */
 export interface BridgeOptions extends RetiredFlagValues {
@@ -32,7 +32,7 @@ export interface BridgeDeps {
 const defaults: BridgeDeps = {
   signals: processSignals,
   // Only a run that starts the connection needs the double fork; an adopting run never loads it.
-  launch: async (req) => (await import('../../spawn/index.js')).launchDetached(req),
+  launch: async (req) => (await import('../../../spawn/index.js')).launchDetached(req),
 };
 
 export async function run(opts: BridgeOptions, io: CliIO, deps: BridgeDeps = defaults): Promise<Outcome> {
@@ -48,19 +48,18 @@ export async function run(opts: BridgeOptions, io: CliIO, deps: BridgeDeps = def
     if (!knobs.ok) return toOutcome(knobs.error);
     const resolved = await resolveBridge({ flags: opts, io, create: true, host: hostName(), inspect: processInspector });
     if (!resolved.ok) return toOutcome(resolved.error);
-    return await new Reader({
-      resolved: resolved.value,
+    const named: NamedFlags = {
+      allowFrom: (opts.allowFrom ?? []).length > 0,
+      transport: opts.transport !== undefined,
+      interval: opts.interval !== undefined,
+      maxRetries: opts.maxRetries !== undefined,
+    };
+    return await new EntryReader({
+      leg: sessionLeg(resolved.value, named, opts.agent ?? null, io),
       io,
       stop,
       knobs: knobs.value,
-      named: {
-        allowFrom: (opts.allowFrom ?? []).length > 0,
-        transport: opts.transport !== undefined,
-        interval: opts.interval !== undefined,
-        maxRetries: opts.maxRetries !== undefined,
-      },
       raw: opts.raw === true || opts.json === true,
-      agent: opts.agent ?? null,
       launch: deps.launch,
     }).execute();
   } finally {

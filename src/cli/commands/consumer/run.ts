@@ -1,9 +1,8 @@
 import { runConsumer, type Stop } from '../../../consumer/index.js';
 import { hostName, type ConsumerSettings } from '../../../spool/index.js';
-import { EXIT } from '../../../core/index.js';
+import { EXIT, usageError, type Outcome } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
 import { VERSION } from '../../version.js';
-import { usageError, type Outcome } from '../../outcome.js';
 import type { ConsumerFlags } from './register.js';
 
 const RESOLVE_FLAGS = ['session', 'hub', 'stateHome', 'allowFrom', 'transport', 'interval', 'maxRetries', 'agent'] as const;

@@ -5,10 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { HubClient, type HubResult } from '../../../hub/client/index.js';
 import type { Message } from '../../../hub/contract/index.js';
-import { EXIT } from '../../../core/index.js';
+import { EXIT, type Outcome, usageError } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
 import { VERSION } from '../../version.js';
-import { usageError, type Outcome } from '../../outcome.js';
 
 class DemoStepFailed extends Error {
   constructor(

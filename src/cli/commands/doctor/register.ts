@@ -17,7 +17,7 @@ export const register: Registration = (program, host) => {
     .option('--agent <id>', 'which identity, when several tokens are configured')
     .addHelpText('after', `\nExit codes:\n${formatExitTable(DOCTOR_EXIT_TABLE)}`)
     .action(async (opts) => {
-      const { run } = await import('./run.js');
+      const { run } = await import('../../doctor/index.js');
       host.finish('oh-hai doctor', await run(opts, host.io));
     });
 };

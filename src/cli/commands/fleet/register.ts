@@ -1,5 +1,5 @@
 import type { Registration } from '../index.js';
-import { addAgentFlags } from '../messaging/flags.js';
+import { addAgentFlags } from '../../messaging/flags.js';
 
 const FLEET_HELP = `
 Every live session in the account, with its reachability as the Hub sees it:

@@ -1,6 +1,7 @@
-import { writeFlushed, type CliIO } from '../../io.js';
-import { success, toOutcome, type Outcome } from '../../outcome.js';
-import { fleetView, formatFleet, readMessagingKnobs, withAgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { type CliIO } from '../../io.js';
+import { writeFlushed } from '../../../util/output.js';
+import { success, toOutcome, type Outcome } from '../../../core/index.js';
+import { fleetView, formatFleet, readMessagingKnobs, withAgentAccess, type AgentFlagValues } from '../../messaging/index.js';
 
 export async function runFleet(opts: AgentFlagValues, io: CliIO): Promise<Outcome> {
   const knobs = readMessagingKnobs(io.env);

@@ -3,9 +3,8 @@ import path from 'node:path';
 import { parseHubUrl } from '../../../config/hub-url.js';
 import { HubClient, type HubFailure, type HubResult } from '../../../hub/client/index.js';
 import { parseAddress, type AgentRow, type Message, type Session } from '../../../hub/contract/index.js';
-import { EXIT } from '../../../core/index.js';
+import { EXIT, toOutcome, usageError, type Outcome } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
-import { toOutcome, usageError, type Outcome } from '../../outcome.js';
 import { HUB_RECORD_FILE, HUMAN_TOKEN_FILE, resolveDataDir } from './data-dir.js';
 import type { AdminFlags } from './register.js';
 

@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { CliIO } from '../../io.js';
 import { VERSION } from '../../version.js';
-import { EXIT } from '../../../core/index.js';
-import { usageError, type Outcome } from '../../outcome.js';
-import { readKnobs } from '../../../core/index.js';
+import { EXIT, usageError, type Outcome, readKnobs } from '../../../core/index.js';
 import { resolveDataDir } from './data-dir.js';
 import { hubLogSink, type LogFormat } from './serve-log.js';
 import type { ServeFlags } from './register.js';

@@ -1,5 +1,5 @@
 import type { Registration } from '../index.js';
-import { addAgentFlags } from '../messaging/flags.js';
+import { addAgentFlags } from '../../messaging/flags.js';
 
 const collect = (v: string, prev: string[] = []): string[] => [...prev, v];
 

@@ -1,15 +1,11 @@
 import { openStateEntry, type IdentityRecord } from '../../../spool/index.js';
 import { formatAddress } from '../../../hub/contract/index.js';
-import { EXIT, type Result } from '../../../core/index.js';
+import { EXIT, type Result, toOutcome, type Outcome } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
-import { toOutcome, type Outcome } from '../../outcome.js';
-import { launchDetached, type LaunchRequest } from '../../spawn/index.js';
-import { readReaderKnobs } from '../bridge/reader.js';
-import { processSignals, StopRequest, type SignalSource } from '../bridge/signals.js';
+import { launchDetached, type LaunchRequest } from '../../../spawn/index.js';
+import { readReaderKnobs, processSignals, StopRequest, type SignalSource, watchPrincipal, WATCH_NAME as NAME } from '../../../reader/index.js';
 import { connectionSettings, resolveAgent } from '../../resolve/index.js';
-import { principalEntryFor, type AgentFlagValues } from '../messaging/index.js';
-import { watchPrincipal } from './watch.js';
-import { NAME } from './words.js';
+import { principalEntryFor, type AgentFlagValues } from '../../messaging/index.js';
 
 export interface WatchOptions extends AgentFlagValues {
   wait?: string;

@@ -1,5 +1,5 @@
 import type { CliIO } from '../../io.js';
-import type { Outcome } from '../../outcome.js';
+import type { Outcome } from '../../../core/index.js';
 import type { McpFlags } from '../../mcp/context.js';
 
 /** `oh-hai mcp` flags as commander hands them over. */

@@ -1,5 +1,5 @@
 import type { Registration } from '../index.js';
-import { addAgentFlags } from '../messaging/flags.js';
+import { addAgentFlags } from '../../messaging/flags.js';
 
 const TRACK_HELP = `
 The delivery track of each message, with the Hub's instants verbatim (the Hub's clock):

@@ -1,7 +1,7 @@
-import { EXIT } from '../../../core/index.js';
-import { writeFlushed, type CliIO } from '../../io.js';
-import { success, toOutcome, usageError, type Outcome } from '../../outcome.js';
-import { hubFailureError, listText, showText, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { EXIT, success, toOutcome, usageError, type Outcome } from '../../../core/index.js';
+import { type CliIO } from '../../io.js';
+import { writeFlushed } from '../../../util/output.js';
+import { hubFailureError, listText, showText, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../../messaging/index.js';
 
 export interface ListOptions extends AgentFlagValues {
   limit?: string;

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { MessageIntent } from '../../../hub/contract/index.js';
 import type { Registration } from '../index.js';
-import { addAgentFlags } from '../messaging/flags.js';
+import { addAgentFlags } from '../../messaging/flags.js';
 
 const SNAPSHOTS = `
 A send is queued, never "delivered": the Hub accepted it, nothing more. The destination

@@ -1,7 +1,8 @@
-import { writeFlushed, type CliIO } from '../../io.js';
-import { success, toOutcome, usageError, type Outcome } from '../../outcome.js';
-import { plain } from '../bridge/summary.js';
-import { answerMessage, queuedLines, readMessageText, readMessagingKnobs, withAgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { type CliIO } from '../../io.js';
+import { writeFlushed } from '../../../util/output.js';
+import { success, toOutcome, usageError, type Outcome } from '../../../core/index.js';
+import { plain } from '../../../reader/index.js';
+import { answerMessage, queuedLines, readMessageText, readMessagingKnobs, withAgentAccess, type AgentFlagValues } from '../../messaging/index.js';
 
 const COMMAND = 'oh-hai reply';
 

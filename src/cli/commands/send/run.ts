@@ -1,7 +1,8 @@
 import type { MessageIntent } from '../../../hub/contract/index.js';
 import { formatDuration } from '../../../util/duration.js';
-import { writeFlushed, type CliIO } from '../../io.js';
-import { success, toOutcome, usageError, type Outcome } from '../../outcome.js';
+import { type CliIO } from '../../io.js';
+import { writeFlushed } from '../../../util/output.js';
+import { success, toOutcome, usageError, type Outcome } from '../../../core/index.js';
 import {
   checkDestination,
   failureContext,
@@ -14,7 +15,7 @@ import {
   waitResultLine,
   withAgentAccess,
   type AgentFlagValues,
-} from '../messaging/index.js';
+} from '../../messaging/index.js';
 
 export interface SendOptions extends AgentFlagValues {
   to?: string;

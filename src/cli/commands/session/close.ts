@@ -10,10 +10,10 @@ import {
   type StateEntry,
   type StoodDownSession,
 } from '../../../spool/index.js';
-import { type Coded, EXIT, type CodedError } from '../../../core/index.js';
-import { writeFlushed, type CliIO } from '../../io.js';
-import { success, toOutcome, type Outcome } from '../../outcome.js';
-import { hubFailureError, readMessagingKnobs, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { type Coded, EXIT, success, toOutcome, type Outcome } from '../../../core/index.js';
+import { type CliIO } from '../../io.js';
+import { writeFlushed } from '../../../util/output.js';
+import { hubFailureError, readMessagingKnobs, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../../messaging/index.js';
 import { runningConnection, stopConnection } from './stop-connection.js';
 
 export interface CloseOptions extends AgentFlagValues {

@@ -1,5 +1,5 @@
 import type { Registration } from '../index.js';
-import { addAgentFlags } from '../messaging/flags.js';
+import { addAgentFlags } from '../../messaging/flags.js';
 
 export const register: Registration = (program, host) => {
   const session = program.command('session').description("This agent session's Hub session: stand it down, or ask the Hub how it stands.");

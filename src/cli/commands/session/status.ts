@@ -1,8 +1,8 @@
-import { EXIT } from '../../../core/index.js';
-import { writeFlushed, type CliIO } from '../../io.js';
-import { toOutcome, type Outcome } from '../../outcome.js';
-import { plain } from '../bridge/summary.js';
-import { readMessagingKnobs, sessionStatus, statusEpilogue, statusLines, withAgentAccess, type AgentFlagValues } from '../messaging/index.js';
+import { EXIT, toOutcome, type Outcome } from '../../../core/index.js';
+import { type CliIO } from '../../io.js';
+import { writeFlushed } from '../../../util/output.js';
+import { plain } from '../../../reader/index.js';
+import { readMessagingKnobs, sessionStatus, statusEpilogue, statusLines, withAgentAccess, type AgentFlagValues } from '../../messaging/index.js';
 
 const NAME = 'oh-hai session status';
 

@@ -1,7 +1,7 @@
 import { isSameProcessAlive, type ConsumerRecord, type StateEntry } from '../../../spool/index.js';
 import type { Clock } from '../../../util/clock.js';
 import { fail, ok, type Result } from '../../../core/index.js';
-import { sameProcess } from '../bridge/attendance.js';
+import { sameProcess } from '../../../reader/index.js';
 
 export type Running = { kind: 'none'; why: string } | { kind: 'local'; record: ConsumerRecord } | { kind: 'elsewhere'; record: ConsumerRecord };
 

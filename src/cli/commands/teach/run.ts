@@ -1,6 +1,6 @@
 import type { CliIO } from '../../io.js';
-import { writeFlushed } from '../../io.js';
-import { success, type Outcome } from '../../outcome.js';
+import { writeFlushed } from '../../../util/output.js';
+import { success, type Outcome } from '../../../core/index.js';
 import { mcpSnippet } from './mcp-snippet.js';
 import { teachSnippet } from './snippet.js';
 

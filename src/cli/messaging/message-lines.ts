@@ -1,0 +1,42 @@
+import type { Message } from '../../hub/contract/index.js';
+import { plain, quoteText, UNTRUSTED } from '../../reader/index.js';
+import { excerpt, formatTrack, priorMeaning, snapshotMeaning } from './format.js';
+
+export type Direction = 'sent' | 'received';
+
+/** One line per message: id, intent, the other party, the state, the track (the Hub's instants verbatim), an excerpt. */
+export function listLine(m: Message, direction: Direction): string {
+  const party = direction === 'sent' ? `→ ${plain(m.to)}` : `← ${plain(m.from)}`;
+  const answered = m.response !== null ? ` · answered at ${m.response.at} (oh-hai messages show ${plain(m.id)})` : '';
+  return `${plain(m.id)} · ${m.intent} ${party} · ${m.state} · ${formatTrack(m)}${answered} · ${excerpt(m.text)}`;
+}
+
+export function listText(messages: readonly Message[], direction: Direction, next: string | null): string {
+  if (messages.length === 0) return direction === 'sent' ? 'nothing sent yet from this agent\n' : 'nothing received yet by this agent\n';
+  const lines = messages.map((m) => listLine(m, direction));
+  if (next !== null) lines.push(`(older messages: oh-hai messages list${direction === 'received' ? ' --received' : ''} --before ${plain(next)})`);
+  return lines.join('\n') + '\n';
+}
+
+export function showText(m: Message): string {
+  const state = m.prior !== null && (m.state === 'bounced' || m.state === 'expired') ? `${m.state} (${priorMeaning(m.prior)})` : m.state;
+  const lines = [
+    `message ${plain(m.id)} · ${m.intent}`,
+    `from: ${plain(m.from)}`,
+    `to: ${plain(m.to)}`,
+    `created: ${m.created_at} (Hub's clock)`,
+    `state: ${state}`,
+    `track: ${formatTrack(m)}`,
+    `destination when sent: ${m.destination ? `${plain(m.destination.address)} — ${snapshotMeaning(m.destination.snapshot)}` : 'not recorded'}`,
+  ];
+  if (m.in_reply_to !== null) lines.push(`in reply to: ${plain(m.in_reply_to)}`);
+  lines.push(
+    m.response !== null
+      ? `response: ${plain(m.response.message_id)} at ${m.response.at} · ${UNTRUSTED}: ${quoteText(m.response.text)}`
+      : m.intent === 'ask' || m.intent === 'task'
+        ? 'response: none yet'
+        : 'response: none expected',
+  );
+  lines.push(`text · ${UNTRUSTED}: ${quoteText(m.text)}`);
+  return lines.join('\n') + '\n';
+}

@@ -1,0 +1,154 @@
+import { statSync } from 'node:fs';
+import { fail, ok, type Result } from '../core/index.js';
+import { isSameProcessAlive, parentPid, processStartTime, readRecord, writeRecord, type ProcessStamp, type ReaderRecord, type StateEntry } from '../spool/index.js';
+import type { Clock } from '../util/clock.js';
+import { decideHolder, type HolderDecision, type HolderFacts } from './holder.js';
+
+/**
+ * The reader's record (reader.json) and its heartbeat. Attendance is a heartbeat, not a
+ * pid: the consumer reads this record to decide whether anyone is reading its spool.
+ */
+
+export interface ReaderTiming {
+  heartbeatMs: number;
+  staleMs: number;
+  /** wait bound + grace: the reader attends only inside this deadline. */
+  deadlineMs: number;
+}
+
+export interface Me {
+  pid: number;
+  host: string;
+  declared: boolean;
+}
+
+export const sameProcess = (a: ProcessStamp, b: ProcessStamp): boolean => a.pid === b.pid && a.host === b.host && a.start_time === b.start_time;
+
+/**
+ * The displacement notice. A reader that displaces a live one writes its predecessor's stamp
+ * here before signalling it: the predecessor's heartbeat may have rewritten reader.json
+ * between its check and its write, and without the notice it would read the SIGTERM as an
+ * outside kill (143, "re-run") instead of a displacement (0, "nothing to re-run").
+ */
+const DISPLACED_FILE = 'reader-displaced.json';
+
+interface DisplacedNotice {
+  displaced: ProcessStamp;
+  by: { pid: number; host: string };
+}
+
+function parseNotice(x: unknown): Result<DisplacedNotice> {
+  if (typeof x !== 'object' || x === null) return fail('not an object');
+  const { displaced, by } = x as { displaced?: Partial<ProcessStamp>; by?: { pid?: unknown; host?: unknown } };
+  if (!displaced || typeof displaced.pid !== 'number' || typeof displaced.host !== 'string' || (displaced.start_time !== null && typeof displaced.start_time !== 'string')) {
+    return fail('displaced is not a process stamp');
+  }
+  if (!by || typeof by.pid !== 'number' || typeof by.host !== 'string') return fail('by is not a pid and host');
+  return ok({ displaced: { pid: displaced.pid, host: displaced.host, start_time: displaced.start_time }, by: { pid: by.pid, host: by.host } });
+}
+
+export function noteDisplaced(entry: StateEntry, holder: ProcessStamp, by: ProcessStamp): void {
+  const notice: DisplacedNotice = { displaced: { pid: holder.pid, host: holder.host, start_time: holder.start_time }, by: { pid: by.pid, host: by.host } };
+  writeRecord(entry.dir, DISPLACED_FILE, notice);
+}
+
+/** The newer reader, when its notice names this process as the one it displaced. */
+export function displacedBy(entry: StateEntry, me: ProcessStamp): { pid: number; host: string } | null {
+  const r = readRecord(entry.dir, DISPLACED_FILE, parseNotice);
+  return r.state === 'ok' && sameProcess(r.value.displaced, me) ? r.value.by : null;
+}
+
+function writtenAt(entry: StateEntry): number | null {
+  try {
+    return statSync(entry.path('reader.json')).mtimeMs;
+  } catch {
+    return null;
+  }
+}
+
+/** Gather the facts about whoever holds reader.json now, and decide. */
+export function judgeHolder(entry: StateEntry, me: Me, clock: Clock, staleMs: number): { facts: HolderFacts; decision: HolderDecision } {
+  const record = entry.read('reader');
+  const facts: HolderFacts = { record, writtenAt: writtenAt(entry), alive: 'unknown', starterAlive: 'unknown', nowMs: clock.now(), staleMs };
+  if (record.state === 'ok') {
+    const h = record.value;
+    facts.alive = isSameProcessAlive(h);
+    facts.starterAlive = isSameProcessAlive({ pid: h.starter_pid, host: h.host, start_time: h.starter_start_time });
+  }
+  return { facts, decision: decideHolder(facts, me.declared) };
+}
+
+export function myRecord(me: Me, clock: Clock, timing: ReaderTiming): ReaderRecord {
+  const now = clock.now();
+  const starter = parentPid(me.pid) ?? 1;
+  return {
+    pid: me.pid,
+    host: me.host,
+    start_time: processStartTime(me.pid),
+    starter_pid: starter,
+    starter_start_time: processStartTime(starter),
+    started_at: now,
+    heartbeat_at: now,
+    deadline_at: now + timing.deadlineMs,
+    declared_identity: me.declared,
+  };
+}
+
+export type AttendanceEnd =
+  | { kind: 'displaced'; by: ReaderRecord }
+  | { kind: 'orphaned'; starterPid: number };
+
+/**
+ * Beats every heartbeatMs: first checks that the record is still ours (a newer reader of
+ * this agent session displaces us by overwriting it) and that the process that started us
+ * still exists (`nohup oh-hai bridge &` must stop when its shell exits), then writes.
+ */
+export class Heartbeat {
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly entry: StateEntry,
+    private readonly record: ReaderRecord,
+    private readonly clock: Clock,
+  ) {}
+
+  /** `onTick` runs after every beat: the reader's slow re-check of what fs.watch may have missed. */
+  start(heartbeatMs: number, onEnd: (end: AttendanceEnd) => void, onTick: () => void): void {
+    this.timer = setInterval(() => {
+      const end = this.check();
+      if (end) {
+        this.stop();
+        onEnd(end);
+        return;
+      }
+      this.beat();
+      onTick();
+    }, heartbeatMs);
+  }
+
+  /** Why this reader no longer attends, or null while it does. */
+  check(): AttendanceEnd | null {
+    const now = this.entry.read('reader');
+    // Absent or unreadable is not another reader's claim: the next beat rewrites ours.
+    if (now.state === 'ok' && !sameProcess(now.value, this.record)) return { kind: 'displaced', by: now.value };
+    const r = this.record;
+    if (isSameProcessAlive({ pid: r.starter_pid, host: r.host, start_time: r.starter_start_time }) === 'dead') {
+      return { kind: 'orphaned', starterPid: r.starter_pid };
+    }
+    return null;
+  }
+
+  private beat(): void {
+    this.record.heartbeat_at = this.clock.now();
+    try {
+      this.entry.write('reader', this.record);
+    } catch {
+      // A missed beat ages the record; the next one retries. The consumer judges staleness.
+    }
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+}

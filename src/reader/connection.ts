@@ -1,0 +1,124 @@
+import { describePolicy, parsePolicy, policyEquals, type Policy } from '../config/index.js';
+import type { ConsumerRecord, ConsumerSettings, RecordRead, Liveness } from '../spool/index.js';
+import { fail, ok, type Result } from '../core/index.js';
+
+/**
+ * One consumer per entry: adopt the live one, report the one that stopped, or start one.
+ * Pure: the caller reads the records and liveness and carries the plan out.
+ */
+
+/** The flags that shape a connection; naming one asserts what the running connection must use. */
+export interface NamedFlags {
+  allowFrom: boolean;
+  transport: boolean;
+  interval: boolean;
+  maxRetries: boolean;
+}
+
+/** Which stop the reader has already relayed, so the next run starts afresh instead of repeating it. */
+export interface ReportedStop {
+  pid: number;
+  start_time: string | null;
+  stopped_at: number | null;
+}
+
+export type ConnectionPlan =
+  | { kind: 'adopt'; record: ConsumerRecord; note: string }
+  | { kind: 'report'; record: ConsumerRecord }
+  | { kind: 'start'; note: string | null }
+  | { kind: 'conflict'; message: string };
+
+export interface ConnectionFacts {
+  consumer: RecordRead<ConsumerRecord>;
+  alive: Liveness;
+  reported: ReportedStop | null;
+  /** settings.json when its digest matches the running consumer's, else null (not known). */
+  running: ConsumerSettings | null;
+  wanted: ConsumerSettings;
+  named: NamedFlags;
+}
+
+export function parseReportedStop(x: unknown): Result<ReportedStop> {
+  if (typeof x === 'object' && x !== null) {
+    const o = x as Record<string, unknown>;
+    const pid = o.pid;
+    const start = o.start_time;
+    const stopped = o.stopped_at;
+    if (typeof pid === 'number' && (typeof start === 'string' || start === null) && (typeof stopped === 'number' || stopped === null)) {
+      return ok({ pid, start_time: start, stopped_at: stopped });
+    }
+  }
+  return fail('reported-stop.json is not {pid, start_time, stopped_at}');
+}
+
+export const isReported = (r: ConsumerRecord, reported: ReportedStop | null): boolean =>
+  reported !== null && reported.pid === r.pid && reported.start_time === r.start_time && reported.stopped_at === r.stopped_at;
+
+/** A recorded policy as a Policy; undefined when it does not parse (never equal to anything). */
+function asPolicy(items: string[] | null): Policy | null | undefined {
+  if (items === null) return null;
+  const parsed = parsePolicy(items);
+  return parsed.ok ? parsed.value : undefined;
+}
+
+const policyText = (items: string[] | null): string => {
+  if (items === null) return 'none declared';
+  const p = asPolicy(items);
+  return p === undefined ? items.join(', ') : describePolicy(p);
+};
+
+function samePolicy(a: string[] | null, b: string[] | null): boolean {
+  const pa = asPolicy(a);
+  const pb = asPolicy(b);
+  return pa !== undefined && pb !== undefined && policyEquals(pa, pb);
+}
+
+const FIX = 'A named flag cannot change a running connection: run `oh-hai session close --keep-connection`, then re-run this command (or drop the flag to adopt what is running).';
+
+function disagreements(f: ConnectionFacts, r: ConsumerRecord): string[] {
+  const out: string[] = [];
+  if (f.named.allowFrom && !samePolicy(f.wanted.allow_from, r.policy)) {
+    out.push(`--allow-from asks for ${policyText(f.wanted.allow_from)}, but it enforces ${policyText(r.policy)}`);
+  }
+  const s = f.running;
+  if (f.named.transport && s && s.transport !== f.wanted.transport) {
+    out.push(`--transport ${f.wanted.transport}, but it runs with transport ${s.transport}`);
+  }
+  if (f.named.interval && s && s.interval_seconds !== f.wanted.interval_seconds) {
+    out.push(`--interval ${f.wanted.interval_seconds}, but it runs with interval ${s.interval_seconds}`);
+  }
+  if (f.named.maxRetries && s && s.max_retries !== f.wanted.max_retries) {
+    out.push(`--max-retries ${f.wanted.max_retries}, but it runs with max retries ${s.max_retries}`);
+  }
+  return out;
+}
+
+export function planConnection(f: ConnectionFacts): ConnectionPlan {
+  const c = f.consumer;
+  if (c.state === 'absent') return { kind: 'start', note: null };
+  if (c.state === 'unreadable') {
+    // Its lock, not this record, decides: a second consumer on a held entry exits quietly.
+    return { kind: 'start', note: `could not read the background connection's record (${c.reason}); starting one — if one is running, it keeps the entry and the new one stops` };
+  }
+  const r = c.value;
+  if (r.state === 'stopped') {
+    if (r.exit_code !== null && r.exit_code !== 0 && !isReported(r, f.reported)) return { kind: 'report', record: r };
+    return { kind: 'start', note: `the previous background connection (pid ${r.pid}) stopped (${r.stop_reason ?? 'no reason recorded'}); starting a new one` };
+  }
+  if (f.alive === 'dead') {
+    return { kind: 'start', note: `the previous background connection (pid ${r.pid}) died without recording a stop; starting a new one` };
+  }
+  const wrong = disagreements(f, r);
+  if (wrong.length > 0) {
+    return { kind: 'conflict', message: `the running background connection (pid ${r.pid} on ${r.host}) disagrees with what you named: ${wrong.join('; ')}. ${FIX}` };
+  }
+  const anyNamed = Object.values(f.named).some(Boolean);
+  const unverified = anyNamed && f.running === null && (f.named.transport || f.named.interval || f.named.maxRetries);
+  const runs = `policy ${policyText(r.policy)}${f.running ? `, transport ${f.running.transport}` : ''}`;
+  const note = !anyNamed
+    ? `adopting the running background connection (pid ${r.pid} on ${r.host}; ${runs}) — a flagless run uses what is running`
+    : unverified
+      ? `adopting the running background connection (pid ${r.pid} on ${r.host}); its settings file does not match it, so only --allow-from could be checked against it`
+      : `adopting the running background connection (pid ${r.pid} on ${r.host}), which already runs with what you named`;
+  return { kind: 'adopt', record: r, note };
+}

@@ -1,0 +1,139 @@
+import type { Liveness } from '../spool/index.js';
+import { formatDuration } from '../util/duration.js';
+import type { ConsumerRecord, RecordRead, SessionRecord } from '../spool/records.js';
+
+/**
+ * The lease epilogue (product doc: "The lease epilogue"): read off the state entry with no
+ * Hub call. Two facts are never merged: the Hub's instant, verbatim and labelled as
+ * theirs, and our own elapsed time since the last renewal we saw. No "time remaining".
+ */
+
+
+export interface ConsumerView {
+  record: RecordRead<ConsumerRecord>;
+  /** Liveness of the recorded pid by start time; meaningful only when the record is ok. */
+  alive: Liveness;
+  /**
+   * The connection this run started, while the record is not yet its own: until then the
+   * record is its predecessor's, whose stop this run has already dealt with.
+   */
+  started?: { pid: number; host: string; alive: Liveness } | null;
+}
+
+/** Exit codes after which re-running `oh-hai bridge` is the documented next step. */
+const RERUN_CODES = new Set([0, 13]);
+
+/** The warning window: a third of the lease, capped at five minutes (900 s → 5m, 60 s → 20 s). */
+export const warningWindowMs = (leaseSeconds: number): number => Math.min((leaseSeconds * 1000) / 3, 300_000);
+
+type ConsumerState = 'running' | 'starting' | 'stopped' | 'dead' | 'unknown_host' | 'absent' | 'unreadable';
+
+function consumerState(c: ConsumerView): ConsumerState {
+  if (c.started) return c.started.alive === 'dead' ? 'dead' : 'starting';
+  if (c.record.state !== 'ok') return c.record.state;
+  if (c.record.value.state === 'stopped') return 'stopped';
+  if (c.alive === 'dead') return 'dead';
+  return c.alive === 'unknown' ? 'unknown_host' : 'running';
+}
+
+function consumerPart(c: ConsumerView): string {
+  if (c.started) return `consumer pid ${c.started.pid} on ${c.started.host} (${c.started.alive === 'dead' ? 'not running' : 'started by this run; not recorded yet'})`;
+  const r = c.record;
+  if (r.state === 'absent') return 'no consumer record in this state entry';
+  if (r.state === 'unreadable') return `consumer record unreadable (${r.reason})`;
+  const who = `consumer pid ${r.value.pid} on ${r.value.host}`;
+  switch (consumerState(c)) {
+    case 'stopped':
+      return `${who} (stopped: exit ${r.value.exit_code ?? '?'}, ${r.value.stop_reason ?? 'no reason recorded'})`;
+    case 'dead':
+      return `${who} (not running)`;
+    case 'unknown_host':
+      return `${who} (liveness unknown from this host)`;
+    default:
+      return who;
+  }
+}
+
+/** The lines (first: the lease; second, when warranted: the ⚠️ line) printed after the stop line. */
+export function leaseEpilogue(
+  name: string,
+  session: RecordRead<SessionRecord>,
+  consumer: ConsumerView,
+  nowMs: number,
+): string[] {
+  const lines: string[] = [];
+  const cons = consumerPart(consumer);
+  if (session.state === 'ok') {
+    const s = session.value;
+    const elapsed = nowMs - s.renewed_at;
+    lines.push(
+      `${name}: lease — ${s.id} expires ${s.expires_at} (Hub's clock; last renewed ${formatDuration(elapsed)} ago); ${cons}.`,
+    );
+  } else if (session.state === 'absent') {
+    lines.push(`${name}: lease — no session recorded in this state entry yet; ${cons}.`);
+  } else {
+    lines.push(`${name}: lease — could not read the session record (${session.reason}); ${cons}.`);
+  }
+  const warning = leaseWarning(session, consumer, nowMs);
+  if (warning) lines.push(`${name}: ⚠️ ${warning}`);
+  return lines;
+}
+
+function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView, nowMs: number): string | null {
+  const state = consumerState(consumer);
+  const s = session.state === 'ok' ? session.value : null;
+  const elapsed = s ? nowMs - s.renewed_at : 0;
+  const leaseMs = s ? s.lease_seconds * 1000 : 0;
+  const rerun = s?.pinned
+    ? `clear or repoint --session / MA2H_SESSION_ID, then run oh-hai bridge (a pinned session that lapsed exits 11)`
+    : `run oh-hai bridge again: the connection registers a new session and says the address changed`;
+
+  if (s && elapsed > leaseMs) {
+    return (
+      `lease certainly lapsed: nothing has renewed ${s.id} in ${formatDuration(elapsed)}, longer than its whole ` +
+      `${formatDuration(leaseMs)} lease. Its address ${s.address} no longer receives mail; senders get a bounce. ` +
+      `What to do: ${rerun}.`
+    );
+  }
+
+  const target = s ? s.id : 'this agent session';
+  const lapses = s ? `it lapses once the Hub's clock passes ${s.expires_at}` : 'no address stays registered';
+  const stoppedCode = !consumer.started && consumer.record.state === 'ok' ? consumer.record.value.exit_code : null;
+  switch (state) {
+    case 'stopped':
+    case 'dead': {
+      const r = consumer.started ?? (consumer.record.state === 'ok' ? consumer.record.value : null);
+      const what =
+        state === 'stopped'
+          ? `the background connection (pid ${r?.pid}) stopped with exit ${stoppedCode ?? '?'}`
+          : `the background connection (pid ${r?.pid} on ${r?.host}) is not running and recorded no stop`;
+      const todo =
+        stoppedCode === null || RERUN_CODES.has(stoppedCode)
+          ? 'run oh-hai bridge again: it starts a new connection that renews the lease'
+          : 'follow the stop line above first; only a new oh-hai bridge run starts a connection again';
+      return `${what}: nothing renews ${target}, so ${lapses}. What to do: ${todo}.`;
+    }
+    case 'absent':
+      return `no background connection has recorded itself here: nothing renews ${target}, so ${lapses}. What to do: run oh-hai bridge again to start one.`;
+    case 'starting':
+      // It has not presented the session yet; renewing it is the first thing it does.
+      return null;
+    case 'unreadable':
+      return (
+        `could not read the background connection's record, so whether anything renews ${target} is unknown from here. ` +
+        `Do not relaunch on this alone — a relaunch over a live connection changes the address; oh-hai session status asks the Hub.`
+      );
+    default:
+      break;
+  }
+
+  if (s && elapsed > leaseMs - warningWindowMs(s.lease_seconds)) {
+    const alive = consumer.record.state === 'ok' ? consumer.record.value : null;
+    return (
+      `lease inside its warning window: nothing has renewed ${s.id} in ${formatDuration(elapsed)} of its ` +
+      `${formatDuration(leaseMs)} lease; if nothing renews it, ${lapses}. ` +
+      `The connection (pid ${alive?.pid} on ${alive?.host}) has not renewed it: check bridge.log; oh-hai session status asks the Hub.`
+    );
+  }
+  return null;
+}

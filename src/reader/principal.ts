@@ -1,0 +1,38 @@
+import type { ConsumerSettings, StateEntry } from '../spool/index.js';
+import { EXIT, type Outcome } from '../core/index.js';
+import { EntryReader, type LegRun } from './reader.js';
+import { NAME, noPolicyLine, watchEpilogue, watcherRefusal } from './principal-words.js';
+
+export interface WatchRun extends Omit<LegRun, 'leg'> {
+  entry: StateEntry;
+  address: string;
+  /** What the principal leg's connection must run with. */
+  wanted: ConsumerSettings;
+  waitMs: number;
+}
+
+/**
+ * One run of `oh-hai inbox watch`: the bridge's reading loop on the principal leg, with the
+ * principal rules — one watcher per identity per machine (a live one is never displaced:
+ * there is no declared agent session to be the same agent re-running), no flag asserted
+ * against a running connection, and an epilogue without a lease.
+ */
+export function watchPrincipal(run: WatchRun): Promise<Outcome> {
+  const { entry, address } = run;
+  return new EntryReader({
+    ...run,
+    leg: {
+      name: NAME,
+      logName: 'inbox watch',
+      entry,
+      declared: false,
+      waitMs: run.waitMs,
+      wanted: run.wanted,
+      named: { allowFrom: false, transport: false, interval: false, maxRetries: false },
+      warnings: [],
+      refusal: (facts) => ({ exit: EXIT.held, code: 'watcher_held', message: watcherRefusal(facts, address, entry.path('reader.json')) }),
+      noPolicyLine: () => noPolicyLine(address),
+      epilogue: (consumer) => watchEpilogue(consumer, address),
+    },
+  }).execute();
+}

@@ -1,0 +1,122 @@
+import { validateEntry } from '../hub/contract/entry.js';
+import { escapeUnsafe } from '../util/escape.js';
+import { ENTRY_FILES, entryStanding, stoodDownSessions, type Cursor, type SpoolItem, type StateEntry } from '../spool/index.js';
+import type { Output } from '../util/output.js';
+import { writeFlushed } from '../util/output.js';
+import { CursorFile } from './cursor-file.js';
+import { entrySummary, plain, transitionSummary } from './summary.js';
+
+/** A record a collecting reader took: what the bridge would have printed for it, not yet past the cursor. */
+export interface TakenRecord {
+  item: SpoolItem;
+  /** The bridge's summary line for it (with its newline). */
+  text: string;
+  /** It arrived under a session this entry has since replaced: printed as POSSIBLY BOUNCED. */
+  possiblyBounced: boolean;
+}
+
+/**
+ * Where a reader's records go: printed on stdout (the bridge), or collected (the MCP
+ * server's oh_hai_read), whose caller hands them on and only then calls `commit`.
+ */
+export class Collected {
+  readonly taken: TakenRecord[] = [];
+  private cursor: Cursor | null = null;
+  private file: string | null = null;
+
+  /** Set by the printer: the cursor after the last record taken, and where the cursor lives. */
+  took(record: TakenRecord, cursor: Cursor, file: string): void {
+    this.taken.push(record);
+    this.cursor = cursor;
+    this.file = file;
+  }
+
+  /** Advance the cursor past everything taken — once it has been handed on, never before — and make it durable. */
+  commit(): void {
+    if (this.cursor === null || this.file === null) return;
+    const f = new CursorFile(this.file);
+    try {
+      f.step(this.cursor);
+    } finally {
+      f.close();
+    }
+    this.cursor = null;
+  }
+}
+
+/**
+ * Prints every record after the cursor and advances the cursor one record at a time,
+ * only after stdout has taken the bytes — so a reader killed mid-record prints that
+ * record again next time rather than losing it (DESIGN.md "The safety property"). With a
+ * `Collected`, it takes the records instead and leaves the cursor to `Collected.commit`.
+ */
+export class Printer {
+  private cursor: Cursor;
+  /** Sessions this entry moved away from: entries that arrived under them may have bounced. */
+  private readonly replaced = new Set<string>();
+  printed = 0;
+
+  constructor(
+    private readonly entry: StateEntry,
+    private readonly out: Output,
+    private readonly raw: boolean,
+    /** Asked before each record: a stop request lets the record in flight finish, and no more. */
+    private readonly stopRequested: () => boolean,
+    private readonly collected: Collected | null = null,
+  ) {
+    const checked = entry.checkedCursor();
+    if (checked.rewound) entry.log(`reader: ${checked.rewound}`);
+    this.cursor = checked.cursor;
+  }
+
+  /** Something after the cursor is in the spool. */
+  pending(): boolean {
+    return this.entry.spoolReader().readFrom(this.cursor, 1).length > 0;
+  }
+
+  /**
+   * Print what is there now. Rejects when stdout fails; the cursor then stays before the
+   * failed record. Each step is written in place; the last is made durable before returning
+   * (see CursorFile for why not a rename and an fsync per record).
+   */
+  async printAvailable(): Promise<void> {
+    const items = this.entry.spoolReader().readFrom(this.cursor);
+    if (items.length === 0) return;
+    // Stood-down sessions first: a new session takes them into its history before they are cleared.
+    for (const s of stoodDownSessions(this.entry)) this.replaced.add(s.id);
+    const session = this.entry.read('session');
+    const current = session.state === 'ok' ? session.value.id : '';
+    if (session.state === 'ok') for (const h of session.value.history) this.replaced.add(h.id);
+    for (const { record } of items) if (record.type === 'transition') this.replaced.add(record.from_session);
+    if (this.collected) {
+      for (const item of items) {
+        if (this.stopRequested()) return;
+        this.cursor = { seq: item.record.seq, offset: item.end };
+        this.collected.took({ item, ...this.summary(item, current) }, this.cursor, this.entry.path(ENTRY_FILES.cursor));
+        this.printed += 1;
+      }
+      return;
+    }
+    const cursorFile = new CursorFile(this.entry.path(ENTRY_FILES.cursor));
+    try {
+      for (const item of items) {
+        if (this.stopRequested()) return;
+        await writeFlushed(this.out, this.raw ? escapeUnsafe(item.line) + '\n' : this.summary(item, current).text);
+        this.cursor = { seq: item.record.seq, offset: item.end };
+        cursorFile.step(this.cursor);
+        this.printed += 1;
+      }
+    } finally {
+      cursorFile.close();
+    }
+  }
+
+  private summary(item: SpoolItem, current: string): { text: string; possiblyBounced: boolean } {
+    const r = item.record;
+    if (r.type === 'transition') return { text: transitionSummary(r), possiblyBounced: false };
+    const entry = validateEntry(r.entry);
+    if (!entry.ok) return { text: `[mail ${r.seq}] entry ${plain(r.entry.id)} could not be read as an MA2H entry (${entry.reason}); --raw prints it verbatim\n`, possiblyBounced: false };
+    const bounced = entryStanding(r, current, this.replaced) === 'possibly_bounced' ? { session: r.session } : null;
+    return { text: entrySummary({ seq: r.seq, entry: entry.value, possiblyBounced: bounced }), possiblyBounced: bounced !== null };
+  }
+}

@@ -1,0 +1,383 @@
+import {
+  ENTRY_FILES,
+  hostName,
+  isSameProcessAlive,
+  NotRegularFileError,
+  readRecord,
+  readStateFile,
+  stampOf,
+  watchFiles,
+  writeRecord,
+  type ConsumerRecord,
+  type ConsumerSettings,
+  type ProcessStamp,
+  type ReaderRecord,
+  type StateEntry,
+} from '../spool/index.js';
+import { type Coded, CONNECTION_KNOBS, EXIT, readKnobs, type Result, success, type Outcome } from '../core/index.js';
+import type { Output } from '../util/output.js';
+import type { Clock } from '../util/clock.js';
+import type { LaunchRequest } from '../spawn/index.js';
+import { CONSUMER_NODE_FLAGS } from './consumer-flags.js';
+import { Heartbeat, judgeHolder, myRecord, displacedBy, noteDisplaced, sameProcess, type AttendanceEnd } from './attendance.js';
+import { isReported, parseReportedStop, planConnection, type NamedFlags, type ReportedStop } from './connection.js';
+import { ConsumerWatch, type ConsumerEnd } from './consumer-watch.js';
+import type { ConsumerView } from './epilogue.js';
+import type { HolderFacts } from './holder.js';
+import { Printer, type Collected } from './printer.js';
+import type { StopRequest } from './signals.js';
+import {
+  consumerDiedOutcome,
+  consumerStopOutcome,
+  displacedOutcome,
+  orphanedOutcome,
+  signalOutcome,
+  stdoutClosedOutcome,
+} from './stop-outcome.js';
+import { sha256Hex } from '../util/sha256.js';
+
+
+
+/**
+ * The reader's intervals. The heartbeat and the stale bound are the knobs the consumer reads
+ * too — both processes must judge a heartbeat alike.
+ */
+export interface ReaderKnobs {
+  heartbeatMs: number;
+  staleMs: number;
+  /** The declared deadline is the wait bound plus this. */
+  graceSeconds: number;
+}
+
+export function readReaderKnobs(env: NodeJS.ProcessEnv): Coded<ReaderKnobs> {
+  const k = readKnobs(env, [...CONNECTION_KNOBS, 'readerGraceSeconds']);
+  if (!k.ok) return k;
+  return { ok: true, value: { heartbeatMs: k.value.heartbeatMs, staleMs: k.value.staleHolderSeconds * 1000, graceSeconds: k.value.readerGraceSeconds } };
+}
+
+/** Which stop of the connection this entry's readers have already relayed (see connection.ts). */
+const REPORTED_STOP = 'reported-stop.json';
+
+/** How long a displaced live reader gets to finish its record in flight and exit. */
+const DISPLACE_WAIT_MS = 5000;
+
+/**
+ * What differs between the two readers of a state entry: `oh-hai bridge` on the session
+ * leg and `oh-hai inbox watch` on the principal leg. Everything else — the claim on
+ * reader.json, one connection per entry, the printer, the wait, the stops — is one loop.
+ */
+export interface ReaderLeg {
+  /** The command, which prefixes every stderr line. */
+  name: string;
+  /** How this reader names itself in bridge.log. */
+  logName: string;
+  entry: StateEntry;
+  /** The key came from --session or the environment: a live holder of it is this agent re-running, and is displaced. */
+  declared: boolean;
+  waitMs: number;
+  /** What a connection this run starts runs with (settings.json). */
+  wanted: ConsumerSettings;
+  /** Flags the user named: each asserts what a running connection must use. */
+  named: NamedFlags;
+  /** Resolution's lines for stderr. */
+  warnings: readonly string[];
+  /** Exit 10 for a live holder this run may not displace. */
+  refusal(facts: HolderFacts): Outcome;
+  noPolicyLine(): string;
+  /** The lines after the stop line, read off the entry. */
+  epilogue(consumer: ConsumerView, nowMs: number): string[];
+}
+
+/** What a reading run touches of the outside world (the CLI's CliIO is one). */
+export interface ReaderIO {
+  stdout: Output;
+  stderr: Output;
+  env: NodeJS.ProcessEnv;
+  clock: Clock;
+  /** How to start this same CLI as a child process: the connection this run may start. */
+  self: { execPath: string; args: string[] };
+  pid: number;
+}
+
+/** One reading run on a leg. */
+export interface LegRun {
+  leg: ReaderLeg;
+  io: ReaderIO;
+  stop: StopRequest;
+  knobs: ReaderKnobs;
+  raw: boolean;
+  launch: (req: LaunchRequest) => Promise<Result<{ pid: number }>>;
+  /** Take the records instead of printing them (the MCP server's oh_hai_read); the caller commits the cursor. */
+  collect?: Collected;
+}
+
+type WaitEnd =
+  | { kind: 'records' }
+  | { kind: 'consumer'; end: ConsumerEnd }
+  | { kind: 'deadline' }
+  | { kind: 'signal' }
+  | { kind: 'attendance'; end: AttendanceEnd };
+
+/** One reading run on a leg: every exit after the entry resolved ends with the leg's epilogue. */
+export class EntryReader {
+  private readonly leg: ReaderLeg;
+  private readonly entry: StateEntry;
+  private readonly startedMono: number;
+  private record: ReaderRecord | null = null;
+  private heartbeat: Heartbeat | null = null;
+  private attendanceEnd: AttendanceEnd | null = null;
+  /** The connection this run started, if it started one. */
+  private started: ProcessStamp | null = null;
+  /** Re-evaluates the wait; set while waiting, called on every heartbeat. */
+  private wake: (() => void) | null = null;
+
+  constructor(private readonly run: LegRun) {
+    this.leg = run.leg;
+    this.entry = run.leg.entry;
+    this.startedMono = run.io.clock.monotonic();
+  }
+
+  private say(line: string): void {
+    this.run.io.stderr.write(`${this.leg.name}: ${line}\n`);
+  }
+
+  async execute(): Promise<Outcome> {
+    // A closed stdout (EPIPE) fails the write in flight, which the printer turns into its
+    // outcome; the stream's 'error' event, emitted after it, must not crash the process. It
+    // stays attached: the event can come after this run has returned.
+    this.run.io.stdout.on('error', () => undefined);
+    let outcome: Outcome;
+    try {
+      outcome = await this.body();
+    } catch (e) {
+      this.entry.log(`${this.leg.logName}: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+      outcome = { exit: EXIT.internal, code: 'internal', message: `this is a bug in oh-hai: ${(e as Error).message}. Details: ${this.entry.path(ENTRY_FILES.log)}` };
+    } finally {
+      this.heartbeat?.stop();
+    }
+    return { ...outcome, after: [...(outcome.after ?? []), ...this.epilogue()] };
+  }
+
+  private epilogue(): string[] {
+    const consumer = this.entry.read('consumer');
+    const alive = consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown';
+    const s = this.started;
+    const started = s && !(consumer.state === 'ok' && sameProcess(consumer.value, s)) ? { pid: s.pid, host: s.host, alive: isSameProcessAlive(s) } : null;
+    return this.leg.epilogue({ record: consumer, alive, started }, this.run.io.clock.now());
+  }
+
+  private async body(): Promise<Outcome> {
+    const { leg, io } = this.run;
+    for (const w of leg.warnings) this.say(w);
+
+    const claimed = await this.claim();
+    if ('refusal' in claimed) return claimed.refusal;
+
+    const consumer = this.entry.read('consumer');
+    const plan = planConnection({
+      consumer,
+      alive: consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown',
+      reported: this.readReported(),
+      running: consumer.state === 'ok' ? this.runningSettings(consumer.value) : null,
+      wanted: leg.wanted,
+      named: leg.named,
+    });
+
+    let policy: string[] | null;
+    let watch: ConsumerWatch;
+    switch (plan.kind) {
+      case 'conflict':
+        return { exit: EXIT.usage, code: 'flag_disagrees_with_connection', message: plan.message };
+      case 'report': {
+        const printer = new Printer(this.entry, io.stdout, this.run.raw, this.run.stop.requested, this.run.collect);
+        const failed = await this.print(printer);
+        if (failed) return failed;
+        this.markReported(plan.record);
+        return consumerStopOutcome(plan.record, this.entry.read('session'), io.clock.now(), this.entry.path(ENTRY_FILES.log));
+      }
+      case 'adopt':
+        this.say(plan.note);
+        policy = plan.record.policy;
+        watch = new ConsumerWatch(this.entry, null, null);
+        break;
+      case 'start': {
+        if (plan.note) this.say(plan.note);
+        const started = await this.startConsumer(leg.wanted);
+        if (!started.ok) return { exit: EXIT.internal, code: 'consumer_not_started', message: started.reason };
+        policy = leg.wanted.allow_from;
+        watch = new ConsumerWatch(this.entry, consumer.state === 'ok' ? consumer.value : null, started.value);
+        break;
+      }
+    }
+    if (policy === null) this.say(leg.noPolicyLine());
+
+    this.heartbeat = new Heartbeat(this.entry, claimed.record, io.clock);
+    this.heartbeat.start(this.run.knobs.heartbeatMs, (end) => {
+      this.attendanceEnd = end;
+      this.wake?.();
+    }, () => this.wake?.());
+
+    const printer = new Printer(this.entry, io.stdout, this.run.raw, this.run.stop.requested, this.run.collect);
+    const failed = await this.print(printer);
+    if (failed) return failed;
+    if (printer.printed > 0 || this.run.stop.requested()) return this.finished();
+
+    const end = await this.waitForNews(printer, watch);
+    switch (end.kind) {
+      case 'deadline':
+        return success();
+      case 'signal':
+        return this.finished();
+      case 'attendance':
+        return end.end.kind === 'displaced' ? displacedOutcome(end.end.by) : orphanedOutcome(end.end.starterPid);
+      case 'records':
+        return (await this.print(printer)) ?? this.finished();
+      case 'consumer': {
+        const failedLeftovers = await this.print(printer);
+        if (failedLeftovers) return failedLeftovers;
+        const logPath = this.entry.path(ENTRY_FILES.log);
+        if (end.end.kind === 'died') return consumerDiedOutcome(end.end.pid, logPath);
+        this.markReported(end.end.record);
+        return consumerStopOutcome(end.end.record, this.entry.read('session'), io.clock.now(), logPath);
+      }
+    }
+  }
+
+  /** Print what is after the cursor; an Outcome only when stdout failed under us. */
+  private async print(printer: Printer): Promise<Outcome | null> {
+    try {
+      await printer.printAvailable();
+      return null;
+    } catch (e) {
+      // A spool that is not a regular file (a FIFO, a symlink) is the entry's fault, not stdout's.
+      if (e instanceof NotRegularFileError) return { exit: EXIT.internal, code: 'state_unreadable', message: e.message };
+      return stdoutClosedOutcome(e);
+    }
+  }
+
+  /** The end of a run that printed, or was asked to stop: a signal that came with a displacement is a displacement. */
+  private finished(): Outcome {
+    const signal = this.run.stop.signal;
+    if (signal === null) return success();
+    const now = this.entry.read('reader');
+    if (now.state === 'ok' && this.record && !sameProcess(now.value, this.record)) return displacedOutcome(now.value);
+    const by = this.record ? displacedBy(this.entry, this.record) : null;
+    if (by) return displacedOutcome(by);
+    return signalOutcome(signal);
+  }
+
+  private async claim(): Promise<{ refusal: Outcome } | { record: ReaderRecord }> {
+    const { io, knobs } = this.run;
+    const me = { pid: io.pid, host: hostName(), declared: this.leg.declared };
+    const { facts, decision } = judgeHolder(this.entry, me, io.clock, knobs.staleMs);
+    if (decision.action === 'refuse') return { refusal: this.leg.refusal(facts) };
+    const record = myRecord(me, io.clock, { heartbeatMs: knobs.heartbeatMs, staleMs: knobs.staleMs, deadlineMs: this.leg.waitMs + knobs.graceSeconds * 1000 });
+    this.record = record;
+    this.entry.write('reader', record);
+    if (decision.action !== 'displace') return { record };
+    const holder = facts.record.state === 'ok' ? facts.record.value : null;
+    // A dead holder is the previous run's record, there after every exit of the re-run loop:
+    // logging it would add a line to bridge.log per run and say nothing.
+    if (decision.why !== 'dead') {
+      this.entry.log(`${this.leg.logName}: displaced the previous reader${decision.pid !== null ? ` pid ${decision.pid}` : ''} (${decision.why})`);
+    }
+    if (decision.why === 'declared' && holder) this.say(`took over from this agent session's previous reader (pid ${holder.pid} on ${holder.host}); one reader prints your mail`);
+    if (decision.signal && holder) {
+      noteDisplaced(this.entry, holder, record);
+      await this.stopHolder(holder);
+      // The holder's last heartbeat may have landed after our claim: claim again once it is gone.
+      const after = this.entry.read('reader');
+      if (after.state !== 'ok' || !sameProcess(after.value, record)) this.entry.write('reader', record);
+    }
+    return { record };
+  }
+
+  /** SIGTERM a live local holder and give it a bounded time to finish its record in flight. */
+  private async stopHolder(holder: ProcessStamp): Promise<void> {
+    try {
+      process.kill(holder.pid, 'SIGTERM');
+    } catch {
+      return;
+    }
+    const until = this.run.io.clock.monotonic() + DISPLACE_WAIT_MS;
+    while (isSameProcessAlive(holder) === 'alive' && this.run.io.clock.monotonic() < until && !this.run.stop.requested()) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** settings.json, when it is the file the running consumer started with (its digest matches). */
+  private runningSettings(c: ConsumerRecord): ConsumerSettings | null {
+    let text: string;
+    try {
+      text = readStateFile(this.entry.path(ENTRY_FILES.settings));
+    } catch {
+      return null;
+    }
+    if (settingsDigest(text) !== c.settings_digest) return null;
+    const s = this.entry.read('settings');
+    return s.state === 'ok' ? s.value : null;
+  }
+
+  private async startConsumer(wanted: ConsumerSettings): Promise<Result<ProcessStamp>> {
+    const { io } = this.run;
+    this.entry.write('settings', wanted);
+    const launched = await this.run.launch({
+      execPath: io.self.execPath,
+      args: [...CONSUMER_NODE_FLAGS, ...io.self.args, '__consumer', '--entry', this.entry.dir],
+      dir: this.entry.dir,
+      logPath: this.entry.path(ENTRY_FILES.log),
+      env: io.env,
+    });
+    if (!launched.ok) return { ok: false, reason: `could not start the background connection: ${launched.reason}` };
+    const stamp = stampOf(launched.value.pid);
+    this.started = stamp;
+    this.entry.log(`${this.leg.logName}: started the background connection pid ${stamp.pid}`);
+    this.say(`started the background connection (pid ${stamp.pid}); it logs to ${this.entry.path(ENTRY_FILES.log)}`);
+    return { ok: true, value: stamp };
+  }
+
+  private readReported(): ReportedStop | null {
+    const r = readRecord(this.entry.dir, REPORTED_STOP, parseReportedStop);
+    return r.state === 'ok' ? r.value : null;
+  }
+
+  private markReported(c: ConsumerRecord): void {
+    if (isReported(c, this.readReported())) return;
+    const stop: ReportedStop = { pid: c.pid, start_time: c.start_time, stopped_at: c.stopped_at };
+    writeRecord(this.entry.dir, REPORTED_STOP, stop);
+  }
+
+  /** Wait (fs.watch on the entry plus the heartbeat as a slow re-check; no busy loop) until something ends the wait. */
+  private waitForNews(printer: Printer, watch: ConsumerWatch): Promise<WaitEnd> {
+    const { io } = this.run;
+    const remaining = this.leg.waitMs - (io.clock.monotonic() - this.startedMono);
+    return new Promise((resolve) => {
+      let settled = false;
+      const cleanups: (() => void)[] = [];
+      const finish = (end: WaitEnd) => {
+        if (settled) return;
+        settled = true;
+        this.wake = null;
+        for (const c of cleanups) c();
+        resolve(end);
+      };
+      const check = () => {
+        if (settled) return;
+        if (this.attendanceEnd) return finish({ kind: 'attendance', end: this.attendanceEnd });
+        if (printer.pending()) return finish({ kind: 'records' });
+        const ended = watch.ended();
+        if (ended) finish({ kind: 'consumer', end: ended });
+      };
+      cleanups.push(watchFiles(this.entry.dir, [ENTRY_FILES.spool, ENTRY_FILES.consumer], check));
+      // setTimeout takes at most 2^31 - 1 ms (~24.8 days); a longer bound ends there.
+      const timer = setTimeout(() => finish({ kind: 'deadline' }), Math.min(Math.max(0, remaining), 2 ** 31 - 1));
+      cleanups.push(() => clearTimeout(timer));
+      cleanups.push(this.run.stop.onStop(() => finish({ kind: 'signal' })));
+      this.wake = check;
+      check();
+    });
+  }
+}
+
+/** The digest a consumer records of the settings.json it started with: sha256 of the file's bytes. */
+export const settingsDigest = (text: string): string => sha256Hex(text);

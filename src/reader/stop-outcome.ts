@@ -1,0 +1,64 @@
+import { EXIT, SIGNAL_EXIT, type Outcome } from '../core/index.js';
+import type { ConsumerRecord, ReaderRecord, RecordRead, SessionRecord } from '../spool/index.js';
+import { sessionHeldMessage } from './holder.js';
+
+/** How each way a reader run can end becomes an Outcome (the stop line; program.ts prints it). */
+
+/** The background connection recorded a stop: the reader exits with ITS code, after printing what it left. */
+export function consumerStopOutcome(r: ConsumerRecord, session: RecordRead<SessionRecord>, nowMs: number, logPath: string): Outcome {
+  const code = r.exit_code ?? EXIT.internal;
+  const reason = r.stop_reason ?? 'stopped';
+  const message = r.stop_message ?? `the background connection (pid ${r.pid}) stopped with exit ${code} and recorded no message; see ${logPath}`;
+  if (code === EXIT.ok) return { exit: EXIT.ok, style: 'plain', code: reason, message: `the background connection stopped (${reason}): ${message}` };
+  if (code === EXIT.stoodDown) return { exit: code, style: 'stood_down', code: reason, message };
+  if (code === EXIT.held && reason === 'session_held') return { exit: code, code: reason, message: sessionHeldMessage(r.stop_message, session, nowMs) };
+  return { exit: code, code: reason, message };
+}
+
+export function consumerDiedOutcome(pid: number, logPath: string): Outcome {
+  return {
+    exit: EXIT.ok,
+    style: 'plain',
+    code: 'consumer_died',
+    message:
+      `the background connection (pid ${pid}) exited without recording a stop — killed from outside, or it crashed (its last lines are in ${logPath}). ` +
+      `Nothing printed is lost; run oh-hai bridge again: it starts a new connection.`,
+  };
+}
+
+export function signalOutcome(signal: 'SIGINT' | 'SIGTERM'): Outcome {
+  return {
+    exit: SIGNAL_EXIT[signal],
+    code: signal === 'SIGINT' ? 'interrupted' : 'terminated',
+    message: `stopped by ${signal} after finishing the record in flight; nothing is lost — the next run continues from the cursor`,
+  };
+}
+
+export function displacedOutcome(by: Pick<ReaderRecord, 'pid' | 'host'>): Outcome {
+  return {
+    exit: EXIT.ok,
+    style: 'plain',
+    code: 'displaced',
+    message:
+      `a newer reader of this agent session (pid ${by.pid} on ${by.host}) took over, so this one stopped: one reader prints your mail. ` +
+      `Nothing is lost and there is nothing to re-run for this exit — that reader continues from the cursor.`,
+  };
+}
+
+export function orphanedOutcome(starterPid: number): Outcome {
+  return {
+    exit: EXIT.ok,
+    style: 'plain',
+    code: 'starter_gone',
+    message: `the process that started this reader (pid ${starterPid}) is gone, so nobody reads this output; stopping rather than keeping the address alive unread. Nothing is lost.`,
+  };
+}
+
+/** stdout was closed under us (EPIPE): the shell's code for a broken pipe, 128 + SIGPIPE. */
+export function stdoutClosedOutcome(err: unknown): Outcome {
+  return {
+    exit: 141,
+    code: 'stdout_closed',
+    message: `stdout was closed before a record could be printed (${(err as Error).message}); the cursor did not move past it, so the next run prints it again`,
+  };
+}
