@@ -2,6 +2,7 @@ import { checkKnob, type Coded, describeValue, done, knobExpected, SETTING_KNOBS
 import { parseHubUrl } from './hub-url.js';
 import { type Transport, checkTransport } from './transport.js';
 import { parsePolicy } from './policy.js';
+import { parseRetainPrinted, type RetainPrinted } from './retention.js';
 import type { TomlDoc } from './toml-file.js';
 
 /** What one config file sets; absent keys are left for the next layer. */
@@ -9,6 +10,7 @@ export interface FileSettings {
   hubUrl?: string;
   allowFrom?: string[];
   transport?: Transport;
+  retainPrinted?: RetainPrinted;
   numbers: Partial<Record<SettingKnob, number>>;
 }
 
@@ -17,7 +19,7 @@ export type ConfigScope = 'user' | 'project';
 const isTable = (v: unknown): v is TomlDoc => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date);
 
 const knobByKey = new Map(SETTING_KNOBS.map((k) => [settingOf(k).key, k]));
-const knownBridgeKeys = ['allow_from', 'transport', ...knobByKey.keys()];
+const knownBridgeKeys = ['allow_from', 'transport', ...knobByKey.keys(), 'retain_printed'];
 
 /**
  * Validate a parsed config file. Unknown keys become warnings (a typo must be visible, but a
@@ -65,6 +67,10 @@ export function validateConfigDoc(doc: TomlDoc, file: string, scope: ConfigScope
           const t = checkTransport(v, where);
           if (!t.ok) return t;
           settings.transport = t.value;
+        } else if (key === 'retain_printed') {
+          const r = parseRetainPrinted(v, where);
+          if (!r.ok) return r;
+          settings.retainPrinted = r.value;
         } else if (knob !== undefined) {
           if (typeof v !== 'number') return typeError(`[bridge] ${key}`, knobExpected(knob), v);
           const n = checkKnob(knob, v, where);

@@ -4,6 +4,7 @@ import { parseHubUrl, plainHttpWarning } from './hub-url.js';
 import { type Transport, checkTransport } from './transport.js';
 import type { LoadedConfig } from './load.js';
 import { type Policy, parsePolicy, policyItems } from './policy.js';
+import { DEFAULT_RETAIN_PRINTED, RETAIN_PRINTED_ENV, parseRetainPrinted, type RetainPrinted } from './retention.js';
 
 /** Flag values as commander hands them over (text), undefined when not given. */
 export interface SettingsFlags {
@@ -28,6 +29,8 @@ export interface BridgeSettings {
   transport: Transport;
   intervalSeconds: number;
   maxRetries: number;
+  /** How long printed and acknowledged records stay in the spool. */
+  retainPrinted: RetainPrinted;
 }
 
 export interface ResolvedSettings {
@@ -127,6 +130,13 @@ export function resolveSettings({
     [transport, sources.transport] = [t.value, 'flag'];
   } else if (user.transport !== undefined) [transport, sources.transport] = [user.transport, 'user'];
 
+  let retainPrinted = user.retainPrinted ?? DEFAULT_RETAIN_PRINTED;
+  if (present(env[RETAIN_PRINTED_ENV])) {
+    const r = parseRetainPrinted(env[RETAIN_PRINTED_ENV], RETAIN_PRINTED_ENV);
+    if (!r.ok) return r;
+    retainPrinted = r.value;
+  }
+
   return done({
     hubUrl,
     hubUrlSource,
@@ -135,6 +145,7 @@ export function resolveSettings({
       allowFromSource,
       policy,
       transport,
+      retainPrinted,
       ...numbers,
     },
     sources,

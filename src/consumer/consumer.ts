@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { EXIT } from '../core/index.js';
-import { parsePolicy, policyAdmits, policyItems, resolveAgentCredential, type Policy } from '../config/index.js';
+import { DEFAULT_RETAIN_PRINTED, parsePolicy, policyAdmits, policyItems, resolveAgentCredential, type Policy } from '../config/index.js';
 import { chooseTransport, formatAddress, replayWindowSeconds, type Capability, type ConsumerIdentity } from '../hub/contract/index.js';
 import { HubClient } from '../hub/client/index.js';
 import {
@@ -213,7 +213,7 @@ export class Consumer {
       );
       return null;
     }
-    const state = openDrainState(this.entry, this.opts.clock, (t) => this.log(t));
+    const state = openDrainState(this.entry, this.opts.clock, (t) => this.log(t), { leg: settings.leg, retain: settings.retain_printed ?? DEFAULT_RETAIN_PRINTED });
     if (!state.ok) {
       this.stopWith(state.stop);
       return null;
@@ -354,6 +354,9 @@ export class Consumer {
     const pump = new AckPump({
       acker,
       commit: () => ingest.commit(),
+      compact: () => {
+        for (const line of state.compact(this.opts.clock.now(), this.replayWindow())) this.log(line);
+      },
       lockHealthy: () => this.lockHealthy(),
       stopped: this.isStopped,
       stopWith: (s) => this.stopWith(s),

@@ -84,6 +84,7 @@ export class Ingest {
       this.d.ledger.recordSpooled(this.unledgered);
       this.unledgered = [];
     }
+    this.d.ledger.cover(this.d.spool.lastSeq());
     this.d.seen.persist();
   }
 

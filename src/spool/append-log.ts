@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, renameSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { fsyncDir, writeFileAtomic } from '../util/fs-durable.js';
 import { fail, ok, type Result } from '../core/index.js';
@@ -151,6 +151,27 @@ export class AppendLog {
       throw this.spec.error('write_failed', `reopening the ${this.spec.what} ${this.spec.file} failed: ${(e as Error).message}`);
     }
     this.bytes = Buffer.byteLength(text, 'utf8');
+  }
+
+  /**
+   * Seal the file under another name and go on with a new, empty one at the old path: the
+   * rename is atomic and fsynced in the directory before the new file is created, so a kill
+   * between the two leaves the sealed file and no current one (the next open creates it).
+   */
+  seal(sealedPath: string): void {
+    const fd = this.ensureUsable();
+    closeSync(fd);
+    this.fd = null;
+    try {
+      renameSync(this.spec.file, sealedPath);
+      fsyncDir(path.dirname(this.spec.file));
+      this.fd = openStateFile(this.spec.file, 'append');
+      fsyncDir(path.dirname(this.spec.file));
+    } catch (e) {
+      this.brokenBy = `seal: ${(e as Error).message}`;
+      throw this.spec.error('write_failed', `sealing the ${this.spec.what} ${this.spec.file} as ${path.basename(sealedPath)} failed: ${(e as Error).message}`);
+    }
+    this.bytes = 0;
   }
 
   close(): void {

@@ -41,8 +41,9 @@ export interface CursorCheck {
 }
 
 /**
- * The record ending at `offset` must be the one with `seq`. When it is not (the spool was
- * truncated by recovery, or replaced), rewind to the last record with seq ≤ the cursor's
+ * The record ending at `offset` (in the segment holding `seq`) must be the one with `seq`,
+ * unless the segment was removed once printed. When it is not (the spool was truncated by
+ * recovery, or replaced), rewind to the last record with seq ≤ the cursor's
  * that exists — never forward, so a new record written where an old one was is re-read,
  * not skipped.
  */
@@ -51,6 +52,9 @@ export function validateCursor(spool: SpoolReader, cursor: Cursor): CursorCheck 
     return cursor.offset === 0 ? { cursor: { ...NO_CURSOR }, rewound: null } : { cursor: { ...NO_CURSOR }, rewound: `cursor had seq 0 with offset ${cursor.offset}` };
   }
   if (spool.recordEndingAt(cursor.offset, cursor.seq)) return { cursor: { seq: cursor.seq, offset: cursor.offset }, rewound: null };
+  // Below the oldest segment: the consumer removed those records because they were printed
+  // (and acknowledged); nothing between the cursor and what is left is unread.
+  if (cursor.seq < spool.headSeq()) return { cursor: { seq: cursor.seq, offset: cursor.offset }, rewound: null };
   let back: Cursor = { ...NO_CURSOR };
   for (const item of spool.readAfter(0, cursor.seq)) {
     if (item.record.seq > cursor.seq) break;

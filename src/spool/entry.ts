@@ -29,7 +29,7 @@ import {
   type StoodDownRecord,
 } from './records.js';
 import { SeenJti } from './seen-jti.js';
-import { Spool, SpoolReader } from './spool.js';
+import { Spool, SpoolReader, type SegmentBounds } from './spool.js';
 
 /** A group/world permission bit found on the entry and removed. */
 export interface ModeRepair {
@@ -121,13 +121,14 @@ export class StateEntry {
   }
 
   /**
-   * The writable spool (consumer only, under the lock). Recovers the tail, then validates
+   * The writable spool (consumer only, under the lock), read from the segment holding `from`
+   * + 1 (default: every segment; see Spool.open). Recovers the tail, then validates
    * the cursor and writes it back rewound if it points past what survived — before the
    * first append, because records appended where lost ones were would otherwise look
    * already printed (to the reader, and to the consumer's `ack acknowledged`).
    */
-  openSpool(clock: Clock): Result<Spool> {
-    const opened = Spool.open(this.dir, { clock });
+  openSpool(clock: Clock, opts: { from?: number; segment?: SegmentBounds } = {}): Result<Spool> {
+    const opened = Spool.open(this.dir, { clock, ...opts });
     if (!opened.ok) return opened;
     const r = opened.value.recovery;
     if (r) this.log(`spool recovered: cut ${r.cutBytes} bytes at byte ${r.cutAt} (${r.reason})`);

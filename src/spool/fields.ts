@@ -89,6 +89,14 @@ export class Fields {
     return this.o[key] === null ? null : this.strings(key);
   }
 
+  /** A nested object, read by `each` with its own Fields. */
+  obj<T>(key: string, each: (f: Fields) => T): T {
+    const f = new Fields(this.o[key], `${this.what} ${key}`);
+    const value = each(f);
+    if (f.problem !== null && this.problem === null) this.problem = f.problem;
+    return value;
+  }
+
   /** An array of objects, each read by `each` with its own Fields. */
   list<T>(key: string, each: (f: Fields) => T): T[] {
     const v = this.o[key];

@@ -12,6 +12,12 @@ import { ENTRY_FILES } from './records.js';
  * torn line, cut at open). Losing the tail is safe: an entry the ledger forgot is still
  * unacknowledged at the Hub, which redelivers it; the consumer's dedup then finds it in
  * the spool and records it here again (`recordSpooled` is idempotent).
+ *
+ * It also keeps the settled mark (docs/spool.md): a seq through which every spooled entry has
+ * been acknowledged at the Hub (or reported unknown there, so never delivered again). The
+ * Hub never hands such an entry over again, so the spool may forget its id for dedup and,
+ * once printed, remove its record. Each `acknowledged` line carries the mark as it stands
+ * after it; a compacted ledger starts with a `settled` line.
  */
 
 export interface LedgerEntry {
@@ -25,15 +31,24 @@ export interface LedgerEntry {
 
 type LedgerOp =
   | { op: 'entry'; id: string; seq: number; session: string | null; state: LedgerEntry['state'] }
-  | { op: 'delivered' | 'acknowledged'; ids: string[] };
+  | { op: 'delivered'; ids: string[] }
+  | { op: 'acknowledged'; ids: string[]; settled?: number }
+  | { op: 'settled'; through: number };
 
 function parseOp(x: unknown): Result<LedgerOp> {
   const f = new Fields(x, 'ledger line');
-  const op = f.oneOf('op', ['entry', 'delivered', 'acknowledged']);
-  if (op === 'entry') {
-    return f.done<LedgerOp>({ op, id: f.str('id', /./), seq: f.int('seq', 1), session: f.strOrNull('session'), state: f.oneOf('state', ['spooled', 'delivered']) });
+  const op = f.oneOf('op', ['entry', 'delivered', 'acknowledged', 'settled']);
+  switch (op) {
+    case 'entry':
+      return f.done<LedgerOp>({ op, id: f.str('id', /./), seq: f.int('seq', 1), session: f.strOrNull('session'), state: f.oneOf('state', ['spooled', 'delivered']) });
+    case 'settled':
+      return f.done<LedgerOp>({ op, through: f.int('through') });
+    case 'acknowledged':
+      // Written before the settled mark existed: no `settled`.
+      return f.done<LedgerOp>({ op, ids: f.strings('ids'), ...(f.raw('settled') === undefined ? {} : { settled: f.int('settled') }) });
+    default:
+      return f.done<LedgerOp>({ op: 'delivered', ids: f.strings('ids') });
   }
-  return f.done<LedgerOp>({ op, ids: f.strings('ids') });
 }
 
 export class LedgerWriteError extends Error {
@@ -77,6 +92,10 @@ const COMPACT_MIN_DEAD = 1024;
 export class Ledger {
   private readonly live = new Map<string, LedgerEntry>();
   private lines = 0;
+  /** The settled mark as last written. */
+  private written = 0;
+  /** Every spooled record up to here is in the ledger or settled (what the consumer vouched for with `cover`). */
+  private covered = 0;
 
   private constructor(private readonly log: AppendLog) {}
 
@@ -100,10 +119,15 @@ export class Ledger {
     const ledger = new Ledger(opened.value.log);
     for (const op of opened.value.valid.ops) ledger.apply(op);
     ledger.lines = opened.value.valid.ops.length;
+    ledger.covered = ledger.written;
     return ok(ledger);
   }
 
   private apply(op: LedgerOp): void {
+    if (op.op === 'settled' || (op.op === 'acknowledged' && op.settled !== undefined)) {
+      this.written = Math.max(this.written, op.op === 'settled' ? op.through : (op.settled ?? 0));
+      if (op.op === 'settled') return;
+    }
     if (op.op === 'entry') {
       if (!this.live.has(op.id)) this.live.set(op.id, { id: op.id, seq: op.seq, session: op.session, state: op.state });
       return;
@@ -144,9 +168,26 @@ export class Ledger {
   acknowledge(ids: readonly string[]): void {
     const known = ids.filter((id) => this.live.has(id));
     if (known.length === 0) return;
-    this.write([{ op: 'acknowledged', ids: known }]);
+    const gone = new Set(known);
+    const settled = this.settledThrough(gone);
+    this.write([{ op: 'acknowledged', ids: known, ...(settled > this.written ? { settled } : {}) }]);
     const dead = this.lines - this.live.size;
     if (dead >= COMPACT_MIN_DEAD && dead > 4 * this.live.size) this.compact();
+  }
+
+  /**
+   * The consumer vouches that every spool record up to `seq` is in the ledger (or settled):
+   * after it ledgered what it spooled, and at open once it recorded what a lost tail forgot.
+   */
+  cover(seq: number): void {
+    if (seq > this.covered) this.covered = seq;
+  }
+
+  /** Every spooled entry up to this seq is acknowledged at the Hub or unknown there (0: none known). */
+  settledThrough(without: ReadonlySet<string> = new Set()): number {
+    let through = this.covered;
+    for (const e of this.live.values()) if (e.seq <= through && !without.has(e.id)) through = e.seq - 1;
+    return Math.max(through, 0);
   }
 
   /** Every entry still owed an ack, by seq. */
@@ -171,8 +212,11 @@ export class Ledger {
   /** Rewrite the file as just the live entries (atomic replace), then keep appending to it. */
   compact(): void {
     const entries = this.pending();
-    this.log.replace(entries.map((e) => sealLine({ op: 'entry', id: e.id, seq: e.seq, session: e.session, state: e.state }) + '\n').join(''));
-    this.lines = entries.length;
+    const settled = Math.max(this.written, this.settledThrough());
+    const head = settled > 0 ? [sealLine({ op: 'settled', through: settled }) + '\n'] : [];
+    this.log.replace([...head, ...entries.map((e) => sealLine({ op: 'entry', id: e.id, seq: e.seq, session: e.session, state: e.state }) + '\n')].join(''));
+    this.written = settled;
+    this.lines = entries.length + head.length;
   }
 
   close(): void {

@@ -176,6 +176,8 @@ export interface ConsumerSettings {
   allow_from: string[] | null;
   agent: string | null;
   leg: 'session' | 'principal';
+  /** `[bridge] retain_printed` when it is not the default; absent = the default (docs/spool.md). */
+  retain_printed?: { records: number; days: number };
 }
 
 function stamp(f: Fields): ProcessStamp {
@@ -278,5 +280,6 @@ export function parseConsumerSettings(x: unknown): Result<ConsumerSettings> {
     allow_from: f.stringsOrNull('allow_from'),
     agent: f.strOrNull('agent'),
     leg: f.oneOf('leg', ['session', 'principal']),
+    ...(f.raw('retain_printed') === undefined ? {} : { retain_printed: f.obj('retain_printed', (r) => ({ records: r.int('records'), days: r.num('days') })) }),
   });
 }

@@ -1,10 +1,13 @@
+import { statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../util/clock.js';
+import { fsyncDir } from '../util/fs-durable.js';
 import { fail, ok, type Result } from '../core/index.js';
 import { AppendLog, type AppendLogFailure, type TailCut } from './append-log.js';
 import { Fields } from './fields.js';
 import { lineEndingAt, openLine, readLines, sealLine, type RawLine } from './line.js';
 import { ENTRY_FILES } from './records.js';
+import { sealedSegmentName, sealedSegments } from './segments.js';
 import { watchFiles, type WatchOptions } from './watch.js';
 
 /** An MA2H entry as spooled: verified by the consumer before it got here, kept verbatim. */
@@ -116,18 +119,78 @@ function itemOf(line: RawLine, seq: number): Result<SpoolItem> {
   return ok({ record: parsed.value, line: text, start: line.start, end: line.end });
 }
 
-/** Walks valid, contiguous records from a position; stops at the first line that is not the next record. */
-function* walk(file: string, from: { seq: number; offset: number }): Generator<SpoolItem, { end: number; stop: string | null }, undefined> {
+/** One file of the spool: a sealed segment, or the current one (`first` is Infinity while it holds no readable record). */
+interface Segment {
+  file: string;
+  first: number;
+}
+
+/** Where a walk begins: the segment, the byte in it, and the seq of the record just before. */
+interface WalkStart {
+  index: number;
+  offset: number;
+  seq: number;
+}
+
+/** Where a walk ended: the segment it reached, the byte just past its last valid record there, and why it stopped early (or null). */
+interface WalkEnd {
+  index: number;
+  end: number;
+  stop: string | null;
+}
+
+/**
+ * Walks valid, contiguous records from a position across the segments that follow it; stops
+ * at the first line that is not the next record (a segment's first record must follow the
+ * previous segment's last). A segment removed meanwhile reads as empty, and the gap stops the walk.
+ */
+function* walk(segments: readonly Segment[], from: WalkStart): Generator<SpoolItem, WalkEnd, undefined> {
   let seq = from.seq;
-  let end = from.offset;
-  for (const line of readLines(file, from.offset)) {
-    const item = itemOf(line, seq + 1);
-    if (!item.ok) return { end, stop: `byte ${line.start}: ${item.reason}` };
-    seq += 1;
-    end = item.value.end;
-    yield item.value;
+  const last = segments.length - 1;
+  for (let i = from.index; i <= last; i++) {
+    const file = segments[i]!.file;
+    let end = i === from.index ? from.offset : 0;
+    for (const line of readLines(file, end)) {
+      const item = itemOf(line, seq + 1);
+      if (!item.ok) return { index: i, end, stop: `${i < last ? `${path.basename(file)} ` : ''}byte ${line.start}: ${item.reason}` };
+      seq += 1;
+      end = item.value.end;
+      yield item.value;
+    }
+    if (i === last) return { index: i, end, stop: null };
   }
-  return { end, stop: null };
+  return { index: from.index, end: from.offset, stop: null };
+}
+
+/** The seq of a file's first record, or null when its first line is not one. */
+function firstSeqOf(file: string): number | null {
+  const lines = readLines(file);
+  try {
+    const first = lines.next();
+    if (first.done) return null;
+    const opened = openLine(first.value.text);
+    const parsed = opened.ok ? parseSpoolRecord(opened.value) : opened;
+    return parsed.ok ? parsed.value.seq : null;
+  } finally {
+    lines.return();
+  }
+}
+
+/** The segment holding `seq` (the last whose first record is at or before it), or -1. */
+function holding(segments: readonly Segment[], seq: number): number {
+  for (let i = segments.length - 1; i >= 0; i--) if (segments[i]!.first <= seq) return i;
+  return -1;
+}
+
+/** A walk from the start of a segment: the record before its first. */
+const segmentStart = (segments: readonly Segment[], index: number): WalkStart => {
+  const first = segments[index]!.first;
+  return { index, offset: 0, seq: Number.isFinite(first) ? first - 1 : 0 };
+};
+
+/** A walk that reaches every record with seq ≥ `seq` that the spool still holds. */
+function walkReaching(segments: readonly Segment[], seq: number): WalkStart {
+  return segmentStart(segments, Math.max(0, holding(segments, seq)));
 }
 
 /** Where an entry id was spooled: for re-acking a redelivered duplicate without spooling it twice. */
@@ -138,8 +201,10 @@ export interface SpooledAt {
 
 export interface SpoolScan {
   lastSeq: number;
-  /** Byte offset just past the last valid record. */
+  /** Byte offset just past the last valid record, in the segment the walk ended in. */
   end: number;
+  /** That segment: the current one unless the walk stopped in a sealed one. */
+  index: number;
   /** Entry id → where it was first spooled. */
   entries: Map<string, SpooledAt>;
   /** Sessions an address_changed record moved away from. */
@@ -148,35 +213,66 @@ export interface SpoolScan {
   stop: string | null;
 }
 
+/** The spool's files, oldest first; the current segment last. */
+function segmentsOf(dir: string): Segment[] {
+  const current = path.join(dir, ENTRY_FILES.spool);
+  return [...sealedSegments(dir), { file: current, first: firstSeqOf(current) ?? Infinity }];
+}
+
+/** Records from a walk's start to its end, with what dedup and the reader's labels need. */
+function scanFrom(segments: readonly Segment[], from: WalkStart): SpoolScan {
+  const entries = new Map<string, SpooledAt>();
+  const replacedSessions = new Set<string>();
+  const it = walk(segments, from);
+  let lastSeq = from.seq;
+  for (;;) {
+    const step = it.next();
+    if (step.done) return { lastSeq, end: step.value.end, index: step.value.index, entries, replacedSessions, stop: step.value.stop };
+    const r = step.value.record;
+    lastSeq = r.seq;
+    if (r.type === 'transition') replacedSessions.add(r.from_session);
+    else if (!entries.has(r.entry.id)) entries.set(r.entry.id, { seq: r.seq, session: r.session });
+  }
+}
+
 /**
- * Read access to a spool. Readers never modify the file: only the consumer (holding the
- * lock) recovers a damaged tail, so a reader treats the first line that is not the next
- * record as the end for now.
+ * Read access to a spool. Readers never modify the files: only the consumer (holding the
+ * lock) recovers a damaged tail or removes segments, so a reader treats the first line that
+ * is not the next record as the end for now. A cursor's offset is a byte offset in the
+ * segment holding its seq.
  */
 export class SpoolReader {
+  /** The current segment (the only file of a spool that was never sealed). */
   readonly file: string;
 
   constructor(readonly dir: string) {
     this.file = path.join(dir, ENTRY_FILES.spool);
   }
 
-  scan(): SpoolScan {
-    const entries = new Map<string, SpooledAt>();
-    const replacedSessions = new Set<string>();
-    const it = walk(this.file, { seq: 0, offset: 0 });
-    let lastSeq = 0;
-    for (;;) {
-      const step = it.next();
-      if (step.done) return { lastSeq, end: step.value.end, entries, replacedSessions, stop: step.value.stop };
-      const r = step.value.record;
-      lastSeq = r.seq;
-      if (r.type === 'transition') replacedSessions.add(r.from_session);
-      else if (!entries.has(r.entry.id)) entries.set(r.entry.id, { seq: r.seq, session: r.session });
-    }
+  private segments(): Segment[] {
+    return segmentsOf(this.dir);
   }
 
+  /** Every record the spool still holds, from its oldest segment. */
+  scan(): SpoolScan {
+    const segments = this.segments();
+    return scanFrom(segments, segmentStart(segments, 0));
+  }
+
+  /** The last valid record's seq, read from the newest segment whose first record is known (0: none). */
   lastSeq(): number {
-    return this.scan().lastSeq;
+    const segments = this.segments();
+    const newest = segments.findLastIndex((s) => Number.isFinite(s.first));
+    return newest === -1 ? 0 : scanFrom(segments, segmentStart(segments, newest)).lastSeq;
+  }
+
+  /**
+   * The seq of the oldest record the spool holds (or its first record would have, 1, when it
+   * holds none): a cursor below it points at records removed because they were printed.
+   */
+  headSeq(): number {
+    const first = this.segments()[0]!.first;
+    return Number.isFinite(first) ? first : 1;
   }
 
   /** The entry ids present (a copy). */
@@ -184,11 +280,12 @@ export class SpoolReader {
     return new Set(this.scan().entries.keys());
   }
 
-  /** Records with seq > `seq`, scanning from the start of the file. */
+  /** Records with seq > `seq`, from the segment holding seq + 1. */
   readAfter(seq: number, limit = Infinity): SpoolItem[] {
     const items: SpoolItem[] = [];
     if (limit <= 0) return items;
-    for (const item of walk(this.file, { seq: 0, offset: 0 })) {
+    const segments = this.segments();
+    for (const item of walk(segments, walkReaching(segments, seq + 1))) {
       if (item.record.seq <= seq) continue;
       items.push(item);
       if (items.length >= limit) break;
@@ -197,30 +294,38 @@ export class SpoolReader {
   }
 
   /**
-   * Records after a cursor, reading from its byte offset. If the record at that offset is
-   * not seq + 1 (a stale offset), falls back to scanning from the start: re-read, never skip.
+   * Records after a cursor, reading from its byte offset in its segment. If the record at
+   * that offset is not seq + 1 (a stale offset), falls back to reading from the segment
+   * holding seq + 1: re-read, never skip. A cursor below the oldest segment (those records
+   * were removed once printed) reads from the oldest.
    */
   readFrom(cursor: { seq: number; offset: number }, limit = Infinity): SpoolItem[] {
     const items: SpoolItem[] = [];
     if (limit <= 0) return items;
-    const it = walk(this.file, cursor);
+    const segments = this.segments();
+    const at = cursor.seq === 0 ? -1 : holding(segments, cursor.seq);
+    const it = walk(segments, at === -1 ? walkReaching(segments, cursor.seq + 1) : { index: at, offset: cursor.offset, seq: cursor.seq });
     for (;;) {
       const step = it.next();
       if (step.done) {
         if (items.length === 0 && step.value.stop !== null) return this.readAfter(cursor.seq, limit);
         return items;
       }
+      if (step.value.record.seq <= cursor.seq) continue;
       items.push(step.value);
       if (items.length >= limit) {
-        it.return({ end: step.value.end, stop: null });
+        it.return({ index: at, end: step.value.end, stop: null });
         return items;
       }
     }
   }
 
-  /** The record whose line ends exactly at byte `end`, if that line is a valid record with seq `seq`. */
+  /** The record whose line ends exactly at byte `end` of its segment, if that line is a valid record with seq `seq`. */
   recordEndingAt(end: number, seq: number): SpoolItem | null {
-    const line = lineEndingAt(this.file, end);
+    const segments = this.segments();
+    const at = holding(segments, seq);
+    if (at === -1) return null;
+    const line = lineEndingAt(segments[at]!.file, end);
     if (!line) return null;
     const item = itemOf(line, seq);
     return item.ok ? item.value : null;
@@ -232,24 +337,71 @@ export class SpoolReader {
   }
 }
 
+/** When the current segment is sealed and a new one begun: whichever bound it reaches first. */
+export interface SegmentBounds {
+  records: number;
+  bytes: number;
+}
+
+export const DEFAULT_SEGMENT: SegmentBounds = Object.freeze({ records: 1000, bytes: 8 * 1024 * 1024 });
+
+/** How long printed, acknowledged records stay: a segment goes once it is outside either bound. */
+export interface Retention {
+  /** At least this many printed and acknowledged records newer than it. */
+  records: number;
+  /** Or its newest record older than this (our clock). */
+  maxAgeMs: number;
+}
+
+export interface CompactOptions {
+  /** Every record up to here is printed (the validated cursor) and settled at the Hub (the ledger). */
+  through: number;
+  retain: Retention;
+  nowMs: number;
+  /**
+   * How long the ids of removed records still count for dedup in this process: a delivery the
+   * Hub sent before it took the acknowledgement may still be on its way (twice the replay
+   * window and a margin: a later one fails the freshness check).
+   */
+  holdMs: number;
+}
+
+export interface Compaction {
+  /** Segments removed, oldest first, each as its first and last seq and bytes. */
+  dropped: { first: number; last: number; bytes: number }[];
+  /** Why removing stopped early (the files stay; only disk space is at stake), or null. */
+  failed: string | null;
+}
+
 /**
- * The consumer's spool. `open` recovers first: the file is cut back to the last line that
- * is the next record with a valid sum, before anything is appended — appending after a
- * torn line would glue two records into one garbage line and lose both.
+ * The consumer's spool. `open` recovers first: the current segment is cut back to the last
+ * line that is the next record with a valid sum, before anything is appended — appending
+ * after a torn line would glue two records into one garbage line and lose both.
  */
 export class Spool extends SpoolReader {
   private seq: number;
+  /** The seq of the current segment's first record; null while it holds none. */
+  private currentFirst: number | null;
+  /** First seqs of the sealed segments, oldest first. */
+  private readonly sealed: number[];
   private readonly entries: Map<string, SpooledAt>;
   private readonly replaced: Set<string>;
+  /** Removed segments whose ids still count for dedup until `until`. */
+  private readonly retiring: { through: number; until: number }[] = [];
 
   private constructor(
     dir: string,
     private readonly clock: Clock,
     private readonly log: AppendLog,
+    private readonly bounds: SegmentBounds,
+    segments: readonly Segment[],
     scan: SpoolScan,
   ) {
     super(dir);
     this.seq = scan.lastSeq;
+    this.sealed = segments.slice(0, -1).map((s) => s.first);
+    const current = segments.at(-1)!.first;
+    this.currentFirst = scan.end > 0 && Number.isFinite(current) ? current : null;
     this.entries = scan.entries;
     this.replaced = scan.replacedSessions;
   }
@@ -259,13 +411,26 @@ export class Spool extends SpoolReader {
     return this.log.cut;
   }
 
-  static open(dir: string, opts: { clock: Clock }): Result<Spool> {
+  /**
+   * Open for appending (consumer only, under the lock). Reads from the segment holding
+   * `from` + 1 — the records before it are printed and settled, so dedup no longer needs
+   * their ids — to the end, recovering the current segment's tail.
+   */
+  static open(dir: string, opts: { clock: Clock; from?: number; segment?: SegmentBounds }): Result<Spool> {
     const reader = new SpoolReader(dir);
-    const opened = AppendLog.open({ file: reader.file, what: 'spool', error: (kind, message) => new SpoolWriteError(SPOOL_FAILURES[kind], message) }, () =>
-      reader.scan(),
-    );
+    const segments = segmentsOf(dir);
+    const opened = AppendLog.open({ file: reader.file, what: 'spool', error: (kind, message) => new SpoolWriteError(SPOOL_FAILURES[kind], message) }, () => {
+      const scan = scanFrom(segments, walkReaching(segments, (opts.from ?? 0) + 1));
+      if (scan.index !== segments.length - 1) {
+        throw new Error(
+          `the sealed spool segment ${segments[scan.index]!.file} is damaged (${scan.stop}): a sealed segment is never written again, so this damage came from outside oh-hai. ` +
+            'Move that file and the later bridge.*.ndjson segments out of the entry to go on; what was not acknowledged is delivered again by the Hub',
+        );
+      }
+      return scan;
+    });
     if (!opened.ok) return opened;
-    return ok(new Spool(dir, opts.clock, opened.value.log, opened.value.valid));
+    return ok(new Spool(dir, opts.clock, opened.value.log, opts.segment ?? DEFAULT_SEGMENT, segments, opened.value.valid));
   }
 
   override lastSeq(): number {
@@ -286,11 +451,18 @@ export class Spool extends SpoolReader {
     return this.entries.get(id) ?? null;
   }
 
+  /** Entry records read or written since open with seq > `seq`, by seq: what a ledger that lost its tail must still hold. */
+  entriesAfter(seq: number): ({ id: string } & SpooledAt)[] {
+    const out: ({ id: string } & SpooledAt)[] = [];
+    for (const [id, at] of this.entries) if (at.seq > seq) out.push({ id, ...at });
+    return out;
+  }
+
   replacedSessions(): ReadonlySet<string> {
     return this.replaced;
   }
 
-  /** Byte size of the valid spool. */
+  /** Byte size of the valid current segment. */
   end(): number {
     return this.log.size;
   }
@@ -300,6 +472,7 @@ export class Spool extends SpoolReader {
    * fsync throws SpoolWriteError and leaves the spool unusable: a failed fsync is never
    * retried (the page cache may have dropped the data while reporting success later), the
    * consumer stops, and the next open recovers the tail. The Hub redelivers what was not acked.
+   * A current segment that reached its bounds is sealed first.
    */
   append<E extends { readonly id: string }>(records: readonly NewSpoolRecord<E>[]): SpoolRecord[] {
     this.log.ensureUsable();
@@ -330,7 +503,13 @@ export class Spool extends SpoolReader {
       written.push(parsed.value);
       lines.push(line + '\n');
     }
+    if (this.currentFirst !== null && (this.seq - this.currentFirst + 1 >= this.bounds.records || this.log.size >= this.bounds.bytes)) {
+      this.log.seal(path.join(this.dir, sealedSegmentName(this.currentFirst)));
+      this.sealed.push(this.currentFirst);
+      this.currentFirst = null;
+    }
     this.log.append(lines.join(''));
+    this.currentFirst ??= this.seq + 1;
     this.seq = seq;
     for (const r of written) {
       if (r.type === 'transition') this.replaced.add(r.from_session);
@@ -339,9 +518,75 @@ export class Spool extends SpoolReader {
     return written;
   }
 
+  /** Could the oldest sealed segment go with records settled up to `settled`? (No disk access: ask before reading the cursor.) */
+  compactable(settled: number): boolean {
+    const next = this.sealed[1] ?? this.currentFirst;
+    return this.sealed.length > 0 && next !== null && next - 1 <= settled;
+  }
+
+  /**
+   * Remove sealed segments, oldest first, while every record in one is at or before
+   * `through` and it is outside the retention (enough newer settled records, or old enough).
+   * Each removal is one unlink, so a kill at any instant leaves a contiguous run of segments
+   * that ends with the current one. The newest sealed segment stays while the current one
+   * holds no record: it is what says where the spool ends.
+   */
+  compact(opts: CompactOptions): Compaction {
+    const dropped: Compaction['dropped'] = [];
+    let failed: string | null = null;
+    while (this.sealed.length > 0) {
+      const first = this.sealed[0]!;
+      const next = this.sealed[1] ?? this.currentFirst;
+      if (next === null || next - 1 > opts.through) break;
+      const last = next - 1;
+      const file = path.join(this.dir, sealedSegmentName(first));
+      let bytes = 0;
+      try {
+        bytes = statSync(file).size;
+        if (opts.through - last < opts.retain.records && !newestOlderThan(file, bytes, last, opts.nowMs - opts.retain.maxAgeMs)) break;
+        unlinkSync(file);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+          failed = `removing ${file} failed: ${(e as Error).message}`;
+          break;
+        }
+      }
+      this.sealed.shift();
+      dropped.push({ first, last, bytes });
+    }
+    if (dropped.length > 0) {
+      try {
+        fsyncDir(this.dir);
+      } catch (e) {
+        failed ??= `fsync of ${this.dir} failed: ${(e as Error).message}`;
+      }
+      this.retiring.push({ through: dropped.at(-1)!.last, until: opts.nowMs + opts.holdMs });
+    }
+    this.forgetRetired(opts.nowMs);
+    return { dropped, failed };
+  }
+
+  /** Ids of removed records whose hold has passed leave the dedup map (it holds them in seq order). */
+  private forgetRetired(nowMs: number): void {
+    while (this.retiring.length > 0 && this.retiring[0]!.until <= nowMs) {
+      const { through } = this.retiring.shift()!;
+      for (const [id, at] of this.entries) {
+        if (at.seq > through) break;
+        this.entries.delete(id);
+      }
+    }
+  }
+
   close(): void {
     this.log.close();
   }
+}
+
+/** Whether a sealed segment's newest record (seq `last`) was spooled before `cutoffMs`; unreadable is not old. */
+function newestOlderThan(file: string, size: number, last: number, cutoffMs: number): boolean {
+  const line = lineEndingAt(file, size);
+  const item = line ? itemOf(line, last) : null;
+  return item !== null && item.ok && Date.parse(item.value.record.received_at) < cutoffMs;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { loadConfigFiles, rememberAgentId, requireHubUrl, resolveAgentCredential, resolveSettings, type AgentCredential, type ResolvedSettings, type SettingsFlags } from '../../config/index.js';
+import { isDefaultRetainPrinted, loadConfigFiles, rememberAgentId, requireHubUrl, resolveAgentCredential, resolveSettings, type AgentCredential, type ResolvedSettings, type SettingsFlags } from '../../config/index.js';
 import { type Coded, EXIT, type CodedError, knobFromEnv } from '../../core/index.js';
 import { openStateEntry, resolveStateRoot, sessionEntryDir, stateKey, type ConsumerSettings, type IdentityRecord, type StateEntry } from '../../spool/index.js';
 import type { CliIO } from '../io.js';
@@ -142,6 +142,8 @@ export function connectionSettings(r: ResolvedAgent, target: AgentSessionKey | '
     unattended_max_seconds: b.unattendedMaxSeconds,
     allow_from: b.allowFrom,
     agent,
+    // Absent means the default, so a settings.json stays as it was for everyone who never set it.
+    ...(isDefaultRetainPrinted(b.retainPrinted) ? {} : { retain_printed: { ...b.retainPrinted } }),
   };
   if (target === 'principal') return { ...common, session_key: 'principal', pinned: null, name: null, transport: 'poll', leg: 'principal' };
   return { ...common, session_key: target.key, pinned: target.pinned, name: target.name, pin_candidate: pinCandidate(target), transport: b.transport, leg: 'session' };
