@@ -1,6 +1,7 @@
 export * from './paths.js';
 export * from './records.js';
 export * from './spool.js';
+export * from './segments.js';
 export * from './cursor.js';
 export * from './entry.js';
 export * from './log.js';

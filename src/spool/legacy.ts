@@ -8,6 +8,7 @@ import { Fields } from './fields.js';
 import { openLine, readLines, sealLine } from './line.js';
 import { hubOrigin } from './paths.js';
 import { ENTRY_FILES, readRecord, writeRecord, type RecordRead, type SessionHistoryItem } from './records.js';
+import { sealedSegments } from './segments.js';
 import { parseSpoolRecord, type SpoolEntryRecord, type SpoolTransitionRecord } from './spool.js';
 
 /**
@@ -226,8 +227,9 @@ export function convertLegacySpool(dir: string, currentSession: string): Convert
   return { text: lines.join(''), records: lines.length, unread: lines.length - cursor.seq, cursor, history, notes };
 }
 
-/** Is there anything in the entry's spool? Adoption never merges into a spool that holds records. */
+/** Is there anything in the entry's spool (any segment)? Adoption never merges into a spool that holds records. */
 export function entrySpoolEmpty(entryDir: string): boolean {
+  if (sealedSegments(entryDir).length > 0) return false;
   try {
     return statSync(path.join(entryDir, ENTRY_FILES.spool)).size === 0;
   } catch (e) {

@@ -35,7 +35,7 @@ const FILE_PROJECT: [string, string] = ['.oh-hai/config.toml', 'The project conf
 const FILE_CREDENTIALS: [string, string] = ['~/.config/oh-hai/credentials.json', 'Stored tokens, written by oh-hai login (0600, directory 0700).'];
 const FILE_ENTRY: [string, string] = [
   '<state root>/oh-hai/bridge/sessions/<key>/',
-  `The state entry of one agent session (0700, files 0600): identity.json, settings.json, session.json, consumer.json, reader.json, bridge.ndjson (the spool), cursor.json, ledger.ndjson, seen-jti.json and bridge.log (renamed to bridge.log.1 at 1 MiB, replacing the one before). The key is derived from the Hub origin, the agent id and the agent session — never the working directory. No token is ever written here. ${STATE_ROOT}`,
+  `The state entry of one agent session (0700, files 0600): identity.json, settings.json, session.json, consumer.json, reader.json, bridge.ndjson and bridge.<seq>.ndjson (the spool and its sealed segments), cursor.json, ledger.ndjson, seen-jti.json and bridge.log (renamed to bridge.log.1 at 1 MiB, replacing the one before). The key is derived from the Hub origin, the agent id and the agent session — never the working directory. No token is ever written here. ${STATE_ROOT}`,
 ];
 
 const MESSAGING_EXIT: [string, string][] = [
@@ -169,7 +169,7 @@ Two windows the split does not close, stated rather than glossed: a userspace pi
   ],
   files: [
     FILE_ENTRY,
-    ['<entry>/bridge.ndjson', 'The spool: one JSON record per line, exactly what --raw prints.'],
+    ['<entry>/bridge.ndjson', 'The spool\u2019s current segment: one JSON record per line, exactly what --raw prints. Full segments are sealed as bridge.<first seq>.ndjson and removed once printed, acknowledged and past [bridge] retain_printed (oh-hai-config(5)).'],
     ['<entry>/bridge.log', 'One line per event from the reader and the connection, with no secrets. At 1 MiB (OH_HAI_LOG_MAX_BYTES) it is renamed to bridge.log.1 and a new one begins.'],
     ['<entry>/bridge.log.1', 'The previous bridge.log; the next rotation replaces it, so the two hold the last 1 to 2 MiB of events.'],
     FILE_CONFIG,
@@ -424,6 +424,10 @@ Unknown keys are warnings naming the file and the key, never errors. A wrong typ
           return [`[bridge] ${k.setting.key}`, `${k.what} Flag ${k.setting.flag}. ${k.unit === 'count' ? 'A whole number' : 'Seconds'}; default ${k.default}; environment ${k.env}.`];
         }),
         ['[bridge] transport', 'auto (SSE when the Hub offers it, else long-poll), sse or poll. Flag --transport.'],
+        [
+          '[bridge] retain_printed',
+          'How long the spool keeps records the reader has printed and the Hub has acknowledged: "<n> records / <d> days" (either part alone keeps the other\u2019s default); default "10000 records / 7 days". A spool segment of such records is removed once more than n of them are newer or its newest is older than d days; unprinted or unacknowledged records are never removed. Environment OH_HAI_RETAIN_PRINTED.',
+        ],
       ],
     },
     {
@@ -442,6 +446,7 @@ Unknown keys are warnings naming the file and the key, never errors. A wrong typ
     ENV_TOKENS,
     ...ENV_SESSION,
     ...(Object.keys(KNOBS) as KnobName[]).map(envKnob),
+    ['OH_HAI_RETAIN_PRINTED', 'Overrides [bridge] retain_printed, same syntax ("10000 records / 7 days"); a malformed value is a usage error (exit 2).'],
     ...ENV_XDG,
     ['HOME', 'The base of ~/.config and ~/.local/state when the XDG variables are unset.'],
   ],
