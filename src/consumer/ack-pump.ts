@@ -14,7 +14,7 @@ export interface AckPumpDeps {
   /** Ledger what was spooled and persist the seen jtis: before any ack (throws a write error). */
   commit(): void;
   /** After a round's acks: remove what is printed, settled and past retention from the spool. */
-  compact(): void;
+  compact?(): void;
   lockHealthy(): boolean;
   stopped(): boolean;
   stopWith(s: Stop): void;
@@ -69,7 +69,7 @@ export class AckPump {
     }
     this.d.commit();
     const r = await this.d.acker.flush();
-    if (r.ok && !this.d.stopped()) this.d.compact();
+    if (r.ok && !this.d.stopped()) this.d.compact?.();
     if (r.ok || this.d.stopped()) return;
     const disposition = r.disposition;
     if (disposition.kind === 'stop') this.d.stopWith(disposition.stop);
