@@ -1,10 +1,13 @@
 import type { Dispatcher } from 'undici';
-import { parseHubError } from '../contract/index.js';
+import { maxPageAcceptBytes, parseHubError } from '../contract/index.js';
 import { type Result } from '../../core/index.js';
 import { networkFailure, protocolFailure, type HubFailure, type HubResult } from './result.js';
 
-/** Larger than any honest answer (a drain of 100 entries of 64 KiB is ~7 MiB); a Hub past it is refused. */
-export const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+/**
+ * The largest answer we read: any page the contract allows (a drain answer is one), which always
+ * includes one maximal entry (contract/limits.ts). A Hub past it is refused.
+ */
+export const maxResponseBytes = (): number => maxPageAcceptBytes();
 
 /** Extra time beyond a Hub-side hold before we call a silent connection dead. */
 export const HOLD_MARGIN_MS = 10_000;
@@ -78,14 +81,14 @@ export function discard(body: Dispatcher.ResponseData['body']): void {
   body.destroy();
 }
 
-/** Read a body up to MAX_RESPONSE_BYTES; past that it stops reading and says so. */
+/** Read a body up to maxResponseBytes(); past that it stops reading and says so. */
 export async function readCapped(body: Dispatcher.ResponseData['body']): Promise<{ bytes: Buffer; truncated: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
     const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
     size += buf.length;
-    if (size > MAX_RESPONSE_BYTES) {
+    if (size > maxResponseBytes()) {
       discard(body);
       return { bytes: Buffer.concat(chunks), truncated: true };
     }
@@ -158,7 +161,7 @@ export async function call<T>(t: Transport, spec: CallSpec<T>): Promise<HubResul
   if (status < 200 || status > 299) {
     return { ok: false, failure: httpFailure(status, bytes, header(response.headers, 'retry-after')) };
   }
-  if (read.truncated) return protocolFailure(`${where}: the response body is over ${MAX_RESPONSE_BYTES} bytes`);
+  if (read.truncated) return protocolFailure(`${where}: the response body is over ${maxResponseBytes()} bytes`);
   const json = decodeJson(bytes);
   if (!json.ok) return protocolFailure(`${where} answered ${status} but ${json.reason}`);
   const parsed = spec.parse(json.value);

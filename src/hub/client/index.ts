@@ -4,5 +4,5 @@ export { HubClient, DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_AGENT_DIRECTORY, type Hu
 export type { HubFailure, HubResult } from './result.js';
 export { DEFAULT_STREAM_PATH, streamPath, type StreamEnd, type StreamOptions } from './stream.js';
 export { streamTimeouts, type StreamTimeouts } from './timeouts.js';
-export { SseDecoder, MAX_SSE_EVENT_CHARS, type SseItem } from './sse-decoder.js';
-export { MAX_RESPONSE_BYTES } from './http.js';
+export { SseDecoder, maxSseEventChars, type SseItem } from './sse-decoder.js';
+export { maxResponseBytes } from './http.js';

@@ -1,12 +1,14 @@
 import { createParser, type EventSourceParser, type ParseError } from 'eventsource-parser';
+import { maxPageAcceptBytes } from '../contract/index.js';
 import { fail, ok, type Result } from '../../core/index.js';
 
 /**
- * The largest single SSE event we buffer, in characters. The first `entries` event of a
- * connect carries everything pending, so it is generous; past it the stream is refused
+ * The largest single SSE event we buffer, in characters: any page the contract allows, which
+ * always includes one maximal entry (contract/limits.ts). A UTF-8 byte bound is also a bound on
+ * UTF-16 characters (no character takes more units than bytes). Past it the stream is refused
  * (the entries stay unacknowledged at the Hub, nothing is lost).
  */
-export const MAX_SSE_EVENT_CHARS = 32 * 1024 * 1024;
+export const maxSseEventChars = (): number => maxPageAcceptBytes();
 
 export type SseItem = { kind: 'event'; event: string | null; data: string } | { kind: 'comment'; text: string };
 
@@ -25,7 +27,7 @@ export class SseDecoder {
   /** The last text fed ended with CR: an LF opening the next is the same line end (CRLF split across chunks). */
   private afterCr = false;
 
-  constructor(maxEventChars = MAX_SSE_EVENT_CHARS) {
+  constructor(maxEventChars = maxSseEventChars()) {
     this.parser = createParser({
       maxBufferSize: maxEventChars,
       onEvent: (e) => this.items.push({ kind: 'event', event: e.event ?? null, data: e.data }),

@@ -2,6 +2,7 @@
 // and MAC, capability rules, address grammar. No network code: the bridge's warm path
 // and the Hub server import this without loading the client.
 export type * from './types.js';
+export { MAX_PAGE_BYTES, PAGE_ENVELOPE_BYTES, maximalDelivery, maxDeliveryBytes, deliveryWrapperBytes, maxPageAcceptBytes } from './limits.js';
 export { MAX_TEXT_BYTES, ENTRY_KINDS, MESSAGE_INTENTS, RECEIPT_STATUSES, PRIOR_STATES, validateEntry, splitDelivery, checkText } from './entry.js';
 export {
   SIGNATURE_ALG,

@@ -1,3 +1,4 @@
+import { MAX_PAGE_BYTES } from '../contract/index.js';
 import type { DatabaseUrl } from './postgres/url.js';
 import type { SqliteDriverChoice } from './sqlite-driver.js';
 
@@ -158,7 +159,9 @@ export function checkConfig(c: HubConfig): string | null {
   if (c.leaseDefaultSeconds < c.leaseMinSeconds || c.leaseDefaultSeconds > c.leaseMaxSeconds) {
     return `--lease-default-seconds (${c.leaseDefaultSeconds}) must lie between --lease-min-seconds (${c.leaseMinSeconds}) and --lease-max-seconds (${c.leaseMaxSeconds})`;
   }
-  if (!Number.isInteger(c.pageBytes) || c.pageBytes < 1) return `--page-bytes must be a whole number of bytes above 0 (got ${c.pageBytes})`;
+  if (!Number.isInteger(c.pageBytes) || c.pageBytes < 1 || c.pageBytes > MAX_PAGE_BYTES) {
+    return `--page-bytes must be a whole number of bytes from 1 to ${MAX_PAGE_BYTES} (what every MA2H client accepts; got ${c.pageBytes})`;
+  }
   if (c.maxConnections !== null && (!Number.isInteger(c.maxConnections) || c.maxConnections < 1)) {
     return `--max-connections must be a whole number above 0 (got ${c.maxConnections})`;
   }

@@ -1,5 +1,5 @@
 import type { Entry } from '../contract/index.js';
-import { formatAddress } from '../contract/index.js';
+import { deliveryWrapperBytes, formatAddress } from '../contract/index.js';
 import type { Sql, Tx } from './sql.js';
 
 /**
@@ -54,15 +54,8 @@ export interface PageBound {
   maxBytes: number;
 }
 
-/**
-/**
- * Room a delivery takes beyond its entry's JSON: the `{"entry":…,"signature":"…"}` wrapper and
- * the signature (t, a jti id of at most 128 bytes, alg, 64 hex digits), rounded up.
- */
-export const DELIVERY_OVERHEAD_BYTES = 512;
-
-/** What one row costs a page: the bytes its delivery puts on the wire. */
-export const deliveryBytes = (row: EntryRow): number => Buffer.byteLength(row.body) + DELIVERY_OVERHEAD_BYTES;
+/** What one row costs a page: the bytes its delivery puts on the wire, at most. */
+export const deliveryBytes = (row: EntryRow): number => Buffer.byteLength(row.body) + deliveryWrapperBytes();
 
 /**
  * The seqs of a mailbox's next pending entries after `afterSeq`, oldest first, at most `limit`.

@@ -1,0 +1,106 @@
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_TEXT_BYTES } from '../../../src/hub/contract/index.js';
+import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { waitFor } from '../../helpers/wait.js';
+
+// Issue 18 High 2: a connect pushed every pending entry at once, ignoring backpressure, and a
+// client that stopped reading kept it all buffered: 16 unread streams took the Hub from 110 MB to
+// 4.1 GB, each connect stalling everyone 2–6 s. Here 16 streams that never read hold one session
+// whose mailbox is all maximal-escape mail; the Hub's RSS must stay within a bound, every other
+// request must be answered, and the slow readers must be dropped. Figures are printed, and only
+// generous bounds asserted (tests never assert wall-clock times; bench/slow-readers.mjs measures).
+
+const STREAMS = 16;
+const MAILBOX = 40;
+const PAGE_BYTES = 1024 * 1024;
+const WRITE_TIMEOUT_S = 2;
+/** Per stream: the page in Node's buffer and one being built; plus the heap's own slack. */
+const RSS_BOUND_MIB = (STREAMS * 2 * PAGE_BYTES) / 2 ** 20 + 64;
+
+const rssMiB = (pid: number): number => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+/** A stream request on a raw socket that is never read from: the kernel buffers fill, then the Hub's writes wait. */
+function deafStream(hub: TestHub, token: string, session: string): net.Socket {
+  const s = net.connect(hub.port, '127.0.0.1');
+  s.on('error', () => undefined);
+  s.write(`GET /v1/inbox/stream?session=${session} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+  s.pause();
+  return s;
+}
+
+describe('16 streams that never read, against a mailbox of maximal-escape mail', () => {
+  let hub: TestHub;
+  let victim: { id: string; token: string };
+  let session: string;
+  const deaf: net.Socket[] = [];
+
+  beforeAll(async () => {
+    hub = await startHub({
+      args: ['--page-bytes', String(PAGE_BYTES), '--stream-write-timeout-seconds', String(WRITE_TIMEOUT_S), '--presence-seconds', '1', '--lease-min-seconds', '1'],
+    });
+    victim = await hub.mintAgent('victim');
+    const sender = await hub.mintAgent('sender');
+    const reg = await hubCall(hub, 'POST', '/v1/sessions', { token: victim.token, body: { client_key: 'deaf' } });
+    expect(reg.status, reg.text).toBe(201);
+    session = (reg.body as { session: { id: string } }).session.id;
+    for (let i = 0; i < MAILBOX; i++) {
+      const text = `m${i}:`.padEnd(MAX_TEXT_BYTES, '\u0001');
+      const sent = await hubCall(hub, 'POST', '/v1/messages', { token: sender.token, body: { to: `agent:${victim.id}#${session}`, intent: 'notify', text } });
+      expect(sent.status, sent.text).toBe(202);
+    }
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const s of deaf) s.destroy();
+    await hub?.dispose();
+  });
+
+  it('keeps the Hub RSS bounded, answers another client throughout, and drops the slow readers', async () => {
+    const base = rssMiB(hub.proc.pid!);
+    let peak = base;
+    let worstMs = 0;
+    let probes = 0;
+    let probing = true;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(hub.proc.pid!))), 20);
+    // Another client: a request that reads the store, over and over while the streams connect and stall.
+    const probe = (async () => {
+      while (probing) {
+        const t0 = performance.now();
+        const r = await hubCall(hub, 'GET', `/v1/sessions/${session}`, { token: victim.token });
+        worstMs = Math.max(worstMs, performance.now() - t0);
+        probes += 1;
+        expect(r.status).toBe(200);
+      }
+    })();
+    try {
+      for (let i = 0; i < STREAMS; i++) deaf.push(deafStream(hub, victim.token, session));
+      // The slow readers are dropped: with no stream left open and presence 1 s, the session goes offline.
+      await waitFor(
+        async () => {
+          const fleet = await hubCall(hub, 'GET', '/v1/fleet', { token: victim.token });
+          const me = (fleet.body as { sessions: { session_id: string; reachability: string }[] }).sessions.find((s) => s.session_id === session);
+          return me?.reachability === 'offline';
+        },
+        { what: 'the Hub to drop the 16 streams that never read', timeoutMs: 60_000 },
+      );
+    } finally {
+      probing = false;
+      await probe;
+      clearInterval(sampler);
+    }
+    const mailboxMiB = (MAILBOX * 6 * MAX_TEXT_BYTES) / 2 ** 20;
+    console.log(
+      `16 deaf streams × a ${mailboxMiB.toFixed(0)} MiB mailbox: Hub RSS ${base.toFixed(0)} → peak ${peak.toFixed(0)} MiB (bound: base + ${RSS_BOUND_MIB} MiB); ` +
+        `another client: ${probes} requests, worst ${worstMs.toFixed(0)} ms`,
+    );
+    expect(peak - base).toBeLessThan(RSS_BOUND_MIB);
+    // Answered throughout: each within a deadline far above any honest figure on a loaded machine.
+    expect(worstMs).toBeLessThan(10_000);
+    expect(probes).toBeGreaterThan(1);
+    // The Hub ended the connections it dropped.
+    for (const s of deaf) s.resume();
+    await waitFor(() => deaf.every((s) => s.destroyed || s.readableEnded), { what: 'every deaf socket to be closed by the Hub', timeoutMs: 30_000 });
+  }, 120_000);
+});
