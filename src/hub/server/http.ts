@@ -55,11 +55,13 @@ export function send(res: ServerResponse, reply: Exclude<Reply, { kind: 'handled
   res.end(payload);
 }
 
+const fatalUtf8 = new TextDecoder('utf-8', { fatal: true });
+
 export type Body = { kind: 'none' } | { kind: 'json'; value: unknown };
 
 /**
  * Read a request body, refusing more than `cap` bytes (413) and anything that is not
- * JSON (400). An empty body is `none`, which endpoints without a body accept.
+ * UTF-8 JSON (400). An empty body is `none`, which endpoints without a body accept.
  */
 export function readBody(req: IncomingMessage, cap: number): Promise<Answer<Body>> {
   return new Promise((resolve) => {
@@ -90,7 +92,14 @@ export function readBody(req: IncomingMessage, cap: number): Promise<Answer<Body
     req.on('end', () => {
       if (done) return;
       done = true;
-      const text = Buffer.concat(chunks).toString('utf8');
+      let text: string;
+      try {
+        text = fatalUtf8.decode(Buffer.concat(chunks));
+      } catch {
+        // Never repaired to U+FFFD: the sender's copy and the recipient's would differ.
+        resolve(bad(400, 'invalid_request', 'the request body is not valid UTF-8; send the JSON encoded as UTF-8'));
+        return;
+      }
       if (text.trim() === '') {
         resolve(good({ kind: 'none' }));
         return;

@@ -2,10 +2,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Clock } from '../../util/clock.js';
-import { ensureDir, writeFileAtomic } from '../../util/fs-durable.js';
+import { writeFileAtomic } from '../../util/fs-durable.js';
 import { bootAccount } from './account.js';
 import { Bus } from './bus.js';
 import type { HubConfig } from './config.js';
+import { capConnections, defaultMaxConnections } from './connections.js';
+import { privateDataDir } from './data-dir.js';
 import type { AccessRecord, HubCore } from './core.js';
 import { metricsSlot, type HubMetrics } from './metrics.js';
 import { Signer } from './delivery.js';
@@ -91,8 +93,6 @@ async function openHubStore(
     const store = sqliteStore(openStore(config.dataDir, config.sqliteDriver), { clock, wake: (t, k) => wake(t, k, false), committed: () => bus.deliver(), effectFailed });
     return { store, clock, pool: null };
   }
-  // The data dir still holds this instance's human token and hub.json.
-  ensureDir(config.dataDir, 0o700);
   const { openPostgres } = await import('./postgres/index.js');
   const pg = await openPostgres({
     db: config.database,
@@ -142,6 +142,9 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     for (const id of streams.sessions()) void reconcile(id).catch(onReconcileError);
   };
 
+  // The data dir holds the store (or, with a database, this instance's human token and hub.json).
+  const wasOpen = privateDataDir(config.dataDir);
+  if (wasOpen !== null) o.log(`hub: the data dir ${config.dataDir} was ${wasOpen.toString(8).padStart(4, '0')}; tightened it to 0700 (it holds the store and the human token)`);
   const metrics = metricsSlot();
   const opened = await openHubStore(o, bus, metrics, wake, resync);
   const { store } = opened;
@@ -178,6 +181,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   // Held streams and long-polls answer slowly by design; only the request itself is timed.
   server.requestTimeout = 60_000;
   server.keepAliveTimeout = 10_000;
+  capConnections(server, config.maxConnections ?? defaultMaxConnections());
 
   try {
     await new Promise<void>((resolve, reject) => {

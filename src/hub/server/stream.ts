@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { ConsumerIdentity, Delivery } from '../contract/index.js';
-import { coalesced } from './coalesce.js';
+import { coalesced, Gate } from './coalesce.js';
 import { holdMs } from './config.js';
 import type { HubCore } from './core.js';
 import type { Signer } from './delivery.js';
@@ -19,6 +19,14 @@ export interface StreamRequest {
   consumer: ConsumerIdentity | null;
   /** Fault injection: send `open`, then destroy the socket. */
   drop: boolean;
+}
+
+/** Stream pages read at once per Hub: half the database pool, so requests always find a connection. */
+const pageGates = new WeakMap<HubCore, Gate>();
+function pageGate(core: HubCore): Gate {
+  let gate = pageGates.get(core);
+  if (!gate) pageGates.set(core, (gate = new Gate(Math.max(1, Math.floor(core.config.databasePoolMax / 2)))));
+  return gate;
 }
 
 const frame = (event: string, data: unknown): string => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -135,7 +143,9 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
       rewind = false;
       after = 0;
     }
-    const rows = await core.store.write((tx) => pendingPage(tx, { agentId: sr.agentId, sessionId: sr.sessionId }, after, { limit: PUSH_BATCH, maxBytes: core.config.pageBytes }));
+    const rows = await pageGate(core).run(() =>
+      core.store.write((tx) => pendingPage(tx, { agentId: sr.agentId, sessionId: sr.sessionId }, after, { limit: PUSH_BATCH, maxBytes: core.config.pageBytes })),
+    );
     if (rows.length === 0 || finished) return false;
     after = Math.max(after, rows[rows.length - 1]!.seq);
     const fresh = rows.filter((r) => !pushed.has(r.id));

@@ -45,6 +45,7 @@ export interface ServeFlags {
   pageBytes?: number;
   streamWriteTimeoutSeconds?: number;
   maxConnections?: number;
+  webSigninDelaySeconds?: number;
   clockOffsetMs?: number;
   faultInjection?: boolean;
   agentDirectory?: boolean;
@@ -82,6 +83,7 @@ export const register: Registration = (program, host) => {
     .option('--page-bytes <n>', 'bytes of deliveries in one SSE event or drain answer at most; one entry always fits (default 1048576)', integer('--page-bytes', 1, 2 ** 31))
     .option('--stream-write-timeout-seconds <s>', 'drop a stream whose reader takes no bytes this long while a write waits (default 10)', seconds('--stream-write-timeout-seconds'))
     .option('--max-connections <n>', 'open client connections at most; idle ones are shed first (default: the fd limit less 64)', integer('--max-connections', 1, 1e7))
+    .option('--web-signin-delay-seconds <s>', 'a refused web sign-in is answered after this, doubling per recent refusal from its address, up to 30 s (default 1)', seconds('--web-signin-delay-seconds'))
     .option('--clock-offset-ms <ms>', "shift the Hub's clock from the real one (tests)", integer('--clock-offset-ms', -1e12, 1e12))
     .option('--fault-injection', 'enable POST /v1/_faults (tests only; never in a real deployment)')
     .option('--database <url>', 'run on a shared PostgreSQL database (prefer OH_HAI_HUB_DATABASE_URL; a password belongs in PGPASSFILE or the environment, never argv)')

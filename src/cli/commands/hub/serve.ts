@@ -138,7 +138,7 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   const { createHubServer, STORE_IN_USE, DATABASE_REFUSED, SQLITE_UNAVAILABLE } = await import('../../../hub/server/index.js');
   const { mountWebInbox } = await import('../../../hub/server/web/index.js');
   let url = '';
-  const web = mountWebInbox({ clock: io.clock, baseUrl: () => url });
+  const web = mountWebInbox({ clock: io.clock, baseUrl: () => url, ...(flags.webSigninDelaySeconds === undefined ? {} : { signInDelaySeconds: flags.webSigninDelaySeconds }) });
   let server;
   try {
     server = await createHubServer({

@@ -47,6 +47,8 @@ export interface FormRefusal {
   message: string;
 }
 
+const fatalUtf8 = new TextDecoder('utf-8', { fatal: true });
+
 /** Read an `application/x-www-form-urlencoded` body, refusing anything past `maxBytes`. */
 export async function readForm(req: IncomingMessage, maxBytes: number): Promise<{ ok: true; form: URLSearchParams } | ({ ok: false } & FormRefusal)> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
@@ -64,7 +66,13 @@ export async function readForm(req: IncomingMessage, maxBytes: number): Promise<
     }
     chunks.push(chunk);
   }
-  return { ok: true, form: new URLSearchParams(Buffer.concat(chunks).toString('utf8')) };
+  let text: string;
+  try {
+    text = fatalUtf8.decode(Buffer.concat(chunks));
+  } catch {
+    return { ok: false, status: 400, message: 'The form is not valid UTF-8, which every browser sends; reload the page and submit it again.' };
+  }
+  return { ok: true, form: new URLSearchParams(text) };
 }
 
 /**

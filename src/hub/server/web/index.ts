@@ -10,7 +10,7 @@ export { hubApiClient, type WebHub, type ApiAnswer, type ApiRefusal } from './po
  * The web inbox as `createHubServer`'s `extraRoutes`, calling the API of the server it is
  * mounted on. `baseUrl` is read per call, since the port is known only after listening.
  */
-export function mountWebInbox(o: { clock: Clock; baseUrl: () => string }): { routes: WebHandler; close(): Promise<void> } {
+export function mountWebInbox(o: { clock: Clock; baseUrl: () => string; signInDelaySeconds?: number }): { routes: WebHandler; close(): Promise<void> } {
   const hub = hubApiClient(o.baseUrl);
-  return { routes: createWebInbox({ hub, clock: o.clock }), close: () => hub.close() };
+  return { routes: createWebInbox({ hub, clock: o.clock, ...(o.signInDelaySeconds === undefined ? {} : { signInDelaySeconds: o.signInDelaySeconds }) }), close: () => hub.close() };
 }

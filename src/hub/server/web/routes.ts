@@ -11,6 +11,7 @@ import { settingsPage } from './pages/settings.js';
 import type { ApiAnswer, ApiRefusal, WebHub } from './port.js';
 import { checkSameOrigin, reachedOverHttps, readForm, redirect, sendCss, sendHtml } from './http.js';
 import { clearedSessionCookie, readSessionCookie, sameSecret, SessionStore, sessionCookie, type Flash, type WebSession } from './sessions.js';
+import { hold, LoginForms, SignInThrottle } from './sign-in.js';
 import { STYLESHEET } from './style.js';
 
 export interface WebInboxOptions {
@@ -19,8 +20,10 @@ export interface WebInboxOptions {
   clock: Clock;
   /** A signed-in browser session ends after this long without a request (default 12 h). */
   idleSeconds?: number;
-  /** Bound on browser sessions held in memory (default 1000; the least recently used go first). */
+  /** Bound on signed-in browser sessions held in memory (default 1000; the least recently used go first). */
   maxSessions?: number;
+  /** A refused sign-in is answered after this, doubling per recent failure from its source (default 1 s). */
+  signInDelaySeconds?: number;
   /** How many directives the Inbox shows (default 100). */
   inboxLimit?: number;
 }
@@ -51,8 +54,15 @@ interface Route {
   post?: PostHandler;
 }
 
+/** The sign-in page's reason code after the Hub stopped accepting a browser's token. */
+const TOKEN_REFUSED = 'token_refused';
+
+const sessionCsrf = (s: WebSession | null): ((csrf: string) => boolean) | null => (s ? (csrf) => sameSecret(csrf, s.csrf) : null);
+
 export function createWebInbox(o: WebInboxOptions): WebHandler {
   const sessions = new SessionStore(o.clock, (o.idleSeconds ?? 12 * 3600) * 1000, o.maxSessions ?? 1000);
+  const forms = new LoginForms(o.clock);
+  const throttle = new SignInThrottle(o.clock, (o.signInDelaySeconds ?? 1) * 1000);
   const hub = o.hub;
   const inboxLimit = o.inboxLimit ?? 100;
 
@@ -63,7 +73,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
   };
 
   const show = (c: Signed, title: string, active: NavKey | null, body: SafeHtml, status = 200, flash: Flash | null = take(c.s)): void => {
-    const account = c.s.signedIn?.accountLabel ?? c.s.signedIn?.accountId ?? '';
+    const account = c.s.signedIn.accountLabel ?? c.s.signedIn.accountId;
     sendHtml(c.res, status, renderPage({ title, body, flash, chrome: { active, csrf: c.s.csrf, account } }));
   };
 
@@ -72,9 +82,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
   /** The Hub stopped accepting the token: forget the session and say so on the sign-in page. */
   const signOut = (c: Signed): void => {
     sessions.destroy(c.s.id);
-    const fresh = sessions.create();
-    fresh.flash = { kind: 'error', text: 'The Hub no longer accepts the token this browser signed in with. Sign in again.' };
-    redirect(c.res, '/login', { 'set-cookie': sessionCookie(fresh.id, c.secure) });
+    redirect(c.res, `/login?why=${TOKEN_REFUSED}`, { 'set-cookie': clearedSessionCookie(c.secure) });
   };
 
   /** A Hub answer, or null after the page has already told the browser what went wrong. */
@@ -269,39 +277,48 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     ];
   }
 
-  function loginView(c: Ctx, s: WebSession, status: number, flash: Flash | null, setCookie: boolean): void {
-    sendHtml(
-      c.res,
-      status,
-      renderPage({ title: 'Sign in', chrome: null, flash, body: loginPage({ csrf: s.csrf }) }),
-      setCookie ? { 'set-cookie': sessionCookie(s.id, c.secure) } : {},
-    );
+  function loginView(c: Ctx, status: number, flash: Flash | null, headers: Record<string, string> = {}): void {
+    sendHtml(c.res, status, renderPage({ title: 'Sign in', chrome: null, flash, body: loginPage({ csrf: forms.issue() }) }), headers);
   }
 
   async function login(c: Ctx, current: WebSession | null): Promise<void> {
     if (c.req.method === 'GET') {
-      if (current?.signedIn) return redirect(c.res, '/fleet');
-      const s = current ?? sessions.create();
-      return loginView(c, s, 200, take(s), current === null);
+      if (current) return redirect(c.res, '/fleet');
+      // A fixed reason code, never text from the URL: the page says only what this Hub wrote.
+      const why = c.url.searchParams.get('why') === TOKEN_REFUSED ? { kind: 'error' as const, text: 'The Hub no longer accepts the token this browser signed in with. Sign in again.' } : null;
+      return loginView(c, 200, why);
     }
-    const form = await guardPost(c, current);
-    if (!form || !current) return;
+    const form = await guardPost(c, (csrf) => forms.check(csrf));
+    if (!form) return;
     const token = (form.get('token') ?? '').trim();
-    const refuse = (text: string, status: number) => loginView(c, current, status, { kind: 'error', text }, false);
+    const refuse = (text: string, status: number) => loginView(c, status, { kind: 'error', text });
     if (!token) return refuse('Paste the human token into the field.', 400);
-    const who = await hub.whoami(token);
-    if (!who.ok) {
-      return who.status === 401
-        ? refuse('This Hub does not accept that token. Check that you pasted the whole human token.', 401)
-        : refuse(`The Hub could not check the token. ${refusalText(who)}`, 502);
+    const source = c.req.socket.remoteAddress ?? 'unknown';
+    const turn = await throttle.attempt(source, async () => {
+      const who = await hub.whoami(token);
+      if (!who.ok) {
+        if (who.status !== 401) return refuse(`The Hub could not check the token. ${refusalText(who)}`, 502);
+        // A guess at the human token: held, longer for each recent one from this source.
+        await hold(throttle.refused(source));
+        return refuse('This Hub does not accept that token. Check that you pasted the whole human token.', 401);
+      }
+      if (who.value.kind !== 'human') return refuse('That is an agent token. Sign in with the account’s human token.', 403);
+      throttle.succeeded(source);
+      const s = sessions.signIn(current, { token, accountId: who.value.account.id, accountLabel: who.value.account.label });
+      redirect(c.res, '/fleet', { 'set-cookie': sessionCookie(s.id, c.secure) });
+    });
+    if (turn.kind === 'busy') {
+      loginView(c, 429, { kind: 'error', text: `Too many sign-ins from your address are waiting after refused tokens. Try again in ${turn.retryAfterSeconds} s.` }, {
+        'retry-after': String(turn.retryAfterSeconds),
+      });
     }
-    if (who.value.kind !== 'human') return refuse('That is an agent token. Sign in with the account’s human token.', 403);
-    const s = sessions.signIn(current, { token, accountId: who.value.account.id, accountLabel: who.value.account.label });
-    redirect(c.res, '/fleet', { 'set-cookie': sessionCookie(s.id, c.secure) });
   }
 
-  /** The checks every POST passes before it may act: same origin, then the session's CSRF token. */
-  async function guardPost(c: Ctx, s: WebSession | null): Promise<URLSearchParams | null> {
+  /**
+   * The checks every POST passes before it may act: same origin, then the form's CSRF token —
+   * the session's, or the stateless sign-in form's. `csrfOk` null: there is no session.
+   */
+  async function guardPost(c: Ctx, csrfOk: ((csrf: string) => boolean) | null): Promise<URLSearchParams | null> {
     const origin = checkSameOrigin(c.req, c.secure);
     if (!origin.ok) {
       c.req.resume();
@@ -313,12 +330,12 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
       refusePage(c, read.status, 'Form refused', read.message);
       return null;
     }
-    if (!s) {
+    if (!csrfOk) {
       // No session: the form predates a restart or an expiry. Start over from the sign-in page.
       redirect(c.res, '/login');
       return null;
     }
-    if (!sameSecret(read.form.get('csrf') ?? '', s.csrf)) {
+    if (!csrfOk(read.form.get('csrf') ?? '')) {
       refusePage(c, 403, 'Form refused', 'This form carries no valid form token for your session (it may be from an older page). Reload the page and submit it again.');
       return null;
     }
@@ -345,7 +362,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     }
     if (path === '/') {
       if (method !== 'GET') return methodNotAllowed(c, 'GET');
-      redirect(res, current?.signedIn ? '/fleet' : '/login');
+      redirect(res, current ? '/fleet' : '/login');
       return true;
     }
     if (path === '/login') {
@@ -355,7 +372,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     }
     if (path === '/logout') {
       if (method !== 'POST') return methodNotAllowed(c, 'POST');
-      if (await guardPost(c, current)) {
+      if (await guardPost(c, sessionCsrf(current))) {
         if (current) sessions.destroy(current.id);
         redirect(res, '/login', { 'set-cookie': clearedSessionCookie(c.secure) });
       }
@@ -366,7 +383,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     const allowed = [route.get ? 'GET' : null, route.post ? 'POST' : null].filter((m): m is string => m !== null);
     const handler = method === 'GET' ? route.get : method === 'POST' ? route.post : undefined;
     if (!handler) return methodNotAllowed(c, allowed.join(', '));
-    if (!current?.signedIn) {
+    if (!current) {
       if (method === 'POST') req.resume();
       redirect(res, '/login');
       return true;
@@ -374,7 +391,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     const signed: Signed = { ...c, s: current, token: current.signedIn.token };
     if (method === 'GET') await route.get!(signed);
     else {
-      const form = await guardPost(c, current);
+      const form = await guardPost(c, sessionCsrf(current));
       if (form) await route.post!(signed, form);
     }
     return true;

@@ -7,10 +7,16 @@ export interface WebSession {
   /** Per-session CSRF token, rendered into every form and checked on every POST. */
   csrf: string;
   /** The account's human token, held in server memory only: never in a cookie, URL or log. */
-  signedIn: { token: string; accountId: string; accountLabel: string | null } | null;
+  signedIn: SignedIn;
   /** Shown once on the next page view, then dropped (e.g. a freshly minted agent token). */
   flash: Flash | null;
   lastSeenAt: number;
+}
+
+export interface SignedIn {
+  token: string;
+  accountId: string;
+  accountLabel: string | null;
 }
 
 export interface Flash {
@@ -24,8 +30,10 @@ export interface Flash {
 const randomId = (): string => randomBytes(32).toString('base64url');
 
 /**
- * Server-side map of browser sessions. Idle sessions expire; the map is bounded so a
- * flood of anonymous visits cannot grow memory without limit (the oldest go first).
+ * Server-side map of signed-in browser sessions. A session exists only from a successful sign-in
+ * (the sign-in form's CSRF token is stateless, web/sign-in.ts), so nobody without the human token
+ * can add one: the bound and the least-recently-used eviction only ever weigh the operator's own
+ * browsers. Idle sessions expire.
  */
 export class SessionStore {
   private readonly sessions = new Map<string, WebSession>();
@@ -35,19 +43,6 @@ export class SessionStore {
     private readonly idleMs: number,
     private readonly maxSessions: number,
   ) {}
-
-  /** A fresh, anonymous session (used for the sign-in form's CSRF token too). */
-  create(): WebSession {
-    this.prune();
-    while (this.sessions.size >= this.maxSessions) {
-      const oldest = this.sessions.keys().next().value;
-      if (oldest === undefined) break;
-      this.sessions.delete(oldest);
-    }
-    const s: WebSession = { id: randomId(), csrf: randomId(), signedIn: null, flash: null, lastSeenAt: this.clock.now() };
-    this.sessions.set(s.id, s);
-    return s;
-  }
 
   get(id: string | undefined): WebSession | null {
     if (!id) return null;
@@ -64,11 +59,17 @@ export class SessionStore {
     return s;
   }
 
-  /** Signing in replaces the session (new id, new CSRF token) so a planted id is worthless. */
-  signIn(old: WebSession, signedIn: NonNullable<WebSession['signedIn']>): WebSession {
-    this.sessions.delete(old.id);
-    const s = this.create();
-    s.signedIn = signedIn;
+  /** A sign-in: a new session (new id, new CSRF token), replacing the browser's old one if any. */
+  signIn(old: WebSession | null, signedIn: SignedIn): WebSession {
+    if (old) this.sessions.delete(old.id);
+    this.prune();
+    while (this.sessions.size >= this.maxSessions) {
+      const oldest = this.sessions.keys().next().value;
+      if (oldest === undefined) break;
+      this.sessions.delete(oldest);
+    }
+    const s: WebSession = { id: randomId(), csrf: randomId(), signedIn, flash: null, lastSeenAt: this.clock.now() };
+    this.sessions.set(s.id, s);
     return s;
   }
 
