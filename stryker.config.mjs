@@ -20,8 +20,8 @@ export default {
     'src/spool/cursor.ts',
     'src/spool/line.ts',
     'src/spool/seen-jti.ts',
-    'src/cli/commands/bridge/printer.ts',
-    'src/cli/commands/bridge/cursor-file.ts',
+    'src/reader/printer.ts',
+    'src/reader/cursor-file.ts',
   ],
   // Two workers at most: the machine is shared (BRIEF.md).
   concurrency: 2,
