@@ -49,6 +49,21 @@ describe('readLines', () => {
     expect(lines[2]).toEqual({ text: 'y', start: 140_003, end: 140_005 });
   });
 
+  it('a newline left in the read buffer by the previous 64 KiB read never ends a torn last piece', () => {
+    // The first read fills the 64 KiB buffer; its byte 10 is '\n'. The second read returns only
+    // the 10-byte torn tail, so that stale '\n' sits at exactly the end of what was read.
+    const chunk = 64 * 1024;
+    const first = Buffer.alloc(chunk, 'a');
+    first[10] = 0x0a;
+    first[chunk - 1] = 0x0a;
+    const torn = Buffer.alloc(10, 'b');
+    const lines = [...readLines(file(Buffer.concat([first, torn])))];
+    expect(lines.map((l) => [l.start, l.end])).toEqual([
+      [0, 11],
+      [11, chunk],
+    ]);
+  });
+
   it('a missing file has no lines', () => {
     expect([...readLines(path.join(tempDir(), 'absent'))]).toEqual([]);
   });
