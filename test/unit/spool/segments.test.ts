@@ -216,3 +216,22 @@ describe('the ledger settled mark', () => {
     expect(ledger(dir).settledThrough()).toBe(5);
   });
 });
+
+describe('a mismatched cursor after the head segments were removed', () => {
+  it('rewinds to the last record at or before its seq, never to one past it (re-read, never skip)', () => {
+    const dir = tempDir();
+    const s = open(dir);
+    fill(s, 1, 9); // sealed 1-3, 4-6; current 7-9
+    s.compact({ through: 5, retain: retainNothing, nowMs: clock.now(), holdMs: 0 });
+    const reader = new SpoolReader(dir);
+    expect(reader.headSeq()).toBe(4);
+    // seq 5 is in the spool but its offset ends no record: the walk from the oldest segment
+    // (seq 4) reads five records, 4-8, and must stop at 5
+    const fifth = reader.readAfter(4, 1)[0];
+    if (!fifth) throw new Error('no record 5');
+    const checked = validateCursor(reader, { seq: 5, offset: fifth.end + 1 });
+    expect(checked.cursor).toEqual({ seq: 5, offset: fifth.end });
+    expect(checked.rewound).toMatch(/no record 5 ends at byte .*; rewound to seq 5$/);
+    expect(seqs(reader.readFrom(checked.cursor))).toEqual([6, 7, 8, 9]);
+  });
+});
