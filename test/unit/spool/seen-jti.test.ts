@@ -55,6 +55,8 @@ describe('SeenJti', () => {
     ['a number', '7', 'the seen-jti set is not a JSON object'],
     ['a string t', '{"jti_a": "1000"}', 'the seen-jti set has a non-numeric t for "jti_a"'],
     ['a null t', '{"jti_a": null}', 'the seen-jti set has a non-numeric t for "jti_a"'],
+    // JSON.parse reads 1e999 as Infinity: a number, but no instant (it would never age out of the window)
+    ['an infinite t', '{"jti_a": 1e999}', 'the seen-jti set has a non-numeric t for "jti_a"'],
   ])('refuses %s, saying why', (_what, text, reason) => {
     const dir = tempDir();
     writeFileSync(path.join(dir, 'seen-jti.json'), text);
