@@ -9,7 +9,7 @@ import { waitFor } from '../../helpers/wait.js';
 
 // The launcher runs its intermediate from dist/, so the test drives the built module.
 type SpawnModule = typeof import('../../../src/spawn/index.js');
-const load = (): Promise<SpawnModule> => import(path.join(repoRoot, 'dist', 'cli', 'spawn', 'index.js')) as Promise<SpawnModule>;
+const load = (): Promise<SpawnModule> => import(path.join(repoRoot, 'dist', 'spawn', 'index.js')) as Promise<SpawnModule>;
 
 const sessionId = (pid: number): string | null => {
   try {

@@ -16,8 +16,12 @@ const STREAMS = 16;
 const MAILBOX = 40;
 const PAGE_BYTES = 1024 * 1024;
 const WRITE_TIMEOUT_S = 2;
-/** Per stream: the page in Node's buffer and one being built; plus the heap's own slack. */
-const RSS_BOUND_MIB = (STREAMS * 2 * PAGE_BYTES) / 2 ** 20 + 64;
+/**
+ * Per stream, up to four copies of one page can be alive before the collector runs: the rows read
+ * for it, the page as a string, its bytes waiting in the socket, and the next one being built; plus
+ * the heap's own slack. Unbounded, the same load took the Hub to gigabytes (the finding: 4.1 GB).
+ */
+const RSS_BOUND_MIB = (STREAMS * 4 * PAGE_BYTES) / 2 ** 20 + 64;
 
 const rssMiB = (pid: number): number => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
