@@ -33,6 +33,8 @@ const printed = new Map(); // message id → times printed
 const kills = { consumer: 0, reader: 0, hub: 0 };
 const unexpectedExits = [];
 const ackedBeforePrinted = new Set();
+// Two flags, not one: the readers must keep running through the final drain after the sender stops.
+let sending = true;
 let running = true;
 let reader = null;
 let readerRuns = 0;
@@ -40,7 +42,7 @@ let readerRuns = 0;
 /** The sender: one notify at a time to the agent's principal address, a few ms apart; a Hub that is down is waited for. */
 async function sendLoop() {
   let n = 0;
-  while (running) {
+  while (sending) {
     try {
       const r = await hub.call(peer.token, 'POST', '/v1/messages', { to: `agent:${me.id}`, intent: 'notify', text: `soak message ${n}` });
       sent.add(r.message.id);
@@ -137,10 +139,9 @@ const readers = readerLoop();
 let drained = false;
 try {
   await killLoop();
-  running = false;
+  sending = false;
   await sender;
   // The final drain: readers keep running until everything sent is printed and acknowledged.
-  running = true;
   const deadline = Date.now() + DRAIN_SECONDS * 1000;
   while (Date.now() < deadline) {
     let states = null;
