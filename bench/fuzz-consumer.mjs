@@ -15,11 +15,11 @@ import { readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { BRIDGE_EXIT_TABLE } from '../dist/core/exit.js';
 import { validateEntry } from '../dist/hub/contract/entry.js';
-import { sessionEntryDir, stateKey } from '../dist/spool/index.js';
+import { SpoolReader, sealedSegments, sessionEntryDir, stateKey } from '../dist/spool/index.js';
 import { openLine } from '../dist/spool/line.js';
 import { writeFileAtomic } from '../dist/util/fs-durable.js';
 import { agentEnv, bin } from './bridge-world.mjs';
-import { numberArg, pause, seeded, startKillableHub } from './reliability-world.mjs';
+import { numberArg, pause, seeded, startKillableHub, stringArg } from './reliability-world.mjs';
 
 const STREAMS = numberArg('--streams', 10_000);
 const SEED = numberArg('--seed', Date.now() % 1_000_000);
@@ -197,7 +197,16 @@ const proxy = http.createServer(proxyRequest);
 await new Promise((r) => proxy.listen(0, '127.0.0.1', r));
 const proxyUrl = `http://127.0.0.1:${proxy.address().port}`;
 const { env: base, tmp } = agentEnv(proxyUrl, me, 'fuzz');
-const env = { ...base, OH_HAI_HEARTBEAT_MS: '200', OH_HAI_BACKOFF_MIN_MS: '5', OH_HAI_BACKOFF_MAX_MS: '40', OH_HAI_CURSOR_POLL_MS: '200' };
+// --retain-printed seals small segments and removes printed ones during the run (docs/spool.md).
+const RETAIN = stringArg('--retain-printed');
+const env = {
+  ...base,
+  OH_HAI_HEARTBEAT_MS: '200',
+  OH_HAI_BACKOFF_MIN_MS: '5',
+  OH_HAI_BACKOFF_MAX_MS: '40',
+  OH_HAI_CURSOR_POLL_MS: '200',
+  ...(RETAIN === null ? {} : { OH_HAI_RETAIN_PRINTED: RETAIN }),
+};
 const dir = sessionEntryDir(env.XDG_STATE_HOME, stateKey(proxyUrl, me.id, 'fuzz'));
 
 const sent = new Map(); // message id → text
@@ -239,21 +248,22 @@ async function sendLoop() {
   }
 }
 
-/** The reader: every complete spool line past the cursor is printed (noted), then the cursor moves past it. */
+/**
+ * The reader: every record past the cursor is printed (noted), then the cursor moves past it.
+ * Through the spool's own reader, so it follows the records into a new segment when one is sealed
+ * (docs/spool.md: the cursor's offset is in the segment holding its seq).
+ */
 let cursor = { seq: 0, offset: 0 };
 function readOnce() {
-  let bytes;
+  let items;
   try {
-    bytes = readFileSync(`${dir}/bridge.ndjson`);
+    items = new SpoolReader(dir).readFrom(cursor);
   } catch {
     return;
   }
-  for (;;) {
-    const nl = bytes.indexOf(0x0a, cursor.offset);
-    if (nl < 0) return;
-    const rec = JSON.parse(bytes.subarray(cursor.offset, nl).toString('utf8'));
+  for (const { record: rec, end } of items) {
     if (rec.type === 'entry' && rec.entry.message_id && !printedAt.has(rec.entry.message_id)) printedAt.set(rec.entry.message_id, Date.now());
-    cursor = { seq: rec.seq, offset: nl + 1 };
+    cursor = { seq: rec.seq, offset: end };
     writeFileAtomic(`${dir}/cursor.json`, JSON.stringify(cursor) + '\n', 0o600, false);
   }
 }
@@ -296,17 +306,23 @@ clearInterval(readerTimer);
 const violations = [];
 const seenIds = new Set();
 let altered = 0;
-let lines = [];
-try {
-  lines = readFileSync(`${dir}/bridge.ndjson`, 'utf8').split('\n').filter((l) => l !== '');
-} catch {
-  lines = [];
+// Every segment, sealed ones first (oldest first), then the current one.
+const lines = [];
+for (const file of [...sealedSegments(dir).map((s) => s.file), `${dir}/bridge.ndjson`]) {
+  try {
+    lines.push(...readFileSync(file, 'utf8').split('\n').filter((l) => l !== ''));
+  } catch {
+    /* a segment removed after it was printed and settled */
+  }
 }
+let prevSeq = 0;
 lines.forEach((line, i) => {
   const opened = openLine(line);
   if (!opened.ok) return violations.push(`line ${i + 1}: ${opened.reason}`);
   const rec = opened.value;
-  if (rec.seq !== i + 1) violations.push(`line ${i + 1}: seq ${rec.seq}`);
+  // Contiguous across segments; the oldest kept may be past 1 where printed, settled segments were removed.
+  if (i > 0 && rec.seq !== prevSeq + 1) violations.push(`line ${i + 1}: seq ${rec.seq} after ${prevSeq}`);
+  prevSeq = rec.seq;
   if (rec.type !== 'entry') return;
   const e = validateEntry(rec.entry);
   if (!e.ok) return violations.push(`line ${i + 1}: not an MA2H entry: ${e.reason}`);

@@ -25,12 +25,18 @@ export function seeded(seed) {
   };
 }
 
+/** Command-line `--name value` as given, else null. */
+export const stringArg = (name) => {
+  const i = process.argv.indexOf(name);
+  return i === -1 || process.argv[i + 1] === undefined ? null : process.argv[i + 1];
+};
+
 /** Command-line `--name value` (numbers), else the fallback. */
 export const numberArg = (name, fallback) => {
-  const i = process.argv.indexOf(name);
-  if (i === -1) return fallback;
-  const n = Number(process.argv[i + 1]);
-  if (!Number.isFinite(n)) throw new Error(`${name} takes a number, got ${JSON.stringify(process.argv[i + 1])}`);
+  const given = stringArg(name);
+  if (given === null) return fallback;
+  const n = Number(given);
+  if (!Number.isFinite(n)) throw new Error(`${name} takes a number, got ${JSON.stringify(given)}`);
   return n;
 };
 
