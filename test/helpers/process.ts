@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { waitFor } from './wait.js';
 
 /** The process no longer runs (gone, or a zombie awaiting its parent). */
@@ -38,4 +39,15 @@ export function processesMentioning(text: string): number[] {
     }
   }
   return found;
+}
+
+/** Hands each chunk's complete lines of a child's output to `onLines` (a line cut by a kill never arrives). */
+export function onLines(stream: Readable, onLines: (lines: string[]) => void): void {
+  let buffered = '';
+  stream.setEncoding('utf8').on('data', (d: string) => {
+    buffered += d;
+    const lines = buffered.split('\n');
+    buffered = lines.pop() ?? '';
+    onLines(lines);
+  });
 }

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SpoolReader, readCursor, sealedSegments, validateCursor, writeCursor, type Cursor } from '../../../src/spool/index.js';
 import { repoRoot } from '../../helpers/cli.js';
 import { tempEnv } from '../../helpers/env.js';
+import { onLines } from '../../helpers/process.js';
 
 /**
  * Segments sealed and removed under kill -9 (docs/spool.md "Crash safety"): a stand-in
@@ -71,7 +72,6 @@ class Reader {
 /** Run the connection until it has reported `steps` durable steps (reading meanwhile), then SIGKILL it. */
 async function runAndKill(dir: string, seed: number, steps: number, run: Run, reader: Reader): Promise<void> {
   const child = spawn(process.execPath, [compactor, dir, String(seed)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let buffered = '';
   let stderr = '';
   let seen = 0;
   // The reader falls behind now and then, so unprinted records sit in sealed segments too.
@@ -79,10 +79,7 @@ async function runAndKill(dir: string, seed: number, steps: number, run: Run, re
     if (reader.rand() < 0.08) reader.step();
   }, 2);
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  child.stdout.setEncoding('utf8').on('data', (d: string) => {
-    buffered += d;
-    const lines = buffered.split('\n');
-    buffered = lines.pop() ?? '';
+  onLines(child.stdout, (lines) => {
     for (const line of lines) {
       const [what, value] = line.split(' ');
       if (what === 'spooled') run.spooled = Math.max(run.spooled, Number(value));

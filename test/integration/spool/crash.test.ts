@@ -7,6 +7,7 @@ import { Ledger, Spool, SpoolReader, readCursor, validateCursor } from '../../..
 import { systemClock } from '../../../src/util/clock.js';
 import { repoRoot } from '../../helpers/cli.js';
 import { tempEnv } from '../../helpers/env.js';
+import { onLines } from '../../helpers/process.js';
 
 const writer = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'spool-writer.mjs');
 const TRIALS = 50;
@@ -23,14 +24,10 @@ interface Promised {
 /** Start the writer, let it run until it has reported `steps` durable steps, then SIGKILL it. */
 async function runAndKill(dir: string, steps: number, promised: Promised): Promise<void> {
   const child = spawn(process.execPath, [writer, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let buffered = '';
   let seen = 0;
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  child.stdout.setEncoding('utf8').on('data', (d: string) => {
-    buffered += d;
-    const lines = buffered.split('\n');
-    buffered = lines.pop() ?? '';
+  onLines(child.stdout, (lines) => {
     for (const line of lines) {
       const [what, ...rest] = line.split(' ');
       seen += 1;
