@@ -13,7 +13,10 @@ const LAYERS = [
   ['spool, config, client, spawn', '^src/(spool|config|spawn|hub/client)/'],
   ['consumer, reader', '^src/(consumer|reader)/'],
 ];
-const ALL_ABOVE = (i) => LAYERS.slice(i + 1).map(([, re]) => re).concat(['^src/cli/', '^src/hub/server/']);
+const ALL_ABOVE = (i) =>
+  LAYERS.slice(i + 1)
+    .map(([, re]) => re)
+    .concat(['^src/cli/', '^src/hub/server/']);
 
 module.exports = {
   forbidden: [

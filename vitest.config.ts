@@ -8,7 +8,12 @@ import { postgresUnavailable } from './test/helpers/postgres.js';
  */
 const HUB_ON_BOTH = ['test/integration/hub/*.test.ts', 'test/conformance/hub-wire.test.ts'];
 /** About the SQLite file itself (group commit, the data-dir lock, the default store place). */
-const SQLITE_ONLY = ['test/integration/hub/group-commit.test.ts', 'test/integration/hub/sqlite-driver.test.ts', 'test/integration/hub/admin.test.ts', 'test/integration/hub/backlog-paging.test.ts'];
+const SQLITE_ONLY = [
+  'test/integration/hub/group-commit.test.ts',
+  'test/integration/hub/sqlite-driver.test.ts',
+  'test/integration/hub/admin.test.ts',
+  'test/integration/hub/backlog-paging.test.ts',
+];
 const CLUSTER = ['test/integration/cluster/*.test.ts'];
 
 const missing = postgresUnavailable();

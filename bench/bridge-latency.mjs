@@ -80,7 +80,9 @@ try {
     await exited;
   }
   const f = (p) => `${percentile(latencies, p).toFixed(1)} ms`;
-  console.log(`send 202 → printed line, ${SAMPLES} samples over SSE: p50 ${f(50)}, p90 ${f(90)}, p99 ${f(99)}, max ${f(100)} (targets: p50 ≤ 15 ms, p99 ≤ 50 ms)`);
+  console.log(
+    `send 202 → printed line, ${SAMPLES} samples over SSE: p50 ${f(50)}, p90 ${f(90)}, p99 ${f(99)}, max ${f(100)} (targets: p50 ≤ 15 ms, p99 ≤ 50 ms)`,
+  );
 } finally {
   const c = readJson('consumer.json');
   if (c) {

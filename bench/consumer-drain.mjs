@@ -62,8 +62,18 @@ let consumer = null;
 try {
   ensureDir(dir);
   const settings = {
-    hub: hub.url, agent_id: me.id, session_key: 'drain', pinned: null, name: 'drain-bench', transport: 'auto',
-    interval_seconds: 5, max_retries: 8, unattended_max_seconds: 900, allow_from: null, agent: null, leg: 'session',
+    hub: hub.url,
+    agent_id: me.id,
+    session_key: 'drain',
+    pinned: null,
+    name: 'drain-bench',
+    transport: 'auto',
+    interval_seconds: 5,
+    max_retries: 8,
+    unattended_max_seconds: 900,
+    allow_from: null,
+    agent: null,
+    leg: 'session',
   };
   writeFileSync(path.join(dir, 'settings.json'), JSON.stringify(settings) + '\n', { mode: 0o600 });
 
@@ -99,17 +109,26 @@ try {
   consumer.kill('SIGTERM');
   await new Promise((r) => consumer.once('exit', r));
   const fsyncs = Number(readFileSync(fsyncOut, 'utf8'));
-  const records = readFileSync(spool, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const records = readFileSync(spool, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
   const firstAt = Date.parse(records[0].received_at);
   const lastAt = Date.parse(records[records.length - 1].received_at);
   const drainS = (tLast - tFirst) / 1000;
   console.log(`spooled ${records.length} entries (${new Set(records.map((r) => r.entry.id)).size} distinct)`);
   console.log(`time to the first record:      ${(tFirst - t0).toFixed(0)} ms from spawn (includes start-up, capability, session register)`);
-  console.log(`from spawn to the last record: ${((tLast - t0) / 1000).toFixed(2)} s → ${(ENTRIES / ((tLast - t0) / 1000)).toFixed(0)} entries/s (includes start-up, capability, session register)`);
-  console.log(`first to last record:          ${drainS.toFixed(2)} s → ${(ENTRIES / drainS).toFixed(0)} entries/s (received_at span ${((lastAt - firstAt) / 1000).toFixed(2)} s)`);
+  console.log(
+    `from spawn to the last record: ${((tLast - t0) / 1000).toFixed(2)} s → ${(ENTRIES / ((tLast - t0) / 1000)).toFixed(0)} entries/s (includes start-up, capability, session register)`,
+  );
+  console.log(
+    `first to last record:          ${drainS.toFixed(2)} s → ${(ENTRIES / drainS).toFixed(0)} entries/s (received_at span ${((lastAt - firstAt) / 1000).toFixed(2)} s)`,
+  );
   if (hubBefore && hubAfter) {
     const cpu = hubAfter.cpuMs - hubBefore.cpuMs;
-    console.log(`Hub during the drain:          CPU ${(cpu / 1000).toFixed(2)} s (${((cpu / (tLast - t0)) * 100).toFixed(0)} % of one core), RSS ${hubBefore.rssMiB.toFixed(0)} MiB before, peak ${peakRss.toFixed(0)} MiB`);
+    console.log(
+      `Hub during the drain:          CPU ${(cpu / 1000).toFixed(2)} s (${((cpu / (tLast - t0)) * 100).toFixed(0)} % of one core), RSS ${hubBefore.rssMiB.toFixed(0)} MiB before, peak ${peakRss.toFixed(0)} MiB`,
+    );
   }
   console.log(`fsyncs: ${fsyncs} in the consumer's whole run → ${(fsyncs / ENTRIES).toFixed(3)} per entry (target ≥ 2,000 entries/s)`);
 } finally {

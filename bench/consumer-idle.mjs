@@ -35,8 +35,18 @@ let consumer = null;
 try {
   ensureDir(dir);
   const settings = {
-    hub: hub.url, agent_id: me.id, session_key: 'idle', pinned: null, name: 'idle-bench', transport: 'auto',
-    interval_seconds: 5, max_retries: 8, unattended_max_seconds: 900, allow_from: null, agent: null, leg: 'session',
+    hub: hub.url,
+    agent_id: me.id,
+    session_key: 'idle',
+    pinned: null,
+    name: 'idle-bench',
+    transport: 'auto',
+    interval_seconds: 5,
+    max_retries: 8,
+    unattended_max_seconds: 900,
+    allow_from: null,
+    agent: null,
+    leg: 'session',
   };
   writeFileSync(path.join(dir, 'settings.json'), JSON.stringify(settings) + '\n', { mode: 0o600 });
   // The same node flags the bridge starts its connection with.
@@ -62,7 +72,9 @@ try {
   const wallS = (performance.now() - t0) / 1000;
   const cpuS = (cpuTicks(pid) - c0) / CLK_TCK;
   const session = JSON.parse(readFileSync(path.join(dir, 'session.json'), 'utf8'));
-  console.log(`${wallS.toFixed(0)} s of SSE holds (hold ${HOLD} s, keep-alive ${KEEPALIVE} s); lease last renewed ${((Date.now() - session.renewed_at) / 1000).toFixed(1)} s ago`);
+  console.log(
+    `${wallS.toFixed(0)} s of SSE holds (hold ${HOLD} s, keep-alive ${KEEPALIVE} s); lease last renewed ${((Date.now() - session.renewed_at) / 1000).toFixed(1)} s ago`,
+  );
   console.log(`RSS: start ${rss[0].toFixed(1)} MiB, max ${Math.max(...rss).toFixed(1)} MiB, end ${rss[rss.length - 1].toFixed(1)} MiB (target ≤ 60 MiB)`);
   console.log(`CPU: ${cpuS.toFixed(2)} s over ${wallS.toFixed(0)} s → ${((100 * cpuS) / wallS).toFixed(2)} % of one core (target ≤ 1 %)`);
 } finally {

@@ -178,10 +178,13 @@ function proxyRequest(req, res) {
           // A stall: stop forwarding for a while, then end without a reconnect (dropped mid-hold).
           framingMode = false;
           upRes.pause();
-          setTimeout(() => {
-            res.end();
-            out.destroy();
-          }, rng.int(50, 600));
+          setTimeout(
+            () => {
+              res.end();
+              out.destroy();
+            },
+            rng.int(50, 600),
+          );
         }
       });
       upRes.on('end', () => res.end());
@@ -219,10 +222,14 @@ let running = true;
 async function consumerLoop() {
   while (running) {
     const transport = rng.pick(['sse', 'sse', 'sse', 'poll']);
-    const p = spawn(process.execPath, [bin, '__consumer', '--mode', 'direct', '--session', 'fuzz', '--transport', transport, '--interval', '0.1', '--max-retries', '1000000'], {
-      env,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const p = spawn(
+      process.execPath,
+      [bin, '__consumer', '--mode', 'direct', '--session', 'fuzz', '--transport', transport, '--interval', '0.1', '--max-retries', '1000000'],
+      {
+        env,
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     consumer = p;
     let err = '';
     p.stderr.setEncoding('utf8').on('data', (d) => (err = (err + d).slice(-2000)));
@@ -278,7 +285,9 @@ while (streams < STREAMS && Date.now() < stopAt) {
   await pause(200);
   if (streams - lastReport >= Math.max(50, STREAMS / 20)) {
     lastReport = streams;
-    console.log(`fuzz-consumer: ${streams}/${STREAMS} streams mutated in ${((Date.now() - started) / 1000).toFixed(0)} s; sent ${sent.size}, printed ${printedAt.size}`);
+    console.log(
+      `fuzz-consumer: ${streams}/${STREAMS} streams mutated in ${((Date.now() - started) / 1000).toFixed(0)} s; sent ${sent.size}, printed ${printedAt.size}`,
+    );
   }
 }
 mutating = false;
@@ -310,7 +319,11 @@ let altered = 0;
 const lines = [];
 for (const file of [...sealedSegments(dir).map((s) => s.file), `${dir}/bridge.ndjson`]) {
   try {
-    lines.push(...readFileSync(file, 'utf8').split('\n').filter((l) => l !== ''));
+    lines.push(
+      ...readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+    );
   } catch {
     /* a segment removed after it was printed and settled */
   }
@@ -341,9 +354,19 @@ await hub.stop();
 rmSync(tmp, { recursive: true, force: true });
 
 console.log(`fuzz-consumer: seed ${SEED}; ${((Date.now() - started) / 1000).toFixed(0)} s (final drain ${((Date.now() - drainStarted) / 1000).toFixed(0)} s)`);
-console.log(`streams mutated: ${streams}${streams < STREAMS ? ` (stopped by --minutes ${MINUTES})` : ''} (${Object.entries(byKind).map(([k, v]) => `${k} ${v}`).join(', ')})`);
-console.log(`consumer exits: ${Object.entries(exits).map(([c, n]) => `${c}×${n}`).join(', ')}; undocumented or crashes: ${undocumented.length}${undocumented.length ? ' ' + JSON.stringify(undocumented.slice(0, 3)) : ''}`);
-console.log(`messages: sent ${sent.size}, spooled ${seenIds.size}, printed ${printedAt.size}, lost ${lost}, acked-before-printed ${ackedUnprinted}, unverified in spool ${violations.length}, altered in transit ${altered}; drained: ${drained ? 'yes' : 'NO'}`);
+console.log(
+  `streams mutated: ${streams}${streams < STREAMS ? ` (stopped by --minutes ${MINUTES})` : ''} (${Object.entries(byKind)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ')})`,
+);
+console.log(
+  `consumer exits: ${Object.entries(exits)
+    .map(([c, n]) => `${c}×${n}`)
+    .join(', ')}; undocumented or crashes: ${undocumented.length}${undocumented.length ? ' ' + JSON.stringify(undocumented.slice(0, 3)) : ''}`,
+);
+console.log(
+  `messages: sent ${sent.size}, spooled ${seenIds.size}, printed ${printedAt.size}, lost ${lost}, acked-before-printed ${ackedUnprinted}, unverified in spool ${violations.length}, altered in transit ${altered}; drained: ${drained ? 'yes' : 'NO'}`,
+);
 if (violations.length) console.log(`violations: ${violations.slice(0, 5).join('; ')}`);
 const ok = drained && lost === 0 && ackedUnprinted === 0 && violations.length === 0 && undocumented.length === 0;
 console.log(`fuzz-consumer: ${ok ? 'PASS' : 'FAIL'} (seed ${SEED})`);

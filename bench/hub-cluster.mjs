@@ -19,10 +19,19 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const admin = process.env.OH_HAI_BENCH_DATABASE_URL;
 if (!admin) {
   // Run again inside a throwaway cluster; it is stopped and removed when this shell exits.
-  const r = spawnSync('bash', ['-c', 'source .ci/postgres.sh >&2 && OH_HAI_BENCH_DATABASE_URL="$OH_HAI_TEST_DATABASE_URL" node bench/hub-cluster.mjs "$@"', 'bench', ...process.argv.slice(2)], {
-    cwd: root,
-    stdio: 'inherit',
-  });
+  const r = spawnSync(
+    'bash',
+    [
+      '-c',
+      'source .ci/postgres.sh >&2 && OH_HAI_BENCH_DATABASE_URL="$OH_HAI_TEST_DATABASE_URL" node bench/hub-cluster.mjs "$@"',
+      'bench',
+      ...process.argv.slice(2),
+    ],
+    {
+      cwd: root,
+      stdio: 'inherit',
+    },
+  );
   process.exit(r.status ?? 1);
 }
 const { default: pg } = await import('pg');
@@ -104,7 +113,9 @@ async function run(label, instances, database) {
     for (let i = 0; i < STREAMS; i += 16) {
       const a = await call(urls[0], 'POST', '/v1/account/agents', human, { label: `bench-${i}` });
       const n = Math.min(16, STREAMS - i);
-      const made = await Promise.all(Array.from({ length: n }, (_, j) => call(urls[(i + j) % urls.length], 'POST', '/v1/sessions', a.token, { client_key: `b-${i + j}` })));
+      const made = await Promise.all(
+        Array.from({ length: n }, (_, j) => call(urls[(i + j) % urls.length], 'POST', '/v1/sessions', a.token, { client_key: `b-${i + j}` })),
+      );
       for (const [j, s] of made.entries()) sessions.push({ token: a.token, id: s.session.id, address: s.session.address, url: urls[(i + j) % urls.length] });
     }
 
@@ -165,6 +176,7 @@ for (const r of results) {
   );
 }
 const base = results[0];
-for (const r of results.slice(1)) console.log(`${r.label} ×${r.instances} vs sqlite: sends/s ${(r.sendsPerSecond / base.sendsPerSecond).toFixed(2)}x, p99 ${(r.p99 / base.p99).toFixed(2)}x`);
+for (const r of results.slice(1))
+  console.log(`${r.label} ×${r.instances} vs sqlite: sends/s ${(r.sendsPerSecond / base.sendsPerSecond).toFixed(2)}x, p99 ${(r.p99 / base.p99).toFixed(2)}x`);
 keepAlive.destroy();
 process.exit(0);

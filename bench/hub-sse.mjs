@@ -90,7 +90,9 @@ latencies.sort((a, b) => a - b);
 const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(1);
 console.log(`sessions ${SESSIONS} (streams open), messages ${MESSAGES} (${CONCURRENCY} in flight), ${latencies.length} pushes seen in ${elapsed.toFixed(1)} s`);
 console.log(`send→push latency ms: p50 ${pct(50)}  p95 ${pct(95)}  p99 ${pct(99)}  max ${latencies[latencies.length - 1].toFixed(1)}`);
-console.log(`hub RSS: ${(rssIdle / 1024).toFixed(0)} MiB before streams, ${(rssOpen / 1024).toFixed(0)} MiB with ${SESSIONS} open, ${(rssKb() / 1024).toFixed(0)} MiB after the sends`);
+console.log(
+  `hub RSS: ${(rssIdle / 1024).toFixed(0)} MiB before streams, ${(rssOpen / 1024).toFixed(0)} MiB with ${SESSIONS} open, ${(rssKb() / 1024).toFixed(0)} MiB after the sends`,
+);
 console.log(`stream connects: ${connects} (reconnects on the 30 s hold bound included)`);
 
 hub.kill('SIGTERM');

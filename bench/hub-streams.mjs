@@ -42,7 +42,10 @@ export function holdStream(s, timer, { onOpen = () => undefined, onConnect = () 
   const requests = [];
   let first = true;
   const connect = () => {
-    const req = request(`${s.url}/v1/inbox/stream?session=${s.id}`, { agent: false, headers: { accept: 'text/event-stream', authorization: `Bearer ${s.token}` } });
+    const req = request(`${s.url}/v1/inbox/stream?session=${s.id}`, {
+      agent: false,
+      headers: { accept: 'text/event-stream', authorization: `Bearer ${s.token}` },
+    });
     requests.push(req);
     req.on('response', (res) => {
       onConnect();

@@ -108,7 +108,10 @@ async function readerLoop(b) {
   while (!b.stopped) {
     b.runs += 1;
     const code = await new Promise((resolve) => {
-      const c = spawn(process.execPath, [bin, 'bridge', '--raw', '--agent', b.agent.id, '--allow-from', 'any-in-account'], { env: b.env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const c = spawn(process.execPath, [bin, 'bridge', '--raw', '--agent', b.agent.id, '--allow-from', 'any-in-account'], {
+        env: b.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       b.child = c;
       let buf = '';
       c.stdout.setEncoding('utf8').on('data', (d) => {
@@ -214,12 +217,21 @@ for (const b of bridges) for (const [c, n] of Object.entries(b.exits)) exitCount
 console.log('');
 console.log(`bridges ${N} (${agents.length} agents, ${PER_AGENT} sessions each, one state root) · hold ${HOLD_S} s · measured ${fmt(minutes)} min`);
 console.log(`messages: sent ${sent.size}, printed by their bridge ${sent.size - lost}, LOST ${lost}; final states ${JSON.stringify(states)}`);
-console.log(`leases: ${active}/${N} sessions active at the end, ${changed} address changes, last renewal ${fmt(Math.min(...sinceRenewal))}–${fmt(Math.max(...sinceRenewal))} s before the end (Hub's clock; a hold is ${HOLD_S} s)`);
-console.log(`reader runs: ${bridges.reduce((s, b) => s + b.runs, 0)} (exit codes ${JSON.stringify(exitCounts)}; stop classes hit: ${bridges.filter((b) => b.stopClass !== undefined).length})`);
-console.log(`requests per minute (all ${N} bridges): ${Object.entries(byClass).filter(([, n]) => n > 0).map(([c, n]) => `${c} ${fmt(n / minutes)}`).join(', ')}; total ${fmt(inWindow.length / minutes)}`);
+console.log(
+  `leases: ${active}/${N} sessions active at the end, ${changed} address changes, last renewal ${fmt(Math.min(...sinceRenewal))}–${fmt(Math.max(...sinceRenewal))} s before the end (Hub's clock; a hold is ${HOLD_S} s)`,
+);
+console.log(
+  `reader runs: ${bridges.reduce((s, b) => s + b.runs, 0)} (exit codes ${JSON.stringify(exitCounts)}; stop classes hit: ${bridges.filter((b) => b.stopClass !== undefined).length})`,
+);
+console.log(
+  `requests per minute (all ${N} bridges): ${Object.entries(byClass)
+    .filter(([, n]) => n > 0)
+    .map(([c, n]) => `${c} ${fmt(n / minutes)}`)
+    .join(', ')}; total ${fmt(inWindow.length / minutes)}`,
+);
 console.log(
   `stream connects per bridge per minute: median ${fmt(perBridge[Math.floor(perBridge.length / 2)] ?? 0)} (min ${fmt(perBridge[0] ?? 0)}, max ${fmt(perBridge.at(-1) ?? 0)}) — ` +
-    `doc estimate ${fmt(estimate)} (a reconnect every ${HOLD_S} s); measured/estimate ${fmt((byClass['stream connect'] / minutes) / (N * estimate))} ` +
+    `doc estimate ${fmt(estimate)} (a reconnect every ${HOLD_S} s); measured/estimate ${fmt(byClass['stream connect'] / minutes / (N * estimate))} ` +
     `(${fmt(byClass['stream connect'] / minutes)} vs ${fmt(N * estimate)} a minute)`,
 );
 

@@ -30,7 +30,10 @@ const spool = () => {
     return '';
   }
 };
-const spooled = () => spool().split('\n').filter((l) => l !== '').length;
+const spooled = () =>
+  spool()
+    .split('\n')
+    .filter((l) => l !== '').length;
 const hasSpooled = (...texts) => texts.every((t) => spool().includes(JSON.stringify(t)));
 
 // Bob's connection runs (started by a bridge run) and his session is registered.

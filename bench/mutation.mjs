@@ -56,7 +56,15 @@ for (const [file, { mutants }] of Object.entries(report.files).sort(([a], [b]) =
   detected += d;
   undetected += u.length;
   rows.push([file, d, u.length]);
-  for (const m of u) survivors.push({ file, line: m.location.start.line, column: m.location.start.column, status: m.status, mutator: m.mutatorName, replacement: m.replacement ?? '' });
+  for (const m of u)
+    survivors.push({
+      file,
+      line: m.location.start.line,
+      column: m.location.start.column,
+      status: m.status,
+      mutator: m.mutatorName,
+      replacement: m.replacement ?? '',
+    });
 }
 const pct = (d, u) => (d + u === 0 ? 'n/a' : `${((100 * d) / (d + u)).toFixed(2)} %`);
 
@@ -69,4 +77,5 @@ for (const [file, d, u] of rows) console.log(`${file}\t${d}\t${u}\t${pct(d, u)}`
 console.log(`all\t${detected}\t${undetected}\t${pct(detected, undetected)}`);
 console.log('');
 console.log(`survivors (${survivors.length}):`);
-for (const s of survivors) console.log(`${s.file}:${s.line}:${s.column}\t${s.status}\t${s.mutator}\t${JSON.stringify(s.replacement.replace(/\s+/g, ' ').slice(0, 120))}`);
+for (const s of survivors)
+  console.log(`${s.file}:${s.line}:${s.column}\t${s.status}\t${s.mutator}\t${JSON.stringify(s.replacement.replace(/\s+/g, ' ').slice(0, 120))}`);

@@ -128,7 +128,9 @@ async function killLoop() {
     kills[target] += 1;
     if ((k + 1) % 25 === 0) {
       await audit();
-      console.log(`soak: ${k + 1}/${KILLS} kills (consumer ${kills.consumer}, reader ${kills.reader}, hub ${kills.hub}); sent ${sent.size}, printed ${printed.size}`);
+      console.log(
+        `soak: ${k + 1}/${KILLS} kills (consumer ${kills.consumer}, reader ${kills.reader}, hub ${kills.hub}); sent ${sent.size}, printed ${printed.size}`,
+      );
     }
   }
 }
@@ -176,9 +178,15 @@ const duplicates = [...printed.values()].reduce((n, c) => n + (c - 1), 0);
 const beyond = Math.max(0, duplicates - kills.reader);
 const total = kills.consumer + kills.reader + kills.hub;
 console.log(`soak: seed ${SEED}; ${((Date.now() - started) / 1000).toFixed(0)} s; ${readerRuns} reader runs`);
-console.log(`kills: ${total}${total < KILLS ? ` (stopped by --minutes ${MINUTES})` : ''} (consumer ${kills.consumer}, reader ${kills.reader}, hub ${kills.hub})`);
-console.log(`messages: sent ${sent.size}, printed ${[...sent].filter((id) => printed.has(id)).length}, lost ${lost.length}, duplicated ${duplicates} (beyond one per reader kill: ${beyond}), acked-before-printed ${ackedBeforePrinted.size}`);
-console.log(`unexpected exits: ${unexpectedExits.length}${unexpectedExits.length ? ' ' + JSON.stringify(unexpectedExits.slice(0, 5)) : ''}; drained: ${drained ? 'yes' : 'NO'}`);
+console.log(
+  `kills: ${total}${total < KILLS ? ` (stopped by --minutes ${MINUTES})` : ''} (consumer ${kills.consumer}, reader ${kills.reader}, hub ${kills.hub})`,
+);
+console.log(
+  `messages: sent ${sent.size}, printed ${[...sent].filter((id) => printed.has(id)).length}, lost ${lost.length}, duplicated ${duplicates} (beyond one per reader kill: ${beyond}), acked-before-printed ${ackedBeforePrinted.size}`,
+);
+console.log(
+  `unexpected exits: ${unexpectedExits.length}${unexpectedExits.length ? ' ' + JSON.stringify(unexpectedExits.slice(0, 5)) : ''}; drained: ${drained ? 'yes' : 'NO'}`,
+);
 const ok = drained && lost.length === 0 && beyond === 0 && ackedBeforePrinted.size === 0 && unexpectedExits.length === 0;
 console.log(`soak: ${ok ? 'PASS' : 'FAIL'} (seed ${SEED})`);
 if (!ok && lost.length) console.log(`lost: ${lost.slice(0, 10).join(' ')}`);

@@ -78,7 +78,9 @@ try {
   let written = 0;
   let baseline = null;
   const rows = [];
-  console.log(`spool growth: ${RECORDS} records in batches of ${BATCH}, retain_printed ${DEFAULT_RETAIN.records} records / ${DEFAULT_RETAIN.days} days; figures every ${EVERY}`);
+  console.log(
+    `spool growth: ${RECORDS} records in batches of ${BATCH}, retain_printed ${DEFAULT_RETAIN.records} records / ${DEFAULT_RETAIN.days} days; figures every ${EVERY}`,
+  );
   while (written < RECORDS) {
     const t0 = performance.now();
     const state = openDrainState(entry, clock, () => {}, { leg: 'session', retain: DEFAULT_RETAIN });

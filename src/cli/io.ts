@@ -6,7 +6,6 @@ import { EscapingOutput } from './escaping-output.js';
 import { FdOutput } from './fd-output.js';
 import type { Output } from '../util/output.js';
 
-
 /** An output of this process: the entry waits for it to drain before exiting. */
 export interface ProcessOutput extends Output {
   readonly writableLength: number;

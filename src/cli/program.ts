@@ -25,12 +25,7 @@ interface Finished {
  * (docs/performance.md). Without `argv` (man pages, tests), or when it names no known
  * command (`--help`, `help`, a typo that wants a suggestion), every group is registered.
  */
-export async function buildProgramOf(
-  groups: readonly CommandGroup[],
-  io: CliIO,
-  onFinish: (f: Finished) => void,
-  argv?: readonly string[],
-): Promise<Command> {
+export async function buildProgramOf(groups: readonly CommandGroup[], io: CliIO, onFinish: (f: Finished) => void, argv?: readonly string[]): Promise<Command> {
   const named = argv === undefined ? undefined : firstOperand(argv);
   const only = groups.filter((g) => named !== undefined && g.commands.includes(named));
   const registrations = await Promise.all((only.length > 0 ? only : groups).map((g) => g.load()));

@@ -59,7 +59,8 @@ export function parseAgentTokens(raw: string): Coded<{ id: string; token: string
     const eq = part.indexOf('=');
     const id = eq === -1 ? '' : part.slice(0, eq);
     const token = eq === -1 ? '' : part.slice(eq + 1);
-    if (eq <= 0) return usageFailure('invalid_agent_tokens', `${where} is not <agent_id>=<token>; the format is agt_a=TOKEN_A,agt_b=TOKEN_B (${AGENT_TOKENS_LIMIT})`);
+    if (eq <= 0)
+      return usageFailure('invalid_agent_tokens', `${where} is not <agent_id>=<token>; the format is agt_a=TOKEN_A,agt_b=TOKEN_B (${AGENT_TOKENS_LIMIT})`);
     const idProblem = badAgentIdReason(id);
     if (idProblem) return usageFailure('invalid_agent_tokens', `${where}: the agent id is unusable because ${idProblem}`);
     const problem = badTokenReason(token);
@@ -75,7 +76,10 @@ function pick<T extends { id: string }>(candidates: T[], agent: string | undefin
   if (agent !== undefined) {
     const found = candidates.find((c) => c.id === agent);
     if (found) return done(found);
-    return usageFailure('unknown_agent', `--agent ${agent} is not among the identities in ${where} (${candidates.map((c) => c.id).join(', ')}); pick one of those`);
+    return usageFailure(
+      'unknown_agent',
+      `--agent ${agent} is not among the identities in ${where} (${candidates.map((c) => c.id).join(', ')}); pick one of those`,
+    );
   }
   const only = candidates[0];
   if (candidates.length === 1 && only) return done(only);
@@ -137,6 +141,9 @@ export function resolveHumanCredential({ env, hubUrl }: { env: NodeJS.ProcessEnv
   if (!read.ok) return read;
   const human = credentialsForHub(read.value.file, hubUrl)?.human;
   if (!human)
-    return authFailure('no_human_credential', `no human token for ${hubUrl}: store the account's human token with \`oh-hai login --human --hub ${hubUrl} --token-stdin < human-token-file\``);
+    return authFailure(
+      'no_human_credential',
+      `no human token for ${hubUrl}: store the account's human token with \`oh-hai login --human --hub ${hubUrl} --token-stdin < human-token-file\``,
+    );
   return done({ token: human.token, accountId: human.account_id, warnings: read.value.warnings });
 }

@@ -22,10 +22,7 @@ export function parseHubUrl(raw: string, where: string): Coded<string> {
       `${where}: the Hub URL carries a user name or password; secrets never go in a URL — ${fix} and log in with \`oh-hai login --token-stdin\``,
     );
   if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash)
-    return usageFailure(
-      'invalid_hub_url',
-      `${where}: ${JSON.stringify(raw)} has a path, query or fragment; MA2H paths are absolute (/v1/…), so ${fix}`,
-    );
+    return usageFailure('invalid_hub_url', `${where}: ${JSON.stringify(raw)} has a path, query or fragment; MA2H paths are absolute (/v1/…), so ${fix}`);
   return done(url.origin);
 }
 

@@ -4,7 +4,14 @@ export { userConfigDir, userConfigPath, credentialsPath, identitiesPath, findPro
 export { parseHubUrl } from './hub-url.js';
 export { type Transport, TRANSPORTS } from './transport.js';
 export { type FileSettings } from './config-file.js';
-export { type RetainPrinted, DEFAULT_RETAIN_PRINTED, RETAIN_PRINTED_ENV, formatRetainPrinted, isDefaultRetainPrinted, parseRetainPrinted } from './retention.js';
+export {
+  type RetainPrinted,
+  DEFAULT_RETAIN_PRINTED,
+  RETAIN_PRINTED_ENV,
+  formatRetainPrinted,
+  isDefaultRetainPrinted,
+  parseRetainPrinted,
+} from './retention.js';
 export { type LoadedConfig, type LoadedFile, loadConfigFiles } from './load.js';
 export { type SettingsFlags, type ResolvedSettings, type BridgeSettings, type SettingSource, resolveSettings, requireHubUrl } from './settings.js';
 export {

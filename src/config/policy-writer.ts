@@ -69,7 +69,7 @@ export function filterDirectory(rows: readonly DirectoryRow[]): { keep: Director
       lines.push(`skipped agent ${labelled(r)}: it is revoked at the Hub, so it can send nothing.`);
       continue;
     }
-    const problem = badAgentIdReason(r.id) ?? (r.id.includes('"') && r.id.includes("'") ? "it contains both quote kinds (' and \")" : null);
+    const problem = badAgentIdReason(r.id) ?? (r.id.includes('"') && r.id.includes("'") ? 'it contains both quote kinds (\' and ")' : null);
     if (problem) {
       lines.push(`dropped agent ${labelled(r)}: ${problem}, so the bridge could never match it.`);
       continue;

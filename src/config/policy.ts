@@ -21,8 +21,7 @@ const ITEM_FORMS = `${ANY_IN_ACCOUNT}, agent:<id>, or agent:<id>#<session id>`;
 
 function parseItem(item: string): Result<{ kind: 'any' } | { kind: 'agent'; id: string } | { kind: 'session'; id: string; session: string }> {
   if (item === ANY_IN_ACCOUNT) return ok({ kind: 'any' });
-  if (item.startsWith('human:'))
-    return fail(`${showId(item)} names a human; humans send directives, which are always delivered — use ${ITEM_FORMS}`);
+  if (item.startsWith('human:')) return fail(`${showId(item)} names a human; humans send directives, which are always delivered — use ${ITEM_FORMS}`);
   if (!item.startsWith('agent:')) return fail(`${showId(item)} is not a sender policy item; use ${ITEM_FORMS}`);
   const address = parseAddress(item, 'item');
   if (!address.ok) return fail(`${address.reason}, so it could never match a sender`);
@@ -93,7 +92,6 @@ export function policyAdmits(policy: Policy | null, entry: PolicyEntry, self: { 
     're-running `oh-hai upgrade` will not add it once a policy exists (the policy is written once, never refreshed: #1127)';
   if (policy === null)
     return { admit: false, reason: `${what} refused: no sender policy is declared, so every addressed ask/task is refused (fail-closed); ${byHand}` };
-  if (policy.anyInAccount || policy.agents.has(id) || (session !== null && policy.sessions.has(`${id}#${session}`)))
-    return { admit: true };
+  if (policy.anyInAccount || policy.agents.has(id) || (session !== null && policy.sessions.has(`${id}#${session}`))) return { admit: true };
   return { admit: false, reason: `${what} refused: the declared policy (${describePolicy(policy)}) does not admit it; ${byHand}` };
 }

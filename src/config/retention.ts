@@ -18,7 +18,8 @@ export const RETAIN_PRINTED_ENV = 'OH_HAI_RETAIN_PRINTED';
 
 const PART = /^(\d+(?:\.\d+)?)\s*(records?|days?)$/u;
 
-const EXPECTED = 'a string such as "10000 records / 7 days" (either part alone keeps the other\u2019s default; records a whole number \u2265 0, days a number \u2265 0)';
+const EXPECTED =
+  'a string such as "10000 records / 7 days" (either part alone keeps the other\u2019s default; records a whole number \u2265 0, days a number \u2265 0)';
 
 /** Parse `"<n> records / <d> days"`; a part left out keeps its default. `where` names the source for the error. */
 export function parseRetainPrinted(value: unknown, where: string): Coded<RetainPrinted> {

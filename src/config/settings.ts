@@ -54,15 +54,7 @@ const FLAG_VALUE: Record<SettingKnob, (f: SettingsFlags) => string | number | un
 const present = (v: string | undefined): v is string => v !== undefined && v !== '';
 
 /** Precedence for every setting: flag > environment > project > user > default. */
-export function resolveSettings({
-  flags,
-  env,
-  loaded,
-}: {
-  flags: SettingsFlags;
-  env: NodeJS.ProcessEnv;
-  loaded: LoadedConfig;
-}): Coded<ResolvedSettings> {
+export function resolveSettings({ flags, env, loaded }: { flags: SettingsFlags; env: NodeJS.ProcessEnv; loaded: LoadedConfig }): Coded<ResolvedSettings> {
   const project = loaded.project?.settings;
   const user = loaded.user.settings;
   const warnings = [...loaded.warnings];

@@ -68,14 +68,24 @@ export function insertTableKey(
 
   const manual = `add \`${key} = ${valueText.replace(/\s*\n\s*/gu, ' ')}\` under [${table}] in ${file} by hand`;
   const reparsed = parseToml(next, file);
-  if (!reparsed.ok) return usageFailure('config_edit_refused', `could not add ${table}.${key} to ${file} without disturbing it (${reparsed.error.message}); nothing was written — ${manual}`);
+  if (!reparsed.ok)
+    return usageFailure(
+      'config_edit_refused',
+      `could not add ${table}.${key} to ${file} without disturbing it (${reparsed.error.message}); nothing was written — ${manual}`,
+    );
   const got = reparsed.value[table];
   const gotTable = got !== null && typeof got === 'object' && !Array.isArray(got) ? (got as TomlDoc) : null;
   if (gotTable === null || !sameValue(gotTable[key], value))
-    return usageFailure('config_edit_refused', `could not add ${table}.${key} to ${file}: the edited file did not read back as written; nothing was written — ${manual}`);
+    return usageFailure(
+      'config_edit_refused',
+      `could not add ${table}.${key} to ${file}: the edited file did not read back as written; nothing was written — ${manual}`,
+    );
   const rest: TomlDoc = { ...reparsed.value, [table]: Object.fromEntries(Object.entries(gotTable).filter(([k]) => k !== key)) };
   if (!(table in doc) && Object.keys(rest[table] as TomlDoc).length === 0) delete rest[table];
   if (!sameValue(rest, doc))
-    return usageFailure('config_edit_refused', `could not add ${table}.${key} to ${file}: the edit would have changed other settings; nothing was written — ${manual}`);
+    return usageFailure(
+      'config_edit_refused',
+      `could not add ${table}.${key} to ${file}: the edit would have changed other settings; nothing was written — ${manual}`,
+    );
   return done(next);
 }

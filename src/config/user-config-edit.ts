@@ -48,7 +48,10 @@ export function writeHubUrlIfAbsent(env: NodeJS.ProcessEnv, hubUrl: string): Pro
     if (existing !== null) {
       const parsed = parseHubUrl(existing, `${path}: [hub] url`);
       if (parsed.ok && parsed.value === hubUrl) return done({ text: null, result: 'already' as const });
-      return usageFailure('hub_url_differs', `${path} already names the Hub ${existing}, not ${hubUrl}; edit [hub] url there by hand to switch Hubs, then re-run`);
+      return usageFailure(
+        'hub_url_differs',
+        `${path} already names the Hub ${existing}, not ${hubUrl}; edit [hub] url there by hand to switch Hubs, then re-run`,
+      );
     }
     const edited = insertTableKey({ text, doc, file: path }, 'hub', 'url', hubUrl, tomlString(hubUrl));
     if (!edited.ok) return edited;

@@ -44,9 +44,15 @@ export class Acker {
     const acknowledged = planAcknowledged(pending, this.cursorSeq(), session);
     const passed = new Set(acknowledged.flatMap((b) => b.ids));
     // `acknowledged` implies delivered: an entry the cursor already passed needs one ack, not two.
-    const delivered = planDelivered(pending.filter((p) => !passed.has(p.id)), session);
+    const delivered = planDelivered(
+      pending.filter((p) => !passed.has(p.id)),
+      session,
+    );
     let counts = { delivered: 0, acknowledged: 0 };
-    for (const [kind, plan] of [['delivered', delivered], ['acknowledged', acknowledged]] as const) {
+    for (const [kind, plan] of [
+      ['delivered', delivered],
+      ['acknowledged', acknowledged],
+    ] as const) {
       for (const batch of plan) {
         const sent = await this.send(kind, batch);
         if (!sent.ok) return sent;
@@ -66,7 +72,8 @@ export class Acker {
       };
     }
     if (r.value.session) this.d.renewed(r.value.session);
-    if (r.value.unknown.length > 0) this.d.log(`ack ${kind}: the Hub does not know ${r.value.unknown.join(', ')} (already resolved there); dropping them from the ledger`);
+    if (r.value.unknown.length > 0)
+      this.d.log(`ack ${kind}: the Hub does not know ${r.value.unknown.join(', ')} (already resolved there); dropping them from the ledger`);
     if (kind === 'delivered') this.d.ledger.markDelivered(batch.ids);
     else this.d.ledger.acknowledge(batch.ids);
     // An id the Hub no longer knows (bounced, expired) will never be acknowledged there; keeping it would ack it forever.

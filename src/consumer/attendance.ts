@@ -1,6 +1,5 @@
 import type { ProcessStamp, ReaderRecord, RecordRead, Liveness } from '../spool/index.js';
 
-
 export interface AttendanceProbe {
   nowMs: number;
   /** A heartbeat older than this is not attendance. */

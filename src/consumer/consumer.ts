@@ -194,7 +194,9 @@ export class Consumer {
     const stateRoot = path.resolve(this.entry.dir, '..', '..', '..', '..');
     const cred = resolveAgentCredential({ env: this.opts.env, hubUrl: settings.hub, stateRoot, ...(settings.agent !== null ? { agent: settings.agent } : {}) });
     if (!cred.ok) {
-      this.stopWith(stop(cred.error.exit, 'no_credential', `${cred.error.message} (the consumer re-resolves its own credential from config and its environment)`));
+      this.stopWith(
+        stop(cred.error.exit, 'no_credential', `${cred.error.message} (the consumer re-resolves its own credential from config and its environment)`),
+      );
       return null;
     }
     this.token = cred.value.token;
@@ -213,7 +215,10 @@ export class Consumer {
       );
       return null;
     }
-    const state = openDrainState(this.entry, this.opts.clock, (t) => this.log(t), { leg: settings.leg, retain: settings.retain_printed ?? DEFAULT_RETAIN_PRINTED });
+    const state = openDrainState(this.entry, this.opts.clock, (t) => this.log(t), {
+      leg: settings.leg,
+      retain: settings.retain_printed ?? DEFAULT_RETAIN_PRINTED,
+    });
     if (!state.ok) {
       this.stopWith(state.stop);
       return null;
@@ -231,7 +236,9 @@ export class Consumer {
     }
     let digest = '';
     try {
-      digest = createHash('sha256').update(readFileSync(this.entry.path(ENTRY_FILES.settings))).digest('hex');
+      digest = createHash('sha256')
+        .update(readFileSync(this.entry.path(ENTRY_FILES.settings)))
+        .digest('hex');
     } catch {
       // Read a moment ago; a digest of nothing says the file changed under us.
     }
@@ -403,7 +410,11 @@ export class Consumer {
       };
       const sid = keeper?.current?.id ?? null;
       const outcome =
-        keeper === null || sid === null ? await principalRound(ctx) : this.record.transport === 'sse' ? await streamRound(ctx, keeper, sid) : await pollRound(ctx, keeper, sid);
+        keeper === null || sid === null
+          ? await principalRound(ctx)
+          : this.record.transport === 'sse'
+            ? await streamRound(ctx, keeper, sid)
+            : await pollRound(ctx, keeper, sid);
       if (outcome !== null) await this.handle(outcome);
     }
   }
@@ -482,7 +493,11 @@ export class Consumer {
       this.log(`heartbeat: could not write consumer.json (${(e as Error).message})`);
     }
     if (this.opts.mode === 'auto') {
-      const attendance = readerAttendance(this.entry.read('reader'), { nowMs: now, staleMs: this.knobs.staleHolderSeconds * 1000, liveness: isSameProcessAlive });
+      const attendance = readerAttendance(this.entry.read('reader'), {
+        nowMs: now,
+        staleMs: this.knobs.staleHolderSeconds * 1000,
+        liveness: isSameProcessAlive,
+      });
       const verdict = unattended.observe(attendance, now);
       if (verdict.stop) {
         const lease = this.keeper?.current;
@@ -507,7 +522,8 @@ export class Consumer {
     const session = this.keeper?.current;
     try {
       withdrawStandDown(this.entry);
-      if (!session || !this.client || !this.acker) return stop(EXIT.ok, 'signal', `asked to stand down before it held a session: a clean stop (${asked.message})`);
+      if (!session || !this.client || !this.acker)
+        return stop(EXIT.ok, 'signal', `asked to stand down before it held a session: a clean stop (${asked.message})`);
       return await standDown({
         client: this.client,
         acker: this.acker,
@@ -519,7 +535,11 @@ export class Consumer {
         log: (t) => this.log(t),
       });
     } catch (e) {
-      return stop(EXIT.internal, 'internal_error', `this is a bug in oh-hai: standing ${session?.id ?? 'the session'} down failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+      return stop(
+        EXIT.internal,
+        'internal_error',
+        `this is a bug in oh-hai: standing ${session?.id ?? 'the session'} down failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`,
+      );
     }
   }
 

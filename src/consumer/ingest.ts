@@ -64,7 +64,9 @@ export class Ingest {
     if (!this.d.lockHealthy()) return { ok: false, stop: lockLost() };
     try {
       if (fresh.length > 0) {
-        const written = this.d.spool.append(fresh.map((a) => ({ type: 'entry' as const, session: session ?? arrived.address, entry: a.entry, signature: a.signature })));
+        const written = this.d.spool.append(
+          fresh.map((a) => ({ type: 'entry' as const, session: session ?? arrived.address, entry: a.entry, signature: a.signature })),
+        );
         for (const r of written) if (r.type === 'entry') this.unledgered.push({ id: r.entry.id, seq: r.seq, session });
       }
     } catch (e) {

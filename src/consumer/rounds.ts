@@ -57,7 +57,11 @@ export async function streamRound(ctx: RoundContext, keeper: SessionKeeper, sid:
     case 'closed':
       return classifyClosed(end.reason, ctx.failureContext('stream', sid));
     case 'eof':
-      return { kind: 'fault', message: `stream on ${sid}: the connection ended without a reconnect or closed event (dropped mid-hold)`, retryAfterSeconds: null };
+      return {
+        kind: 'fault',
+        message: `stream on ${sid}: the connection ended without a reconnect or closed event (dropped mid-hold)`,
+        retryAfterSeconds: null,
+      };
     case 'failure':
       return classifyFailure(end.failure, ctx.failureContext('stream connect', sid));
   }

@@ -1,6 +1,14 @@
 import type { Session, SessionLease } from '../hub/contract/index.js';
 import type { HubClient } from '../hub/client/index.js';
-import { clearStoodDown, stoodDownSessions, type SessionHistoryItem, type SessionRecord, type Spool, type StateEntry, type StoodDownSession } from '../spool/index.js';
+import {
+  clearStoodDown,
+  stoodDownSessions,
+  type SessionHistoryItem,
+  type SessionRecord,
+  type Spool,
+  type StateEntry,
+  type StoodDownSession,
+} from '../spool/index.js';
 import type { Clock } from '../util/clock.js';
 import { classifyFailure, decideByCode, endedCode, type Disposition, type FailureContext } from './classify.js';
 
@@ -61,7 +69,12 @@ const STOOD_DOWN_REASON: Record<StoodDownSession['hub_state'], string> = {
   not_found: 'session_not_found',
 };
 
-const asHistory = (s: StoodDownSession): SessionHistoryItem => ({ id: s.id, address: s.address, replaced_at: s.stood_down_at, reason: STOOD_DOWN_REASON[s.hub_state] });
+const asHistory = (s: StoodDownSession): SessionHistoryItem => ({
+  id: s.id,
+  address: s.address,
+  replaced_at: s.stood_down_at,
+  reason: STOOD_DOWN_REASON[s.hub_state],
+});
 
 export class SessionKeeper {
   private record: SessionRecord | null = null;
@@ -167,7 +180,12 @@ export class SessionKeeper {
     }
     const s = created.value;
     const now = this.d.clock.now();
-    const history = previous === null ? [] : previous.id === s.id ? previous.history : [...previous.history, { id: previous.id, address: previous.address, replaced_at: now, reason }];
+    const history =
+      previous === null
+        ? []
+        : previous.id === s.id
+          ? previous.history
+          : [...previous.history, { id: previous.id, address: previous.address, replaced_at: now, reason }];
     if (previous !== null && previous.id !== s.id) {
       // The transition goes into the spool before the record names the new session, so a
       // crash in between re-registers (adopting by name) and at worst spools it twice.
@@ -186,7 +204,19 @@ export class SessionKeeper {
     } else {
       this.d.log(`${reason} session ${s.id} (${s.address}), expires ${s.expires_at} (Hub's clock)`);
     }
-    return { ok: true, session: this.write({ id: s.id, address: s.address, name: s.name, pinned: false, lease_seconds: s.lease_seconds, expires_at: s.expires_at, renewed_at: now, history }) };
+    return {
+      ok: true,
+      session: this.write({
+        id: s.id,
+        address: s.address,
+        name: s.name,
+        pinned: false,
+        lease_seconds: s.lease_seconds,
+        expires_at: s.expires_at,
+        renewed_at: now,
+        history,
+      }),
+    };
   }
 
   /**
@@ -205,4 +235,3 @@ export class SessionKeeper {
     return written;
   }
 }
-

@@ -43,7 +43,8 @@ export async function standDown(d: StandDownDeps): Promise<Stop> {
   d.log(`standing ${id} down at the request of oh-hai session close`);
   try {
     const acked = await d.acker.flush();
-    if (!acked.ok) d.log(`stand-down: the last acks did not go through (${dispositionText(acked.disposition)}); what was read but not acknowledged bounces as delivered`);
+    if (!acked.ok)
+      d.log(`stand-down: the last acks did not go through (${dispositionText(acked.disposition)}); what was read but not acknowledged bounces as delivered`);
   } catch (e) {
     d.log(`stand-down: could not ledger the last acks (${(e as Error).message}); closing anyway`);
   }
@@ -57,13 +58,22 @@ export async function standDown(d: StandDownDeps): Promise<Stop> {
   }
   const state = closed.ok ? closed.value.state : 'not_found';
   if (state === 'active') {
-    return stop(EXIT.ok, 'signal', `closing ${id} at the Hub left it active (a Hub fault): the connection stopped, and the session stays open and recorded here; oh-hai session close says what to do`);
+    return stop(
+      EXIT.ok,
+      'signal',
+      `closing ${id} at the Hub left it active (a Hub fault): the connection stopped, and the session stays open and recorded here; oh-hai session close says what to do`,
+    );
   }
   const item: StoodDownSession = { id, address, hub_state: state, closed_at: closed.ok ? closed.value.closed_at : null, stood_down_at: d.nowMs() };
   forgetSession(d.entry, item);
   if (state === 'closed_by_operator') {
     // A human's kill-switch came first and outlives the session: the stop is theirs (14), not a stand-down.
-    const decided = decideByCode('session_closed_by_operator', `close session on ${id}: it was already closed by an operator`, { operation: 'close session', sessionId: id, pinned: d.pinned }, {});
+    const decided = decideByCode(
+      'session_closed_by_operator',
+      `close session on ${id}: it was already closed by an operator`,
+      { operation: 'close session', sessionId: id, pinned: d.pinned },
+      {},
+    );
     if (decided?.kind === 'stop') return decided.stop;
   }
   return stop(EXIT.stoodDown, 'session_closed', stoodDownText(item));

@@ -43,7 +43,10 @@ export async function runConsumer(opts: ConsumerOptions): Promise<ConsumerEnd> {
   if (!logBound.ok) return { kind: 'refused', stop: stop(logBound.error.exit, 'bad_settings', logBound.error.message) };
   const opened = openStateEntry(opts.dir, { create: false, log: { clock: opts.clock, pid: opts.pid, maxBytes: logBound.value } });
   if (!opened.ok) {
-    return { kind: 'refused', stop: stop(EXIT.usage, 'bad_settings', `--entry ${opts.dir}: ${opened.reason}; the reader (oh-hai bridge) creates the entry and starts the consumer`) };
+    return {
+      kind: 'refused',
+      stop: stop(EXIT.usage, 'bad_settings', `--entry ${opts.dir}: ${opened.reason}; the reader (oh-hai bridge) creates the entry and starts the consumer`),
+    };
   }
   const entry = opened.value;
   let compromisedBy: string | null = null;

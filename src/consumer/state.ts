@@ -64,12 +64,7 @@ export interface DrainStateOptions {
  * spool record, as a redelivery would have done: the Hub may never redeliver it (its session
  * replaced, its message expired), and a record owed no ack would hold the mark back for good.
  */
-export function openDrainState(
-  entry: StateEntry,
-  clock: Clock,
-  log: (text: string) => void,
-  opts: DrainStateOptions,
-): Result<DrainState, { stop: Stop }> {
+export function openDrainState(entry: StateEntry, clock: Clock, log: (text: string) => void, opts: DrainStateOptions): Result<DrainState, { stop: Stop }> {
   const ledger = Ledger.open(entry.dir);
   if (!ledger.ok) return { ok: false, stop: stop(EXIT.internal, 'spool_write_failed', ledger.reason) };
   if (ledger.value.recovery) log(`ledger recovered: cut ${ledger.value.recovery.cutBytes} bytes at byte ${ledger.value.recovery.cutAt}`);
@@ -90,7 +85,10 @@ export function openDrainState(
     ledger.value.close();
     return { ok: false, stop: stop(EXIT.internal, 'spool_write_failed', `${(e as Error).message}; not retried`) };
   }
-  if (unledgered.length > 0) log(`ledger: recorded ${unledgered.length} spooled entr${unledgered.length === 1 ? 'y' : 'ies'} it had lost (spooled just before the last stop); they are acked from their spool records`);
+  if (unledgered.length > 0)
+    log(
+      `ledger: recorded ${unledgered.length} spooled entr${unledgered.length === 1 ? 'y' : 'ies'} it had lost (spooled just before the last stop); they are acked from their spool records`,
+    );
   ledger.value.cover(spool.value.lastSeq());
   const seen = SeenJti.load(entry.dir);
   if (!seen.ok) {

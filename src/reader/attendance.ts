@@ -1,6 +1,15 @@
 import { statSync } from 'node:fs';
 import { fail, ok, type Result } from '../core/index.js';
-import { isSameProcessAlive, parentPid, processStartTime, readRecord, writeRecord, type ProcessStamp, type ReaderRecord, type StateEntry } from '../spool/index.js';
+import {
+  isSameProcessAlive,
+  parentPid,
+  processStartTime,
+  readRecord,
+  writeRecord,
+  type ProcessStamp,
+  type ReaderRecord,
+  type StateEntry,
+} from '../spool/index.js';
 import type { Clock } from '../util/clock.js';
 import { decideHolder, type HolderDecision, type HolderFacts } from './holder.js';
 
@@ -40,7 +49,12 @@ interface DisplacedNotice {
 function parseNotice(x: unknown): Result<DisplacedNotice> {
   if (typeof x !== 'object' || x === null) return fail('not an object');
   const { displaced, by } = x as { displaced?: Partial<ProcessStamp>; by?: { pid?: unknown; host?: unknown } };
-  if (!displaced || typeof displaced.pid !== 'number' || typeof displaced.host !== 'string' || (displaced.start_time !== null && typeof displaced.start_time !== 'string')) {
+  if (
+    !displaced ||
+    typeof displaced.pid !== 'number' ||
+    typeof displaced.host !== 'string' ||
+    (displaced.start_time !== null && typeof displaced.start_time !== 'string')
+  ) {
     return fail('displaced is not a process stamp');
   }
   if (!by || typeof by.pid !== 'number' || typeof by.host !== 'string') return fail('by is not a pid and host');
@@ -94,9 +108,7 @@ export function myRecord(me: Me, clock: Clock, timing: ReaderTiming): ReaderReco
   };
 }
 
-export type AttendanceEnd =
-  | { kind: 'displaced'; by: ReaderRecord }
-  | { kind: 'orphaned'; starterPid: number };
+export type AttendanceEnd = { kind: 'displaced'; by: ReaderRecord } | { kind: 'orphaned'; starterPid: number };
 
 /**
  * Beats every heartbeatMs: first checks that the record is still ours (a newer reader of

@@ -73,7 +73,8 @@ function samePolicy(a: string[] | null, b: string[] | null): boolean {
   return pa !== undefined && pb !== undefined && policyEquals(pa, pb);
 }
 
-const FIX = 'A named flag cannot change a running connection: run `oh-hai session close --keep-connection`, then re-run this command (or drop the flag to adopt what is running).';
+const FIX =
+  'A named flag cannot change a running connection: run `oh-hai session close --keep-connection`, then re-run this command (or drop the flag to adopt what is running).';
 
 function disagreements(f: ConnectionFacts, r: ConsumerRecord): string[] {
   const out: string[] = [];
@@ -98,7 +99,10 @@ export function planConnection(f: ConnectionFacts): ConnectionPlan {
   if (c.state === 'absent') return { kind: 'start', note: null };
   if (c.state === 'unreadable') {
     // Its lock, not this record, decides: a second consumer on a held entry exits quietly.
-    return { kind: 'start', note: `could not read the background connection's record (${c.reason}); starting one — if one is running, it keeps the entry and the new one stops` };
+    return {
+      kind: 'start',
+      note: `could not read the background connection's record (${c.reason}); starting one — if one is running, it keeps the entry and the new one stops`,
+    };
   }
   const r = c.value;
   if (r.state === 'stopped') {
@@ -110,7 +114,10 @@ export function planConnection(f: ConnectionFacts): ConnectionPlan {
   }
   const wrong = disagreements(f, r);
   if (wrong.length > 0) {
-    return { kind: 'conflict', message: `the running background connection (pid ${r.pid} on ${r.host}) disagrees with what you named: ${wrong.join('; ')}. ${FIX}` };
+    return {
+      kind: 'conflict',
+      message: `the running background connection (pid ${r.pid} on ${r.host}) disagrees with what you named: ${wrong.join('; ')}. ${FIX}`,
+    };
   }
   const anyNamed = Object.values(f.named).some(Boolean);
   const unverified = anyNamed && f.running === null && (f.named.transport || f.named.interval || f.named.maxRetries);

@@ -8,7 +8,6 @@ import type { ConsumerRecord, RecordRead, SessionRecord } from '../spool/records
  * theirs, and our own elapsed time since the last renewal we saw. No "time remaining".
  */
 
-
 export interface ConsumerView {
   record: RecordRead<ConsumerRecord>;
   /** Liveness of the recorded pid by start time; meaningful only when the record is ok. */
@@ -37,7 +36,8 @@ function consumerState(c: ConsumerView): ConsumerState {
 }
 
 function consumerPart(c: ConsumerView): string {
-  if (c.started) return `consumer pid ${c.started.pid} on ${c.started.host} (${c.started.alive === 'dead' ? 'not running' : 'started by this run; not recorded yet'})`;
+  if (c.started)
+    return `consumer pid ${c.started.pid} on ${c.started.host} (${c.started.alive === 'dead' ? 'not running' : 'started by this run; not recorded yet'})`;
   const r = c.record;
   if (r.state === 'absent') return 'no consumer record in this state entry';
   if (r.state === 'unreadable') return `consumer record unreadable (${r.reason})`;
@@ -55,20 +55,13 @@ function consumerPart(c: ConsumerView): string {
 }
 
 /** The lines (first: the lease; second, when warranted: the ⚠️ line) printed after the stop line. */
-export function leaseEpilogue(
-  name: string,
-  session: RecordRead<SessionRecord>,
-  consumer: ConsumerView,
-  nowMs: number,
-): string[] {
+export function leaseEpilogue(name: string, session: RecordRead<SessionRecord>, consumer: ConsumerView, nowMs: number): string[] {
   const lines: string[] = [];
   const cons = consumerPart(consumer);
   if (session.state === 'ok') {
     const s = session.value;
     const elapsed = nowMs - s.renewed_at;
-    lines.push(
-      `${name}: lease — ${s.id} expires ${s.expires_at} (Hub's clock; last renewed ${formatDuration(elapsed)} ago); ${cons}.`,
-    );
+    lines.push(`${name}: lease — ${s.id} expires ${s.expires_at} (Hub's clock; last renewed ${formatDuration(elapsed)} ago); ${cons}.`);
   } else if (session.state === 'absent') {
     lines.push(`${name}: lease — no session recorded in this state entry yet; ${cons}.`);
   } else {

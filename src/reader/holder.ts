@@ -67,8 +67,7 @@ export interface RefusalContext {
   readerPath: string;
 }
 
-const FIX =
-  'Do not kill it — it is what attends this mailbox. Give each agent its own --session <name>, or export MA2H_AGENT_SESSION_ID per agent.';
+const FIX = 'Do not kill it — it is what attends this mailbox. Give each agent its own --session <name>, or export MA2H_AGENT_SESSION_ID per agent.';
 
 /** The exit-10 message for a reader refusal: names the holder, or says its record could not be read. */
 export function readerRefusal(c: RefusalContext): string {

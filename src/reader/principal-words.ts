@@ -44,7 +44,8 @@ export function watchEpilogue(view: ConsumerView, address: string): string[] {
     if (started.alive === 'dead') return [`${NAME}: ${who} (not running).`, `${NAME}: ⚠️ ${nobody}. What to do: run ${NAME} again.`];
     return [`${NAME}: ${who} (started by this run; not recorded yet) drains ${address}.`];
   }
-  if (consumer.state === 'absent') return [`${NAME}: no background connection has recorded itself here.`, `${NAME}: ⚠️ ${nobody}. What to do: run ${NAME} again.`];
+  if (consumer.state === 'absent')
+    return [`${NAME}: no background connection has recorded itself here.`, `${NAME}: ⚠️ ${nobody}. What to do: run ${NAME} again.`];
   if (consumer.state === 'unreadable') {
     return [
       `${NAME}: could not read the background connection's record (${consumer.reason}).`,
@@ -54,7 +55,10 @@ export function watchEpilogue(view: ConsumerView, address: string): string[] {
   const c = consumer.value;
   const who = `consumer pid ${c.pid} on ${c.host}`;
   if (c.state === 'stopped') {
-    return [`${NAME}: ${who} (stopped: exit ${c.exit_code ?? '?'}, ${c.stop_reason ?? 'no reason recorded'}).`, `${NAME}: ⚠️ ${nobody}. What to do: follow the stop line above, then run ${NAME} again.`];
+    return [
+      `${NAME}: ${who} (stopped: exit ${c.exit_code ?? '?'}, ${c.stop_reason ?? 'no reason recorded'}).`,
+      `${NAME}: ⚠️ ${nobody}. What to do: follow the stop line above, then run ${NAME} again.`,
+    ];
   }
   if (alive === 'dead') return [`${NAME}: ${who} (not running).`, `${NAME}: ⚠️ ${nobody}. What to do: run ${NAME} again.`];
   return [`${NAME}: ${who}${alive === 'unknown' ? ' (liveness unknown from this host)' : ''} drains ${address}.`];

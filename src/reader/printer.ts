@@ -115,7 +115,11 @@ export class Printer {
     const r = item.record;
     if (r.type === 'transition') return { text: transitionSummary(r), possiblyBounced: false };
     const entry = validateEntry(r.entry);
-    if (!entry.ok) return { text: `[mail ${r.seq}] entry ${plain(r.entry.id)} could not be read as an MA2H entry (${entry.reason}); --raw prints it verbatim\n`, possiblyBounced: false };
+    if (!entry.ok)
+      return {
+        text: `[mail ${r.seq}] entry ${plain(r.entry.id)} could not be read as an MA2H entry (${entry.reason}); --raw prints it verbatim\n`,
+        possiblyBounced: false,
+      };
     const bounced = entryStanding(r, current, this.replaced) === 'possibly_bounced' ? { session: r.session } : null;
     return { text: entrySummary({ seq: r.seq, entry: entry.value, possiblyBounced: bounced }), possiblyBounced: bounced !== null };
   }

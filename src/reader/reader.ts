@@ -26,17 +26,8 @@ import type { ConsumerView } from './epilogue.js';
 import type { HolderFacts } from './holder.js';
 import { Printer, type Collected } from './printer.js';
 import type { StopRequest } from './signals.js';
-import {
-  consumerDiedOutcome,
-  consumerStopOutcome,
-  displacedOutcome,
-  orphanedOutcome,
-  signalOutcome,
-  stdoutClosedOutcome,
-} from './stop-outcome.js';
+import { consumerDiedOutcome, consumerStopOutcome, displacedOutcome, orphanedOutcome, signalOutcome, stdoutClosedOutcome } from './stop-outcome.js';
 import { sha256Hex } from '../util/sha256.js';
-
-
 
 /**
  * The reader's intervals. The heartbeat and the stale bound are the knobs the consumer reads
@@ -112,11 +103,7 @@ export interface LegRun {
 }
 
 type WaitEnd =
-  | { kind: 'records' }
-  | { kind: 'consumer'; end: ConsumerEnd }
-  | { kind: 'deadline' }
-  | { kind: 'signal' }
-  | { kind: 'attendance'; end: AttendanceEnd };
+  { kind: 'records' } | { kind: 'consumer'; end: ConsumerEnd } | { kind: 'deadline' } | { kind: 'signal' } | { kind: 'attendance'; end: AttendanceEnd };
 
 /** One reading run on a leg: every exit after the entry resolved ends with the leg's epilogue. */
 export class EntryReader {
@@ -151,7 +138,11 @@ export class EntryReader {
       outcome = await this.body();
     } catch (e) {
       this.entry.log(`${this.leg.logName}: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-      outcome = { exit: EXIT.internal, code: 'internal', message: `this is a bug in oh-hai: ${(e as Error).message}. Details: ${this.entry.path(ENTRY_FILES.log)}` };
+      outcome = {
+        exit: EXIT.internal,
+        code: 'internal',
+        message: `this is a bug in oh-hai: ${(e as Error).message}. Details: ${this.entry.path(ENTRY_FILES.log)}`,
+      };
     } finally {
       this.heartbeat?.stop();
     }
@@ -212,10 +203,14 @@ export class EntryReader {
     if (policy === null) this.say(leg.noPolicyLine());
 
     this.heartbeat = new Heartbeat(this.entry, claimed.record, io.clock);
-    this.heartbeat.start(this.run.knobs.heartbeatMs, (end) => {
-      this.attendanceEnd = end;
-      this.wake?.();
-    }, () => this.wake?.());
+    this.heartbeat.start(
+      this.run.knobs.heartbeatMs,
+      (end) => {
+        this.attendanceEnd = end;
+        this.wake?.();
+      },
+      () => this.wake?.(),
+    );
 
     const printer = new Printer(this.entry, io.stdout, this.run.raw, this.run.stop.requested, this.run.collect);
     const failed = await this.print(printer);
@@ -281,7 +276,8 @@ export class EntryReader {
     if (decision.why !== 'dead') {
       this.entry.log(`${this.leg.logName}: displaced the previous reader${decision.pid !== null ? ` pid ${decision.pid}` : ''} (${decision.why})`);
     }
-    if (decision.why === 'declared' && holder) this.say(`took over from this agent session's previous reader (pid ${holder.pid} on ${holder.host}); one reader prints your mail`);
+    if (decision.why === 'declared' && holder)
+      this.say(`took over from this agent session's previous reader (pid ${holder.pid} on ${holder.host}); one reader prints your mail`);
     if (decision.signal && holder) {
       noteDisplaced(this.entry, holder, record);
       await this.stopHolder(holder);

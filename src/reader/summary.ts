@@ -41,8 +41,7 @@ function describeEntry(e: Entry): string {
       return `directive from ${plain(e.from)} (${plain(e.id)})${thread} · no reply channel${text(e.text)}`;
     case 'message': {
       const inReply = e.in_reply_to !== undefined ? ` in reply to ${plain(e.in_reply_to)}` : '';
-      const reply =
-        e.intent === 'notify' ? 'notify: no reply expected' : `reply: oh-hai reply ${plain(e.message_id)}`;
+      const reply = e.intent === 'notify' ? 'notify: no reply expected' : `reply: oh-hai reply ${plain(e.message_id)}`;
       return `${e.intent} from ${plain(e.from)} (${plain(e.message_id)})${inReply}${thread} · ${reply}${text(e.text)}`;
     }
     case 'response':

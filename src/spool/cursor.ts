@@ -49,7 +49,9 @@ export interface CursorCheck {
  */
 export function validateCursor(spool: SpoolReader, cursor: Cursor): CursorCheck {
   if (cursor.seq === 0) {
-    return cursor.offset === 0 ? { cursor: { ...NO_CURSOR }, rewound: null } : { cursor: { ...NO_CURSOR }, rewound: `cursor had seq 0 with offset ${cursor.offset}` };
+    return cursor.offset === 0
+      ? { cursor: { ...NO_CURSOR }, rewound: null }
+      : { cursor: { ...NO_CURSOR }, rewound: `cursor had seq 0 with offset ${cursor.offset}` };
   }
   if (spool.recordEndingAt(cursor.offset, cursor.seq)) return { cursor: { seq: cursor.seq, offset: cursor.offset }, rewound: null };
   // Below the oldest segment: the consumer removed those records because they were printed

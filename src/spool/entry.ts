@@ -39,8 +39,7 @@ export interface ModeRepair {
   now: string;
 }
 
-export const describeRepair = (r: ModeRepair): string =>
-  `tightened permissions on ${r.path} from ${r.was} to ${r.now} (group/others could access it)`;
+export const describeRepair = (r: ModeRepair): string => `tightened permissions on ${r.path} from ${r.was} to ${r.now} (group/others could access it)`;
 
 export type EntryOpen = Result<StateEntry, { code: 'absent' | 'not_a_directory' | 'foreign_owner' | 'io'; reason: string }>;
 export type EntryOpenFailure = Extract<EntryOpen, { ok: false }>;
@@ -236,7 +235,11 @@ export function openStateEntry(dir: string, opts: { create: boolean; log?: LogCo
     const st = statOrNull(dir);
     if (!st) return { ok: false, code: 'absent', reason: `there is no state entry at ${dir}` };
     if (!st.isDirectory()) {
-      return { ok: false, code: 'not_a_directory', reason: `${dir} should be a state entry directory but is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}; remove it and run again` };
+      return {
+        ok: false,
+        code: 'not_a_directory',
+        reason: `${dir} should be a state entry directory but is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}; remove it and run again`,
+      };
     }
     if (uid !== null && st.uid !== uid) return foreign(dir, st, uid, 'the state entry');
     if ((st.mode & 0o077) !== 0) {

@@ -23,7 +23,8 @@ export class Fields {
   private bad<T>(key: string, expected: string, placeholder: T): T {
     if (this.problem === null) {
       const v = this.o[key];
-      this.problem = v === undefined ? `${this.what} has no '${key}'` : `${this.what} field '${key}' is not ${expected} (got ${JSON.stringify(v)?.slice(0, 60)})`;
+      this.problem =
+        v === undefined ? `${this.what} has no '${key}'` : `${this.what} field '${key}' is not ${expected} (got ${JSON.stringify(v)?.slice(0, 60)})`;
     }
     return placeholder;
   }

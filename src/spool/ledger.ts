@@ -40,7 +40,13 @@ function parseOp(x: unknown): Result<LedgerOp> {
   const op = f.oneOf('op', ['entry', 'delivered', 'acknowledged', 'settled']);
   switch (op) {
     case 'entry':
-      return f.done<LedgerOp>({ op, id: f.str('id', /./), seq: f.int('seq', 1), session: f.strOrNull('session'), state: f.oneOf('state', ['spooled', 'delivered']) });
+      return f.done<LedgerOp>({
+        op,
+        id: f.str('id', /./),
+        seq: f.int('seq', 1),
+        session: f.strOrNull('session'),
+        state: f.oneOf('state', ['spooled', 'delivered']),
+      });
     case 'settled':
       return f.done<LedgerOp>({ op, through: f.int('through') });
     case 'acknowledged':

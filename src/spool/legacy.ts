@@ -271,8 +271,7 @@ export function parseAdoptionMarker(x: unknown): Result<AdoptionMarker> {
   });
 }
 
-export const readAdoptionMarker = (legacyDir: string): RecordRead<AdoptionMarker> =>
-  readRecord(legacyDir, LEGACY_FILES.marker, parseAdoptionMarker);
+export const readAdoptionMarker = (legacyDir: string): RecordRead<AdoptionMarker> => readRecord(legacyDir, LEGACY_FILES.marker, parseAdoptionMarker);
 
 export const markerNote = (into: string): string =>
   `This 0.9 oh-hai bridge home was adopted into the state entry ${into}: its session, spool and cursor continue there. ` +

@@ -16,9 +16,7 @@ export interface HeldLock {
 }
 
 export type LockResult =
-  | { ok: true; lock: HeldLock }
-  | { ok: false; code: 'held'; holder: string; reason: string }
-  | { ok: false; code: 'error'; reason: string };
+  { ok: true; lock: HeldLock } | { ok: false; code: 'held'; holder: string; reason: string } | { ok: false; code: 'error'; reason: string };
 
 export interface LockOptions {
   /** Heartbeat age past which the lock counts as abandoned (proper-lockfile clamps to ≥ 2000). */

@@ -13,7 +13,9 @@ export function resolveStateRoot(opts: { stateHome?: string | undefined; env: No
   const given = opts.stateHome;
   if (given === undefined) return ok(defaultStateRoot(opts.env));
   if (given.trim() === '') {
-    return fail('--state-home is empty: give an absolute path such as --state-home "$HOME/.local/state/agent-b", or drop the flag to use the shared state root');
+    return fail(
+      '--state-home is empty: give an absolute path such as --state-home "$HOME/.local/state/agent-b", or drop the flag to use the shared state root',
+    );
   }
   if (!path.isAbsolute(given)) {
     return fail(

@@ -23,7 +23,10 @@ function procStatFields(pid: number): string[] | null {
   const close = text.lastIndexOf(')');
   if (close === -1) return null;
   // fields[0] is field 3 (state), so field n is fields[n - 3]
-  return text.slice(close + 2).trim().split(' ');
+  return text
+    .slice(close + 2)
+    .trim()
+    .split(' ');
 }
 
 function ps(pid: number, columns: string): string | null {
@@ -129,7 +132,9 @@ export function processCommand(pid: number): string | null {
   if (!validPid(pid)) return null;
   if (isLinux) {
     try {
-      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+        .split('\0')
+        .filter((a) => a !== '');
       if (argv.length > 0) return argv.join(' ');
     } catch {
       return null;

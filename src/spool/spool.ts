@@ -44,8 +44,7 @@ export type SpoolRecord = SpoolEntryRecord | SpoolTransitionRecord;
 
 /** What the consumer appends; the spool assigns seq, received_at and sum. */
 export type NewSpoolRecord<E extends { readonly id: string } = { readonly id: string }> =
-  | { type: 'entry'; session: string; entry: E; signature: string }
-  | Omit<SpoolTransitionRecord, 'seq' | 'received_at' | 'sum'>;
+  { type: 'entry'; session: string; entry: E; signature: string } | Omit<SpoolTransitionRecord, 'seq' | 'received_at' | 'sum'>;
 
 /** A record with where it sits in the file; `line` is its text verbatim (the `--raw` output). */
 export interface SpoolItem {
@@ -594,10 +593,6 @@ function newestOlderThan(file: string, size: number, last: number, cutoffMs: num
  * since moved away from (an address_changed was spooled) is "possibly bounced" — its
  * sender may already have had the bounce — never fresh mail.
  */
-export function entryStanding(
-  record: SpoolEntryRecord,
-  currentSession: string,
-  replacedSessions: ReadonlySet<string>,
-): 'fresh' | 'possibly_bounced' {
+export function entryStanding(record: SpoolEntryRecord, currentSession: string, replacedSessions: ReadonlySet<string>): 'fresh' | 'possibly_bounced' {
   return record.session !== currentSession && replacedSessions.has(record.session) ? 'possibly_bounced' : 'fresh';
 }

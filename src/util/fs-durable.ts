@@ -35,7 +35,8 @@ export function ensureDir(dir: string, mode = 0o700): void {
 
 // Unique per writer, not secret (the directory is private): pid plus Math.random, which needs
 // no node:crypto (docs/performance.md), so concurrent writers never share a temp file.
-const tempName = (file: string): string => path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Math.random().toString(16).slice(2, 10)}.tmp`);
+const tempName = (file: string): string =>
+  path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Math.random().toString(16).slice(2, 10)}.tmp`);
 
 /** A temp file an atomic write leaves beside its target; `pid` is null for older builds' names, which carry none. */
 export interface TempFileName {

@@ -11,7 +11,10 @@ import { bridge, consumers, directive, live, party, peerHub, sendAs, teardown } 
 afterEach(teardown);
 
 const WEIRD = 'poll\u2028me\u2029— ü 🙂';
-const shown = (text: string): string => JSON.stringify(text).replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+const shown = (text: string): string =>
+  JSON.stringify(text)
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
 const entryOf = (hub: PeerHub, messageId: string): string => hub.store.messages.get(messageId)!.entryId!;
 const drains = (hub: PeerHub) => hub.requests.filter((r) => r.route === 'inbox.drain');
 

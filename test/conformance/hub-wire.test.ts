@@ -21,13 +21,27 @@ interface Target {
 const KNOBS = { leaseMin: 1, hold: 5, keepalive: 0.2, maxWait: 2 };
 
 async function peer(): Promise<Target> {
-  const h: PeerHub = await startPeerHub({ leaseMinSeconds: KNOBS.leaseMin, streamMaxHoldSeconds: KNOBS.hold, keepaliveSeconds: KNOBS.keepalive, maxWaitSeconds: KNOBS.maxWait });
+  const h: PeerHub = await startPeerHub({
+    leaseMinSeconds: KNOBS.leaseMin,
+    streamMaxHoldSeconds: KNOBS.hold,
+    keepaliveSeconds: KNOBS.keepalive,
+    maxWaitSeconds: KNOBS.maxWait,
+  });
   return { url: h.url, signingKey: h.knobs.signingKey, human: h.humanToken, streamPath: h.knobs.streamPath!, close: () => h.close() };
 }
 
 async function reference(): Promise<Target> {
   const h: TestHub = await startHub({
-    args: ['--lease-min-seconds', String(KNOBS.leaseMin), '--stream-max-hold-seconds', String(KNOBS.hold), '--keepalive-seconds', String(KNOBS.keepalive), '--max-wait-seconds', String(KNOBS.maxWait)],
+    args: [
+      '--lease-min-seconds',
+      String(KNOBS.leaseMin),
+      '--stream-max-hold-seconds',
+      String(KNOBS.hold),
+      '--keepalive-seconds',
+      String(KNOBS.keepalive),
+      '--max-wait-seconds',
+      String(KNOBS.maxWait),
+    ],
   });
   const cap = await call(h, null, 'GET', '/v1/capability');
   return { url: h.url, signingKey: h.signingKey, human: h.humanToken, streamPath: cap.body.inbound.stream_url as string, close: () => h.dispose() };
@@ -50,7 +64,8 @@ describe.each([
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     return { id: r.body.agent.id as string, token: r.body.token as string, address: `agent:${r.body.agent.id as string}` };
   };
-  const drain = (token: string, session: string, headers: Record<string, string> = {}) => call(hub, token, 'GET', `/v1/inbox?session=${enc(session)}`, undefined, headers);
+  const drain = (token: string, session: string, headers: Record<string, string> = {}) =>
+    call(hub, token, 'GET', `/v1/inbox?session=${enc(session)}`, undefined, headers);
   const entriesOf = (r: { body: Body }): Body[] => (r.body.messages as Body[]).map((d) => d.entry as Body);
 
   it('§1 capability: MA2H ≥ 0.5 with session_param, the configured (fractional) numbers, no auth needed', async () => {
@@ -188,7 +203,9 @@ describe.each([
     expect([resp.status, resp.body.message?.intent, resp.body.message?.to]).toEqual([201, 'response', sa.address]);
     const atA = entriesOf(await drain(a.token, sa.id)).find((e) => e.kind === 'response');
     expect(atA).toMatchObject({ in_reply_to: ask.body.message.id, message_id: resp.body.message.id, text: 'a!' });
-    expect((await call(hub, b.token, 'POST', `/v1/messages/${enc(ask.body.message.id)}/respond`, { text: 'again' })).body.error?.code).toBe('already_responded');
+    expect((await call(hub, b.token, 'POST', `/v1/messages/${enc(ask.body.message.id)}/respond`, { text: 'again' })).body.error?.code).toBe(
+      'already_responded',
+    );
     const notify = await call(hub, a.token, 'POST', '/v1/messages', { to: b.address, intent: 'notify', text: 'fyi' });
     expect((await call(hub, b.token, 'POST', `/v1/messages/${enc(notify.body.message.id)}/respond`, { text: 'x' })).body.error?.code).toBe('not_respondable');
     const ask2 = await call(hub, a.token, 'POST', '/v1/messages', { to: b.address, intent: 'task', text: 't', session: sa.id });
@@ -238,7 +255,9 @@ describe.each([
     expect([fresh.status, fresh.body.message.destination]).toEqual([202, { address: sb.address, snapshot: 'unknown' }]);
     const long = await call(hub, a.token, 'POST', '/v1/messages', { to: sb.address, intent: 'notify', text: 'é'.repeat(32_769) });
     expect([long.status, long.body.error?.code]).toEqual([400, 'text_too_long']);
-    expect((await call(hub, a.token, 'POST', '/v1/messages', { to: `agent:${b.id}-nobody`, intent: 'notify', text: 'x' })).body.error?.code).toBe('recipient_not_found');
+    expect((await call(hub, a.token, 'POST', '/v1/messages', { to: `agent:${b.id}-nobody`, intent: 'notify', text: 'x' })).body.error?.code).toBe(
+      'recipient_not_found',
+    );
     await call(hub, b.token, 'POST', `/v1/sessions/${enc(sb.id)}/close`);
     const ended = await call(hub, a.token, 'POST', '/v1/messages', { to: sb.address, intent: 'notify', text: 'x' });
     expect([ended.status, ended.body.error?.code, ended.body.error?.state]).toEqual([410, 'session_closed', 'closed']);
@@ -258,7 +277,8 @@ describe.each([
     const a = await mint();
     const b = await mint();
     const ids: string[] = [];
-    for (const t of ['1', '2', '3']) ids.push((await call(hub, a.token, 'POST', '/v1/messages', { to: b.address, intent: 'notify', text: t })).body.message.id as string);
+    for (const t of ['1', '2', '3'])
+      ids.push((await call(hub, a.token, 'POST', '/v1/messages', { to: b.address, intent: 'notify', text: t })).body.message.id as string);
     const page = await call(hub, a.token, 'GET', '/v1/messages?limit=2');
     expect((page.body.messages as Body[]).map((m) => m.id)).toEqual([ids[2], ids[1]]);
     const rest = await call(hub, a.token, 'GET', `/v1/messages?limit=2&before=${enc(page.body.next as string)}`);

@@ -14,7 +14,19 @@ describe('messages list and show against the peer Hub', () => {
   /** The §8 Message fields, as the Hub sent them (the peer Hub adds unknown ones besides). */
   const wireMessage = (hub: PeerHub, m: MessageRec) => {
     const { id, from, to, intent, text, created_at, state, track, destination, prior, response } = hub.store.messageView(m) as { [k: string]: unknown };
-    return { id, from, to, intent, text, created_at, state, track, destination, ...(prior !== undefined ? { prior } : {}), ...(response !== undefined ? { response } : {}) };
+    return {
+      id,
+      from,
+      to,
+      intent,
+      text,
+      created_at,
+      state,
+      track,
+      destination,
+      ...(prior !== undefined ? { prior } : {}),
+      ...(response !== undefined ? { response } : {}),
+    };
   };
 
   it('shows each delivery track with the Hub instants verbatim, newest first; --json carries the Hub Message; pages by the opaque cursor', async () => {
@@ -35,21 +47,39 @@ describe('messages list and show against the peer Hub', () => {
 
     const json = await cli(a, 'A', ['messages', 'list', '--json']);
     expect(json.code, json.stderr).toBe(0);
-    const rows = json.stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { [k: string]: unknown });
+    const rows = json.stdout
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { [k: string]: unknown });
     expect(rows).toHaveLength(3);
     for (const [i, m] of [m3!, m2!, m1!].entries()) expect(rows[i]).toMatchObject(wireMessage(hub, m));
 
     const page = await cli(a, 'A', ['messages', 'list', '--limit', '2']);
-    expect(page.stdout.split('\n').filter((l) => l.startsWith('M:')).map((l) => l.split(' ')[0])).toEqual([m3!.id, m2!.id]);
+    expect(
+      page.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('M:'))
+        .map((l) => l.split(' ')[0]),
+    ).toEqual([m3!.id, m2!.id]);
     const cursor = /--before (\S+)\)$/m.exec(page.stdout)?.[1];
     expect(cursor, page.stdout).toBeDefined();
     const older = await cli(a, 'A', ['messages', 'list', '--limit', '2', '--before', cursor!]);
     expect(older.code, older.stderr).toBe(0);
-    expect(older.stdout.split('\n').filter((l) => l.startsWith('M:')).map((l) => l.split(' ')[0])).toEqual([m1!.id]);
+    expect(
+      older.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('M:'))
+        .map((l) => l.split(' ')[0]),
+    ).toEqual([m1!.id]);
     expect(older.stdout).not.toContain('--before');
 
     const received = await cli(b, 'B', ['messages', 'list', '--received']);
-    expect(received.stdout.split('\n').filter((l) => l.startsWith('M:')).map((l) => l.split(' ')[0])).toEqual([m3!.id, m2!.id, m1!.id]);
+    expect(
+      received.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('M:'))
+        .map((l) => l.split(' ')[0]),
+    ).toEqual([m3!.id, m2!.id, m1!.id]);
     expect(hub.requests.some((q) => q.route === 'messages.list' && q.target.includes('direction=received'))).toBe(true);
 
     const show = await cli(a, 'A', ['messages', 'show', m1!.id]);

@@ -12,10 +12,12 @@ import { deliverTampered, expectRefused } from './tamper.js';
 afterEach(teardown);
 
 const SIG = /^t=(\d+),jti=([^,]*),alg=([^,]*),v1=(.*)$/;
-const rewrite = (f: (t: string, jti: string, alg: string, v1: string) => string) => (sig: string): string => {
-  const m = SIG.exec(sig)!;
-  return f(m[1]!, m[2]!, m[3]!, m[4]!);
-};
+const rewrite =
+  (f: (t: string, jti: string, alg: string, v1: string) => string) =>
+  (sig: string): string => {
+    const m = SIG.exec(sig)!;
+    return f(m[1]!, m[2]!, m[3]!, m[4]!);
+  };
 
 describe('the bridge refuses a malformed signature', () => {
   const cases: [string, (sig: string) => string][] = [

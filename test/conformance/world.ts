@@ -65,7 +65,8 @@ export function cli(p: Party, session: string | null, args: string[], opts: { en
   return runOhHai(args, { env, ...(opts.input !== undefined ? { input: opts.input } : {}), timeoutMs: 45_000 });
 }
 
-export const bridge = (p: Party, session: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<RunResult> => cli(p, session, ['bridge', ...args], { env });
+export const bridge = (p: Party, session: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<RunResult> =>
+  cli(p, session, ['bridge', ...args], { env });
 
 /** A bridge left running; `done` resolves when it exits. */
 export function startBridge(p: Party, session: string, args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; done: Promise<RunResult> } {
@@ -139,7 +140,11 @@ export async function directive(hub: PeerHub, to: string, text: string): Promise
 }
 
 /** A peer's message through the wire (as a raw client would send it). */
-export async function sendAs(hub: PeerHub, from: Party, body: { to: string; intent: string; text: string; session?: string; in_reply_to?: string }): Promise<string> {
+export async function sendAs(
+  hub: PeerHub,
+  from: Party,
+  body: { to: string; intent: string; text: string; session?: string; in_reply_to?: string },
+): Promise<string> {
   const r = await call(hub, from.token, 'POST', '/v1/messages', body);
   if (r.status !== 202) throw new Error(`send → ${r.status} ${JSON.stringify(r.body)}`);
   return (r.body as { message: { id: string } }).message.id;
@@ -164,10 +169,13 @@ export const streamConnects = (hub: PeerHub, sessionId: string) =>
   hub.requests.filter((r) => r.route === 'inbox.stream' && new URL(r.target, 'http://x').searchParams.get('session') === sessionId);
 
 /** The stop line every fatal bridge exit prints (product doc). */
-export const fatal = (code: number, name?: string): RegExp => new RegExp(`^oh-hai bridge: FATAL \\(exit ${code}${name !== undefined ? `, ${name}` : ''}\\b`, 'm');
+export const fatal = (code: number, name?: string): RegExp =>
+  new RegExp(`^oh-hai bridge: FATAL \\(exit ${code}${name !== undefined ? `, ${name}` : ''}\\b`, 'm');
 
 /** `--raw` output: one spool envelope per line. */
-export function envelopes(stdout: string): { seq: number; type: string; session?: string; entry?: { [k: string]: string }; signature?: string; event?: string }[] {
+export function envelopes(
+  stdout: string,
+): { seq: number; type: string; session?: string; entry?: { [k: string]: string }; signature?: string; event?: string }[] {
   return stdout
     .split('\n')
     .filter((l) => l !== '')
@@ -182,7 +190,10 @@ export async function pair(opts: PeerHubOptions = {}): Promise<{ hub: PeerHub; a
   const hub = await peerHub(opts);
   const a = party(hub, 'asker');
   const b = party(hub, 'answerer');
-  for (const [p, name] of [[a, 'A'], [b, 'B']] as const) {
+  for (const [p, name] of [
+    [a, 'A'],
+    [b, 'B'],
+  ] as const) {
     const r = await bridge(p, name, ['--allow-from', 'any-in-account', '--wait', '0.5']);
     if (r.code !== 0) throw new Error(`bridge ${name} exited ${r.code}: ${r.stderr}`);
   }

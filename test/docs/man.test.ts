@@ -24,7 +24,7 @@ describe('man pages', () => {
     expect([...documented].sort()).toEqual(visibleCommandPaths(program).sort());
   });
 
-  it("list in OPTIONS every flag commander knows for each command, and no flag it does not", () => {
+  it('list in OPTIONS every flag commander knows for each command, and no flag it does not', () => {
     for (const spec of PAGES) {
       const file = `${spec.name}.${spec.section}`;
       const onPage = documentedOptions(committed(file));
@@ -34,7 +34,10 @@ describe('man pages', () => {
       for (const { path: p, cmd } of cmds) {
         // A page with a single command and no program section lists its flags with no subsection.
         const key = cmds.length === 1 && !spec.program ? '' : p;
-        expected.set(key, commandOptions(cmd).map((o) => o.long ?? o.flags));
+        expected.set(
+          key,
+          commandOptions(cmd).map((o) => o.long ?? o.flags),
+        );
       }
       const longOnly = (flags: string[]) => flags.filter((f) => f.startsWith('--')).sort();
       const seen = new Map([...onPage].map(([k, v]) => [k, longOnly(v)]));

@@ -26,6 +26,11 @@ export function fencedBlocks(md: string): FencedBlock[] {
 export function shellCommands(code: string): string[] {
   return code
     .split('\n')
-    .map((l) => l.replace(/\s+#\s.*$/, '').replace(/^#.*$/, '').trim())
+    .map((l) =>
+      l
+        .replace(/\s+#\s.*$/, '')
+        .replace(/^#.*$/, '')
+        .trim(),
+    )
     .filter((l) => l !== '');
 }

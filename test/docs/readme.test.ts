@@ -92,12 +92,16 @@ describe('README.md', () => {
     expect(shell.some((b) => kind(b) === 'runnable')).toBe(true);
   });
 
-  it("shows the exit table exactly as `oh-hai bridge --exit-codes` prints it", async () => {
+  it('shows the exit table exactly as `oh-hai bridge --exit-codes` prints it', async () => {
     const t = tempEnv();
     try {
       const r = await runOhHai(['bridge', '--exit-codes'], { env: t.env });
       expect(r.code, r.stderr).toBe(0);
-      const printed = r.stdout.trimEnd().split('\n').slice(1).map((l) => l.split('\t'));
+      const printed = r.stdout
+        .trimEnd()
+        .split('\n')
+        .slice(1)
+        .map((l) => l.split('\t'));
       const table = /<!-- exit-table:begin -->\n([\s\S]*?)<!-- exit-table:end -->/.exec(README);
       expect(table, 'README.md has no exit-table block').not.toBeNull();
       const rows = (table?.[1] ?? '')
@@ -133,7 +137,9 @@ describe('README.md', () => {
       const out = r.stdout;
       expect(r.code, `${r.stderr}\n${out}`).toBe(0);
       // Try it by hand: the human's directive, printed by the builder's bridge.
-      expect(out).toMatch(/^\[mail 1\] directive from human:acct_\S+ \(ent_\S+\) · no reply channel · .*"say hello to the reviewer; done when it has answered"$/m);
+      expect(out).toMatch(
+        /^\[mail 1\] directive from human:acct_\S+ \(ent_\S+\) · no reply channel · .*"say hello to the reviewer; done when it has answered"$/m,
+      );
       // Sending: the reviewer's bridge prints the notify; the builder's prints the receipt; the track says so.
       expect(out).toMatch(/^\[mail 1\] notify from agent:agt_\S+#sess_\S+ \(msg_\S+\) · notify: no reply expected · .*"hello from the builder"$/m);
       expect(out).toMatch(/^\[mail 2\] receipt: your message msg_\S+ to agent:agt_\S+ acknowledged$/m);

@@ -172,7 +172,10 @@ describe('the units under a supervisor, against the reference Hub', () => {
     );
     expect(after.session_id, 'the restarted connection adopted its session').toBe(before.session_id);
     expect(sup.running, JSON.stringify(sup.exits)).toBe(true);
-    expect(sup.exits.every((e) => e.code === 13), JSON.stringify(sup.exits.map((e) => e.code))).toBe(true);
+    expect(
+      sup.exits.every((e) => e.code === 13),
+      JSON.stringify(sup.exits.map((e) => e.code)),
+    ).toBe(true);
     expect(sup.exits.at(0)?.stderr).toMatch(/FATAL \(exit 13, /);
 
     const close = await hubCall(hub, 'POST', `/v1/sessions/${after.session_id}/operator-close`, { token: hub.humanToken });
@@ -199,7 +202,10 @@ describe('the units under a supervisor, against the reference Hub', () => {
     const s = await liveSession(hub, 'unit-read');
     expect(s.holder?.pid).toBe(sup.pid);
 
-    const sent = await hubCall(hub, 'POST', '/v1/directives', { token: hub.humanToken, body: { to: `agent:${agentId}#${s.session_id}`, text: 'read me from the spool' } });
+    const sent = await hubCall(hub, 'POST', '/v1/directives', {
+      token: hub.humanToken,
+      body: { to: `agent:${agentId}#${s.session_id}`, text: 'read me from the spool' },
+    });
     expect(sent.status, sent.text).toBe(202);
     const reader = await runOhHai(['bridge', '--session', 'unit-read', '--wait', '30'], { env });
     expect(reader.code, reader.stderr).toBe(0);
@@ -228,7 +234,13 @@ describe('the units under a supervisor, against the reference Hub', () => {
 
   describe('the launchd plist', () => {
     const plist = read(PLIST);
-    const decode = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
+    const decode = (s: string) =>
+      s
+        .replace(/&lt;/g, '<')
+        .replace(/&gt;/g, '>')
+        .replace(/&quot;/g, '"')
+        .replace(/&apos;/g, "'")
+        .replace(/&amp;/g, '&');
     const programArguments = (session: string): string[] => {
       const array = /<key>ProgramArguments<\/key>\s*<array>([\s\S]*?)<\/array>/.exec(plist)?.[1] ?? '';
       const args = [...array.matchAll(/<string>([\s\S]*?)<\/string>/g)].map((m) => decode(m[1] ?? ''));

@@ -13,10 +13,7 @@ export interface RunResult {
 }
 
 /** Run the real oh-hai CLI (built dist/) as a process and collect its output. */
-export function runOhHai(
-  args: string[],
-  opts: { env: NodeJS.ProcessEnv; cwd?: string; input?: string; timeoutMs?: number },
-): Promise<RunResult> {
+export function runOhHai(args: string[], opts: { env: NodeJS.ProcessEnv; cwd?: string; input?: string; timeoutMs?: number }): Promise<RunResult> {
   const child = startOhHai(args, opts);
   if (opts.input !== undefined) child.stdin?.end(opts.input);
   else child.stdin?.end();

@@ -116,9 +116,7 @@ export async function startHub(opts: StartHubOptions = {}): Promise<TestHub> {
   const humanToken = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : '';
 
   const waitExit = (proc: ChildProcess): Promise<number | null> =>
-    proc.exitCode !== null || proc.signalCode !== null
-      ? Promise.resolve(proc.exitCode)
-      : new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
+    proc.exitCode !== null || proc.signalCode !== null ? Promise.resolve(proc.exitCode) : new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
 
   const call = async (method: string, p: string, body: unknown): Promise<unknown> => {
     const res = await fetch(hub.url + p, {

@@ -33,7 +33,12 @@ export function processesMentioning(text: string): number[] {
     const pid = Number(name);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
     try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').some((arg) => arg.includes(text))) found.push(pid);
+      if (
+        readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+          .split('\0')
+          .some((arg) => arg.includes(text))
+      )
+        found.push(pid);
     } catch {
       // gone meanwhile
     }

@@ -2,10 +2,7 @@
  * Wait for a condition with a deadline; never a fixed sleep. Polls with a short backoff.
  * Throws with the last observed value so a failure says what was seen.
  */
-export async function waitFor<T>(
-  probe: () => T | Promise<T>,
-  opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
-): Promise<NonNullable<T>> {
+export async function waitFor<T>(probe: () => T | Promise<T>, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<NonNullable<T>> {
   const timeoutMs = opts.timeoutMs ?? 20_000;
   const deadline = Date.now() + timeoutMs;
   let interval = opts.intervalMs ?? 10;

@@ -36,7 +36,9 @@ describe.skipIf(why !== null)('the packed tarball, installed with no compiler on
     expect(pack.status, pack.stderr).toBe(0);
     const [packed] = JSON.parse(pack.stdout) as { filename: string; files: { path: string }[] }[];
     const files = packed!.files.map((f) => f.path);
-    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'bin/oh-hai', 'dist/oh-hai.cjs', 'dist/bridge.cjs', 'dist/cli/launch.cjs', 'man/oh-hai.1']));
+    expect(files).toEqual(
+      expect.arrayContaining(['package.json', 'README.md', 'bin/oh-hai', 'dist/oh-hai.cjs', 'dist/bridge.cjs', 'dist/cli/launch.cjs', 'man/oh-hai.1']),
+    );
     expect(files.filter((f) => !/^(bin|dist|man)\//.test(f) && !['package.json', 'README.md'].includes(f))).toEqual([]);
     const tarball = path.join(packDir, packed!.filename);
 
@@ -67,13 +69,19 @@ describe.skipIf(why !== null)('the packed tarball, installed with no compiler on
       // Were anything to build, its headers would be this Node's own (they ship in its package).
       ...(existsSync(path.join(nodeDir, 'include', 'node')) ? { npm_config_nodedir: nodeDir } : {}),
     };
-    const install = await collect(spawn(process.execPath, [npmCli, 'install', '-g', '--prefix', prefix, tarball], { env, stdio: ['ignore', 'pipe', 'pipe'] }), 600_000);
+    const install = await collect(
+      spawn(process.execPath, [npmCli, 'install', '-g', '--prefix', prefix, tarball], { env, stdio: ['ignore', 'pipe', 'pipe'] }),
+      600_000,
+    );
     expect(install.code, `${install.stderr}\n${install.stdout}`).toBe(0);
     const bin = path.join(prefix, 'bin', 'oh-hai');
     expect(existsSync(bin)).toBe(true);
     expect(readdirSync(path.join(prefix, 'share', 'man', 'man1'))).toContain('oh-hai.1');
 
-    const demo = await collect(spawn(bin, ['demo'], { env: { ...t.env, PATH: `${path.join(prefix, 'bin')}:${tools}` }, stdio: ['ignore', 'pipe', 'pipe'] }), 180_000);
+    const demo = await collect(
+      spawn(bin, ['demo'], { env: { ...t.env, PATH: `${path.join(prefix, 'bin')}:${tools}` }, stdio: ['ignore', 'pipe', 'pipe'] }),
+      180_000,
+    );
     expect(demo.code, `${demo.stderr}\n${demo.stdout}`).toBe(0);
     expect(demo.stdout).toMatch(/^\[mail 1\] notify from agent:agt_\S+ \(msg_\S+\) · notify: no reply expected · .*"Hello from alice/m);
     expect(demo.stdout).toContain('queued → delivered → acknowledged');

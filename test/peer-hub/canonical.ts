@@ -20,7 +20,9 @@ export function canonicalJson(v: Json): string {
 
 /** `HMAC-SHA256(key, "<t>.<jti>.<canonical entry>")` as 64 lowercase hex (§7). */
 export function mac(key: string, t: number, jti: string, entry: Json): string {
-  return createHmac('sha256', Buffer.from(key, 'utf8')).update(`${t}.${jti}.${canonicalJson(entry)}`, 'utf8').digest('hex');
+  return createHmac('sha256', Buffer.from(key, 'utf8'))
+    .update(`${t}.${jti}.${canonicalJson(entry)}`, 'utf8')
+    .digest('hex');
 }
 
 /** A signature value, signed afresh: new `jti` every call, `t` integer seconds. */

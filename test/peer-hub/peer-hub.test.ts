@@ -23,7 +23,8 @@ async function hub(opts: PeerHubOptions = {}): Promise<PeerHub> {
 
 const register = registerSession;
 const verify = (h: PeerHub, d: Body) => verifyDelivery({ url: h.url, signingKey: h.knobs.signingKey }, d);
-const openSseAt = (h: PeerHub, token: string, query: string, headers: Record<string, string> = {}) => openSse(h, token, `${h.knobs.streamPath}?${query}`, headers);
+const openSseAt = (h: PeerHub, token: string, query: string, headers: Record<string, string> = {}) =>
+  openSse(h, token, `${h.knobs.streamPath}?${query}`, headers);
 
 describe('canonical JSON and the MAC (shared vectors)', () => {
   const vectors = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'vectors', 'signatures.json'), 'utf8')) as {
@@ -46,7 +47,12 @@ describe('capability (§1)', () => {
     expect(full.body).toMatchObject({ protocol: 'MA2H', version: '0.5.13', signature_algs: ['hmac-sha256'], replay_window_seconds: 90 });
     expect(full.body.inbound).toMatchObject({ session_param: true, stream_url: '/v1/inbox/stream', stream_max_hold_seconds: 0.7, keepalive_seconds: 0.2 });
     expect(full.body.account.agent_directory).toBe('/v1/account/agents');
-    const bare = await call(await hub({ streamPath: null, replayWindowSeconds: null, sessionParam: null, agentDirectory: false }), null, 'GET', '/v1/capability');
+    const bare = await call(
+      await hub({ streamPath: null, replayWindowSeconds: null, sessionParam: null, agentDirectory: false }),
+      null,
+      'GET',
+      '/v1/capability',
+    );
     expect('stream_url' in bare.body.inbound).toBe(false);
     expect('session_param' in bare.body.inbound).toBe(false);
     expect('replay_window_seconds' in bare.body).toBe(false);
@@ -243,7 +249,10 @@ describe('the stream (§5, §12)', () => {
     expect((await call(h, a.token, 'GET', `/v1/inbox/stream?session=${enc(s.id)}`, undefined, { accept: 'application/json' })).status).toBe(406);
     const st = openSseAt(h, a.token, `session=${enc(s.id)}`, consumerHeader('home-a'));
     await waitFor(() => st.events.length > 0, { what: 'the open event' });
-    const other = await call(h, a.token, 'GET', `/v1/inbox/stream?session=${enc(s.id)}`, undefined, { accept: 'text/event-stream', ...consumerHeader('home-b') });
+    const other = await call(h, a.token, 'GET', `/v1/inbox/stream?session=${enc(s.id)}`, undefined, {
+      accept: 'text/event-stream',
+      ...consumerHeader('home-b'),
+    });
     expect([other.status, other.body.error.code]).toEqual([409, 'session_held']);
     st.abort();
   });
@@ -264,8 +273,12 @@ describe('messages, responses and receipts (§8, §12)', () => {
     const replay = await call(h, a.token, 'POST', '/v1/messages', body);
     expect([replay.status, replay.body.idempotent_replay, replay.body.message.id]).toEqual([200, true, sent.body.message.id]);
     expect((await call(h, a.token, 'POST', '/v1/messages', { ...body, text: 'other' })).body.error.code).toBe('idempotency_conflict');
-    expect((await call(h, a.token, 'POST', '/v1/messages', { ...body, to: 'agent:nobody', idempotency_key: 'k2' })).body.error.code).toBe('recipient_not_found');
-    expect((await call(h, a.token, 'POST', '/v1/messages', { to: sb.address, intent: 'notify', text: 'x'.repeat(65_537) })).body.error.code).toBe('text_too_long');
+    expect((await call(h, a.token, 'POST', '/v1/messages', { ...body, to: 'agent:nobody', idempotency_key: 'k2' })).body.error.code).toBe(
+      'recipient_not_found',
+    );
+    expect((await call(h, a.token, 'POST', '/v1/messages', { to: sb.address, intent: 'notify', text: 'x'.repeat(65_537) })).body.error.code).toBe(
+      'text_too_long',
+    );
 
     const atB = await call(h, b.token, 'GET', `/v1/inbox?session=${enc(sb.id)}`);
     const askEntry = atB.body.messages[0].entry as Body;
@@ -301,14 +314,19 @@ describe('messages, responses and receipts (§8, §12)', () => {
     const b = h.addAgent();
     const sb = await register(h, b.token);
     const ids: string[] = [];
-    for (const t of ['1', '2', '3']) ids.push((await call(h, a.token, 'POST', '/v1/messages', { to: sb.address, intent: 'notify', text: t })).body.message.id as string);
+    for (const t of ['1', '2', '3'])
+      ids.push((await call(h, a.token, 'POST', '/v1/messages', { to: sb.address, intent: 'notify', text: t })).body.message.id as string);
     const drained = await call(h, b.token, 'GET', `/v1/inbox?session=${enc(sb.id)}`);
     await call(h, b.token, 'POST', '/v1/inbox/ack', { delivered: [drained.body.messages[0].entry.id] });
     h.store.lapseNow(sb.id as string);
     const m1 = (await call(h, a.token, 'GET', `/v1/messages/${enc(ids[0]!)}`)).body.message;
     const m2 = (await call(h, a.token, 'GET', `/v1/messages/${enc(ids[1]!)}`)).body.message;
     expect([m1.state, m1.prior, m2.state, m2.prior]).toEqual(['bounced', 'delivered', 'bounced', 'queued']);
-    expect(h.store.entries.filter((e) => e.entry.kind === 'receipt').map((e) => e.entry.reason)).toEqual(['session_lapsed', 'session_lapsed', 'session_lapsed']);
+    expect(h.store.entries.filter((e) => e.entry.kind === 'receipt').map((e) => e.entry.reason)).toEqual([
+      'session_lapsed',
+      'session_lapsed',
+      'session_lapsed',
+    ]);
     const page = await call(h, a.token, 'GET', '/v1/messages?limit=2');
     expect(page.body.messages.map((m: Body) => m.id)).toEqual([ids[2], ids[1]]);
     const rest = await call(h, a.token, 'GET', `/v1/messages?limit=2&before=${enc(page.body.next)}`);

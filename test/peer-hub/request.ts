@@ -68,7 +68,10 @@ type Reader<T> = (o: Obj, k: string) => T | Refusal;
  * Read a body's fields, each named by its wire key with its reader from `fields`; the
  * refusal is the first field's in `schema` order.
  */
-export function readFields<S extends { [key: string]: Reader<unknown> }>(o: Obj, schema: S): { [K in keyof S]: S[K] extends Reader<infer T> ? T : never } | Refusal {
+export function readFields<S extends { [key: string]: Reader<unknown> }>(
+  o: Obj,
+  schema: S,
+): { [K in keyof S]: S[K] extends Reader<infer T> ? T : never } | Refusal {
   const out: { [key: string]: unknown } = {};
   for (const [k, read] of Object.entries(schema)) {
     const v = read(o, k);

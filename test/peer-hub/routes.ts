@@ -103,7 +103,14 @@ function whoami(c: Ctx): Reply {
 async function createSession(c: Ctx): Promise<Reply> {
   const b = await c.body();
   if (b instanceof Refusal) return b;
-  const f = readFields(b, { client_key: fields.string, name: fields.optString, lease_seconds: fields.optNumber, home: fields.optString, host: fields.optString, pid: fields.optInteger });
+  const f = readFields(b, {
+    client_key: fields.string,
+    name: fields.optString,
+    lease_seconds: fields.optNumber,
+    home: fields.optString,
+    host: fields.optString,
+    pid: fields.optInteger,
+  });
   if (f instanceof Refusal) return f;
   const out = c.store.register(agentOf(c), {
     clientKey: f.client_key,
@@ -190,7 +197,11 @@ function stream(c: Ctx): Reply {
   res.socket?.setNoDelay(true);
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', date: new Date(store.now()).toUTCString() });
   res.flushHeaders();
-  const writer = new SseWriter(res, () => knobs.sse, () => knobs.json);
+  const writer = new SseWriter(
+    res,
+    () => knobs.sse,
+    () => knobs.json,
+  );
   let ended = false;
   const finish = (): void => {
     if (ended) return;
@@ -274,7 +285,14 @@ function senderSession(c: Ctx, id: string | null): SessionRec | null | Refusal {
 async function sendMessage(c: Ctx): Promise<Reply> {
   const b = await c.body();
   if (b instanceof Refusal) return b;
-  const f = readFields(b, { to: fields.string, intent: fields.string, text: fields.string, session: fields.optString, in_reply_to: fields.optString, idempotency_key: fields.optString });
+  const f = readFields(b, {
+    to: fields.string,
+    intent: fields.string,
+    text: fields.string,
+    session: fields.optString,
+    in_reply_to: fields.optString,
+    idempotency_key: fields.optString,
+  });
   if (f instanceof Refusal) return f;
   if (!isIntent(f.intent)) return new Refusal(400, 'invalid_request', '"intent" must be notify, ask or task', { field: 'intent' });
   const tooLong = checkText(f.text);
@@ -323,7 +341,8 @@ async function getMessage(c: Ctx): Promise<Reply> {
 
 function listMessages(c: Ctx): Reply {
   const direction = c.query.get('direction') ?? 'sent';
-  if (direction !== 'sent' && direction !== 'received') return new Refusal(400, 'invalid_request', 'direction must be sent or received', { field: 'direction' });
+  if (direction !== 'sent' && direction !== 'received')
+    return new Refusal(400, 'invalid_request', 'direction must be sent or received', { field: 'direction' });
   const limit = limitOf(c, 50);
   if (limit instanceof Refusal) return limit;
   const page = c.store.listMessages(agentOf(c), direction, limit, c.query.get('before'));

@@ -86,7 +86,19 @@ export async function startPeerHub(opts: PeerHubOptions = {}): Promise<PeerHub> 
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const target = req.url ?? '/';
-    const rec: RequestRecord = { at: Date.now(), closedAt: null, method: req.method ?? '', target, route: 'none', status: null, consumer: header(req, 'ma2h-consumer') ?? null, body: null, streamEnd: null, caller: 'none', agentId: null };
+    const rec: RequestRecord = {
+      at: Date.now(),
+      closedAt: null,
+      method: req.method ?? '',
+      target,
+      route: 'none',
+      status: null,
+      consumer: header(req, 'ma2h-consumer') ?? null,
+      body: null,
+      streamEnd: null,
+      caller: 'none',
+      agentId: null,
+    };
     requests.push(rec);
     res.on('close', () => {
       rec.status = res.statusCode;
@@ -113,7 +125,9 @@ export async function startPeerHub(opts: PeerHubOptions = {}): Promise<PeerHub> 
     const hit = candidates.find((m) => m.route.method === req.method);
     if (hit === undefined) {
       return candidates.length > 0
-        ? refuse(res, new Refusal(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}`), { allow: candidates.map((m) => m.route.method).join(', ') })
+        ? refuse(res, new Refusal(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}`), {
+            allow: candidates.map((m) => m.route.method).join(', '),
+          })
         : refuse(res, new Refusal(404, 'not_found', `no route ${url.pathname}`));
     }
     const { route } = hit;

@@ -261,7 +261,9 @@ export class PeerStore {
     if (utf8Bytes(body.clientKey) > 128 || body.clientKey === '') return new Refusal(400, 'invalid_request', 'client_key must be 1–128 bytes');
     if (body.name !== null && !NAME.test(body.name)) return new Refusal(400, 'invalid_request', 'name must match [A-Za-z0-9._:-]{1,64}');
     if (this.stopped(agent.id, body.clientKey, body.name)) {
-      return new Refusal(403, 'session_closed_by_operator', 'a human closed this session; re-registering is refused until the stop is lifted', { state: 'closed_by_operator' });
+      return new Refusal(403, 'session_closed_by_operator', 'a human closed this session; re-registering is refused until the stop is lifted', {
+        state: 'closed_by_operator',
+      });
     }
     const t = this.now();
     const holderOf = (): Holder | null =>
@@ -285,7 +287,9 @@ export class PeerStore {
     }
     const live = [...this.sessions.values()].filter((s) => s.agentId === agent.id && s.state === 'active').length;
     if (live >= this.knobs.maxLivePerAgent) {
-      return new Refusal(409, 'too_many_sessions', `agent ${agent.id} already has ${live} live sessions (at most ${this.knobs.maxLivePerAgent})`, { limit: this.knobs.maxLivePerAgent });
+      return new Refusal(409, 'too_many_sessions', `agent ${agent.id} already has ${live} live sessions (at most ${this.knobs.maxLivePerAgent})`, {
+        limit: this.knobs.maxLivePerAgent,
+      });
     }
     const s: SessionRec = {
       id: this.mint.next('session', this.knobs.sessionIdPrefix),
@@ -719,12 +723,18 @@ export class PeerStore {
 
   visibleMessage(agent: AgentRec, id: string): MessageRec | Refusal {
     const m = this.messages.get(id);
-    if (m === undefined || (m.senderAgentId !== agent.id && m.recipientAgentId !== agent.id)) return new Refusal(404, 'message_not_found', `no message ${id} for this agent`);
+    if (m === undefined || (m.senderAgentId !== agent.id && m.recipientAgentId !== agent.id))
+      return new Refusal(404, 'message_not_found', `no message ${id} for this agent`);
     return m;
   }
 
   /** Newest first, with an opaque cursor (§12). */
-  listMessages(agent: AgentRec, direction: 'sent' | 'received', limit: number, before: string | null): { messages: MessageRec[]; next: string | null } | Refusal {
+  listMessages(
+    agent: AgentRec,
+    direction: 'sent' | 'received',
+    limit: number,
+    before: string | null,
+  ): { messages: MessageRec[]; next: string | null } | Refusal {
     const all = [...this.messages.values()].filter((m) => (direction === 'sent' ? m.senderAgentId === agent.id : m.recipientAgentId === agent.id)).reverse();
     let start = 0;
     if (before !== null) {

@@ -6,7 +6,16 @@ import { HubClient } from '../../hub/client/index.js';
 import type { CliIO } from '../io.js';
 import { configCheck, policyCheck } from './checks/config.js';
 import type { Bound } from './checks/bridge.js';
-import { capabilityCheck, clockCheck, credentialCheck, describeFailure, hubCheck, measureOffset, type CapabilityProbe, type ClockOffset } from './checks/hub.js';
+import {
+  capabilityCheck,
+  clockCheck,
+  credentialCheck,
+  describeFailure,
+  hubCheck,
+  measureOffset,
+  type CapabilityProbe,
+  type ClockOffset,
+} from './checks/hub.js';
 import { mcpCheck } from './checks/mcp.js';
 import { nodeCheck } from './checks/node.js';
 import { roundTrip } from './checks/round-trip.js';
@@ -36,7 +45,10 @@ export interface DoctorKnobs {
 export function readDoctorKnobs(env: NodeJS.ProcessEnv): Coded<DoctorKnobs> {
   const k = readKnobs(env, [...CONNECTION_KNOBS, 'doctorTimeoutSeconds']);
   if (!k.ok) return k;
-  return { ok: true, value: { timeoutMs: k.value.doctorTimeoutSeconds * 1000, staleMs: k.value.staleHolderSeconds * 1000, replayWindowSeconds: k.value.replayWindowSeconds } };
+  return {
+    ok: true,
+    value: { timeoutMs: k.value.doctorTimeoutSeconds * 1000, staleMs: k.value.staleHolderSeconds * 1000, replayWindowSeconds: k.value.replayWindowSeconds },
+  };
 }
 
 export interface DoctorRequest {
@@ -90,7 +102,13 @@ interface HubFindings {
   blocked: string | null;
 }
 
-async function hubSection(req: DoctorRequest, settings: ResolvedSettings, hubUrl: string, client: HubClient, credential: Coded<AgentCredential>): Promise<HubFindings> {
+async function hubSection(
+  req: DoctorRequest,
+  settings: ResolvedSettings,
+  hubUrl: string,
+  client: HubClient,
+  credential: Coded<AgentCredential>,
+): Promise<HubFindings> {
   const probe = await probeCapability(client, req.io.clock);
   const hub = hubCheck(hubUrl, probe);
   const capability = capabilityCheck(probe, settings.bridge.transport);
@@ -128,7 +146,9 @@ export async function diagnose(req: DoctorRequest): Promise<DoctorReport> {
   const hubUrl = settings.hubUrl;
   if (hubUrl === null) {
     checks.push(
-      check('hub', 'fail', 'no Hub URL is configured', { fix: 'pass --hub <url>, export MA2H_HUB_URL=<url>, or run oh-hai setup --hub <url> to write [hub] url into your user config' }),
+      check('hub', 'fail', 'no Hub URL is configured', {
+        fix: 'pass --hub <url>, export MA2H_HUB_URL=<url>, or run oh-hai setup --hub <url> to write [hub] url into your user config',
+      }),
       ...['capability', 'clock', 'credential'].map((n) => skipped(n, 'no Hub URL')),
     );
     if (!req.selfTest) return buildReport(checks);
@@ -143,7 +163,8 @@ export async function diagnose(req: DoctorRequest): Promise<DoctorReport> {
     if (!req.selfTest) return buildReport(checks);
 
     let trip: { session: string | null; steps: Step[] };
-    if (found.blocked !== null || found.capability === null || found.agentId === null) trip = { session: null, steps: skippedSteps(found.blocked ?? 'the Hub checks did not pass') };
+    if (found.blocked !== null || found.capability === null || found.agentId === null)
+      trip = { session: null, steps: skippedSteps(found.blocked ?? 'the Hub checks did not pass') };
     else {
       trip = await roundTrip({
         client,
@@ -161,7 +182,11 @@ export async function diagnose(req: DoctorRequest): Promise<DoctorReport> {
     else {
       const located = locateBridge({ stateRoot: req.stateRoot, hubUrl, agentId: found.agentId, session: req.session }, req.io);
       if (!located.ok) {
-        checks.push(check('bridge', 'warn', `cannot tell which agent session this is: ${located.reason}`, { fix: 'name it with --session <name> (the same one the bridge runs with)' }));
+        checks.push(
+          check('bridge', 'warn', `cannot tell which agent session this is: ${located.reason}`, {
+            fix: 'name it with --session <name> (the same one the bridge runs with)',
+          }),
+        );
       } else {
         const hub = found.answering ? { client } : { client: null, why: 'the hub or the credential check did not pass' };
         checks.push(...(await checkBridge(located, { io: req.io, knobs: req.knobs, hub, configured: configuredBound(settings) })));
@@ -190,12 +215,23 @@ export async function diagnoseBridge(req: Omit<DoctorRequest, 'selfTest' | 'node
     let agentId = credential.value.agentId;
     if (agentId === null) {
       const who = await client.whoami();
-      if (!who.ok) return { ok: false, reason: `this token's agent id is not cached and GET /v1/whoami failed (${describeFailure(who.failure)})`, fix: 'run oh-hai doctor for the Hub and credential checks' };
-      if (who.value.kind !== 'agent') return { ok: false, reason: 'the credential is the account\'s human token, not an agent token', fix: 'run oh-hai doctor for the credential check' };
+      if (!who.ok)
+        return {
+          ok: false,
+          reason: `this token's agent id is not cached and GET /v1/whoami failed (${describeFailure(who.failure)})`,
+          fix: 'run oh-hai doctor for the Hub and credential checks',
+        };
+      if (who.value.kind !== 'agent')
+        return { ok: false, reason: "the credential is the account's human token, not an agent token", fix: 'run oh-hai doctor for the credential check' };
       agentId = who.value.agent.id;
     }
     const located = locateBridge({ stateRoot: req.stateRoot, hubUrl, agentId, session: req.session }, req.io);
-    if (!located.ok) return { ok: false, reason: `cannot tell which agent session this is: ${located.reason}`, fix: 'name it with --session <name> (the same one the bridge runs with)' };
+    if (!located.ok)
+      return {
+        ok: false,
+        reason: `cannot tell which agent session this is: ${located.reason}`,
+        fix: 'name it with --session <name> (the same one the bridge runs with)',
+      };
     const checks = await checkBridge(located, { io: req.io, knobs: req.knobs, hub: { client }, configured: configuredBound(settings) });
     return { ok: true, report: buildReport(checks) };
   } finally {

@@ -88,7 +88,6 @@ export const failingNames = (r: DoctorReport): string[] => [
   ...(r.self_test?.steps.filter((s) => s.status === 'fail').map((s) => `self-test ${s.name}`) ?? []),
 ];
 
-
 function lines(status: string, name: string, width: number, detail: string, fix: string | undefined): string[] {
   const out = [`${status.padEnd(5)} ${name.padEnd(width)} ${detail}`];
   if (fix !== undefined) out.push(`${' '.repeat(6 + width + 1)}fix: ${fix}`);

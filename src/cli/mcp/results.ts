@@ -30,7 +30,7 @@ export function errorFacts(e: CodedError): ToolErrorFacts {
     code: e.code,
     message: e.message,
     meaning: row?.meaning ?? (e.exit === EXIT.internal ? 'a bug in oh-hai' : null),
-    what_to_do: row?.todo ?? (e.exit === EXIT.internal ? 'report it with the server\'s stderr; the call may be retried' : null),
+    what_to_do: row?.todo ?? (e.exit === EXIT.internal ? "report it with the server's stderr; the call may be retried" : null),
   };
 }
 

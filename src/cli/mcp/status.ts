@@ -29,7 +29,10 @@ export async function statusResult(ctx: McpContext, a: AgentAccess): Promise<Cal
   const policy = policyInForce(a, ts.entryDir);
   const policyLine = `sender policy: ${policy.text}`;
   if (ts.kind === 'none') {
-    const drains = ts.entryDir !== null ? annotateEntry(ts.entryDir, { nowMs: ctx.io.clock.now(), staleMs: ctx.knobs.staleHolderSeconds * 1000, liveness: isSameProcessAlive }) : null;
+    const drains =
+      ts.entryDir !== null
+        ? annotateEntry(ts.entryDir, { nowMs: ctx.io.clock.now(), staleMs: ctx.knobs.staleHolderSeconds * 1000, liveness: isSameProcessAlive })
+        : null;
     const text = `no session: ${ts.why}. oh_hai_read (or an oh-hai bridge run) starts the connection, which registers one.\n${policyLine}\n`;
     return toolResult(text, { session: null, why: ts.why, policy: { allow_from: policy.items, source: policy.source }, local: drains });
   }
@@ -52,5 +55,10 @@ export async function statusResult(ctx: McpContext, a: AgentAccess): Promise<Cal
     `connection: ${drains}`,
     policyLine,
   ];
-  return toolResult(lines.join('\n') + '\n', { session: { id: ts.id, address: ts.address }, ...view, policy: { allow_from: policy.items, source: policy.source }, drains: local?.consumer ?? null });
+  return toolResult(lines.join('\n') + '\n', {
+    session: { id: ts.id, address: ts.address },
+    ...view,
+    policy: { allow_from: policy.items, source: policy.source },
+    drains: local?.consumer ?? null,
+  });
 }

@@ -49,7 +49,11 @@ export class LineTransport implements Transport {
     }
     if (Buffer.byteLength(this.buffer, 'utf8') > MAX_LINE_BYTES) {
       this.buffer = '';
-      this.reject(null, PARSE_ERROR, `Parse error: a line on stdin passed ${MAX_LINE_BYTES} bytes without a newline; it was dropped. Send one JSON-RPC message per line`);
+      this.reject(
+        null,
+        PARSE_ERROR,
+        `Parse error: a line on stdin passed ${MAX_LINE_BYTES} bytes without a newline; it was dropped. Send one JSON-RPC message per line`,
+      );
     }
   };
 
@@ -68,7 +72,11 @@ export class LineTransport implements Transport {
       message = parseJSONRPCMessage(value);
     } catch {
       const id = idOf(value);
-      this.reject(id, INVALID_REQUEST, 'Invalid Request: the line is JSON but not a JSON-RPC 2.0 message (it needs "jsonrpc": "2.0" and a method, or a result or error with an id)');
+      this.reject(
+        id,
+        INVALID_REQUEST,
+        'Invalid Request: the line is JSON but not a JSON-RPC 2.0 message (it needs "jsonrpc": "2.0" and a method, or a result or error with an id)',
+      );
       return;
     }
     this.onmessage?.(message);

@@ -35,7 +35,14 @@ function checkedText(text: string, tool: string) {
 }
 
 /** Send one intent and answer with the queued lines `oh-hai send|ask|task` prints, or the refusal. */
-async function queue(ctx: McpContext, a: AgentAccess, tool: string, intent: MessageIntent, to: string, text: string): Promise<{ refused: CallToolResult } | { queued: Queued }> {
+async function queue(
+  ctx: McpContext,
+  a: AgentAccess,
+  tool: string,
+  intent: MessageIntent,
+  to: string,
+  text: string,
+): Promise<{ refused: CallToolResult } | { queued: Queued }> {
   const dest = checkDestination(to, 'to');
   if (!dest.ok) return { refused: toolError(dest.error) };
   const sent = await sendMessage(a, ctx.knobs, (line) => ctx.say(`${tool}: ${line}`), { to: dest.value, intent, text, command: tool });
@@ -43,18 +50,15 @@ async function queue(ctx: McpContext, a: AgentAccess, tool: string, intent: Mess
 }
 
 function registerSend(server: McpServer, ctx: McpContext, tool: string, intent: 'notify' | 'task', description: string): void {
-  server.registerTool(
-    tool,
-    { description, inputSchema: strictArgs(tool, { to: toArg, text: textArg }), annotations: SENDS },
-    async ({ to, text }) =>
-      asAgent(ctx, tool, async (a): Promise<CallToolResult> => {
-        const bad = checkedText(text, tool);
-        if (bad) return bad;
-        const r = await queue(ctx, a, tool, intent, to, text);
-        if ('refused' in r) return r.refused;
-        const { message, route } = r.queued;
-        return toolResult(queuedLines(message, route), { state: message.state, message, replies_to: route.address });
-      }),
+  server.registerTool(tool, { description, inputSchema: strictArgs(tool, { to: toArg, text: textArg }), annotations: SENDS }, async ({ to, text }) =>
+    asAgent(ctx, tool, async (a): Promise<CallToolResult> => {
+      const bad = checkedText(text, tool);
+      if (bad) return bad;
+      const r = await queue(ctx, a, tool, intent, to, text);
+      if ('refused' in r) return r.refused;
+      const { message, route } = r.queued;
+      return toolResult(queuedLines(message, route), { state: message.state, message, replies_to: route.address });
+    }),
   );
 }
 
@@ -99,7 +103,12 @@ function registerAsk(server: McpServer, ctx: McpContext): void {
           clock: ctx.io.clock,
           signal: c.mcpReq.signal,
           onPoll: ({ n, message: m, failure }) =>
-            progress(c, Math.min(n, polls), polls, failure ? `poll ${n}: the Hub did not answer (${failure.kind}); still waiting` : `poll ${n}: ${m.state}${m.response ? ', answered' : ''}`),
+            progress(
+              c,
+              Math.min(n, polls),
+              polls,
+              failure ? `poll ${n}: the Hub did not answer (${failure.kind}); still waiting` : `poll ${n}: ${m.state}${m.response ? ', answered' : ''}`,
+            ),
         });
         const text2 = queuedText + waitResultLine(end.message, `${wait_seconds}s`);
         const structured = { state: end.message.state, message: end.message, replies_to: route.address, wait: end.kind };
@@ -117,7 +126,8 @@ function registerReply(server: McpServer, ctx: McpContext): void {
   server.registerTool(
     tool,
     {
-      description: 'Answer an ask or a task: id is the reply_id oh_hai_read returned (or the bridge printed after `reply:`; an entry id works too). The answer is queued, not delivered.',
+      description:
+        'Answer an ask or a task: id is the reply_id oh_hai_read returned (or the bridge printed after `reply:`; an entry id works too). The answer is queued, not delivered.',
       inputSchema: strictArgs(tool, {
         id: idArg,
         text: textArg,
@@ -132,13 +142,20 @@ function registerReply(server: McpServer, ctx: McpContext): void {
         if (!answered.ok) return toolError(answered.error);
         const r = answered.value;
         if (r.kind === 'earlier') {
-          return toolResult(`answered ${plain(r.messageId)} (an earlier attempt reached the Hub): response ${plain(r.response.message_id)} at ${r.response.at}\n`, {
-            state: 'queued',
-            answering: r.messageId,
-            response: r.response,
-          });
+          return toolResult(
+            `answered ${plain(r.messageId)} (an earlier attempt reached the Hub): response ${plain(r.response.message_id)} at ${r.response.at}\n`,
+            {
+              state: 'queued',
+              answering: r.messageId,
+              response: r.response,
+            },
+          );
         }
-        return toolResult(`answering ${plain(r.messageId)}:\n` + queuedLines(r.message, r.route), { state: r.message.state, answering: r.messageId, message: r.message });
+        return toolResult(`answering ${plain(r.messageId)}:\n` + queuedLines(r.message, r.route), {
+          state: r.message.state,
+          answering: r.messageId,
+          message: r.message,
+        });
       }),
   );
 }
@@ -148,7 +165,8 @@ function registerMessages(server: McpServer, ctx: McpContext): void {
   server.registerTool(
     tool,
     {
-      description: 'The delivery track of what this agent sent, newest first: queued → delivered → acknowledged, or bounced / expired (with how far it got), and any response.',
+      description:
+        'The delivery track of what this agent sent, newest first: queued → delivered → acknowledged, or bounced / expired (with how far it got), and any response.',
       inputSchema: strictArgs(tool, {
         limit: limitArg.optional(),
       }),
@@ -168,7 +186,8 @@ function registerFleet(server: McpServer, ctx: McpContext): void {
   server.registerTool(
     tool,
     {
-      description: 'Every session you can address in this account, with its reachability (online / offline / unknown — unknown is no signal, not down), its lease, and what this host knows of it.',
+      description:
+        'Every session you can address in this account, with its reachability (online / offline / unknown — unknown is no signal, not down), its lease, and what this host knows of it.',
       inputSchema: strictArgs(tool, {}),
       annotations: READ_ONLY,
     },
@@ -197,9 +216,21 @@ function registerStatus(server: McpServer, ctx: McpContext): void {
 
 /** Every tool but oh_hai_read, which lives with the reader (read.ts). */
 export function registerMessagingTools(server: McpServer, ctx: McpContext): void {
-  registerSend(server, ctx, 'oh_hai_send', 'notify', 'Send a notify: information, no reply expected. The result says queued with the destination snapshot — queued is not delivered, and delivered is not read.');
+  registerSend(
+    server,
+    ctx,
+    'oh_hai_send',
+    'notify',
+    'Send a notify: information, no reply expected. The result says queued with the destination snapshot — queued is not delivered, and delivered is not read.',
+  );
   registerAsk(server, ctx);
-  registerSend(server, ctx, 'oh_hai_task', 'task', 'Send a task: one action, with what done looks like; the recipient answers with oh_hai_reply. The result says queued, never delivered.');
+  registerSend(
+    server,
+    ctx,
+    'oh_hai_task',
+    'task',
+    'Send a task: one action, with what done looks like; the recipient answers with oh_hai_reply. The result says queued, never delivered.',
+  );
   registerReply(server, ctx);
   registerMessages(server, ctx);
   registerFleet(server, ctx);

@@ -96,11 +96,19 @@ async function whoami(hubUrl: string, token: string): Promise<Coded<string>> {
   const client = new HubClient({ baseUrl: hubUrl, token, userAgent: 'oh-hai' });
   try {
     const who = await client.whoami();
-    if (!who.ok) return { ok: false, error: hubFailureError(who.failure, { hubUrl, credential: 'OH_HAI_TOKEN', doing: 'learning the agent id of this token (GET /v1/whoami)' }) };
+    if (!who.ok)
+      return {
+        ok: false,
+        error: hubFailureError(who.failure, { hubUrl, credential: 'OH_HAI_TOKEN', doing: 'learning the agent id of this token (GET /v1/whoami)' }),
+      };
     if (who.value.kind === 'agent') return { ok: true, value: who.value.agent.id };
     return {
       ok: false,
-      error: { code: 'not_an_agent_token', exit: EXIT.auth, message: `the OH_HAI_TOKEN token is the account's human token; messaging needs an agent token (mint one, then export OH_HAI_TOKEN=<agent token>)` },
+      error: {
+        code: 'not_an_agent_token',
+        exit: EXIT.auth,
+        message: `the OH_HAI_TOKEN token is the account's human token; messaging needs an agent token (mint one, then export OH_HAI_TOKEN=<agent token>)`,
+      },
     };
   } finally {
     await client.close();

@@ -19,15 +19,27 @@ const LOGIN_FIX = 'a human must fix the credential: `oh-hai login --token-stdin 
  */
 export function hubFailureError(f: HubFailure, ctx: FailureContext): CodedError {
   if (f.kind === 'network') {
-    return { code: 'hub_unreachable', exit: EXIT.unreachable, message: `could not reach the Hub at ${ctx.hubUrl} while ${ctx.doing} (${f.message}); re-run with your own backoff, and escalate if it repeats` };
+    return {
+      code: 'hub_unreachable',
+      exit: EXIT.unreachable,
+      message: `could not reach the Hub at ${ctx.hubUrl} while ${ctx.doing} (${f.message}); re-run with your own backoff, and escalate if it repeats`,
+    };
   }
   if (f.kind === 'protocol') {
-    return { code: 'hub_protocol', exit: EXIT.unreachable, message: `the Hub at ${ctx.hubUrl} answered ${ctx.doing} with something that is not MA2H (${f.message}); check that the URL is a Hub` };
+    return {
+      code: 'hub_protocol',
+      exit: EXIT.unreachable,
+      message: `the Hub at ${ctx.hubUrl} answered ${ctx.doing} with something that is not MA2H (${f.message}); check that the URL is a Hub`,
+    };
   }
   const said = `${f.status} ${f.code}: ${f.message}`;
   switch (f.code) {
     case 'unauthorized':
-      return { code: f.code, exit: EXIT.auth, message: `the Hub refused the credential from ${ctx.credential} while ${ctx.doing} (${said}) — it is missing, unknown or revoked; ${LOGIN_FIX}` };
+      return {
+        code: f.code,
+        exit: EXIT.auth,
+        message: `the Hub refused the credential from ${ctx.credential} while ${ctx.doing} (${said}) — it is missing, unknown or revoked; ${LOGIN_FIX}`,
+      };
     case 'messaging_disabled':
       return {
         code: f.code,
@@ -35,12 +47,24 @@ export function hubFailureError(f: HubFailure, ctx: FailureContext): CodedError 
         message: `agent messaging is switched off for this account (${said}); a human turns it on in the Hub's Settings → Agent messaging (on the reference Hub: \`oh-hai hub messaging on\`)`,
       };
     case 'idempotency_conflict':
-      return { code: f.code, exit: EXIT.internal, message: `the Hub says this send's idempotency key was already used for another message (${said}); keys are made per invocation, so this is a bug in oh-hai` };
+      return {
+        code: f.code,
+        exit: EXIT.internal,
+        message: `the Hub says this send's idempotency key was already used for another message (${said}); keys are made per invocation, so this is a bug in oh-hai`,
+      };
     case 'forbidden':
-      return { code: f.code, exit: EXIT.auth, message: `the Hub refused ${ctx.doing} for this kind of token (${said}); messaging needs an agent token, not the account's human token` };
+      return {
+        code: f.code,
+        exit: EXIT.auth,
+        message: `the Hub refused ${ctx.doing} for this kind of token (${said}); messaging needs an agent token, not the account's human token`,
+      };
   }
   if (f.status === 429 || f.status >= 500) {
-    return { code: f.code, exit: EXIT.unreachable, message: `the Hub at ${ctx.hubUrl} kept failing while ${ctx.doing} (${said}); re-run with your own backoff, and escalate if it repeats` };
+    return {
+      code: f.code,
+      exit: EXIT.unreachable,
+      message: `the Hub at ${ctx.hubUrl} kept failing while ${ctx.doing} (${said}); re-run with your own backoff, and escalate if it repeats`,
+    };
   }
   if (f.status === 404 || f.status === 410) return { code: f.code, exit: EXIT.noSession, message: `${ctx.doing} failed: ${said}` };
   if (f.status >= 400 && f.status < 500) return { code: f.code, exit: EXIT.usage, message: `the Hub refused ${ctx.doing} (${said})` };

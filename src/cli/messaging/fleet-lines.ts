@@ -24,7 +24,7 @@ function localWords(l: AnnotatedRow['local']): string {
 /** One line per session: address, who, reachability, lease (the Hub's instants, verbatim), then the local annotation. */
 export function formatFleet(view: FleetView): string {
   if (view.sessions.length === 0 && view.unmatched_local_entries.length === 0) {
-    return 'no live sessions in this account: nothing can be addressed by session right now (agent:<id> still reaches an agent\'s principal mailbox)\n';
+    return "no live sessions in this account: nothing can be addressed by session right now (agent:<id> still reaches an agent's principal mailbox)\n";
   }
   const lines = view.sessions.map((r) => {
     const who = [r.agent_label !== null ? plain(r.agent_label) : null, r.name !== null ? `name ${plain(r.name)}` : null].filter((s) => s !== null).join(', ');
@@ -36,8 +36,9 @@ export function formatFleet(view: FleetView): string {
     );
   });
   for (const u of view.unmatched_local_entries) {
-    lines.push(`local state entry ${u.entry}: its session record could not be read (${u.reason}); it may belong to any session above — this is not evidence that nothing runs there`);
+    lines.push(
+      `local state entry ${u.entry}: its session record could not be read (${u.reason}); it may belong to any session above — this is not evidence that nothing runs there`,
+    );
   }
   return lines.join('\n') + '\n';
 }
-

@@ -49,7 +49,12 @@ function consumerState(dir: string, probe: LocalProbe): Pick<LocalAnnotation, 'c
     return { consumer: 'dead', consumer_note: 'no consumer record: none has run here', consumer_pid: null, consumer_heartbeat_age_ms: null };
   }
   if (read.state === 'unreadable') {
-    return { consumer: 'unknown', consumer_note: `the consumer record could not be read (${read.reason})`, consumer_pid: null, consumer_heartbeat_age_ms: null };
+    return {
+      consumer: 'unknown',
+      consumer_note: `the consumer record could not be read (${read.reason})`,
+      consumer_pid: null,
+      consumer_heartbeat_age_ms: null,
+    };
   }
   const c = read.value;
   const base = { consumer_pid: c.pid, consumer_heartbeat_age_ms: Math.max(0, probe.nowMs - c.heartbeat_at) };

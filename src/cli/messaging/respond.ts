@@ -29,7 +29,8 @@ export async function answerMessage(a: AgentAccess, knobs: MessagingKnobs, say: 
   // respond carries no idempotency key: a retry that finds the answer already there may be finding our own first attempt.
   if (sent.attempts > 1 && isAlreadyResponded(sent.failure)) {
     const m = await a.client.getMessage(messageId);
-    if (m.ok && m.value.response !== null && m.value.response.text === req.text) return { ok: true, value: { kind: 'earlier', messageId, response: m.value.response } };
+    if (m.ok && m.value.response !== null && m.value.response.text === req.text)
+      return { ok: true, value: { kind: 'earlier', messageId, response: m.value.response } };
   }
   return { ok: false, error: respondError(sent.failure, a, req.id, messageId) };
 }
@@ -48,8 +49,18 @@ function respondError(f: HubFailure, a: AgentAccess, given: string, messageId: s
         message: `nothing to answer as ${plain(given)}: ${asEntry}the Hub knows no such message for you (${said}); pass the id the bridge printed after \`reply:\``,
       };
     }
-    if (f.code === 'not_respondable') return { code: f.code, exit: EXIT.usage, message: `${plain(messageId)} cannot be answered (${said}): only an ask or a task addressed to you takes a reply` };
-    if (f.code === 'already_responded') return { code: f.code, exit: EXIT.usage, message: `${plain(messageId)} already has an answer (${said}); an ask or task is answered once — see it with: oh-hai messages show ${plain(messageId)}` };
+    if (f.code === 'not_respondable')
+      return {
+        code: f.code,
+        exit: EXIT.usage,
+        message: `${plain(messageId)} cannot be answered (${said}): only an ask or a task addressed to you takes a reply`,
+      };
+    if (f.code === 'already_responded')
+      return {
+        code: f.code,
+        exit: EXIT.usage,
+        message: `${plain(messageId)} already has an answer (${said}); an ask or task is answered once — see it with: oh-hai messages show ${plain(messageId)}`,
+      };
   }
   return hubFailureError(f, failureContext(a, `answering ${messageId}`));
 }

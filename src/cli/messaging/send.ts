@@ -28,7 +28,12 @@ export const failureContext = (a: AgentAccess, doing: string): FailureContext =>
  * one: one idempotency key for every retry of the body, so a retry never queues a second
  * copy. `oh-hai send|ask|task` and the MCP tools both send through here.
  */
-export async function sendMessage(a: AgentAccess, knobs: MessagingKnobs, say: Say, req: { to: string; intent: MessageIntent; text: string; command: string }): Promise<Coded<Queued>> {
+export async function sendMessage(
+  a: AgentAccess,
+  knobs: MessagingKnobs,
+  say: Say,
+  req: { to: string; intent: MessageIntent; text: string; command: string },
+): Promise<Coded<Queued>> {
   const key = `oh-hai-${randomUUID()}`;
   const body = { to: req.to, intent: req.intent, text: req.text };
   const sent = await withThisSession(a, knobs, say, (session, attempt) =>

@@ -28,12 +28,18 @@ export interface SessionStatus {
  * `oh-hai session status` and the MCP `oh_hai_status` tool. A Hub that does not know the
  * session is a view with `hub: null`, not an error; any other Hub failure is.
  */
-export async function sessionStatus(a: AgentAccess, ts: Extract<ThisSession, { kind: 'attached' }>, knobs: MessagingKnobs, nowMs: number): Promise<Coded<SessionStatus>> {
+export async function sessionStatus(
+  a: AgentAccess,
+  ts: Extract<ThisSession, { kind: 'attached' }>,
+  knobs: MessagingKnobs,
+  nowMs: number,
+): Promise<Coded<SessionStatus>> {
   const opened = ts.entryDir !== null ? openStateEntry(ts.entryDir, { create: false }) : null;
   const entry = opened?.ok ? opened.value : null;
   const got = await a.client.getSession(ts.id);
   const failure = got.ok ? null : got.failure;
-  if (failure && !(failure.kind === 'http' && failure.status === 404)) return { ok: false, error: hubFailureError(failure, failureContext(a, `reading session ${ts.id}`)) };
+  if (failure && !(failure.kind === 'http' && failure.status === 404))
+    return { ok: false, error: hubFailureError(failure, failureContext(a, `reading session ${ts.id}`)) };
   const records = entry ? { session: entry.read('session'), consumer: entry.read('consumer') } : null;
   const view: StatusView = {
     session_id: ts.id,
@@ -71,7 +77,12 @@ function hubLines(v: StatusView): string[] {
 function localLines(v: StatusView, epilogue: string[]): string[] {
   if (!v.local) return ['on this host: no state entry for this agent session'];
   const a = v.local.annotation;
-  const reader = a.reader_attending === true ? 'reader attending' : a.reader_attending === null ? `reader unknown (${a.reader_note})` : `reader not attending (${a.reader_note})`;
+  const reader =
+    a.reader_attending === true
+      ? 'reader attending'
+      : a.reader_attending === null
+        ? `reader unknown (${a.reader_note})`
+        : `reader not attending (${a.reader_note})`;
   const lag = a.lag === null ? 'unread unknown' : `${a.lag} unread`;
   return [...epilogue, `on this host: ${reader} · ${lag} · state entry ${a.entry}`];
 }

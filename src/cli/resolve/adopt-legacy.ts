@@ -68,7 +68,14 @@ type Standing = { kind: 'found'; session: Session } | { kind: 'not_found' };
 function hubError(f: HubFailure, hubUrl: string, doing: string): Coded<never> {
   const said = f.kind === 'http' ? `${f.status} ${f.code}: ${f.message}` : f.message;
   if (f.kind === 'http' && (f.status === 401 || f.code === 'messaging_disabled' || f.code === 'forbidden')) {
-    return { ok: false, error: { code: f.code, exit: EXIT.auth, message: `the Hub at ${hubUrl} refused the credential while ${doing} (${said}); a human must fix the credential` } };
+    return {
+      ok: false,
+      error: {
+        code: f.code,
+        exit: EXIT.auth,
+        message: `the Hub at ${hubUrl} refused the credential while ${doing} (${said}); a human must fix the credential`,
+      },
+    };
   }
   return {
     ok: false,
@@ -130,7 +137,8 @@ export async function adoptLegacyHome(req: AdoptRequest): Promise<Coded<string[]
   const s = legacy.session;
 
   const marker = readAdoptionMarker(L);
-  if (marker.state === 'unreadable') return note([`found a 0.9 bridge home at ${L} whose adoption marker cannot be read (${marker.reason}); not adopted, left as it was`]);
+  if (marker.state === 'unreadable')
+    return note([`found a 0.9 bridge home at ${L} whose adoption marker cannot be read (${marker.reason}); not adopted, left as it was`]);
   // Adopted by another agent session already: once means once, and saying so on every new entry is noise.
   if (marker.state === 'ok' && marker.value.into !== E) return note([]);
   const prior = marker.state === 'ok' ? marker.value : null;
@@ -138,10 +146,14 @@ export async function adoptLegacyHome(req: AdoptRequest): Promise<Coded<string[]
   const theirs = hubOrigin(s.hub);
   const ours = hubOrigin(req.hubUrl);
   if (!theirs.ok || !ours.ok || theirs.value !== ours.value || s.agent_id !== req.agentId) {
-    return note([`found a 0.9 bridge home at ${L} for agent ${s.agent_id} at ${s.hub}, not this agent session's (agent ${req.agentId} at ${req.hubUrl}); not adopted, left as it was`]);
+    return note([
+      `found a 0.9 bridge home at ${L} for agent ${s.agent_id} at ${s.hub}, not this agent session's (agent ${req.agentId} at ${req.hubUrl}); not adopted, left as it was`,
+    ]);
   }
   if (req.pinned !== null && req.pinned !== s.id) {
-    return note([`found a 0.9 bridge home at ${L} holding session ${s.id}, but this run pins ${req.pinned}; not adopted, left as it was (a run that pins no other session adopts it)`]);
+    return note([
+      `found a 0.9 bridge home at ${L} holding session ${s.id}, but this run pins ${req.pinned}; not adopted, left as it was (a run that pins no other session adopts it)`,
+    ]);
   }
   const hub = req.hub ?? (await httpHub(req.hubUrl, req.token));
   try {
@@ -168,19 +180,36 @@ export async function adoptLegacyHome(req: AdoptRequest): Promise<Coded<string[]
 }
 
 /** `prior` is this entry's own marker when a crash interrupted an earlier run: the claim is already made. */
-async function adopt(req: AdoptRequest, legacy: LegacyHome, prior: AdoptionMarker | null, found: Standing, alive: boolean, hub: LegacyHub, waitMs: number): Promise<Coded<string[]>> {
+async function adopt(
+  req: AdoptRequest,
+  legacy: LegacyHome,
+  prior: AdoptionMarker | null,
+  found: Standing,
+  alive: boolean,
+  hub: LegacyHub,
+  waitMs: number,
+): Promise<Coded<string[]>> {
   const L = legacy.dir;
   const E = req.entry.dir;
   const s = legacy.session;
   const step = (name: AdoptionStep) => req.afterStep?.(name);
-  const marker: AdoptionMarker = prior ?? { into: E, session: s.id, state: 'started', started_at: new Date(req.io.clock.now()).toISOString(), done_at: null, note: markerNote(E) };
+  const marker: AdoptionMarker = prior ?? {
+    into: E,
+    session: s.id,
+    state: 'started',
+    started_at: new Date(req.io.clock.now()).toISOString(),
+    done_at: null,
+    note: markerNote(E),
+  };
 
   if (prior === null) {
     let claimed: 'claimed' | 'taken';
     try {
       claimed = claimLegacyHome(L, marker);
     } catch (e) {
-      return note([`found a live 0.9 bridge home at ${L} but cannot write its adoption marker there (${(e as Error).message}); without it adoption could happen twice, so it was not adopted and is left as it was`]);
+      return note([
+        `found a live 0.9 bridge home at ${L} but cannot write its adoption marker there (${(e as Error).message}); without it adoption could happen twice, so it was not adopted and is left as it was`,
+      ]);
     }
     // Another agent session claimed it between our read and our claim.
     if (claimed === 'taken') return note([]);
@@ -243,7 +272,13 @@ async function sessionRecord(req: AdoptRequest, legacy: LegacyHome, found: Stand
     }
   }
   if (found.kind === 'found') {
-    return { ...base, name: found.session.name, lease_seconds: found.session.lease_seconds, expires_at: found.session.expires_at, renewed_at: req.io.clock.now() };
+    return {
+      ...base,
+      name: found.session.name,
+      lease_seconds: found.session.lease_seconds,
+      expires_at: found.session.expires_at,
+      renewed_at: req.io.clock.now(),
+    };
   }
   return { ...base, lease_seconds: 0, expires_at: 'unknown (the Hub has no such session)', renewed_at: req.io.clock.now() };
 }

@@ -24,18 +24,65 @@ export interface HostProgram {
 /** Programs that only run or wrap another one: never the host of an agent. */
 const PASS_THROUGH = new Set([
   // shells
-  'sh', 'bash', 'dash', 'zsh', 'ksh', 'mksh', 'pdksh', 'ash', 'fish', 'csh', 'tcsh', 'busybox', 'nu', 'elvish', 'xonsh',
-  'pwsh', 'powershell', 'cmd',
+  'sh',
+  'bash',
+  'dash',
+  'zsh',
+  'ksh',
+  'mksh',
+  'pdksh',
+  'ash',
+  'fish',
+  'csh',
+  'tcsh',
+  'busybox',
+  'nu',
+  'elvish',
+  'xonsh',
+  'pwsh',
+  'powershell',
+  'cmd',
   // wrappers that exec or supervise one child
-  'env', 'nohup', 'timeout', 'sudo', 'su', 'doas', 'setsid', 'stdbuf', 'nice', 'ionice', 'chrt', 'taskset', 'time',
-  'xargs', 'script', 'unbuffer', 'flock', 'caffeinate', 'tini', 'dumb-init', 'catatonit', 'runuser', 'prlimit',
-  'npx', 'npm', 'pnpm', 'yarn', 'bunx', 'corepack', 'oh-hai',
+  'env',
+  'nohup',
+  'timeout',
+  'sudo',
+  'su',
+  'doas',
+  'setsid',
+  'stdbuf',
+  'nice',
+  'ionice',
+  'chrt',
+  'taskset',
+  'time',
+  'xargs',
+  'script',
+  'unbuffer',
+  'flock',
+  'caffeinate',
+  'tini',
+  'dumb-init',
+  'catatonit',
+  'runuser',
+  'prlimit',
+  'npx',
+  'npm',
+  'pnpm',
+  'yarn',
+  'bunx',
+  'corepack',
+  'oh-hai',
 ]);
 
 /** The bare program name: no directory, no `.exe`, no leading `-` of a login shell. */
 export function programName(command: string): string {
   const first = command.trim().split(/\s+/)[0] ?? '';
-  return path.basename(first.replace(/\\/g, '/')).replace(/^-/, '').replace(/\.exe$/i, '').toLowerCase();
+  return path
+    .basename(first.replace(/\\/g, '/'))
+    .replace(/^-/, '')
+    .replace(/\.exe$/i, '')
+    .toLowerCase();
 }
 
 export function isPassThrough(command: string): boolean {

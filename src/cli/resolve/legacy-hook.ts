@@ -25,7 +25,7 @@ export interface LegacyHookRequest {
 
 /** The nearest 0.9 home at or above `start`, or null. */
 export function findLegacyHome(start: string): string | null {
-  for (let dir = path.resolve(start); ; ) {
+  for (let dir = path.resolve(start); ;) {
     if (existsSync(path.join(dir, LEGACY_SESSION))) return path.dirname(path.join(dir, LEGACY_SESSION));
     const up = path.dirname(dir);
     if (up === dir) return null;

@@ -1,4 +1,14 @@
-import { isDefaultRetainPrinted, loadConfigFiles, rememberAgentId, requireHubUrl, resolveAgentCredential, resolveSettings, type AgentCredential, type ResolvedSettings, type SettingsFlags } from '../../config/index.js';
+import {
+  isDefaultRetainPrinted,
+  loadConfigFiles,
+  rememberAgentId,
+  requireHubUrl,
+  resolveAgentCredential,
+  resolveSettings,
+  type AgentCredential,
+  type ResolvedSettings,
+  type SettingsFlags,
+} from '../../config/index.js';
 import { type Coded, EXIT, type CodedError, knobFromEnv } from '../../core/index.js';
 import { openStateEntry, resolveStateRoot, sessionEntryDir, stateKey, type ConsumerSettings, type IdentityRecord, type StateEntry } from '../../spool/index.js';
 import type { CliIO } from '../io.js';
@@ -82,7 +92,14 @@ export async function resolveAgent(req: AgentRequest): Promise<Coded<ResolvedAge
   }
   return {
     ok: true,
-    value: { stateRoot: root.value, hubUrl: hubUrl.value, settings: settings.value, credential: cred.value, agentId, warnings: [...settings.value.warnings, ...cred.value.warnings] },
+    value: {
+      stateRoot: root.value,
+      hubUrl: hubUrl.value,
+      settings: settings.value,
+      credential: cred.value,
+      agentId,
+      warnings: [...settings.value.warnings, ...cred.value.warnings],
+    },
   };
 }
 
@@ -146,7 +163,15 @@ export function connectionSettings(r: ResolvedAgent, target: AgentSessionKey | '
     ...(isDefaultRetainPrinted(b.retainPrinted) ? {} : { retain_printed: { ...b.retainPrinted } }),
   };
   if (target === 'principal') return { ...common, session_key: 'principal', pinned: null, name: null, transport: 'poll', leg: 'principal' };
-  return { ...common, session_key: target.key, pinned: target.pinned, name: target.name, pin_candidate: pinCandidate(target), transport: b.transport, leg: 'session' };
+  return {
+    ...common,
+    session_key: target.key,
+    pinned: target.pinned,
+    name: target.name,
+    pin_candidate: pinCandidate(target),
+    transport: b.transport,
+    leg: 'session',
+  };
 }
 
 /** identity.json says whose entry this is, for doctor and fleet; rewritten only when it differs. */
@@ -172,13 +197,31 @@ async function whoamiOverHttp(hubUrl: string, token: string): Promise<Coded<stri
     if (res.value.kind === 'agent') return { ok: true, value: res.value.agent.id };
     return {
       ok: false,
-      error: { code: 'not_an_agent_token', exit: EXIT.auth, message: `the token in OH_HAI_TOKEN is the account's human token; the bridge needs an agent token (mint one in the Hub, then export OH_HAI_TOKEN=<agent token>)` },
+      error: {
+        code: 'not_an_agent_token',
+        exit: EXIT.auth,
+        message: `the token in OH_HAI_TOKEN is the account's human token; the bridge needs an agent token (mint one in the Hub, then export OH_HAI_TOKEN=<agent token>)`,
+      },
     };
   }
   const f = res.failure;
   if (f.kind === 'http' && (f.status === 401 || f.code === 'messaging_disabled')) {
-    return { ok: false, error: { code: f.code, exit: EXIT.auth, message: `${hubUrl} refused the credential in OH_HAI_TOKEN (${f.status} ${f.code}: ${f.message}); a human must fix the credential` } };
+    return {
+      ok: false,
+      error: {
+        code: f.code,
+        exit: EXIT.auth,
+        message: `${hubUrl} refused the credential in OH_HAI_TOKEN (${f.status} ${f.code}: ${f.message}); a human must fix the credential`,
+      },
+    };
   }
   const what = f.kind === 'http' ? `${f.status} ${f.code}: ${f.message}` : f.message;
-  return { ok: false, error: { code: 'hub_unreachable', exit: EXIT.unreachable, message: `could not learn this token's agent id from ${hubUrl}/v1/whoami (${what}); re-run with your own backoff` } };
+  return {
+    ok: false,
+    error: {
+      code: 'hub_unreachable',
+      exit: EXIT.unreachable,
+      message: `could not learn this token's agent id from ${hubUrl}/v1/whoami (${what}); re-run with your own backoff`,
+    },
+  };
 }

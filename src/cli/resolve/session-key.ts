@@ -43,7 +43,8 @@ const pinsOutright = (v: string): boolean => isSessionId(v) || (!validateSession
  * unpinned key from the sources that may pin (the key is then the value itself). Never a
  * Hub call here — the reader's warm path stays offline.
  */
-export const pinCandidate = (k: AgentSessionKey): string | null => (k.pinned === null && (k.source === '--session' || k.source === 'MA2H_SESSION_ID') ? k.key : null);
+export const pinCandidate = (k: AgentSessionKey): string | null =>
+  k.pinned === null && (k.source === '--session' || k.source === 'MA2H_SESSION_ID') ? k.key : null;
 
 const digest = (s: string, n: number): string => sha256Hex(s).slice(0, n);
 
@@ -64,8 +65,7 @@ export interface SessionKeyInput {
   inspect: ProcessInspector;
 }
 
-const CANNOT_TELL =
-  'Name it: pass --session <name>, or export MA2H_AGENT_SESSION_ID=<name> (one name per agent; any stable name works).';
+const CANNOT_TELL = 'Name it: pass --session <name>, or export MA2H_AGENT_SESSION_ID=<name> (one name per agent; any stable name works).';
 
 export function resolveAgentSessionKey(input: SessionKeyInput): Result<AgentSessionKey> {
   if (input.flag !== undefined) {
@@ -73,7 +73,8 @@ export function resolveAgentSessionKey(input: SessionKeyInput): Result<AgentSess
     if (pinsOutright(v)) return ok({ key: v, source: '--session', pinned: v, name: null, declared: true, describe: `--session ${v}` });
     const named = validateSessionName(v, '--session');
     const id = validateId(v, '--session');
-    if (!named.ok && !id.ok) return fail(`${named.reason}; nor is it a Hub session id (${id.reason}). Pass a session name, or the id of a session of this agent`);
+    if (!named.ok && !id.ok)
+      return fail(`${named.reason}; nor is it a Hub session id (${id.reason}). Pass a session name, or the id of a session of this agent`);
     return ok({ key: v, source: '--session', pinned: null, name: v, declared: true, describe: `--session ${v}` });
   }
   for (const { source, pins } of DECLARED) {

@@ -172,9 +172,7 @@ export class HubClient {
     });
   }
 
-  listMessages(
-    opts: { direction?: 'sent' | 'received'; limit?: number; before?: string; signal?: AbortSignal } = {},
-  ): Promise<HubResult<MessageList>> {
+  listMessages(opts: { direction?: 'sent' | 'received'; limit?: number; before?: string; signal?: AbortSignal } = {}): Promise<HubResult<MessageList>> {
     return this.call({
       method: 'GET',
       path: `/v1/messages${query({ direction: opts.direction, limit: opts.limit, before: opts.before })}`,

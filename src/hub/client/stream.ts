@@ -42,11 +42,7 @@ export interface StreamOptions {
  * without spending the retry budget. `eof` is a close with neither `reconnect` nor
  * `closed` (a dropped connection or a restarting Hub).
  */
-export type StreamEnd =
-  | { kind: 'hold_bound' }
-  | { kind: 'closed'; reason: ClosedReason }
-  | { kind: 'eof' }
-  | { kind: 'failure'; failure: HubFailure };
+export type StreamEnd = { kind: 'hold_bound' } | { kind: 'closed'; reason: ClosedReason } | { kind: 'eof' } | { kind: 'failure'; failure: HubFailure };
 
 const protocolEnd = (message: string): StreamEnd => ({ kind: 'failure', failure: { kind: 'protocol', message } });
 
@@ -90,7 +86,8 @@ export async function openStream(t: Transport, sessionId: string, opts: StreamOp
   }
   const { body, statusCode: status } = response;
   try {
-    if (status < 200 || status > 299) return { kind: 'failure', failure: httpFailure(status, (await readCapped(body)).bytes, header(response.headers, 'retry-after')) };
+    if (status < 200 || status > 299)
+      return { kind: 'failure', failure: httpFailure(status, (await readCapped(body)).bytes, header(response.headers, 'retry-after')) };
     const type = header(response.headers, 'content-type') ?? '';
     if (status !== 200 || !/^text\/event-stream\b/i.test(type)) {
       return protocolEnd(`${where} answered ${status} ${type || 'without a content-type'}, not 200 text/event-stream`);
@@ -167,7 +164,8 @@ const PARSERS: Record<string, (json: unknown, serverDate: string | null, opts: S
     // hold_bound is the only free reconnect. A Hub that is stopping says `shutdown`: a fault to
     // back off from (its port is about to close), told apart from a dropped connection in the log.
     if (e.value.reason === 'hold_bound') return { kind: 'hold_bound' };
-    if (e.value.reason === 'shutdown') return { kind: 'failure', failure: { kind: 'network', message: 'the Hub is shutting down (event: reconnect {"reason":"shutdown"})' } };
+    if (e.value.reason === 'shutdown')
+      return { kind: 'failure', failure: { kind: 'network', message: 'the Hub is shutting down (event: reconnect {"reason":"shutdown"})' } };
     return `reconnect event with unknown reason "${e.value.reason}"`;
   },
 };

@@ -55,9 +55,7 @@ function readCapability(c: Obj): Capability {
   }
   const inbound = obj(c.inbound, "field 'inbound'");
   if (inbound.session_param !== true) {
-    bad(
-      'inbound.session_param is not true: the Hub would ignore ?session= and hand over the whole principal mailbox, so oh-hai refuses it',
-    );
+    bad('inbound.session_param is not true: the Hub would ignore ?session= and hand over the whole principal mailbox, so oh-hai refuses it');
   }
   const streamUrl = optStr(inbound, 'stream_url', 'inbound');
   if (streamUrl !== null && streamUrl.length === 0) bad("inbound field 'stream_url' is empty");
@@ -113,8 +111,7 @@ export function chooseTransport(cap: Capability, requested: TransportChoice): 's
   return cap.inbound.stream_url !== null ? 'sse' : 'poll';
 }
 
-export const replayWindowSeconds = (cap: Capability): number =>
-  cap.replay_window_seconds ?? DEFAULT_REPLAY_WINDOW_SECONDS;
+export const replayWindowSeconds = (cap: Capability): number => cap.replay_window_seconds ?? DEFAULT_REPLAY_WINDOW_SECONDS;
 
 /** Whether the Hub has an agent directory (§10); none means setup/upgrade write no policy. */
 export const agentDirectoryPath = (cap: Capability): string | null => cap.account?.agent_directory ?? null;

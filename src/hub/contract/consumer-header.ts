@@ -30,7 +30,10 @@ export function parseConsumerHeader(v: string): Result<ConsumerIdentity> {
   const home = seen.get('home')!;
   const host = seen.get('host')!;
   const pid = seen.get('pid')!;
-  for (const [key, value] of [['home', home], ['host', host]] as const) {
+  for (const [key, value] of [
+    ['home', home],
+    ['host', host],
+  ] as const) {
     if (!VALUE.test(value)) return fail(`${CONSUMER_HEADER} ${key} must be 1–128 characters of A-Z a-z 0-9 . _ : -`);
   }
   if (!PID.test(pid)) return fail(`${CONSUMER_HEADER} pid "${pid.slice(0, 20)}" must be a positive integer`);

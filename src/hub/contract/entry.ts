@@ -53,11 +53,7 @@ export function validateEntry(x: unknown): Result<Entry> {
   const label = entryLabel(x);
   const kind = x.kind;
   if (typeof kind !== 'string' || !(ENTRY_KINDS as readonly string[]).includes(kind)) {
-    return fail(
-      kind === undefined
-        ? `${label} has no 'kind'`
-        : `${label} has kind ${describe(kind)}; expected one of ${ENTRY_KINDS.join(', ')}`,
-    );
+    return fail(kind === undefined ? `${label} has no 'kind'` : `${label} has kind ${describe(kind)}; expected one of ${ENTRY_KINDS.join(', ')}`);
   }
   const k = kind as EntryKind;
   const own = KIND_FIELDS[k];

@@ -57,12 +57,10 @@ export function parseAddress(s: unknown, what = 'address'): Result<Address> {
   return ok({ agentId: agent.value, sessionId: session.value });
 }
 
-export const formatAddress = (agentId: string, sessionId?: string | null): string =>
-  sessionId ? `agent:${agentId}#${sessionId}` : `agent:${agentId}`;
+export const formatAddress = (agentId: string, sessionId?: string | null): string => (sessionId ? `agent:${agentId}#${sessionId}` : `agent:${agentId}`);
 
 /** `human:<account_id>`: a sender only, never an address. */
-export const isPrincipalSender = (s: string): boolean =>
-  s.startsWith('human:') && validateId(s.slice('human:'.length), 'account id').ok;
+export const isPrincipalSender = (s: string): boolean => s.startsWith('human:') && validateId(s.slice('human:'.length), 'account id').ok;
 
 /** An entry's `from`: an address or `human:<id>`. */
 export function validateSender(s: unknown, what = 'from'): Result<string> {

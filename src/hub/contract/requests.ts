@@ -145,7 +145,11 @@ export const validateLift = (body: unknown): RequestCheck<LiftRequest> =>
 export const validateAccountPatch = (body: unknown): RequestCheck<AccountPatch> =>
   check('account settings', body, ['agent_messaging'], (b) => {
     if (typeof b.agent_messaging !== 'boolean') {
-      bad(b.agent_messaging === undefined ? "missing required field 'agent_messaging'" : `field 'agent_messaging' must be true or false, got ${describe(b.agent_messaging)}`);
+      bad(
+        b.agent_messaging === undefined
+          ? "missing required field 'agent_messaging'"
+          : `field 'agent_messaging' must be true or false, got ${describe(b.agent_messaging)}`,
+      );
     }
     return { agent_messaging: b.agent_messaging };
   });

@@ -1,24 +1,6 @@
 import { type Result } from '../../core/index.js';
 import { validateId } from './ids.js';
-import {
-  arr,
-  bad,
-  bool,
-  describe,
-  guard,
-  instant,
-  int,
-  isObj,
-  must,
-  num,
-  obj,
-  oneOf,
-  optInstant,
-  optOneOf,
-  optStr,
-  str,
-  type Obj,
-} from './shape.js';
+import { arr, bad, bool, describe, guard, instant, int, isObj, must, num, obj, oneOf, optInstant, optOneOf, optStr, str, type Obj } from './shape.js';
 import type {
   AccountState,
   AckResult,
@@ -142,16 +124,13 @@ const leaseOrNull = (b: Obj, where: string): SessionLease | null =>
   b.session === undefined || b.session === null ? null : readLease(b.session, `${where} session`);
 
 /** `{"session": Session}` — create, get, close, operator-close. */
-export const parseSession = (x: unknown): Result<Session> =>
-  guard('session response', () => readSession(obj(x, 'body').session, "field 'session'"));
+export const parseSession = (x: unknown): Result<Session> => guard('session response', () => readSession(obj(x, 'body').session, "field 'session'"));
 
 /** The renewed lease `{"session": {id, expires_at, lease_seconds}}` of a response that presented a session. */
-export const parseSessionLease = (x: unknown): Result<SessionLease> =>
-  guard('session lease', () => readLease(obj(x, 'body').session, "field 'session'"));
+export const parseSessionLease = (x: unknown): Result<SessionLease> => guard('session lease', () => readLease(obj(x, 'body').session, "field 'session'"));
 
 /** `{"message": Message}` — getMessage, directive. */
-export const parseMessage = (x: unknown): Result<Message> =>
-  guard('message response', () => readMessage(obj(x, 'body').message, "field 'message'"));
+export const parseMessage = (x: unknown): Result<Message> => guard('message response', () => readMessage(obj(x, 'body').message, "field 'message'"));
 
 /** A send or respond answer; `idempotent_replay` may sit beside or inside `message`. */
 export const parseSentMessage = (x: unknown): Result<SentMessage> =>
@@ -297,14 +276,12 @@ export const parseOpenEvent = (x: unknown): Result<OpenEvent> =>
   });
 
 /** SSE `event: entries` data; deliveries stay unknown for the verifier. */
-export const parseEntriesEvent = (x: unknown): Result<EntriesEvent> =>
-  guard('entries event', () => ({ messages: arr(obj(x, 'data'), 'messages', 'data') }));
+export const parseEntriesEvent = (x: unknown): Result<EntriesEvent> => guard('entries event', () => ({ messages: arr(obj(x, 'data'), 'messages', 'data') }));
 
 export const parseClosedEvent = (x: unknown): Result<ClosedEvent> =>
   guard('closed event', () => ({ reason: oneOf(obj(x, 'data'), 'reason', CLOSED_REASONS, 'data') }));
 
-export const parseReconnectEvent = (x: unknown): Result<ReconnectEvent> =>
-  guard('reconnect event', () => ({ reason: str(obj(x, 'data'), 'reason', 'data') }));
+export const parseReconnectEvent = (x: unknown): Result<ReconnectEvent> => guard('reconnect event', () => ({ reason: str(obj(x, 'data'), 'reason', 'data') }));
 
 /** `{"error": {"code", "message", ...details}}` (§0). */
 export const parseHubError = (x: unknown): Result<HubErrorBody> =>

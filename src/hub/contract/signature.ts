@@ -66,7 +66,9 @@ export function canonicalJson(v: unknown): string {
 
 /** v1 = hex HMAC-SHA256(utf8(key), "<t>.<jti>.<canonical entry>"). */
 export function macHex(key: string, t: number, jti: string, entry: unknown): string {
-  return createHmac('sha256', Buffer.from(key, 'utf8')).update(`${t}.${jti}.${canonicalJson(entry)}`, 'utf8').digest('hex');
+  return createHmac('sha256', Buffer.from(key, 'utf8'))
+    .update(`${t}.${jti}.${canonicalJson(entry)}`, 'utf8')
+    .digest('hex');
 }
 
 /** The full signature value for one delivery of `entry` (the Hub's side). */

@@ -95,8 +95,7 @@ export interface Capability {
 // ---- identity (§2) ----
 
 export type Whoami =
-  | { kind: 'agent'; agent: { id: string; label: string | null; account_id: string } }
-  | { kind: 'human'; account: { id: string; label: string | null } };
+  { kind: 'agent'; agent: { id: string; label: string | null; account_id: string } } | { kind: 'human'; account: { id: string; label: string | null } };
 
 // ---- sessions (§3) ----
 

@@ -14,7 +14,8 @@ export interface AccountBoot {
   humanTokenPath: string | null;
 }
 
-export const getMeta = async (q: Sql, key: string): Promise<string | null> => (await q.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', key))?.value ?? null;
+export const getMeta = async (q: Sql, key: string): Promise<string | null> =>
+  (await q.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', key))?.value ?? null;
 
 export async function setMeta(tx: Tx, key: string, value: string): Promise<void> {
   await tx.run('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value', key, value);

@@ -38,7 +38,12 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
   const prom = createRequire(import.meta.url)('prom-client') as typeof import('prom-client');
   const registry = new prom.Registry();
   prom.collectDefaultMetrics({ register: registry, prefix: 'oh_hai_hub_process_' });
-  const requests = new prom.Counter({ name: 'oh_hai_hub_requests_total', help: 'Requests answered, by route pattern and status', labelNames: ['route', 'status'], registers: [registry] });
+  const requests = new prom.Counter({
+    name: 'oh_hai_hub_requests_total',
+    help: 'Requests answered, by route pattern and status',
+    labelNames: ['route', 'status'],
+    registers: [registry],
+  });
   const sends = new prom.Counter({ name: 'oh_hai_hub_sends_total', help: 'Messages and directives accepted by this instance', registers: [registry] });
   const push = new prom.Histogram({
     name: 'oh_hai_hub_push_latency_seconds',
@@ -52,9 +57,22 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
     registers: [registry],
   });
-  const lapsed = new prom.Counter({ name: 'oh_hai_hub_leases_lapsed_total', help: 'Sessions this instance found lapsed (lease ran out)', registers: [registry] });
-  const stops = new prom.Counter({ name: 'oh_hai_hub_operator_stops_total', help: 'Operator stops (kill-switch) recorded through this instance', registers: [registry] });
-  const retries = new prom.Counter({ name: 'oh_hai_hub_db_retries_total', help: 'Database units run again, by SQLSTATE', labelNames: ['code'], registers: [registry] });
+  const lapsed = new prom.Counter({
+    name: 'oh_hai_hub_leases_lapsed_total',
+    help: 'Sessions this instance found lapsed (lease ran out)',
+    registers: [registry],
+  });
+  const stops = new prom.Counter({
+    name: 'oh_hai_hub_operator_stops_total',
+    help: 'Operator stops (kill-switch) recorded through this instance',
+    registers: [registry],
+  });
+  const retries = new prom.Counter({
+    name: 'oh_hai_hub_db_retries_total',
+    help: 'Database units run again, by SQLSTATE',
+    labelNames: ['code'],
+    registers: [registry],
+  });
   new prom.Gauge({
     name: 'oh_hai_hub_open_streams',
     help: 'SSE streams open on this instance',
@@ -90,7 +108,11 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
       if (path === '/healthz') return reply(200, 'application/json', JSON.stringify({ ok: true }));
       if (path === '/readyz') {
         const h = await src.store.health();
-        return reply(h.ok ? 200 : 503, 'application/json', JSON.stringify(h.ok ? { ok: true, store: src.store.kind } : { ok: false, store: src.store.kind, reason: h.reason }));
+        return reply(
+          h.ok ? 200 : 503,
+          'application/json',
+          JSON.stringify(h.ok ? { ok: true, store: src.store.kind } : { ok: false, store: src.store.kind, reason: h.reason }),
+        );
       }
       if (path === '/metrics') return reply(200, registry.contentType, await registry.metrics());
       return reply(404, 'application/json', JSON.stringify({ ok: false, reason: 'the admin port serves /healthz, /readyz and /metrics' }));

@@ -29,7 +29,7 @@ export function checkKind(caller: Caller, needs: Needs): Answer<Caller> {
   return bad(
     403,
     'forbidden',
-    needs === 'human' ? 'this endpoint needs the account\'s human token, not an agent token' : 'this endpoint needs an agent token, not the human token',
+    needs === 'human' ? "this endpoint needs the account's human token, not an agent token" : 'this endpoint needs an agent token, not the human token',
   );
 }
 

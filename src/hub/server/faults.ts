@@ -7,15 +7,7 @@ export type FaultClass = (typeof FAULT_CLASSES)[number];
 export const FAULT_ACTIONS = ['status', 'delay', 'drop', 'tamper'] as const;
 export type FaultAction = (typeof FAULT_ACTIONS)[number];
 
-export const TAMPER_MODES = [
-  'signature_syntax',
-  'stale_t',
-  'replay_jti',
-  'cross_type_field',
-  'unknown_field',
-  'wrong_agent',
-  'wrong_session',
-] as const;
+export const TAMPER_MODES = ['signature_syntax', 'stale_t', 'replay_jti', 'cross_type_field', 'unknown_field', 'wrong_agent', 'wrong_session'] as const;
 export type TamperMode = (typeof TAMPER_MODES)[number];
 
 export interface FaultRule {
@@ -42,7 +34,7 @@ export function parseFaultRules(body: unknown): Result<FaultRule[]> {
     return fail('the body must be {"rules": [ … ]} (an empty list clears every rule)');
   }
   const rules: FaultRule[] = [];
-  for (const [i, raw] of ((body as { rules: unknown[] }).rules).entries()) {
+  for (const [i, raw] of (body as { rules: unknown[] }).rules.entries()) {
     const where = `rules[${i}]`;
     if (typeof raw !== 'object' || raw === null) return fail(`${where} must be an object`);
     const r = raw as Record<string, unknown>;

@@ -30,7 +30,14 @@ export interface Drained {
  * woken early by an event on `key` (from this instance, or another one through the
  * store), and re-checked every second regardless.
  */
-export function hold(core: HubCore, topic: 'mail' | 'message', key: string, deadlineMs: number, signal: AbortSignal, ready: () => Promise<boolean>): Promise<void> {
+export function hold(
+  core: HubCore,
+  topic: 'mail' | 'message',
+  key: string,
+  deadlineMs: number,
+  signal: AbortSignal,
+  ready: () => Promise<boolean>,
+): Promise<void> {
   return new Promise((resolve) => {
     let timer: NodeJS.Timeout | undefined;
     let done = false;

@@ -51,25 +51,25 @@ async function insertMessage(
   m: Omit<MessageRow, 'seq' | 'state' | 'prior' | 'track' | 'response_id' | 'response_text' | 'response_at'>,
 ): Promise<MessageRow> {
   await tx.run(
-      `INSERT INTO messages (id, intent, from_addr, from_agent, reply_session, to_addr, to_agent, to_session, text, in_reply_to, created_at,
+    `INSERT INTO messages (id, intent, from_addr, from_agent, reply_session, to_addr, to_agent, to_session, text, in_reply_to, created_at,
          state, prior, track, destination, idempotency_key, request_hash)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, ?, ?, ?, ?)`,
-      m.id,
-      m.intent,
-      m.from_addr,
-      m.from_agent,
-      m.reply_session,
-      m.to_addr,
-      m.to_agent,
-      m.to_session,
-      m.text,
-      m.in_reply_to,
-      m.created_at,
-      JSON.stringify([{ state: 'queued', at: iso(m.created_at) }]),
-      m.destination,
-      m.idempotency_key,
-      m.request_hash,
-    );
+    m.id,
+    m.intent,
+    m.from_addr,
+    m.from_agent,
+    m.reply_session,
+    m.to_addr,
+    m.to_agent,
+    m.to_session,
+    m.text,
+    m.in_reply_to,
+    m.created_at,
+    JSON.stringify([{ state: 'queued', at: iso(m.created_at) }]),
+    m.destination,
+    m.idempotency_key,
+    m.request_hash,
+  );
   return (await messageById(tx, m.id))!;
 }
 
@@ -85,54 +85,54 @@ const requestHash = (req: SendRequest): string =>
  * the first (the PostgreSQL store retries a unit on a unique violation).
  */
 export async function sendMessage(core: HubCore, tx: Tx, agentId: string, req: SendRequest): Promise<Answer<Sent>> {
-    const hash = requestHash(req);
-    if (req.idempotency_key !== undefined) {
-      const prior = await tx.get<MessageRow>('SELECT * FROM messages WHERE from_agent = ? AND idempotency_key = ?', agentId, req.idempotency_key);
-      if (prior && prior.request_hash !== hash) {
-        return bad(409, 'idempotency_conflict', `idempotency_key ${req.idempotency_key} was already used for a different message (${prior.id})`, {
-          message_id: prior.id,
-        });
-      }
-      if (prior) return good({ row: prior, replay: true, lease: null });
+  const hash = requestHash(req);
+  if (req.idempotency_key !== undefined) {
+    const prior = await tx.get<MessageRow>('SELECT * FROM messages WHERE from_agent = ? AND idempotency_key = ?', agentId, req.idempotency_key);
+    if (prior && prior.request_hash !== hash) {
+      return bad(409, 'idempotency_conflict', `idempotency_key ${req.idempotency_key} was already used for a different message (${prior.id})`, {
+        message_id: prior.id,
+      });
     }
-    let lease: SessionRow | null = null;
-    if (req.session !== undefined) {
-      const presented = await presentSession(core, tx, agentId, req.session, { consumer: null, connect: false });
-      if (!presented.ok) return presented;
-      lease = presented.value;
-    }
-    const to = await resolveRecipient(core, tx, req.to);
-    if (!to.ok) return to;
-    const now = tx.now;
-    const row = await insertMessage(tx, {
-      id: newId('msg'),
-      intent: req.intent,
-      from_addr: formatAddress(agentId, req.session ?? null),
-      from_agent: agentId,
-      reply_session: req.session ?? null,
-      to_addr: req.to,
-      to_agent: to.value.agentId,
-      to_session: to.value.session?.id ?? null,
-      text: req.text,
-      in_reply_to: req.in_reply_to ?? null,
-      created_at: now,
-      destination: JSON.stringify({ address: req.to, snapshot: to.value.snapshot }),
-      idempotency_key: req.idempotency_key ?? null,
-      request_hash: hash,
-    });
-    const entry: MessageEntry = {
-      id: newId('ent'),
-      kind: 'message',
-      from: row.from_addr,
-      to: row.to_addr,
-      created_at: iso(now),
-      message_id: row.id,
-      intent: req.intent,
-      text: req.text,
-    };
-    if (req.in_reply_to !== undefined) entry.in_reply_to = req.in_reply_to;
-    await insertEntry(tx, entry, { agentId: row.to_agent, sessionId: row.to_session }, row.id);
-    return good({ row, replay: false, lease });
+    if (prior) return good({ row: prior, replay: true, lease: null });
+  }
+  let lease: SessionRow | null = null;
+  if (req.session !== undefined) {
+    const presented = await presentSession(core, tx, agentId, req.session, { consumer: null, connect: false });
+    if (!presented.ok) return presented;
+    lease = presented.value;
+  }
+  const to = await resolveRecipient(core, tx, req.to);
+  if (!to.ok) return to;
+  const now = tx.now;
+  const row = await insertMessage(tx, {
+    id: newId('msg'),
+    intent: req.intent,
+    from_addr: formatAddress(agentId, req.session ?? null),
+    from_agent: agentId,
+    reply_session: req.session ?? null,
+    to_addr: req.to,
+    to_agent: to.value.agentId,
+    to_session: to.value.session?.id ?? null,
+    text: req.text,
+    in_reply_to: req.in_reply_to ?? null,
+    created_at: now,
+    destination: JSON.stringify({ address: req.to, snapshot: to.value.snapshot }),
+    idempotency_key: req.idempotency_key ?? null,
+    request_hash: hash,
+  });
+  const entry: MessageEntry = {
+    id: newId('ent'),
+    kind: 'message',
+    from: row.from_addr,
+    to: row.to_addr,
+    created_at: iso(now),
+    message_id: row.id,
+    intent: req.intent,
+    text: req.text,
+  };
+  if (req.in_reply_to !== undefined) entry.in_reply_to = req.in_reply_to;
+  await insertEntry(tx, entry, { agentId: row.to_agent, sessionId: row.to_session }, row.id);
+  return good({ row, replay: false, lease });
 }
 
 /**
@@ -141,97 +141,97 @@ export async function sendMessage(core: HubCore, tx: Tx, agentId: string, req: S
  * the response bounces at once and the responder gets the receipt (§12).
  */
 export async function respond(core: HubCore, tx: Tx, agentId: string, askId: string, req: RespondRequest): Promise<Answer<Sent>> {
-    const ask = await messageById(tx, askId, true);
-    if (!ask || ask.to_agent !== agentId) return bad(404, 'message_not_found', `no message ${askId} addressed to agent ${agentId}`);
-    if ((ask.intent !== 'ask' && ask.intent !== 'task') || ask.from_agent === null) {
-      return bad(409, 'not_respondable', `message ${askId} is a ${ask.intent}; only an ask or a task can be answered`);
-    }
-    if (ask.response_id !== null) return bad(409, 'already_responded', `message ${askId} already has a response (${ask.response_id})`, { response_id: ask.response_id });
-    let lease: SessionRow | null = null;
-    if (req.session !== undefined) {
-      const presented = await presentSession(core, tx, agentId, req.session, { consumer: null, connect: false });
-      if (!presented.ok) return presented;
-      lease = presented.value;
-    }
-    const target = await replyTarget(tx, ask.from_agent, ask.reply_session);
-    const bounced = ask.reply_session !== null && target.sessionId === null;
-    const toAddr = formatAddress(ask.from_agent, ask.reply_session);
-    const now = tx.now;
-    const snapshot = bounced
-      ? 'offline'
-      : target.sessionId !== null
-        ? sessionReachability(core, (await sessionById(tx, target.sessionId))!, now)
-        : await principalReachability(core, tx, ask.from_agent, now);
-    const row = await insertMessage(tx, {
-      id: newId('msg'),
-      intent: 'response',
-      from_addr: formatAddress(agentId, req.session ?? null),
-      from_agent: agentId,
-      reply_session: req.session ?? null,
-      to_addr: toAddr,
-      to_agent: ask.from_agent,
-      to_session: ask.reply_session,
-      text: req.text,
+  const ask = await messageById(tx, askId, true);
+  if (!ask || ask.to_agent !== agentId) return bad(404, 'message_not_found', `no message ${askId} addressed to agent ${agentId}`);
+  if ((ask.intent !== 'ask' && ask.intent !== 'task') || ask.from_agent === null) {
+    return bad(409, 'not_respondable', `message ${askId} is a ${ask.intent}; only an ask or a task can be answered`);
+  }
+  if (ask.response_id !== null)
+    return bad(409, 'already_responded', `message ${askId} already has a response (${ask.response_id})`, { response_id: ask.response_id });
+  let lease: SessionRow | null = null;
+  if (req.session !== undefined) {
+    const presented = await presentSession(core, tx, agentId, req.session, { consumer: null, connect: false });
+    if (!presented.ok) return presented;
+    lease = presented.value;
+  }
+  const target = await replyTarget(tx, ask.from_agent, ask.reply_session);
+  const bounced = ask.reply_session !== null && target.sessionId === null;
+  const toAddr = formatAddress(ask.from_agent, ask.reply_session);
+  const now = tx.now;
+  const snapshot = bounced
+    ? 'offline'
+    : target.sessionId !== null
+      ? sessionReachability(core, (await sessionById(tx, target.sessionId))!, now)
+      : await principalReachability(core, tx, ask.from_agent, now);
+  const row = await insertMessage(tx, {
+    id: newId('msg'),
+    intent: 'response',
+    from_addr: formatAddress(agentId, req.session ?? null),
+    from_agent: agentId,
+    reply_session: req.session ?? null,
+    to_addr: toAddr,
+    to_agent: ask.from_agent,
+    to_session: ask.reply_session,
+    text: req.text,
+    in_reply_to: ask.id,
+    created_at: now,
+    destination: JSON.stringify({ address: toAddr, snapshot }),
+    idempotency_key: null,
+    request_hash: null,
+  });
+  await tx.run('UPDATE messages SET response_id = ?, response_text = ?, response_at = ? WHERE id = ?', row.id, req.text, now, ask.id);
+  tx.wake('message', ask.id);
+  if (bounced) {
+    const ended = (await sessionById(tx, ask.reply_session!))!;
+    const reason = ended.state === 'closed_by_operator' ? 'session_closed_by_operator' : ended.state === 'closed' ? 'session_closed' : 'session_lapsed';
+    await markUndeliverable(tx, row.id, reason);
+  } else {
+    const entry: ResponseEntry = {
+      id: newId('ent'),
+      kind: 'response',
+      from: row.from_addr,
+      to: toAddr,
+      created_at: iso(now),
+      message_id: row.id,
       in_reply_to: ask.id,
-      created_at: now,
-      destination: JSON.stringify({ address: toAddr, snapshot }),
-      idempotency_key: null,
-      request_hash: null,
-    });
-    await tx.run('UPDATE messages SET response_id = ?, response_text = ?, response_at = ? WHERE id = ?', row.id, req.text, now, ask.id);
-    tx.wake('message', ask.id);
-    if (bounced) {
-      const ended = (await sessionById(tx, ask.reply_session!))!;
-      const reason = ended.state === 'closed_by_operator' ? 'session_closed_by_operator' : ended.state === 'closed' ? 'session_closed' : 'session_lapsed';
-      await markUndeliverable(tx, row.id, reason);
-    } else {
-      const entry: ResponseEntry = {
-        id: newId('ent'),
-        kind: 'response',
-        from: row.from_addr,
-        to: toAddr,
-        created_at: iso(now),
-        message_id: row.id,
-        in_reply_to: ask.id,
-        text: req.text,
-      };
-      await insertEntry(tx, entry, target, row.id);
-    }
-    return good({ row: (await messageById(tx, row.id))!, replay: false, lease });
+      text: req.text,
+    };
+    await insertEntry(tx, entry, target, row.id);
+  }
+  return good({ row: (await messageById(tx, row.id))!, replay: false, lease });
 }
 
 /** `POST /v1/directives` (§9): the human writes to an agent or one of its sessions. */
 export async function sendDirective(core: HubCore, tx: Tx, req: DirectiveRequest): Promise<Answer<MessageRow>> {
-    const to = await resolveRecipient(core, tx, req.to);
-    if (!to.ok) return to;
-    const now = tx.now;
-    const from = `human:${core.account.id}`;
-    const row = await insertMessage(tx, {
-      id: newId('msg'),
-      intent: 'directive',
-      from_addr: from,
-      from_agent: null,
-      reply_session: null,
-      to_addr: req.to,
-      to_agent: to.value.agentId,
-      to_session: to.value.session?.id ?? null,
-      text: req.text,
-      in_reply_to: null,
-      created_at: now,
-      destination: JSON.stringify({ address: req.to, snapshot: to.value.snapshot }),
-      idempotency_key: null,
-      request_hash: null,
-    });
-    const entry: DirectiveEntry = { id: newId('ent'), kind: 'directive', from, to: req.to, created_at: iso(now), text: req.text };
-    await insertEntry(tx, entry, { agentId: row.to_agent, sessionId: row.to_session }, row.id);
-    return good(row);
+  const to = await resolveRecipient(core, tx, req.to);
+  if (!to.ok) return to;
+  const now = tx.now;
+  const from = `human:${core.account.id}`;
+  const row = await insertMessage(tx, {
+    id: newId('msg'),
+    intent: 'directive',
+    from_addr: from,
+    from_agent: null,
+    reply_session: null,
+    to_addr: req.to,
+    to_agent: to.value.agentId,
+    to_session: to.value.session?.id ?? null,
+    text: req.text,
+    in_reply_to: null,
+    created_at: now,
+    destination: JSON.stringify({ address: req.to, snapshot: to.value.snapshot }),
+    idempotency_key: null,
+    request_hash: null,
+  });
+  const entry: DirectiveEntry = { id: newId('ent'), kind: 'directive', from, to: req.to, created_at: iso(now), text: req.text };
+  await insertEntry(tx, entry, { agentId: row.to_agent, sessionId: row.to_session }, row.id);
+  return good(row);
 }
 
 /** The sender or recipient may read a message; the human reads the directives it sent. Anyone else: 404. */
 export async function visibleMessage(q: Sql, caller: Caller, id: string): Promise<Answer<MessageRow>> {
   const m = await messageById(q, id);
-  const visible =
-    m !== null && (caller.kind === 'human' ? m.from_agent === null : m.from_agent === caller.agentId || m.to_agent === caller.agentId);
+  const visible = m !== null && (caller.kind === 'human' ? m.from_agent === null : m.from_agent === caller.agentId || m.to_agent === caller.agentId);
   return visible ? good(m) : bad(404, 'message_not_found', `no message ${id} that this token may read`);
 }
 
@@ -252,7 +252,8 @@ export async function listMessages(q: Sql, caller: Caller, direction: 'sent' | '
   let beforeSeq = Number.MAX_SAFE_INTEGER;
   if (before !== null) {
     const seq = decodeCursor(before);
-    if (seq === null) return bad(400, 'invalid_request', `before=${before.slice(0, 40)} is not a cursor this Hub issued; pass the "next" value of a previous page`);
+    if (seq === null)
+      return bad(400, 'invalid_request', `before=${before.slice(0, 40)} is not a cursor this Hub issued; pass the "next" value of a previous page`);
     beforeSeq = seq;
   }
   let rows: MessageRow[];

@@ -98,7 +98,11 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
       return fault(400, 'invalid_request', 'the request target is not a valid URL');
     }
     if (await tokenInUrl(core, url)) {
-      return fault(400, 'token_in_url', 'a credential was put in the URL; send it only as "Authorization: Bearer <token>" (and rotate it: URLs end up in logs)');
+      return fault(
+        400,
+        'token_in_url',
+        'a credential was put in the URL; send it only as "Authorization: Bearer <token>" (and rotate it: URLs end up in logs)',
+      );
     }
     let parts: string[];
     try {
@@ -112,7 +116,12 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
       if (candidates.length > 0) {
         const allow = [...new Set(candidates.map((m) => m.c.route.method))].join(', ');
         req.resume();
-        return errorReply({ status: 405, code: 'method_not_allowed', message: `${req.method} is not allowed on ${url.pathname}; use ${allow}`, headers: { allow } });
+        return errorReply({
+          status: 405,
+          code: 'method_not_allowed',
+          message: `${req.method} is not allowed on ${url.pathname}; use ${allow}`,
+          headers: { allow },
+        });
       }
       if (extra && (await extra(req, res))) return null;
       req.resume();

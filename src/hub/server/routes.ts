@@ -26,17 +26,7 @@ import { ack, drain, hold, MESSAGING_OFF } from './inbox.js';
 import { listMessages, respond, sendDirective, sendMessage, visibleMessage, type Sent } from './messages.js';
 import { sessionReachability } from './presence.js';
 import type { Route, RouteContext } from './router.js';
-import {
-  closeSession,
-  getSession,
-  leaseView,
-  liftStops,
-  listOperatorStops,
-  operatorClose,
-  registerSession,
-  sessionView,
-  type SessionRow,
-} from './sessions.js';
+import { closeSession, getSession, leaseView, liftStops, listOperatorStops, operatorClose, registerSession, sessionView, type SessionRow } from './sessions.js';
 import { openStream } from './stream.js';
 import { isTerminal, messageById, messageJson } from './track.js';
 
@@ -73,8 +63,7 @@ function sessionParam(c: RouteContext): Answer<string | null> {
   return v.ok ? good(v.value) : bad(400, 'invalid_request', v.reason);
 }
 
-const withLease = (body: Record<string, unknown>, lease: SessionRow | null): Record<string, unknown> =>
-  lease ? { ...body, session: leaseView(lease) } : body;
+const withLease = (body: Record<string, unknown>, lease: SessionRow | null): Record<string, unknown> => (lease ? { ...body, session: leaseView(lease) } : body);
 
 const sentBody = (s: Sent): Record<string, unknown> =>
   withLease({ message: messageJson(s.row, s.replay), ...(s.replay ? { idempotent_replay: true } : {}) }, s.lease);
@@ -183,7 +172,10 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       cls: 'other',
       handle: async () => {
         const stops = await listOperatorStops(core.store.read);
-        const labels = await labelsOf(core, stops.map((s) => s.agent_id));
+        const labels = await labelsOf(
+          core,
+          stops.map((s) => s.agent_id),
+        );
         return json(200, {
           stops: stops.map((s) => ({
             agent_id: s.agent_id,
@@ -204,7 +196,8 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const req = bodyOf(c, validateLift);
         if (!req.ok) return errorReply(req.error);
-        if (!(await findAgent(core, core.store.read, req.value.agent_id))) return fault(404, 'agent_not_found', `no agent ${req.value.agent_id} in this account`);
+        if (!(await findAgent(core, core.store.read, req.value.agent_id)))
+          return fault(404, 'agent_not_found', `no agent ${req.value.agent_id} in this account`);
         return json(200, { lifted: await core.store.write((tx) => liftStops(tx, req.value.agent_id, req.value.client_key, req.value.name)) });
       },
     },
@@ -223,7 +216,13 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
         if (!limit.ok) return errorReply(limit.error);
         const wait = numberParam(c, 'wait', 0, 0, maxWait, false);
         if (!wait.ok) return errorReply(wait.error);
-        const r = await drain(core, signer, agentOf(c), { session: session.value, limit: limit.value, waitSeconds: wait.value, consumer: consumer.value }, c.signal);
+        const r = await drain(
+          core,
+          signer,
+          agentOf(c),
+          { session: session.value, limit: limit.value, waitSeconds: wait.value, consumer: consumer.value },
+          c.signal,
+        );
         return answer(r, 200, (d) => withLease({ messages: d.deliveries }, d.lease));
       },
     },
@@ -239,7 +238,8 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
         }
         const session = sessionParam(c);
         if (!session.ok) return errorReply(session.error);
-        if (session.value === null) return fault(400, 'invalid_request', 'the stream needs ?session=<session id>; the principal mailbox is drained with GET /v1/inbox');
+        if (session.value === null)
+          return fault(400, 'invalid_request', 'the stream needs ?session=<session id>; the principal mailbox is drained with GET /v1/inbox');
         if (!(await messagingEnabled(core.store.read))) return errorReply(MESSAGING_OFF);
         const consumer = consumerOf(c);
         if (!consumer.ok) return errorReply(consumer.error);
@@ -279,7 +279,8 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       cls: 'messages',
       handle: async (c) => {
         const direction = c.url.searchParams.get('direction') ?? 'sent';
-        if (direction !== 'sent' && direction !== 'received') return fault(400, 'invalid_request', `direction=${direction.slice(0, 40)} must be sent or received`);
+        if (direction !== 'sent' && direction !== 'received')
+          return fault(400, 'invalid_request', `direction=${direction.slice(0, 40)} must be sent or received`);
         const limit = numberParam(c, 'limit', 50, 1, 500, true);
         if (!limit.ok) return errorReply(limit.error);
         const page = await listMessages(core.store.read, c.caller!, direction, limit.value, c.url.searchParams.get('before'));
@@ -391,7 +392,10 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
 async function fleet(core: HubCore): Promise<Record<string, unknown>[]> {
   const now = core.clock.now();
   const rows = await core.store.read.all<SessionRow>(`SELECT * FROM sessions WHERE state = 'active' AND expires_at > ? ORDER BY created_at, id`, now);
-  const labels = await labelsOf(core, rows.map((r) => r.agent_id));
+  const labels = await labelsOf(
+    core,
+    rows.map((r) => r.agent_id),
+  );
   return rows.map((r) => ({
     address: sessionView(r).address,
     agent_id: r.agent_id,

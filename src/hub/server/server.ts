@@ -90,7 +90,12 @@ async function openHubStore(
   const effectFailed = (e: unknown) => o.log(`hub: after-commit effect failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
   if (config.database === null) {
     const clock = hubClock(o.clock, config.clockOffsetMs);
-    const store = sqliteStore(openStore(config.dataDir, config.sqliteDriver), { clock, wake: (t, k) => wake(t, k, false), committed: () => bus.deliver(), effectFailed });
+    const store = sqliteStore(openStore(config.dataDir, config.sqliteDriver), {
+      clock,
+      wake: (t, k) => wake(t, k, false),
+      committed: () => bus.deliver(),
+      effectFailed,
+    });
     return { store, clock, pool: null };
   }
   const { openPostgres } = await import('./postgres/index.js');
@@ -144,7 +149,8 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
 
   // The data dir holds the store (or, with a database, this instance's human token and hub.json).
   const wasOpen = privateDataDir(config.dataDir);
-  if (wasOpen !== null) o.log(`hub: the data dir ${config.dataDir} was ${wasOpen.toString(8).padStart(4, '0')}; tightened it to 0700 (it holds the store and the human token)`);
+  if (wasOpen !== null)
+    o.log(`hub: the data dir ${config.dataDir} was ${wasOpen.toString(8).padStart(4, '0')}; tightened it to 0700 (it holds the store and the human token)`);
   const metrics = metricsSlot();
   const opened = await openHubStore(o, bus, metrics, wake, resync);
   const { store } = opened;
@@ -221,7 +227,10 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   const seen = store.shared
     ? setInterval(() => {
         const held = streams.held();
-        if (held.length > 0) store.write((tx) => streamsSeen(tx, held)).catch((e: unknown) => o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`));
+        if (held.length > 0)
+          store
+            .write((tx) => streamsSeen(tx, held))
+            .catch((e: unknown) => o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`));
       }, seenMs)
     : undefined;
 

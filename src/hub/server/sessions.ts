@@ -148,7 +148,8 @@ export async function presentSession(core: HubCore, tx: Tx, agentId: string, id:
       r.id,
     );
   }
-  if (p.connect) await tx.run('UPDATE sessions SET expires_at = ?, last_renewed_at = ?, seen_at = ? WHERE id = ?', now + r.lease_seconds * 1000, now, now, r.id);
+  if (p.connect)
+    await tx.run('UPDATE sessions SET expires_at = ?, last_renewed_at = ?, seen_at = ? WHERE id = ?', now + r.lease_seconds * 1000, now, now, r.id);
   else await tx.run('UPDATE sessions SET expires_at = ?, last_renewed_at = ? WHERE id = ?', now + r.lease_seconds * 1000, now, r.id);
   const consumer = p.consumer;
   if (consumer && (replaced || p.stream)) {
@@ -212,7 +213,14 @@ export async function registerSession(core: HubCore, tx: Tx, agentId: string, re
       const sameHome = ownerHome === (req.home ?? null);
       if (!sameHome && holderSeen(core, live, now)) return heldError(live);
       if (sameHome) {
-        await tx.run('UPDATE sessions SET lease_seconds = ?, expires_at = ?, last_renewed_at = ?, client_key = ? WHERE id = ?', lease, now + lease * 1000, now, req.client_key, live.id);
+        await tx.run(
+          'UPDATE sessions SET lease_seconds = ?, expires_at = ?, last_renewed_at = ?, client_key = ? WHERE id = ?',
+          lease,
+          now + lease * 1000,
+          now,
+          req.client_key,
+          live.id,
+        );
       } else {
         await tx.run(
           `UPDATE sessions SET lease_seconds = ?, expires_at = ?, last_renewed_at = ?, client_key = ?, home = ?,
@@ -279,7 +287,14 @@ export async function operatorClose(core: HubCore, tx: Tx, id: string): Promise<
   const r = await sessionById(tx, id, true);
   if (!r) return bad(404, 'session_not_found', `no session ${id} in this account`);
   if ((await current(core, tx, r)).state !== 'active') return good((await sessionById(tx, id))!);
-  await tx.run('INSERT INTO operator_stops (agent_id, client_key, name, session_id, created_at) VALUES (?, ?, ?, ?, ?)', r.agent_id, r.client_key, r.name, r.id, tx.now);
+  await tx.run(
+    'INSERT INTO operator_stops (agent_id, client_key, name, session_id, created_at) VALUES (?, ?, ?, ?, ?)',
+    r.agent_id,
+    r.client_key,
+    r.name,
+    r.id,
+    tx.now,
+  );
   return good(await endSession(core, tx, r, 'closed_by_operator'));
 }
 

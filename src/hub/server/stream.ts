@@ -44,7 +44,9 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     finished = true;
     for (const c of cleanups) c();
     core.streams.remove(handle);
-    core.store.write((tx) => streamEnded(tx, sr.sessionId, sr.consumer?.home ?? null)).catch((e: unknown) => core.log(`hub: recording the end of a stream failed: ${e instanceof Error ? e.message : String(e)}`));
+    core.store
+      .write((tx) => streamEnded(tx, sr.sessionId, sr.consumer?.home ?? null))
+      .catch((e: unknown) => core.log(`hub: recording the end of a stream failed: ${e instanceof Error ? e.message : String(e)}`));
     if (last !== null && !res.destroyed) res.end(last);
     else if (!res.destroyed) res.end();
     // The last event may wait behind a full socket too.
@@ -86,7 +88,9 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   };
 
   // The connect is the renewal the client records: it is durable before `open` says so.
-  const presented = await core.store.write((tx) => presentSession(core, tx, sr.agentId, sr.sessionId, { consumer: sr.consumer, connect: true, stream: handle }));
+  const presented = await core.store.write((tx) =>
+    presentSession(core, tx, sr.agentId, sr.sessionId, { consumer: sr.consumer, connect: true, stream: handle }),
+  );
   if (!presented.ok) return errorReply(presented.error);
   if (res.destroyed) {
     // The client left while the renewal committed: nothing to hold open.
@@ -144,7 +148,9 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
       after = 0;
     }
     const rows = await pageGate(core).run(() =>
-      core.store.write((tx) => pendingPage(tx, { agentId: sr.agentId, sessionId: sr.sessionId }, after, { limit: PUSH_BATCH, maxBytes: core.config.pageBytes })),
+      core.store.write((tx) =>
+        pendingPage(tx, { agentId: sr.agentId, sessionId: sr.sessionId }, after, { limit: PUSH_BATCH, maxBytes: core.config.pageBytes }),
+      ),
     );
     if (rows.length === 0 || finished) return false;
     after = Math.max(after, rows[rows.length - 1]!.seq);
@@ -186,6 +192,9 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     if (!res.writableNeedDrain) write(': keepalive\n\n');
   }, core.config.keepaliveSeconds * 1000);
   const bound = setTimeout(() => finish(frame('reconnect', { reason: 'hold_bound' })), hold);
-  cleanups.push(() => clearInterval(keepalive), () => clearTimeout(bound));
+  cleanups.push(
+    () => clearInterval(keepalive),
+    () => clearTimeout(bound),
+  );
   return { kind: 'handled' };
 }

@@ -41,7 +41,9 @@ describe('reader attendance and signals', () => {
       const r = await done;
       expect(r.code).toBe(code);
       expect(r.stdout).toBe('');
-      expect(r.stderr).toMatch(new RegExp(`^oh-hai bridge: FATAL \\(exit ${code}, ${name}\\) — stopped by ${signal} after finishing the record in flight`, 'm'));
+      expect(r.stderr).toMatch(
+        new RegExp(`^oh-hai bridge: FATAL \\(exit ${code}, ${name}\\) — stopped by ${signal} after finishing the record in flight`, 'm'),
+      );
       expect(r.stderr).toMatch(EPILOGUE);
       // The epilogue follows the stop line.
       expect(r.stderr.indexOf('lease —')).toBeGreaterThan(r.stderr.indexOf('FATAL'));
@@ -57,7 +59,10 @@ describe('reader attendance and signals', () => {
     const r = await collect(child);
     expect(r.code).toBe(143);
     expect(r.stdout.endsWith('\n')).toBe(true);
-    const seqs = r.stdout.trimEnd().split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq);
+    const seqs = r.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { seq: number }).seq);
     expect(seqs.length).toBeLessThan(2000);
     expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
     expect(st.cursor().seq).toBe(seqs.length);
@@ -76,7 +81,9 @@ describe('reader attendance and signals', () => {
     expect(second.code).toBe(10);
     expect(second.stdout).toBe('');
     expect(second.stderr).toMatch(
-      new RegExp(`FATAL \\(exit 10, reader_held\\) — another reader is attending this agent session: pid ${first.pid} on \\S+, holding for \\d+s, heartbeat \\d+s ago; its session sess_a expires 2026-09-18T14:48:07.000Z \\(Hub's clock; last renewed \\d+s ago\\)\\.`),
+      new RegExp(
+        `FATAL \\(exit 10, reader_held\\) — another reader is attending this agent session: pid ${first.pid} on \\S+, holding for \\d+s, heartbeat \\d+s ago; its session sess_a expires 2026-09-18T14:48:07.000Z \\(Hub's clock; last renewed \\d+s ago\\)\\.`,
+      ),
     );
     expect(second.stderr).toContain('Do not kill it');
     expect(second.stderr).toMatch(EPILOGUE);
@@ -146,7 +153,10 @@ describe('reader attendance and signals', () => {
     // The shell starts the reader in the background, waits (by condition) until it has claimed, then exits.
     const sh = spawn(
       'sh',
-      ['-c', `nohup "${process.execPath}" "${ohHaiBin}" bridge --wait 60 >/dev/null 2>"${errFile}" & r=$!; while [ ! -f "${readerJson}" ] && kill -0 $r 2>/dev/null; do sleep 0.02; done; echo $r`],
+      [
+        '-c',
+        `nohup "${process.execPath}" "${ohHaiBin}" bridge --wait 60 >/dev/null 2>"${errFile}" & r=$!; while [ ! -f "${readerJson}" ] && kill -0 $r 2>/dev/null; do sleep 0.02; done; echo $r`,
+      ],
       { env: st.env, stdio: ['ignore', 'pipe', 'ignore'] },
     );
     let out = '';

@@ -32,7 +32,10 @@ describe('100 maximal-escape messages, then a normal one', () => {
         const r = await hubCall(hub, 'POST', '/v1/messages', { token: sender.token, body: { to: `agent:${me.id}`, intent: 'notify', text: poison(i) } });
         expect(r.status, r.text).toBe(202);
       }
-      const normal = await hubCall(hub, 'POST', '/v1/messages', { token: sender.token, body: { to: `agent:${me.id}`, intent: 'notify', text: 'the normal one' } });
+      const normal = await hubCall(hub, 'POST', '/v1/messages', {
+        token: sender.token,
+        body: { to: `agent:${me.id}`, intent: 'notify', text: 'the normal one' },
+      });
       expect(normal.status, normal.text).toBe(202);
 
       // Each run prints what is waiting and exits; run until all 101 are out.

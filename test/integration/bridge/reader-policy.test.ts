@@ -31,7 +31,7 @@ const log = (dir: string): string => {
 };
 
 describe('the sender policy through oh-hai bridge', () => {
-  it('--allow-from agent:<id> admits exactly that peer: its ask is printed, another agent\'s is refused and left queued', async () => {
+  it("--allow-from agent:<id> admits exactly that peer: its ask is printed, another agent's is refused and left queued", async () => {
     const a = await world.agent();
     const [allowed, other] = [await world.hub.mintAgent('allowed'), await world.hub.mintAgent('other')];
     const dir = entryDir(a, world.hub, 'policy');
@@ -62,10 +62,13 @@ describe('the sender policy through oh-hai bridge', () => {
     expect(close.code, close.stderr).toBe(0);
     const applied = await bridge(a, 'change', ['--wait', '0', '--allow-from', `agent:${second.id}`]);
     expect(applied.code, applied.stderr).toBe(0);
-    const now = await waitFor(() => {
-      const c = consumerOf(dir);
-      return c && c.pid !== running && c.state === 'running' ? c : null;
-    }, { what: 'the new connection to run' });
+    const now = await waitFor(
+      () => {
+        const c = consumerOf(dir);
+        return c && c.pid !== running && c.state === 'running' ? c : null;
+      },
+      { what: 'the new connection to run' },
+    );
     expect(now.policy).toEqual([`agent:${second.id}`]);
     expect(sessionIdOf(dir)).toBe(sess);
     await ask(second, `agent:${a.id}#${sess}`, 'admitted now');

@@ -32,7 +32,9 @@ describe('[bridge] retain_printed on real processes (docs/spool.md)', () => {
     expect(printed).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
     // once the Hub took the acks, the printed segments go (16 records each at "0 records")
     await waitFor(() => reader.headSeq() > 32, { timeoutMs: 30_000, what: 'printed segments removed' });
-    expect(readFileSync(path.join(dir, 'bridge.log'), 'utf8')).toMatch(/spool: removed \d+ segments? \(seq 1\u2013\d+, \d+ bytes\): printed, acknowledged at the Hub and past retain_printed \(0 records \/ 7 days\)/);
+    expect(readFileSync(path.join(dir, 'bridge.log'), 'utf8')).toMatch(
+      /spool: removed \d+ segments? \(seq 1\u2013\d+, \d+ bytes\): printed, acknowledged at the Hub and past retain_printed \(0 records \/ 7 days\)/,
+    );
 
     // mail nobody has read yet stays, however small the bound, and prints in order after the removal
     for (let i = 0; i < 40; i++) await directive(world.hub, `agent:${a.id}#${sid}`, `unread ${i}`);

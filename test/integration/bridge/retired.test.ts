@@ -9,7 +9,8 @@ import { bridge, consumerOf, entryDir, registered, sessionIdOf, useBridgeWorld }
 /** The retired subcommands warn once and forward, returning the forwarded command's exit code. */
 const world = useBridgeWorld();
 
-const warnings = (stderr: string, what: string) => stderr.split('\n').filter((l) => l.startsWith(`oh-hai bridge: ${what} is retired`) || l.startsWith(`oh-hai bridge: ${what} is the old spelling`));
+const warnings = (stderr: string, what: string) =>
+  stderr.split('\n').filter((l) => l.startsWith(`oh-hai bridge: ${what} is retired`) || l.startsWith(`oh-hai bridge: ${what} is the old spelling`));
 
 describe('retired bridge subcommands', () => {
   it('bridge stop forwards to oh-hai session close: stops the connection, closes the session, exit 0; then 4 with nothing to stand down', async () => {

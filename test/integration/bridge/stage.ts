@@ -110,14 +110,29 @@ export function stage(opts: { session?: string | null; env?: NodeJS.ProcessEnv }
     append(entries, sessionId = 'sess_a') {
       const spool = Spool.open(dir, { clock: systemClock });
       if (!spool.ok) throw new Error(spool.reason);
-      spool.value.append(entries.map((e) => ({ type: 'entry' as const, session: sessionId, entry: e, signature: 't=1,jti=abcdefghijklmnop,alg=hmac-sha256,v1=' + '0'.repeat(64) })));
+      spool.value.append(
+        entries.map((e) => ({
+          type: 'entry' as const,
+          session: sessionId,
+          entry: e,
+          signature: 't=1,jti=abcdefghijklmnop,alg=hmac-sha256,v1=' + '0'.repeat(64),
+        })),
+      );
       spool.value.close();
     },
     appendTransition(from, to) {
       const spool = Spool.open(dir, { clock: systemClock });
       if (!spool.ok) throw new Error(spool.reason);
       spool.value.append([
-        { type: 'transition', event: 'address_changed', from_session: from, to_session: to, from_address: `agent:${agentId}#${from}`, to_address: `agent:${agentId}#${to}`, reason: 'session_lapsed' },
+        {
+          type: 'transition',
+          event: 'address_changed',
+          from_session: from,
+          to_session: to,
+          from_address: `agent:${agentId}#${from}`,
+          to_address: `agent:${agentId}#${to}`,
+          reason: 'session_lapsed',
+        },
       ]);
       spool.value.close();
     },

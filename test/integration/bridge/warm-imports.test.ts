@@ -24,7 +24,12 @@ function shortName(file: string): string {
   const ours = path.relative(realpathSync(repoRoot), file);
   if (!ours.startsWith('..')) return ours.split(path.sep).join('/');
   const pkg = file.split(path.sep).join('/').lastIndexOf('/node_modules/');
-  return pkg === -1 ? file : file.split(path.sep).join('/').slice(pkg + 1);
+  return pkg === -1
+    ? file
+    : file
+        .split(path.sep)
+        .join('/')
+        .slice(pkg + 1);
 }
 
 let st: Stage | null = null;
@@ -37,7 +42,11 @@ afterEach(() => {
 function bridgeRun(s: Stage, via: 'modules' | 'bin', log: string): Promise<RunResult> {
   const env = { ...s.env, NODE_OPTIONS: `--import=${preload}`, OH_HAI_TEST_LOAD_LOG: log };
   if (via === 'bin') return runOhHai(['bridge', '--wait', '0'], { env });
-  const child = spawn(process.execPath, [path.join(repoRoot, 'dist', 'cli', 'main.js'), 'bridge', '--wait', '0'], { env, cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(repoRoot, 'dist', 'cli', 'main.js'), 'bridge', '--wait', '0'], {
+    env,
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   return collect(child);
 }
 
@@ -76,7 +85,11 @@ describe('the warm path loads only what it needs', () => {
     st.append([message('one'), message('two')]);
     const loaded = await warmRun(st);
     expectModulesLogged(loaded);
-    for (const never of NEVER) expect(loaded.filter((m) => never.test(m)), String(never)).toEqual([]);
+    for (const never of NEVER)
+      expect(
+        loaded.filter((m) => never.test(m)),
+        String(never),
+      ).toEqual([]);
     // No config file: the TOML parser is never loaded.
     expect(loaded.filter((m) => m.includes('smol-toml'))).toEqual([]);
   });
@@ -91,7 +104,11 @@ describe('the warm path loads only what it needs', () => {
     const loaded = await warmRun(st);
     expectModulesLogged(loaded);
     expect(loaded.filter((m) => m.includes('smol-toml')).length).toBeGreaterThan(0);
-    for (const never of NEVER) expect(loaded.filter((m) => never.test(m)), String(never)).toEqual([]);
+    for (const never of NEVER)
+      expect(
+        loaded.filter((m) => never.test(m)),
+        String(never),
+      ).toEqual([]);
   });
 
   it('bin/oh-hai runs the bridge bundle, which loads no package from node_modules and none of the costly built-ins', async () => {

@@ -20,7 +20,10 @@ export interface Agent {
 }
 
 /** Short holds and leases so the suite runs in seconds (every interval has a knob). */
-export const QUICK_HUB: StartHubOptions = { faults: true, args: ['--stream-max-hold-seconds', '0.5', '--lease-min-seconds', '1', '--keepalive-seconds', '0.2'] };
+export const QUICK_HUB: StartHubOptions = {
+  faults: true,
+  args: ['--stream-max-hold-seconds', '0.5', '--lease-min-seconds', '1', '--keepalive-seconds', '0.2'],
+};
 
 /** A bridge test file's world: one quick Hub, and what each test makes, undone after it. */
 export interface BridgeWorld {
@@ -143,4 +146,7 @@ export async function stopConsumers(a: Agent): Promise<void> {
 
 /** The epilogue's first line for a real session, with the consumer's pid. */
 export const leaseLine = (sessionId: string, pid: number): RegExp =>
-  new RegExp(`^oh-hai bridge: lease — ${sessionId} expires \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z \\(Hub's clock; last renewed \\d+s ago\\); consumer pid ${pid} on \\S+`, 'm');
+  new RegExp(
+    `^oh-hai bridge: lease — ${sessionId} expires \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z \\(Hub's clock; last renewed \\d+s ago\\); consumer pid ${pid} on \\S+`,
+    'm',
+  );

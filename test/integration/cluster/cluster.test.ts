@@ -13,7 +13,7 @@ import { openSse, type SseConn } from '../hub/sse.js';
 // database decides (holder rule), NOTIFY carries wake-ups between instances (and a cut
 // listener costs no delivery), and a kill -9 of an instance loses and doubles nothing.
 
-const noNginx = findNginx() === null ? "nginx is not installed (Debian: apt-get install nginx; .ci/postgres.sh installs it)" : null;
+const noNginx = findNginx() === null ? 'nginx is not installed (Debian: apt-get install nginx; .ci/postgres.sh installs it)' : null;
 if (noNginx !== null) console.log(`skipping the cluster tests: ${noNginx}`);
 
 /** A stream hold far above every wait below: a delivery seen in time was pushed, not picked up by a reconnect. */
@@ -61,7 +61,8 @@ describe.skipIf(noNginx !== null)('two Hub instances on one PostgreSQL, behind n
     expect(r.status, r.text).toBe(201);
     return r.body.session as { id: string; address: string };
   };
-  const send = (h: TestHub | Balancer, token: string, to: string, text: string) => hubCall(h, 'POST', '/v1/messages', { token, body: { to, intent: 'notify', text } });
+  const send = (h: TestHub | Balancer, token: string, to: string, text: string) =>
+    hubCall(h, 'POST', '/v1/messages', { token, body: { to, intent: 'notify', text } });
   const entriesOn = (c: SseConn): string[] =>
     c.events.filter((e) => e.event === 'entries').flatMap((e) => (JSON.parse(e.data).messages as { entry: { text: string } }[]).map((d) => d.entry.text));
 
@@ -97,7 +98,10 @@ describe.skipIf(noNginx !== null)('two Hub instances on one PostgreSQL, behind n
     );
     expect(cut.length).toBe(2);
     expect((await send(a, sender.token, s.address, 'while the listener was down')).status).toBe(202);
-    await waitFor(() => entriesOn(stream).includes('while the listener was down'), { timeoutMs: PUSH_DEADLINE_MS, what: 'delivery after the listener was cut' });
+    await waitFor(() => entriesOn(stream).includes('while the listener was down'), {
+      timeoutMs: PUSH_DEADLINE_MS,
+      what: 'delivery after the listener was cut',
+    });
     // The same connection took it: no hold bound passed, no reconnect.
     expect(stream.events.filter((e) => e.event === 'reconnect' || e.event === 'closed')).toEqual([]);
     await waitFor(() => /the database listener is back/.test(b.output().stderr), { what: "instance B's listener to come back" });
@@ -113,7 +117,10 @@ describe.skipIf(noNginx !== null)('two Hub instances on one PostgreSQL, behind n
     for (let round = 0; round < 5; round++) {
       const s = await session(a, owner.token);
       const connect = (h: TestHub, home: string) =>
-        openSse(`${h.url}/v1/inbox/stream?session=${s.id}`, { token: owner.token, headers: { 'ma2h-consumer': `home=${home}; host=box-${home}; pid=${100 + round}` } });
+        openSse(`${h.url}/v1/inbox/stream?session=${s.id}`, {
+          token: owner.token,
+          headers: { 'ma2h-consumer': `home=${home}; host=box-${home}; pid=${100 + round}` },
+        });
       const [x, y] = await Promise.all([connect(a, `home-one-${round}`), connect(b, `home-two-${round}`)]);
       const statuses = [x.status, y.status].sort();
       expect(statuses, `round ${round}: ${x.errorBody} ${y.errorBody}`).toEqual([200, 409]);
@@ -139,7 +146,9 @@ describe.skipIf(noNginx !== null)('two Hub instances on one PostgreSQL, behind n
       const dir = entryDir(ag, balanced, 'failover');
       expect((await bridge(ag, 'failover', ['--wait', '0'])).code).toBe(0);
       const sess = await registered(dir);
-      const holder = await waitFor(async () => ((await openStreams(a)) === 1 ? a : (await openStreams(b)) === 1 ? b : null), { what: 'the bridge stream on one instance' });
+      const holder = await waitFor(async () => ((await openStreams(a)) === 1 ? a : (await openStreams(b)) === 1 ? b : null), {
+        what: 'the bridge stream on one instance',
+      });
       const other = holder === a ? b : a;
       const sender = await other.mintAgent('burst-sender');
 

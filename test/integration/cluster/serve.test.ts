@@ -23,7 +23,8 @@ describe('oh-hai hub serve --database: refusals and the first start', () => {
     await db?.drop();
   });
 
-  const serve = (args: string[], env: NodeJS.ProcessEnv) => runOhHai(['hub', 'serve', '--port', '0', '--data', `${t.root}/data`, ...args], { env: { ...t.env, ...env } });
+  const serve = (args: string[], env: NodeJS.ProcessEnv) =>
+    runOhHai(['hub', 'serve', '--port', '0', '--data', `${t.root}/data`, ...args], { env: { ...t.env, ...env } });
   const password = () => new URL(db.url).password;
 
   it('refuses a password in argv (exit 2), naming the fix, without echoing the password', async () => {

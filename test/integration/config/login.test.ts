@@ -144,12 +144,22 @@ describe('oh-hai login and logout', () => {
   });
 
   it.each([
-    ['a revoked token', async () => {
-      const gone = await hub.mintAgent('gone');
-      await hubCall(hub, 'POST', `/v1/account/agents/${gone.id}/revoke`, { token: hub.humanToken, body: {} });
-      return { args: ['login', '--token-stdin'], input: gone.token };
-    }, 3, 'refused the token at GET /v1/whoami (401 unauthorized'],
-    ['the human token without --human', async () => ({ args: ['login', '--token-stdin'], input: hub.humanToken }), 2, "that is the account's human token; to store it as such"],
+    [
+      'a revoked token',
+      async () => {
+        const gone = await hub.mintAgent('gone');
+        await hubCall(hub, 'POST', `/v1/account/agents/${gone.id}/revoke`, { token: hub.humanToken, body: {} });
+        return { args: ['login', '--token-stdin'], input: gone.token };
+      },
+      3,
+      'refused the token at GET /v1/whoami (401 unauthorized',
+    ],
+    [
+      'the human token without --human',
+      async () => ({ args: ['login', '--token-stdin'], input: hub.humanToken }),
+      2,
+      "that is the account's human token; to store it as such",
+    ],
     ['an agent token with --human', async () => ({ args: ['login', '--human', '--token-stdin'], input: builder.token }), 2, 'that is an agent token'],
     ['empty stdin', async () => ({ args: ['login', '--token-stdin'], input: '\n' }), 2, 'the token read from stdin is unusable because it is empty'],
   ])('refuses %s and stores nothing', async (_what, make, exit, message) => {
@@ -204,7 +214,11 @@ describe('refusals that need no Hub', () => {
       const file = path.join(repo, '.oh-hai', 'config.toml');
       writeFileSync(file, `[hub]\nurl = "${url}"\n`);
       const env = { ...t.env, OH_HAI_TOKEN: 'S3CRET', MA2H_AGENT_SESSION_ID: 'repo-run' };
-      for (const args of [['bridge', '--wait', '0'], ['send', '--to', 'agent:agt_peer', 'hello'], ['session', 'status']]) {
+      for (const args of [
+        ['bridge', '--wait', '0'],
+        ['send', '--to', 'agent:agt_peer', 'hello'],
+        ['session', 'status'],
+      ]) {
         const r = await runOhHai(args, { env, cwd: repo });
         expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
         expect(r.stderr).toContain(`FATAL (exit 2, project_hub_unconfirmed) — ${file} points oh-hai at the Hub ${url}`);

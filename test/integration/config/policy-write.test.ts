@@ -11,7 +11,7 @@ import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
 
 const userConfig = (t: TempEnv) => path.join(t.env.XDG_CONFIG_HOME!, 'oh-hai', 'config.toml');
 const credentials = (t: TempEnv) => path.join(t.env.XDG_CONFIG_HOME!, 'oh-hai', 'credentials.json');
-const allowFrom = (t: TempEnv): string[] => ((parse(readFileSync(userConfig(t), 'utf8')) as { bridge?: { allow_from?: string[] } }).bridge?.allow_from ?? []);
+const allowFrom = (t: TempEnv): string[] => (parse(readFileSync(userConfig(t), 'utf8')) as { bridge?: { allow_from?: string[] } }).bridge?.allow_from ?? [];
 
 const writeUserConfig = (t: TempEnv, text: string) => {
   mkdirSync(path.dirname(userConfig(t)), { recursive: true });
@@ -71,9 +71,7 @@ describe('the account directory read with an agent token', () => {
     const r = await runOhHai(['setup', '--hub', hub.url, '--token-stdin'], { env: t.env, input: `${builder.token}\n` });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain(`logged in to ${hub.url} as agent ${builder.id} ("builder")`);
-    expect(allowFrom(t).sort()).toEqual(
-      [builder.id, reviewer.id, 'cfg_ok', "cfg_o'brien", 'cfg_"say"'].map((id) => `agent:${id}`).sort(),
-    );
+    expect(allowFrom(t).sort()).toEqual([builder.id, reviewer.id, 'cfg_ok', "cfg_o'brien", 'cfg_"say"'].map((id) => `agent:${id}`).sort());
     const text = readFileSync(userConfig(t), 'utf8');
     expect((parse(text) as { hub: { url: string } }).hub.url).toBe(hub.url);
     expect(text).toContain(`"agent:cfg_o'brien", # source: config`);

@@ -61,10 +61,13 @@ describe('transports', () => {
     const p = bench.start();
     await bench.waitRunning();
     const renewals = new Set<number>();
-    await waitFor(() => {
-      renewals.add(bench.session()!.renewed_at);
-      return renewals.size >= 8;
-    }, { what: 'eight hold-bound reconnects', intervalMs: 20 });
+    await waitFor(
+      () => {
+        renewals.add(bench.session()!.renewed_at);
+        return renewals.size >= 8;
+      },
+      { what: 'eight hold-bound reconnects', intervalMs: 20 },
+    );
     expect(p.exitCode).toBeNull();
     expect(bench.consumer()!.state).toBe('running');
     expect(bench.log()).not.toMatch(/retry \d/);
@@ -108,7 +111,10 @@ describe('the sender policy and addressing', () => {
     expect(bench.entries().map((e) => e.entry?.text)).toEqual(['fyi']);
     expect((await bench.track(askId)).state).toBe('queued');
     expect((await bench.track(notifyId)).state).toBe('delivered');
-    const refusals = bench.log().split('\n').filter((l) => l.includes('refused entry'));
+    const refusals = bench
+      .log()
+      .split('\n')
+      .filter((l) => l.includes('refused entry'));
     expect(refusals).toHaveLength(1);
     expect(refusals[0]).toMatch(/no sender policy is declared/);
     expect(bench.consumer()!.state).toBe('running');

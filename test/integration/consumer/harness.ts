@@ -191,10 +191,13 @@ export class Bench {
   }
 
   async waitRunning(): Promise<ConsumerRecord> {
-    return waitFor(() => {
-      const c = this.consumer();
-      return c && c.state === 'running' && this.session() ? c : null;
-    }, { what: 'consumer running with a session' });
+    return waitFor(
+      () => {
+        const c = this.consumer();
+        return c && c.state === 'running' && this.session() ? c : null;
+      },
+      { what: 'consumer running with a session' },
+    );
   }
 
   /** Wait for consumer.json to say stopped, and for the process to exit. */
@@ -203,10 +206,13 @@ export class Bench {
       if (p.exitCode !== null || p.signalCode !== null) resolve(p.exitCode);
       else p.once('exit', (c) => resolve(c));
     });
-    const record = await waitFor(() => {
-      const c = this.consumer();
-      return c && c.state === 'stopped' ? c : null;
-    }, { timeoutMs, what: 'consumer.json state stopped' });
+    const record = await waitFor(
+      () => {
+        const c = this.consumer();
+        return c && c.state === 'stopped' ? c : null;
+      },
+      { timeoutMs, what: 'consumer.json state stopped' },
+    );
     return { record, code };
   }
 

@@ -19,13 +19,23 @@ const CASES: [string, (hub: string) => Promise<{ url: string; close(): Promise<v
   [
     'an MA2H error code and message',
     (hub) =>
-      startSseProxy(hub, () => (c, out) => out.write(c), (req): ProxyAnswer | null =>
-        stream(req) ? { status: 503, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { code: `x${HOSTILE}`, message: HOSTILE } }) } : null,
+      startSseProxy(
+        hub,
+        () => (c, out) => out.write(c),
+        (req): ProxyAnswer | null =>
+          stream(req)
+            ? { status: 503, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { code: `x${HOSTILE}`, message: HOSTILE } }) }
+            : null,
       ),
   ],
   [
     'a non-MA2H error body',
-    (hub) => startSseProxy(hub, () => (c, out) => out.write(c), (req) => (stream(req) ? { status: 502, headers: { 'content-type': 'text/html' }, body: `<h1>${HOSTILE}</h1>` } : null)),
+    (hub) =>
+      startSseProxy(
+        hub,
+        () => (c, out) => out.write(c),
+        (req) => (stream(req) ? { status: 502, headers: { 'content-type': 'text/html' }, body: `<h1>${HOSTILE}</h1>` } : null),
+      ),
   ],
   ['a reconnect reason', (hub) => startFailAfterOpenProxy(hub, `event: reconnect\ndata: ${JSON.stringify({ reason: HOSTILE })}\n\n`)],
 ];

@@ -49,7 +49,10 @@ describe('stops decided by the Hub', () => {
     const bench = await world.bench();
     bench.settings({ name: 'held-name' });
     const other = { 'ma2h-consumer': 'home=otherhome; host=other-host; pid=4242' };
-    const created = await hubCall(world.hub, 'POST', '/v1/sessions', { token: bench.me.token, body: { client_key: 'k-other', name: 'held-name', home: 'otherhome', host: 'other-host', pid: 4242 } });
+    const created = await hubCall(world.hub, 'POST', '/v1/sessions', {
+      token: bench.me.token,
+      body: { client_key: 'k-other', name: 'held-name', home: 'otherhome', host: 'other-host', pid: 4242 },
+    });
     expect(created.status).toBe(201);
     const drained = await hubCall(world.hub, 'GET', `/v1/inbox?session=${created.body.session.id}`, { token: bench.me.token, headers: other });
     expect(drained.status).toBe(200);
@@ -92,7 +95,11 @@ describe('stops decided by the Hub', () => {
     const sid = bench.session()!.id;
     const successor = new AbortController();
     const res = await fetch(`${world.hub.url}/v1/inbox/stream?session=${sid}`, {
-      headers: { authorization: `Bearer ${bench.me.token}`, accept: 'text/event-stream', 'ma2h-consumer': `home=${consumerHome(bench.dir)}; host=h; pid=999999` },
+      headers: {
+        authorization: `Bearer ${bench.me.token}`,
+        accept: 'text/event-stream',
+        'ma2h-consumer': `home=${consumerHome(bench.dir)}; host=h; pid=999999`,
+      },
       signal: successor.signal,
     });
     expect(res.status).toBe(200);
@@ -110,7 +117,10 @@ describe('stops decided by the Hub', () => {
     await bench.waitRunning();
     await world.hub.faults([{ class: 'stream', action: 'status', status: 503 }]);
     await expectStop(bench, p, 13, 'unreachable', /4 attempts failed in a row.*503/);
-    const retries = bench.log().split('\n').filter((l) => /retry \d of 3/.test(l));
+    const retries = bench
+      .log()
+      .split('\n')
+      .filter((l) => /retry \d of 3/.test(l));
     expect(retries.map((l) => /retry (\d) of 3/.exec(l)![1])).toEqual(['1', '2', '3']);
   });
 
@@ -121,7 +131,14 @@ describe('stops decided by the Hub', () => {
     await bench.waitRunning();
     for (let i = 0; i < 3; i += 1) {
       await world.hub.faults([{ class: 'stream', action: 'status', status: 503, count: 1 }]);
-      await waitFor(() => bench.log().split('\n').filter((l) => l.includes('retry 1 of 1')).length > i, { what: `fault ${i + 1} met` });
+      await waitFor(
+        () =>
+          bench
+            .log()
+            .split('\n')
+            .filter((l) => l.includes('retry 1 of 1')).length > i,
+        { what: `fault ${i + 1} met` },
+      );
       // The next fault only once a connect has succeeded since: that success is what refills the budget.
       const after = Date.now();
       await waitFor(() => bench.session()!.renewed_at > after, { what: `reconnected after fault ${i + 1}` });
@@ -140,7 +157,13 @@ describe('stops decided by the Hub', () => {
       const bench = await world.bench();
       bench.settings({ hub: proxy.url, max_retries: 3 });
       await expectStop(bench, bench.start(), 13, 'unreachable', new RegExp(`4 attempts failed in a row.*${last.source}`));
-      expect(bench.log().split('\n').filter((l) => /retry \d of 3/.test(l)).map((l) => /retry (\d) of 3/.exec(l)![1])).toEqual(['1', '2', '3']);
+      expect(
+        bench
+          .log()
+          .split('\n')
+          .filter((l) => /retry \d of 3/.test(l))
+          .map((l) => /retry (\d) of 3/.exec(l)![1]),
+      ).toEqual(['1', '2', '3']);
     } finally {
       await proxy.close();
     }
@@ -153,9 +176,16 @@ describe('stops decided by the Hub', () => {
     await bench.waitRunning();
     await world.hub.faults([{ class: 'stream', action: 'drop', count: 2 }]);
     // Depending on where the socket dies, the client sees a bare end of stream or a reset: both are faults.
-    await waitFor(() => bench.log().split('\n').filter((l) => /stream.*(dropped mid-hold|network error).*retry \d/.test(l)).length === 2, {
-      what: 'both drops logged as faults',
-    });
+    await waitFor(
+      () =>
+        bench
+          .log()
+          .split('\n')
+          .filter((l) => /stream.*(dropped mid-hold|network error).*retry \d/.test(l)).length === 2,
+      {
+        what: 'both drops logged as faults',
+      },
+    );
     const id = await bench.notify('after the drops');
     await waitFor(async () => (await bench.track(id)).state === 'delivered', { what: 'delivery after reconnecting' });
     expect(bench.entries().filter((e) => e.entry?.text === 'after the drops')).toHaveLength(1);

@@ -114,7 +114,10 @@ export class Bench {
   }
 
   settings(over: Partial<ConsumerSettings> = {}): void {
-    this.entry.write('settings', consumerSettings({ hub: this.hub.url, agent_id: this.agent.id, session_key: this.sessionName, name: this.sessionName, ...over }));
+    this.entry.write(
+      'settings',
+      consumerSettings({ hub: this.hub.url, agent_id: this.agent.id, session_key: this.sessionName, name: this.sessionName, ...over }),
+    );
   }
 
   /** Register a real session at the Hub (as the agent) and record it the way the consumer does. */

@@ -67,7 +67,8 @@ describe('doctor --self-test: this bridge', () => {
 
     expect(run.code, run.stdout).toBe(DOCTOR_EXIT.ok);
     const c = byName(run.report);
-    for (const name of ['bridge consumer', 'bridge session', 'bridge reader', 'bridge unread']) expect(c[name]?.status, `${name}: ${c[name]?.detail}`).toBe('pass');
+    for (const name of ['bridge consumer', 'bridge session', 'bridge reader', 'bridge unread'])
+      expect(c[name]?.status, `${name}: ${c[name]?.detail}`).toBe('pass');
     expect(c['bridge reader']!.detail).toMatch(/a reader attends/);
     expect(c['bridge unread']!.detail).toMatch(/nothing unread \(the cursor is at seq 1 of 1\)/);
     expect(run.report.self_test).toMatchObject({ status: 'pass', failed: [] });
@@ -85,7 +86,10 @@ describe('doctor --self-test: this bridge', () => {
     b.consumer(await b.deadStamp());
     const run = await b.doctor(['--self-test']);
     expect(run.code).toBe(DOCTOR_EXIT.failed);
-    expect(byName(run.report)['bridge consumer']).toMatchObject({ status: 'fail', detail: expect.stringMatching(/no longer exists: the connection died without recording why/) });
+    expect(byName(run.report)['bridge consumer']).toMatchObject({
+      status: 'fail',
+      detail: expect.stringMatching(/no longer exists: the connection died without recording why/),
+    });
     expect(run.report.status).toBe('fail');
     expect(run.report.self_test).toMatchObject({ status: 'fail', failed: ['bridge consumer'] });
     expect(run.stderr).toMatch(/^oh-hai doctor: failing: bridge consumer$/m);
@@ -94,7 +98,13 @@ describe('doctor --self-test: this bridge', () => {
   it('a stopped connection fails with its stop reason and exit code', async () => {
     const b = await bench('stopped-consumer');
     await healthy(b);
-    b.consumer(await b.deadStamp(), { state: 'stopped', exit_code: 3, stop_reason: 'unauthorized', stop_message: 'the Hub refused the credential (401)', stopped_at: Date.now() });
+    b.consumer(await b.deadStamp(), {
+      state: 'stopped',
+      exit_code: 3,
+      stop_reason: 'unauthorized',
+      stop_message: 'the Hub refused the credential (401)',
+      stopped_at: Date.now(),
+    });
     const c = byName((await b.doctor(['--self-test'])).report)['bridge consumer']!;
     expect(c.status).toBe('fail');
     expect(c.detail).toMatch(/exit 3 \(unauthorized\): the Hub refused the credential/);
@@ -156,7 +166,10 @@ describe('doctor --self-test: this bridge', () => {
     await healthy(b);
     b.settings({ unattended_max_seconds: 2 });
     b.consumer(b.standIn(), { started_at: Date.now() - 3_600_000 });
-    expect(byName((await b.doctor(['--self-test'])).report)['bridge reader']).toMatchObject({ status: 'pass', measured: expect.objectContaining({ attending: true }) });
+    expect(byName((await b.doctor(['--self-test'])).report)['bridge reader']).toMatchObject({
+      status: 'pass',
+      measured: expect.objectContaining({ attending: true }),
+    });
   });
 
   it('unread records received longer ago than the bound fail bridge unread', async () => {
@@ -175,7 +188,9 @@ describe('doctor --self-test: this bridge', () => {
     const b = await bench('lapsed');
     await healthy(b);
     const id = await b.session(1);
-    await waitFor(async () => (await hubCall(hub, 'GET', `/v1/sessions/${id}`, { token: b.agent.token })).body?.session?.state === 'lapsed', { what: `${id} to lapse` });
+    await waitFor(async () => (await hubCall(hub, 'GET', `/v1/sessions/${id}`, { token: b.agent.token })).body?.session?.state === 'lapsed', {
+      what: `${id} to lapse`,
+    });
     const run = await b.doctor(['--self-test']);
     expect(run.code).toBe(DOCTOR_EXIT.failed);
     expect(byName(run.report)['bridge session']).toMatchObject({
@@ -186,7 +201,7 @@ describe('doctor --self-test: this bridge', () => {
     });
   });
 
-  it('--session names another agent session\'s bridge', async () => {
+  it("--session names another agent session's bridge", async () => {
     const b = await bench('named-elsewhere');
     await healthy(b);
     const run = await b.doctor(['--self-test', '--session', 'some-other-run']);
@@ -194,8 +209,8 @@ describe('doctor --self-test: this bridge', () => {
   });
 });
 
-describe('oh-hai bridge status (retired): the bridge checks only, doctor\'s envelope', () => {
-  it('forwards --session, --state-home and --json, runs no round trip, and exits with doctor\'s codes', async () => {
+describe("oh-hai bridge status (retired): the bridge checks only, doctor's envelope", () => {
+  it("forwards --session, --state-home and --json, runs no round trip, and exits with doctor's codes", async () => {
     const b = await bench('status-forward');
     await healthy(b);
     b.consumer(await b.deadStamp());

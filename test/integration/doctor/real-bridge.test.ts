@@ -58,7 +58,9 @@ describe('doctor --self-test against a real oh-hai bridge', () => {
     await waitFor(async () => (await hubCall(hub, 'GET', `/v1/messages/${sent.body.message.id}`, { token: peer.token })).body?.message?.state === 'delivered', {
       what: 'the connection to spool and ack the notify',
     });
-    await waitFor(() => readFileSync(path.join(b.dir, 'ledger.ndjson'), 'utf8').includes('"op":"delivered"'), { what: 'the ledger to record the delivered ack' });
+    await waitFor(() => readFileSync(path.join(b.dir, 'ledger.ndjson'), 'utf8').includes('"op":"delivered"'), {
+      what: 'the ledger to record the delivered ack',
+    });
 
     process.kill(consumer.pid, 'SIGSTOP');
     try {

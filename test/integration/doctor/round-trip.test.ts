@@ -86,8 +86,18 @@ describe('doctor --self-test: the round trip', () => {
     { step: 'register', rules: [{ class: 'sessions', action: 'status', status: 503, count: 1 }], detail: /503/, closes: false },
     { step: 'send', rules: [{ class: 'messages', action: 'status', status: 503, count: 1 }], detail: /503/, closes: true },
     { step: 'drain', rules: [{ class: 'drain', action: 'status', status: 500, count: 1 }], detail: /500/, closes: true },
-    { step: 'verify', rules: [{ class: 'drain', action: 'tamper', tamper: 'wrong_session', count: 1 }], detail: /failed verification \(addressing\)/, closes: true },
-    { step: 'verify', rules: [{ class: 'drain', action: 'tamper', tamper: 'signature_syntax', count: 1 }], detail: /failed verification \(signature_syntax\)/, closes: true },
+    {
+      step: 'verify',
+      rules: [{ class: 'drain', action: 'tamper', tamper: 'wrong_session', count: 1 }],
+      detail: /failed verification \(addressing\)/,
+      closes: true,
+    },
+    {
+      step: 'verify',
+      rules: [{ class: 'drain', action: 'tamper', tamper: 'signature_syntax', count: 1 }],
+      detail: /failed verification \(signature_syntax\)/,
+      closes: true,
+    },
     { step: 'ack', rules: [{ class: 'ack', action: 'status', status: 503, count: 1 }], detail: /503/, closes: true },
     { step: 'ack', rules: [{ class: 'ack', action: 'drop', count: 1 }], detail: /did not complete/, closes: true },
   ];
@@ -117,10 +127,13 @@ describe('doctor --self-test: the round trip', () => {
     // Hold the ack long enough to swap in a sessions fault once registration is done.
     await hub.faults([{ class: 'ack', action: 'delay', delay_ms: 4000 }]);
     const running = runOhHai(['doctor', '--self-test', '--json'], { env: { ...b.env, OH_HAI_DOCTOR_TIMEOUT_SECONDS: '30' } });
-    await waitFor(async () => {
-      const fleet = await human('GET', '/v1/fleet');
-      return (fleet.body?.sessions as { agent_id: string }[] | undefined)?.some((s) => s.agent_id === b.agent.id);
-    }, { what: 'the throwaway session to register' });
+    await waitFor(
+      async () => {
+        const fleet = await human('GET', '/v1/fleet');
+        return (fleet.body?.sessions as { agent_id: string }[] | undefined)?.some((s) => s.agent_id === b.agent.id);
+      },
+      { what: 'the throwaway session to register' },
+    );
     await hub.faults([{ class: 'sessions', action: 'status', status: 503 }]);
     const run = await running;
     const report = parseReport(run);

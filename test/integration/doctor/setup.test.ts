@@ -108,7 +108,10 @@ describe('oh-hai doctor: the Hub and the credential', () => {
     const b = await Bench.create(hub, 'bare-token');
     benches.push(b);
     const run = await b.doctor([], { MA2H_AGENT_TOKENS: '', OH_HAI_TOKEN: b.agent.token });
-    expect(byName(run.report).credential).toMatchObject({ status: 'pass', detail: expect.stringContaining(`OH_HAI_TOKEN environment variable; the Hub accepts it as agent ${b.agent.id}`) });
+    expect(byName(run.report).credential).toMatchObject({
+      status: 'pass',
+      detail: expect.stringContaining(`OH_HAI_TOKEN environment variable; the Hub accepts it as agent ${b.agent.id}`),
+    });
     expect(run.stdout).not.toContain(b.agent.token);
   });
 });
@@ -130,7 +133,7 @@ describe('oh-hai doctor: the clock against the Hub', () => {
     }
   });
 
-  it('fails past the replay window, and the round trip\'s verify names the stale t as a clock disagreement', async () => {
+  it("fails past the replay window, and the round trip's verify names the stale t as a clock disagreement", async () => {
     const hub = await startHub({ args: ['--clock-offset-ms', '-200000'] });
     try {
       const b = await Bench.create(hub, 'clock-behind');

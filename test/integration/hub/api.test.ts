@@ -96,7 +96,10 @@ describe('reference Hub: API surface and bad input', () => {
     const wrongType = await hubCall(hub, 'POST', '/v1/sessions', { token: agent.token, body: { client_key: 42 } });
     expectError(wrongType, 400, 'invalid_request');
     expect(wrongType.body.error.message).toMatch(/client_key/);
-    const unknown = await hubCall(hub, 'POST', '/v1/messages', { token: agent.token, body: { to: `agent:${agent.id}`, intent: 'notify', text: 'x', colour: 'red' } });
+    const unknown = await hubCall(hub, 'POST', '/v1/messages', {
+      token: agent.token,
+      body: { to: `agent:${agent.id}`, intent: 'notify', text: 'x', colour: 'red' },
+    });
     expectError(unknown, 400, 'invalid_request');
     expect(unknown.body.error.message).toMatch(/colour/);
     expectError(await hubCall(hub, 'POST', '/v1/sessions', { token: agent.token, body: [1, 2] }), 400, 'invalid_request');
@@ -110,7 +113,10 @@ describe('reference Hub: API surface and bad input', () => {
   });
 
   it('refuses a text over 65,536 bytes as text_too_long and a body over the cap as 413', async () => {
-    const long = await hubCall(hub, 'POST', '/v1/messages', { token: agent.token, body: { to: `agent:${agent.id}`, intent: 'notify', text: 'é'.repeat(40_000) } });
+    const long = await hubCall(hub, 'POST', '/v1/messages', {
+      token: agent.token,
+      body: { to: `agent:${agent.id}`, intent: 'notify', text: 'é'.repeat(40_000) },
+    });
     expectError(long, 400, 'text_too_long');
     const huge = await hubCall(hub, 'POST', '/v1/messages', { token: agent.token, rawBody: JSON.stringify({ text: 'x'.repeat(2 * 1024 * 1024) }) });
     expectError(huge, 413, 'payload_too_large');
@@ -136,7 +142,11 @@ describe('reference Hub: API surface and bad input', () => {
     expect(row).toEqual({ id, label: 'temp', revoked: true, source: 'account' });
     for (const a of dir.body.agents) expect(Object.keys(a).sort()).toEqual(['id', 'label', 'revoked', 'source']);
     expect(dir.body.agents.some((a: { source: string }) => a.source === 'config')).toBe(false);
-    expectError(await hubCall(hub, 'POST', '/v1/messages', { token: agent.token, body: { to: `agent:${id}`, intent: 'notify', text: 'x' } }), 404, 'recipient_not_found');
+    expectError(
+      await hubCall(hub, 'POST', '/v1/messages', { token: agent.token, body: { to: `agent:${id}`, intent: 'notify', text: 'x' } }),
+      404,
+      'recipient_not_found',
+    );
   });
 
   it('adds the configured token store to the directory only with include=config, ids verbatim', async () => {
@@ -152,10 +162,16 @@ describe('reference Hub: API surface and bad input', () => {
     expect(off.body.account.agent_messaging).toBe(false);
     try {
       expectError(await hubCall(hub, 'POST', '/v1/sessions', { token: agent.token, body: { client_key: 'k1' } }), 403, 'messaging_disabled');
-      expectError(await hubCall(hub, 'POST', '/v1/messages', { token: agent.token, body: { to: `agent:${agent.id}`, intent: 'notify', text: 'x' } }), 403, 'messaging_disabled');
+      expectError(
+        await hubCall(hub, 'POST', '/v1/messages', { token: agent.token, body: { to: `agent:${agent.id}`, intent: 'notify', text: 'x' } }),
+        403,
+        'messaging_disabled',
+      );
       // The principal drain and directives still work, so nothing already delivered is stranded.
       expect((await hubCall(hub, 'GET', '/v1/inbox', { token: agent.token })).status).toBe(200);
-      expect((await hubCall(hub, 'POST', '/v1/directives', { token: hub.humanToken, body: { to: `agent:${agent.id}`, text: 'still works' } })).status).toBe(202);
+      expect((await hubCall(hub, 'POST', '/v1/directives', { token: hub.humanToken, body: { to: `agent:${agent.id}`, text: 'still works' } })).status).toBe(
+        202,
+      );
       expect((await hubCall(hub, 'GET', '/v1/account', { token: agent.token })).body.account.agent_messaging).toBe(false);
     } finally {
       await hubCall(hub, 'PATCH', '/v1/account', { token: hub.humanToken, body: { agent_messaging: true } });
@@ -169,7 +185,15 @@ describe('reference Hub: API surface and bad input', () => {
     const id = s.body.session.id as string;
     let fleet = await hubCall(hub, 'GET', '/v1/fleet', { token: hub.humanToken });
     let row = fleet.body.sessions.find((r: { session_id: string }) => r.session_id === id);
-    expect(row).toMatchObject({ address: `agent:${agent.id}#${id}`, agent_id: agent.id, agent_label: 'builder', name: 'fleet-1', state: 'active', reachability: 'unknown', holder: null });
+    expect(row).toMatchObject({
+      address: `agent:${agent.id}#${id}`,
+      agent_id: agent.id,
+      agent_label: 'builder',
+      name: 'fleet-1',
+      state: 'active',
+      reachability: 'unknown',
+      holder: null,
+    });
     await hubCall(hub, 'GET', `/v1/inbox?session=${id}`, { token: agent.token, headers: { 'ma2h-consumer': 'home=h1; host=box; pid=77' } });
     fleet = await hubCall(hub, 'GET', '/v1/fleet', { token: agent.token });
     row = fleet.body.sessions.find((r: { session_id: string }) => r.session_id === id);

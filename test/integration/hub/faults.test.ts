@@ -19,9 +19,13 @@ describe('reference Hub: fault injection', () => {
   });
 
   const session = async () =>
-    (await hubCall(hub, 'POST', '/v1/sessions', { token: b.token, body: { client_key: `ck-${Math.random()}` } })).body.session as { id: string; address: string };
+    (await hubCall(hub, 'POST', '/v1/sessions', { token: b.token, body: { client_key: `ck-${Math.random()}` } })).body.session as {
+      id: string;
+      address: string;
+    };
   const send = (to: string, text = 'payload') => hubCall(hub, 'POST', '/v1/messages', { token: a.token, body: { to, intent: 'notify', text } });
-  const drain = async (sess: string) => (await hubCall(hub, 'GET', `/v1/inbox?session=${sess}`, { token: b.token })).body.messages as { entry: any; signature: string }[];
+  const drain = async (sess: string) =>
+    (await hubCall(hub, 'GET', `/v1/inbox?session=${sess}`, { token: b.token })).body.messages as { entry: any; signature: string }[];
 
   it('announces itself and only takes rules from the human token, validated', async () => {
     expect(hub.output().stdout).toMatch(/fault injection is ON/);
@@ -29,7 +33,10 @@ describe('reference Hub: fault injection', () => {
     const bad = await hubCall(hub, 'POST', '/v1/_faults', { token: hub.humanToken, body: { rules: [{ class: 'drain', action: 'explode' }] } });
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toMatch(/action/);
-    const noTamper = await hubCall(hub, 'POST', '/v1/_faults', { token: hub.humanToken, body: { rules: [{ class: 'ack', action: 'tamper', tamper: 'stale_t' }] } });
+    const noTamper = await hubCall(hub, 'POST', '/v1/_faults', {
+      token: hub.humanToken,
+      body: { rules: [{ class: 'ack', action: 'tamper', tamper: 'stale_t' }] },
+    });
     expect(noTamper.status).toBe(400);
   });
 
@@ -105,7 +112,7 @@ describe('reference Hub: fault injection', () => {
     expect(verifyMac(hub.signingKey, bad.signature, bad.entry)).toBe(true);
   });
 
-  it('tamper replay_jti reuses the previous delivery\'s jti', async () => {
+  it("tamper replay_jti reuses the previous delivery's jti", async () => {
     const { bad, before } = await tampered('replay_jti');
     const prev = parseSignature(before[before.length - 1]!.signature);
     const now = parseSignature(bad.signature);

@@ -166,7 +166,9 @@ describe('reference Hub: requests in flight together, and kill -9 under them', (
 
     // Pushed on the open stream: every message once, nothing else.
     const pushedIds = () =>
-      stream.events.filter((e) => e.event === 'entries').flatMap((e) => (JSON.parse(e.data).messages as { entry: { message_id: string } }[]).map((d) => d.entry.message_id));
+      stream.events
+        .filter((e) => e.event === 'entries')
+        .flatMap((e) => (JSON.parse(e.data).messages as { entry: { message_id: string } }[]).map((d) => d.entry.message_id));
     await waitFor(() => pushedIds().length >= N, { what: `${N} pushes` });
     expect(pushedIds().sort()).toEqual([...ids].sort());
     stream.close();
@@ -256,7 +258,10 @@ describe('reference Hub: requests in flight together, and kill -9 under them', (
       const drained = (await hubCall(hub, 'GET', '/v1/inbox?limit=1000', { token: recipient.token })).body.messages as { entry: any }[];
       const entryFor = drained.map((d) => d.entry.message_id as string);
       // Every 202 survived the kill.
-      expect(promised.filter((id) => !listed.includes(id)), `round ${round}: answered but lost`).toEqual([]);
+      expect(
+        promised.filter((id) => !listed.includes(id)),
+        `round ${round}: answered but lost`,
+      ).toEqual([]);
       // All or nothing: a message row always has its entry, an entry always its message, each once.
       expect(new Set(entryFor).size, `round ${round}: an entry twice`).toBe(entryFor.length);
       expect([...entryFor].sort(), `round ${round}: half-there sends`).toEqual([...listed].sort());

@@ -104,7 +104,10 @@ describe('connections are capped below the fd limit, idle ones shed first', () =
       sessions.push((reg.body as { session: { id: string } }).session.id);
     }
     const polls = sessions.map((id, i) =>
-      hubCall(hub.url, 'GET', `/v1/inbox?session=${id}&wait=4`, { token: agent.token, headers: { 'ma2h-consumer': `home=held${i}; host=box; pid=${1000 + i}` } }),
+      hubCall(hub.url, 'GET', `/v1/inbox?session=${id}&wait=4`, {
+        token: agent.token,
+        headers: { 'ma2h-consumer': `home=held${i}; host=box; pid=${1000 + i}` },
+      }),
     );
     await waitFor(
       async () => {
@@ -126,7 +129,9 @@ describe('connections are capped below the fd limit, idle ones shed first', () =
     const ms = performance.now() - t0;
     expect(answered.status).toBe(200);
     const held = await Promise.all(polls);
-    console.log(`ulimit -n ${FD_LIMIT}: ${IDLE} idle sockets, ${closedByHub} closed by the Hub; a new client answered in ${ms.toFixed(0)} ms; the 3 held long-polls answered ${held.map((h) => h.status).join(', ')}`);
+    console.log(
+      `ulimit -n ${FD_LIMIT}: ${IDLE} idle sockets, ${closedByHub} closed by the Hub; a new client answered in ${ms.toFixed(0)} ms; the 3 held long-polls answered ${held.map((h) => h.status).join(', ')}`,
+    );
     expect(held.map((h) => h.status)).toEqual([200, 200, 200]);
     // The cap is the fd limit less a reserve of 64: at least the rest were shed.
     expect(closedByHub).toBeGreaterThanOrEqual(IDLE - (FD_LIMIT - 64));

@@ -30,9 +30,13 @@ describe('reference Hub: mail and the delivery track', () => {
       id: string;
       address: string;
     };
-  const send = (who: Agent, body: Record<string, unknown>) => hubCall(hub, 'POST', '/v1/messages', { token: who.token, body: { intent: 'notify', text: 'hello', ...body } });
+  const send = (who: Agent, body: Record<string, unknown>) =>
+    hubCall(hub, 'POST', '/v1/messages', { token: who.token, body: { intent: 'notify', text: 'hello', ...body } });
   const drain = async (who: Agent, sess?: string, query = '') =>
-    (await hubCall(hub, 'GET', `/v1/inbox?${sess ? `session=${sess}&` : ''}${query}`, { token: who.token })).body.messages as { entry: any; signature: string }[];
+    (await hubCall(hub, 'GET', `/v1/inbox?${sess ? `session=${sess}&` : ''}${query}`, { token: who.token })).body.messages as {
+      entry: any;
+      signature: string;
+    }[];
   const ack = (who: Agent, body: Record<string, unknown>) => hubCall(hub, 'POST', '/v1/inbox/ack', { token: who.token, body });
   const message = async (who: Agent | string, id: string) =>
     (await hubCall(hub, 'GET', `/v1/messages/${id}`, { token: typeof who === 'string' ? who : who.token })).body.message;
@@ -44,7 +48,13 @@ describe('reference Hub: mail and the delivery track', () => {
     const sent = await send(a, { to: `agent:${b.id}`, intent: 'ask', text: 'Review PR 12?', session: sa.id });
     expect(sent.status).toBe(202);
     const m = sent.body.message;
-    expect(m).toMatchObject({ from: sa.address, to: `agent:${b.id}`, intent: 'ask', state: 'queued', destination: { address: `agent:${b.id}`, snapshot: 'unknown' } });
+    expect(m).toMatchObject({
+      from: sa.address,
+      to: `agent:${b.id}`,
+      intent: 'ask',
+      state: 'queued',
+      destination: { address: `agent:${b.id}`, snapshot: 'unknown' },
+    });
     expect(m.track.map((t: { state: string }) => t.state)).toEqual(['queued']);
     expect(sent.body.session).toMatchObject({ id: sa.id, lease_seconds: 30 });
 
@@ -258,7 +268,14 @@ describe('reference Hub: mail and the delivery track', () => {
     expect(r.body.message).toMatchObject({ intent: 'directive', to: sb.address, state: 'queued' });
     expect(r.body.message.from).toMatch(/^human:acct_/);
     const d = (await drain(b, sb.id)).find((x) => x.entry.kind === 'directive')!;
-    expect(d.entry).toEqual({ id: d.entry.id, kind: 'directive', from: r.body.message.from, to: sb.address, created_at: d.entry.created_at, text: 'Run the tests.' });
+    expect(d.entry).toEqual({
+      id: d.entry.id,
+      kind: 'directive',
+      from: r.body.message.from,
+      to: sb.address,
+      created_at: d.entry.created_at,
+      text: 'Run the tests.',
+    });
     await ack(b, { acknowledged: [d.entry.id] });
     expect((await message(hub.humanToken, r.body.message.id)).state).toBe('acknowledged');
     const mine = await hubCall(hub, 'GET', '/v1/messages', { token: hub.humanToken });

@@ -13,7 +13,9 @@ describe('reference Hub: sessions', () => {
   let other: { id: string; token: string };
 
   beforeAll(async () => {
-    hub = await startHub({ args: ['--lease-min-seconds', '0.5', '--lease-default-seconds', '30', '--holder-stale-seconds', '1', '--stream-max-hold-seconds', '20'] });
+    hub = await startHub({
+      args: ['--lease-min-seconds', '0.5', '--lease-default-seconds', '30', '--holder-stale-seconds', '1', '--stream-max-hold-seconds', '20'],
+    });
     agent = await hub.mintAgent('sessions-agent');
     other = await hub.mintAgent('other-agent');
   });
@@ -27,7 +29,15 @@ describe('reference Hub: sessions', () => {
     const r = await register({ client_key: 'ck-shape', lease_seconds: 99_999 });
     expect(r.status).toBe(201);
     const s = r.body.session;
-    expect(s).toMatchObject({ agent_id: agent.id, address: `agent:${agent.id}#${s.id}`, name: null, state: 'active', lease_seconds: 3600, closed_at: null, holder: null });
+    expect(s).toMatchObject({
+      agent_id: agent.id,
+      address: `agent:${agent.id}#${s.id}`,
+      name: null,
+      state: 'active',
+      lease_seconds: 3600,
+      closed_at: null,
+      holder: null,
+    });
     expect(s.id).toMatch(/^sess_/);
     expect(Date.parse(s.expires_at) - Date.parse(s.last_renewed_at)).toBe(3600 * 1000);
     const small = await register({ client_key: 'ck-small', lease_seconds: 0.1 });
@@ -78,7 +88,7 @@ describe('reference Hub: sessions', () => {
     expect((await hubCall(hub, 'GET', `/v1/sessions/${s.id}`, { token: agent.token })).body.session.expires_at).toBe(drained.body.session.expires_at);
   });
 
-  it('answers 404 session_not_found for an unknown id and for another agent\'s session', async () => {
+  it("answers 404 session_not_found for an unknown id and for another agent's session", async () => {
     const s = (await register({ client_key: 'ck-404' })).body.session;
     for (const r of [
       await hubCall(hub, 'GET', '/v1/sessions/sess_nope', { token: agent.token }),

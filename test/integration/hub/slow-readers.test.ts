@@ -45,7 +45,16 @@ describe('16 streams that never read, against a mailbox of maximal-escape mail',
 
   beforeAll(async () => {
     hub = await startHub({
-      args: ['--page-bytes', String(PAGE_BYTES), '--stream-write-timeout-seconds', String(WRITE_TIMEOUT_S), '--presence-seconds', '1', '--lease-min-seconds', '1'],
+      args: [
+        '--page-bytes',
+        String(PAGE_BYTES),
+        '--stream-write-timeout-seconds',
+        String(WRITE_TIMEOUT_S),
+        '--presence-seconds',
+        '1',
+        '--lease-min-seconds',
+        '1',
+      ],
     });
     victim = await hub.mintAgent('victim');
     const sender = await hub.mintAgent('sender');

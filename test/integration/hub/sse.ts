@@ -64,8 +64,7 @@ export function openSse(url: string, opts: { token: string; headers?: Record<str
         raw: () => raw,
         ended: endedP,
         isEnded: () => ended,
-        next: (match, o = {}) =>
-          waitFor(() => events.slice(o.from ?? 0).find(match), { timeoutMs: o.timeoutMs ?? 15_000, what: 'an SSE event' }),
+        next: (match, o = {}) => waitFor(() => events.slice(o.from ?? 0).find(match), { timeoutMs: o.timeoutMs ?? 15_000, what: 'an SSE event' }),
         close: () => req.destroy(),
       };
       if (res.statusCode === 200) resolve(conn);

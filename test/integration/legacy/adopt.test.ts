@@ -39,7 +39,9 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
     expect(printed[0]).toContain(w.sent[2]!.text);
     const told = first.stderr.split('\n').filter((l) => l.includes('0.9 bridge home'));
     expect(told).toHaveLength(1);
-    expect(told[0]).toContain(`oh-hai bridge: adopted the 0.9 bridge home ${w.dir} into this agent session's state entry: session ${w.session.id} (${w.session.address}) kept`);
+    expect(told[0]).toContain(
+      `oh-hai bridge: adopted the 0.9 bridge home ${w.dir} into this agent session's state entry: session ${w.session.id} (${w.session.address}) kept`,
+    );
     expect(told[0]).toContain('3 records carried over (1 unread) with the cursor');
     expect(told[0]).toContain(`its 0.9 connection (pid ${legacyPid}) was stopped first`);
     expect(told[0]).toContain(`${w.dir}/adopted.json says where it went`);
@@ -49,11 +51,16 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
     const pid = await heldByOurConnection(w);
     expect(sessionIdOf(w.entry)).toBe(w.session.id);
     const fleet = await hubCall(w.hub, 'GET', '/v1/fleet', { token: w.me.token });
-    expect((fleet.body.sessions as { agent_id: string; session_id: string }[]).filter((s) => s.agent_id === w.me.id).map((s) => s.session_id)).toEqual([w.session.id]);
+    expect((fleet.body.sessions as { agent_id: string; session_id: string }[]).filter((s) => s.agent_id === w.me.id).map((s) => s.session_id)).toEqual([
+      w.session.id,
+    ]);
     expect(readFileSync(path.join(w.entry, 'bridge.log'), 'utf8')).toContain(`adopted session ${w.session.id}`);
 
     // The printed record is acknowledged to its sender (redelivered, deduplicated, acked once the cursor passed it).
-    await waitFor(async () => (await messageState(w, w.sent[2]!.messageId)) === 'acknowledged', { timeoutMs: 30_000, what: 'the adopted unread record to be acknowledged' });
+    await waitFor(async () => (await messageState(w, w.sent[2]!.messageId)) === 'acknowledged', {
+      timeoutMs: 30_000,
+      what: 'the adopted unread record to be acknowledged',
+    });
     expect(entryIdsIn(readSpool(w.entry))).toEqual(w.sent.map((s) => s.entryId));
 
     // The marker says where it went; every 0.9 file is still there, unchanged.
@@ -102,10 +109,13 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
     expect(first.stderr).toContain(`the session itself is lapsed, so the connection registers a new one and prints the address change`);
     expect(gone(w.connection!.pid!)).toBe(true);
 
-    const replaced = await waitFor(() => {
-      const id = sessionIdOf(w.entry);
-      return id !== null && id !== w.session.id ? id : null;
-    }, { timeoutMs: 40_000, what: 'the connection to replace the lapsed session' });
+    const replaced = await waitFor(
+      () => {
+        const id = sessionIdOf(w.entry);
+        return id !== null && id !== w.session.id ? id : null;
+      },
+      { timeoutMs: 40_000, what: 'the connection to replace the lapsed session' },
+    );
     const next = await bridgeIn(w, ['--wait', '30']);
     expect(next.code, next.stderr).toBe(0);
     expect(next.stdout).toMatch(new RegExp(`^\\[mail 3\\] address changed \\(session_lapsed\\): ${w.session.address} → agent:${w.me.id}#${replaced} `, 'm'));

@@ -99,7 +99,10 @@ export async function legacyWorld(hub: TestHub, opts: LegacyOptions): Promise<Le
     .join('');
   writeFileSync(path.join(dir, 'bridge.ndjson'), spoolText, { mode: 0o600 });
   const ids = deliveries.map((d) => d.entry.id);
-  const ack = await hubCall(hub, 'POST', '/v1/inbox/ack', { token: me.token, body: { session: session.id, delivered: ids, acknowledged: ids.slice(0, opts.read) } });
+  const ack = await hubCall(hub, 'POST', '/v1/inbox/ack', {
+    token: me.token,
+    body: { session: session.id, delivered: ids, acknowledged: ids.slice(0, opts.read) },
+  });
   if (ack.status !== 200) throw new Error(`ack → ${ack.status} ${ack.text}`);
   writeFileSync(path.join(dir, 'cursor'), `${opts.read}\n`, { mode: 0o600 });
   writeFileSync(
@@ -153,8 +156,7 @@ export async function waitLapsed(w: LegacyWorld): Promise<void> {
 }
 
 /** Every file of the 0.9 home, by name, with its bytes. */
-export const snapshot = (dir: string): Record<string, string> =>
-  Object.fromEntries(readdirSync(dir).map((n) => [n, readFileSync(path.join(dir, n), 'utf8')]));
+export const snapshot = (dir: string): Record<string, string> => Object.fromEntries(readdirSync(dir).map((n) => [n, readFileSync(path.join(dir, n), 'utf8')]));
 
 export const entryIdsIn = (spool: string): string[] =>
   spool

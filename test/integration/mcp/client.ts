@@ -49,7 +49,10 @@ export async function startMcp(p: Party, session: string, opts: { env?: NodeJS.P
     stderr: () => stderr,
     async call(name, args, signal) {
       const progress: ToolCall['progress'] = [];
-      const r = await client.callTool({ name, arguments: args }, { onprogress: (p) => progress.push(p), timeout: 120_000, resetTimeoutOnProgress: true, signal });
+      const r = await client.callTool(
+        { name, arguments: args },
+        { onprogress: (p) => progress.push(p), timeout: 120_000, resetTimeoutOnProgress: true, signal },
+      );
       const content = (r.content ?? []) as { type: string; text?: string }[];
       return {
         isError: r.isError === true,

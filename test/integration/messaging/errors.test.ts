@@ -71,7 +71,7 @@ describe('sending: refusals and transient failures', () => {
     expect(down.stderr).toMatch(/FATAL \(exit 13, unavailable\) — the Hub at \S+ kept failing while oh-hai send to agent:\S+ \(503 unavailable/);
   });
 
-  it("a recorded session of this agent session that has ended is not attached: the send goes to the principal mailbox and says so", async () => {
+  it('a recorded session of this agent session that has ended is not attached: the send goes to the principal mailbox and says so', async () => {
     const closed = await closedSession(world.alice, 'alice-stale');
     const dir = entryDirOf(world.alice, world.hub, 'alice-stale');
     ensureDir(dir);

@@ -85,7 +85,9 @@ describe('fleet ls: every addressable session, annotated from this host where it
     expect(lineOf(text, addr['a-dead']!)).toMatch(/· home found · consumer DEAD \(pid \d+ on \S+ no longer exists/);
     expect(row(addr['a-dead']!).local).toMatchObject({ consumer_alive: false });
 
-    expect(lineOf(text, addr['a-unknown']!)).toMatch(/· home found · consumer UNKNOWN \/ reader unknown · 0 unread — the consumer record could not be read \(.*consumer\.json is not valid JSON.*\); the reader record could not be read/);
+    expect(lineOf(text, addr['a-unknown']!)).toMatch(
+      /· home found · consumer UNKNOWN \/ reader unknown · 0 unread — the consumer record could not be read \(.*consumer\.json is not valid JSON.*\); the reader record could not be read/,
+    );
     const unknown = row(addr['a-unknown']!).local!;
     expect(unknown.consumer_alive).toBeNull();
     expect(unknown.reader_attending).toBeNull();
@@ -107,7 +109,9 @@ describe('fleet ls: every addressable session, annotated from this host where it
 
   it('--help says not to relaunch on UNKNOWN, and why', async () => {
     const r = await as(world.alice, null, ['fleet', 'ls', '--help']);
-    expect(r.stdout).toMatch(/DO NOT RELAUNCH ON THIS: it is not evidence that nothing is running, and a relaunch\s+against a live connection changes the session's address/);
+    expect(r.stdout).toMatch(
+      /DO NOT RELAUNCH ON THIS: it is not evidence that nothing is running, and a relaunch\s+against a live connection changes the session's address/,
+    );
     expect(r.stdout).toMatch(/null, not false, under --json/);
   });
 });

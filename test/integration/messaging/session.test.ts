@@ -40,7 +40,9 @@ describe('oh-hai session close and status', () => {
     const closed = await closing!;
     expect(closed.code, closed.stderr).toBe(0);
     expect(closed.stdout.split('\n').filter((l) => l !== '')).toEqual([
-      expect.stringMatching(new RegExp(`^stopped the background connection \\(pid ${pid} on \\S+\\); once it had stopped draining, it stood the session down itself$`)),
+      expect.stringMatching(
+        new RegExp(`^stopped the background connection \\(pid ${pid} on \\S+\\); once it had stopped draining, it stood the session down itself$`),
+      ),
       expect.stringMatching(new RegExp(`^closed session ${s.id} \\(${s.address.replace('#', '\\#')}\\) at the Hub at \\S+Z \\(Hub's clock\\)`)),
       `forgot ${s.id} locally (${dir}); the next oh-hai bridge registers a new session with a new address`,
     ]);
@@ -67,17 +69,22 @@ describe('oh-hai session close and status', () => {
         .map((l) => (JSON.parse(l) as { entry?: { message_id?: string } }).entry?.message_id),
     );
     for (const id of sent) {
-      const m = await waitFor(async () => {
-        const t = await messageOf(id);
-        return t.state === 'acknowledged' || t.state === 'bounced' ? t : null;
-      }, { what: `${id} to end` });
+      const m = await waitFor(
+        async () => {
+          const t = await messageOf(id);
+          return t.state === 'acknowledged' || t.state === 'bounced' ? t : null;
+        },
+        { what: `${id} to end` },
+      );
       if (m.state === 'acknowledged' || m.prior === 'delivered') expect(spooled.has(id), `${id} (${m.state}, prior ${m.prior}) is in the spool`).toBe(true);
     }
 
     // The next run says once that this agent stood down; the one after starts afresh.
     const next = await as(world.bob, 'bob-burst', ['bridge', '--wait', '0.2']);
     expect(next.code, next.stderr).toBe(15);
-    expect(next.stderr).toMatch(/^oh-hai bridge: STOOD DOWN \(exit 15, session_closed\) — this agent stood its session \S+ \(\S+\) down \(oh-hai session close\)/m);
+    expect(next.stderr).toMatch(
+      /^oh-hai bridge: STOOD DOWN \(exit 15, session_closed\) — this agent stood its session \S+ \(\S+\) down \(oh-hai session close\)/m,
+    );
     const after = await as(world.bob, 'bob-burst', ['bridge', '--wait', '0.2']);
     expect(after.code, after.stderr).toBe(0);
     const fresh = await waitFor(() => sessionOf(world.bob, world.hub, 'bob-burst'), { what: 'a new session after the stand-down' });
@@ -94,7 +101,12 @@ describe('oh-hai session close and status', () => {
     expect(close.code, close.stderr).toBe(0);
     const waiting = await readerDone;
     expect(waiting.code, waiting.stderr).toBe(15);
-    expect(waiting.stderr).toMatch(new RegExp(`^oh-hai bridge: STOOD DOWN \\(exit 15, session_closed\\) — this agent stood its session ${s.id} \\(\\S+\\) down \\(oh-hai session close\\): the connection stopped, closed it at the Hub at \\S+Z \\(Hub's clock\\)`, 'm'));
+    expect(waiting.stderr).toMatch(
+      new RegExp(
+        `^oh-hai bridge: STOOD DOWN \\(exit 15, session_closed\\) — this agent stood its session ${s.id} \\(\\S+\\) down \\(oh-hai session close\\): the connection stopped, closed it at the Hub at \\S+Z \\(Hub's clock\\)`,
+        'm',
+      ),
+    );
     expect(waiting.stderr).not.toContain('FATAL');
 
     const next = await as(world.bob, 'bob-wait', ['bridge', '--wait', '0.2']);
@@ -123,11 +135,20 @@ describe('oh-hai session close and status', () => {
     const next = await as(world.bob, 'bob-unread', ['bridge', '--wait', '0.2']);
     expect(next.code, next.stderr).toBe(15);
     const line = next.stdout.split('\n').find((l) => l.includes(messageId));
-    expect(line).toMatch(new RegExp(`^\\[mail \\d+\\] POSSIBLY BOUNCED — arrived under ${s.id}, since replaced; .* do not treat it as fresh mail · notify from ${world.alice.address} \\(${messageId}\\)`));
+    expect(line).toMatch(
+      new RegExp(
+        `^\\[mail \\d+\\] POSSIBLY BOUNCED — arrived under ${s.id}, since replaced; .* do not treat it as fresh mail · notify from ${world.alice.address} \\(${messageId}\\)`,
+      ),
+    );
 
     // The run after registers a new session, and the address change names the stand-down.
     const seen = await readUntil(world.bob, 'bob-unread', (e) => e.some((x) => x.type === 'transition'), 'the address change after the stand-down');
-    expect(seen.find((x) => x.type === 'transition')).toMatchObject({ event: 'address_changed', from_session: s.id, from_address: s.address, reason: 'session_closed' });
+    expect(seen.find((x) => x.type === 'transition')).toMatchObject({
+      event: 'address_changed',
+      from_session: s.id,
+      from_address: s.address,
+      reason: 'session_closed',
+    });
     const fresh = await waitFor(() => sessionOf(world.bob, world.hub, 'bob-unread'), { what: 'the new session' });
     expect(fresh.history.map((h) => [h.id, h.reason])).toEqual([[s.id, 'session_closed']]);
   });
@@ -148,7 +169,9 @@ describe('oh-hai session close and status', () => {
   it('nothing to stand down is exit 4', async () => {
     const r = await as(world.bob, 'bob-never', ['session', 'close']);
     expect(r.code).toBe(4);
-    expect(r.stderr).toMatch(/oh-hai session close: FATAL \(exit 4, nothing_to_stand_down\) — nothing to stand down: this agent session \(MA2H_AGENT_SESSION_ID=bob-never\) holds no session/);
+    expect(r.stderr).toMatch(
+      /oh-hai session close: FATAL \(exit 4, nothing_to_stand_down\) — nothing to stand down: this agent session \(MA2H_AGENT_SESSION_ID=bob-never\) holds no session/,
+    );
     const keep = await as(world.bob, 'bob-never', ['session', 'close', '--keep-connection']);
     expect(keep.code).toBe(4);
   });
@@ -160,10 +183,17 @@ describe('oh-hai session close and status', () => {
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe(`session ${s.id} · ${s.address}`);
     expect(lines[1]).toMatch(/^at the Hub \(the authority; every instant is the Hub's clock\): active · lease 900 s · expires \S+Z · last renewed \S+Z/);
-    expect(lines[2]).toMatch(new RegExp(`^as last seen here \\(renewal age on our clock\\): lease — ${s.id} expires \\S+Z \\(Hub's clock; last renewed \\d+s ago\\); consumer pid \\d+ on \\S+\\.$`));
+    expect(lines[2]).toMatch(
+      new RegExp(
+        `^as last seen here \\(renewal age on our clock\\): lease — ${s.id} expires \\S+Z \\(Hub's clock; last renewed \\d+s ago\\); consumer pid \\d+ on \\S+\\.$`,
+      ),
+    );
     expect(r.stdout).toMatch(/^on this host: reader not attending .* · 0 unread · state entry /m);
     expect(r.stdout).not.toMatch(/remaining|left\b/);
-    const json = JSON.parse((await as(world.bob, 'bob-status', ['session', 'status', '--json'])).stdout) as { hub: { state: string }; local: { record: { id: string } } };
+    const json = JSON.parse((await as(world.bob, 'bob-status', ['session', 'status', '--json'])).stdout) as {
+      hub: { state: string };
+      local: { record: { id: string } };
+    };
     expect(json.hub.state).toBe('active');
     expect(json.local.record.id).toBe(s.id);
 
@@ -185,7 +215,9 @@ describe('oh-hai session close when the Hub fails the close', () => {
     await world.hub.faults([{ class: 'sessions', action: 'status', status: 503, count: 2 }]);
     const r = await as(world.bob, 'bob-fault', ['session', 'close']);
     expect(r.code, r.stderr).toBe(13);
-    expect(r.stderr).toMatch(/FATAL \(exit 13, \S+\) — stopped the background connection .*it stopped cleanly; but .*The session was NOT closed and is still recorded locally: run oh-hai session close again/);
+    expect(r.stderr).toMatch(
+      /FATAL \(exit 13, \S+\) — stopped the background connection .*it stopped cleanly; but .*The session was NOT closed and is still recorded locally: run oh-hai session close again/,
+    );
     const record = readRecord(dir, 'consumer.json', parseConsumerRecord);
     expect(record.state === 'ok' && [record.value.pid, record.value.exit_code, record.value.stop_reason]).toEqual([pid, 0, 'signal']);
     expect(record.state === 'ok' && record.value.stop_message).toMatch(new RegExp(`asked to stand ${s.id} down, but closing it at the Hub failed \\(HTTP 503`));

@@ -24,7 +24,8 @@ describe('the delivery track: queued → delivered → acknowledged, bounced wit
     expect(r.code, r.stderr).toBe(0);
     return (JSON.parse(r.stdout) as { id: string }).id;
   };
-  const reaches = (id: string, state: string) => waitFor(async () => ((await show(id)).state === state ? show(id) : null), { timeoutMs: 30_000, what: `${id} to be ${state}` });
+  const reaches = (id: string, state: string) =>
+    waitFor(async () => ((await show(id)).state === state ? show(id) : null), { timeoutMs: 30_000, what: `${id} to be ${state}` });
 
   it('shows each state with the right prior, in list and show, and the receipts say the same', async () => {
     const s1 = await register(world.bob, world.hub, 'bob-1');
@@ -90,6 +91,8 @@ describe('the delivery track: expired', () => {
     const id = (JSON.parse(r.stdout) as { id: string }).id;
     await waitFor(async () => (await as(world.alice, null, ['messages', 'list'])).stdout.includes('expired'), { timeoutMs: 30_000, what: `${id} to expire` });
     const list = await as(world.alice, null, ['messages', 'list']);
-    expect(list.stdout).toMatch(new RegExp(`^${id} · notify → ${world.carol.address} · expired · queued \\S+Z → expired \\S+Z \\(prior: queued — never seen\\)`, 'm'));
+    expect(list.stdout).toMatch(
+      new RegExp(`^${id} · notify → ${world.carol.address} · expired · queued \\S+Z → expired \\S+Z \\(prior: queued — never seen\\)`, 'm'),
+    );
   });
 });

@@ -17,7 +17,18 @@ export interface Envelope {
   seq: number;
   type: 'entry' | 'transition';
   session?: string;
-  entry?: { id: string; kind: string; from: string; to: string; intent?: string; text?: string; message_id?: string; in_reply_to?: string; status?: string; prior?: string };
+  entry?: {
+    id: string;
+    kind: string;
+    from: string;
+    to: string;
+    intent?: string;
+    text?: string;
+    message_id?: string;
+    in_reply_to?: string;
+    status?: string;
+    prior?: string;
+  };
 }
 
 export async function party(hub: TestHub, label: string, env: NodeJS.ProcessEnv = {}): Promise<Party> {

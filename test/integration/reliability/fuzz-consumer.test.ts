@@ -13,7 +13,11 @@ const SEED = 5;
 
 describe('mutating Hub (bench/fuzz-consumer.mjs, 200 streams)', () => {
   it('every exit a documented code, nothing unverified in the spool, nothing acknowledged unprinted, nothing lost', async () => {
-    const r = await runBench('fuzz-consumer.mjs', ['--streams', '200', '--seed', String(SEED), '--drain-seconds', '120', '--retain-printed', '160 records'], 280_000);
+    const r = await runBench(
+      'fuzz-consumer.mjs',
+      ['--streams', '200', '--seed', String(SEED), '--drain-seconds', '120', '--retain-printed', '160 records'],
+      280_000,
+    );
     console.log(r.output);
     expect(r.output).toContain(`seed ${SEED}`);
     expect(r.output).toMatch(/undocumented or crashes: 0/);

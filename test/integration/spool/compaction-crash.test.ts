@@ -88,7 +88,9 @@ async function runAndKill(dir: string, seed: number, steps: number, run: Run, re
     }
     if (seen >= steps && child.exitCode === null) child.kill('SIGKILL');
   });
-  const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal })),
+  );
   clearInterval(timer);
   if (exit.signal !== 'SIGKILL') throw new Error(`the connection stopped on its own (code ${exit.code}): ${stderr}`);
 }

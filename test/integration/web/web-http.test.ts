@@ -175,7 +175,7 @@ describe('web inbox over HTTP: sign-in, cookies, CSRF and origin checks', () => 
     expect(r.body).toContain('value="agent:agt_nobody"');
   });
 
-  it('puts the product doc\'s advice on writing directives beside the Send form', async () => {
+  it("puts the product doc's advice on writing directives beside the Send form", async () => {
     const b = await signIn();
     const page = (await request(b, 'GET', '/send')).body;
     for (const advice of ['Short, one action.', 'Say what "done" looks like.', 'Address the run you mean.', 'Expect queued, not read.']) {

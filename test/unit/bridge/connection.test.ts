@@ -3,7 +3,8 @@ import { planConnection, type ConnectionFacts } from '../../../src/reader/connec
 import type { ConsumerRecord, ConsumerSettings } from '../../../src/spool/records.js';
 import { consumerRecord, consumerSettings } from '../../helpers/records.js';
 
-const rec = (over: Partial<ConsumerRecord> = {}): ConsumerRecord => consumerRecord({ start_time: '5', started_at: 1, heartbeat_at: 2, policy: ['any-in-account'], ...over });
+const rec = (over: Partial<ConsumerRecord> = {}): ConsumerRecord =>
+  consumerRecord({ start_time: '5', started_at: 1, heartbeat_at: 2, policy: ['any-in-account'], ...over });
 const settings = (over: Partial<ConsumerSettings> = {}): ConsumerSettings => consumerSettings({ allow_from: ['any-in-account'], ...over });
 const none = { allowFrom: false, transport: false, interval: false, maxRetries: false };
 const facts = (over: Partial<ConnectionFacts> = {}): ConnectionFacts => ({
@@ -28,7 +29,9 @@ describe('one consumer per entry: adopt, report or start', () => {
   it('a live one is adopted by a flagless run, which says what it adopted', () => {
     const p = planConnection(facts({ running: settings({ transport: 'poll' }), wanted: settings({ transport: 'sse', allow_from: null }) }));
     expect(p.kind).toBe('adopt');
-    expect(p.kind === 'adopt' && p.note).toMatch(/adopting the running background connection \(pid 777 on host-a; policy any-in-account, transport poll\) — a flagless run uses what is running/);
+    expect(p.kind === 'adopt' && p.note).toMatch(
+      /adopting the running background connection \(pid 777 on host-a; policy any-in-account, transport poll\) — a flagless run uses what is running/,
+    );
   });
 
   it('a live one on another host is adopted too (only a heartbeat can age it out)', () => {
@@ -37,8 +40,14 @@ describe('one consumer per entry: adopt, report or start', () => {
 
   it('a named flag that disagrees is a conflict naming both values and the fix', () => {
     const cases: [Partial<ConnectionFacts>, RegExp][] = [
-      [{ named: { ...none, allowFrom: true }, wanted: settings({ allow_from: ['agent:agt_x'] }) }, /--allow-from asks for agent:agt_x, but it enforces any-in-account/],
-      [{ named: { ...none, transport: true }, wanted: settings({ transport: 'poll' }), running: settings({ transport: 'sse' }) }, /--transport poll, but it runs with transport sse/],
+      [
+        { named: { ...none, allowFrom: true }, wanted: settings({ allow_from: ['agent:agt_x'] }) },
+        /--allow-from asks for agent:agt_x, but it enforces any-in-account/,
+      ],
+      [
+        { named: { ...none, transport: true }, wanted: settings({ transport: 'poll' }), running: settings({ transport: 'sse' }) },
+        /--transport poll, but it runs with transport sse/,
+      ],
       [{ named: { ...none, interval: true }, wanted: settings({ interval_seconds: 1 }) }, /--interval 1, but it runs with interval 5/],
       [{ named: { ...none, maxRetries: true }, wanted: settings({ max_retries: 2 }) }, /--max-retries 2, but it runs with max retries 8/],
     ];
@@ -52,7 +61,11 @@ describe('one consumer per entry: adopt, report or start', () => {
 
   it('policies compare by meaning, not by spelling', () => {
     const p = planConnection(
-      facts({ consumer: { state: 'ok', value: rec({ policy: ['agent:b', 'agent:a'] }) }, named: { ...none, allowFrom: true }, wanted: settings({ allow_from: ['agent:a', 'agent:b', 'agent:a'] }) }),
+      facts({
+        consumer: { state: 'ok', value: rec({ policy: ['agent:b', 'agent:a'] }) },
+        named: { ...none, allowFrom: true },
+        wanted: settings({ allow_from: ['agent:a', 'agent:b', 'agent:a'] }),
+      }),
     );
     expect(p.kind).toBe('adopt');
   });

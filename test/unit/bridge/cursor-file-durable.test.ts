@@ -43,7 +43,12 @@ describe('the reader cursor: what reaches the disk when', () => {
     const c = new CursorFile(path.join(dir, 'cursor.json'));
     c.step({ seq: 3, offset: 4 });
     c.close();
-    expect(io.since(0).filter((e) => e.op === 'fsync').map((e) => e.file)).toEqual(['cursor.json']);
+    expect(
+      io
+        .since(0)
+        .filter((e) => e.op === 'fsync')
+        .map((e) => e.file),
+    ).toEqual(['cursor.json']);
   });
 
   it('closing without a step touches nothing', () => {

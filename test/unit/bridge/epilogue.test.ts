@@ -54,7 +54,9 @@ describe('lease epilogue', () => {
     // 900 s lease: the window opens after 600 s without renewal.
     expect(leaseEpilogue('b', session({ renewed_at: NOW - 600_000 }), live, NOW)).toHaveLength(1);
     const [, warn] = leaseEpilogue('b', session({ renewed_at: NOW - 601_000 }), live, NOW);
-    expect(warn).toMatch(/^b: ⚠️ lease inside its warning window: nothing has renewed sess_abc in 10m 01s of its 15m 00s lease; if nothing renews it, it lapses once the Hub's clock passes 2026-09-18T14:33:07.000Z/);
+    expect(warn).toMatch(
+      /^b: ⚠️ lease inside its warning window: nothing has renewed sess_abc in 10m 01s of its 15m 00s lease; if nothing renews it, it lapses once the Hub's clock passes 2026-09-18T14:33:07.000Z/,
+    );
     // 60 s lease: after 40 s, not before.
     expect(leaseEpilogue('b', session({ lease_seconds: 60, renewed_at: NOW - 40_000 }), live, NOW)).toHaveLength(1);
     expect(leaseEpilogue('b', session({ lease_seconds: 60, renewed_at: NOW - 41_000 }), live, NOW)).toHaveLength(2);
@@ -63,7 +65,9 @@ describe('lease epilogue', () => {
   it('warns for a consumer that died without recording a stop, and says to re-run', () => {
     const lines = leaseEpilogue('b', session(), { record: live.record, alive: 'dead' }, NOW);
     expect(lines[0]).toContain('consumer pid 777 on host-a (not running).');
-    expect(lines[1]).toMatch(/^b: ⚠️ the background connection \(pid 777 on host-a\) is not running and recorded no stop: nothing renews sess_abc, so it lapses once the Hub's clock passes 2026-09-18T14:33:07.000Z\. What to do: run oh-hai bridge again/);
+    expect(lines[1]).toMatch(
+      /^b: ⚠️ the background connection \(pid 777 on host-a\) is not running and recorded no stop: nothing renews sess_abc, so it lapses once the Hub's clock passes 2026-09-18T14:33:07.000Z\. What to do: run oh-hai bridge again/,
+    );
   });
 
   it('a consumer stopped with a stop class points at the stop line rather than a re-run', () => {
@@ -72,9 +76,7 @@ describe('lease epilogue', () => {
     expect(lines[0]).toContain('consumer pid 777 on host-a (stopped: exit 3, unauthorized).');
     expect(lines[1]).toContain('follow the stop line above first');
     const unreachable = consumerRec({ state: 'stopped', exit_code: 13, stop_reason: 'unreachable' });
-    expect(leaseEpilogue('b', session(), { record: { state: 'ok', value: unreachable }, alive: 'dead' }, NOW)[1]).toContain(
-      'run oh-hai bridge again',
-    );
+    expect(leaseEpilogue('b', session(), { record: { state: 'ok', value: unreachable }, alive: 'dead' }, NOW)[1]).toContain('run oh-hai bridge again');
   });
 
   it('an absent consumer record warns; an unreadable one says so and warns against relaunching on it', () => {
@@ -88,19 +90,23 @@ describe('lease epilogue', () => {
 
   it("a connection this run started describes that one, not the predecessor's stop the run already relayed", () => {
     const stood = consumerRec({ state: 'stopped', exit_code: 15, stop_reason: 'session_closed' });
-    const view = (alive: 'alive' | 'dead'): ConsumerView => ({ record: { state: 'ok', value: stood }, alive: 'dead', started: { pid: 888, host: 'host-a', alive } });
+    const view = (alive: 'alive' | 'dead'): ConsumerView => ({
+      record: { state: 'ok', value: stood },
+      alive: 'dead',
+      started: { pid: 888, host: 'host-a', alive },
+    });
     const starting = leaseEpilogue('b', { state: 'absent' }, view('alive'), NOW);
     expect(starting).toEqual(['b: lease — no session recorded in this state entry yet; consumer pid 888 on host-a (started by this run; not recorded yet).']);
     const died = leaseEpilogue('b', { state: 'absent' }, view('dead'), NOW);
     expect(died[0]).toContain('consumer pid 888 on host-a (not running).');
-    expect(died[1]).toMatch(/^b: ⚠️ the background connection \(pid 888 on host-a\) is not running and recorded no stop: .*What to do: run oh-hai bridge again/);
+    expect(died[1]).toMatch(
+      /^b: ⚠️ the background connection \(pid 888 on host-a\) is not running and recorded no stop: .*What to do: run oh-hai bridge again/,
+    );
     for (const l of [...starting, ...died]) expect(l).not.toMatch(/exit 15|session_closed|stop line/);
   });
 
   it('reports an absent or unreadable session record as what it is', () => {
-    expect(leaseEpilogue('b', { state: 'absent' }, live, NOW)).toEqual([
-      'b: lease — no session recorded in this state entry yet; consumer pid 777 on host-a.',
-    ]);
+    expect(leaseEpilogue('b', { state: 'absent' }, live, NOW)).toEqual(['b: lease — no session recorded in this state entry yet; consumer pid 777 on host-a.']);
     expect(leaseEpilogue('b', { state: 'unreadable', reason: 'not JSON' }, live, NOW)[0]).toBe(
       'b: lease — could not read the session record (not JSON); consumer pid 777 on host-a.',
     );

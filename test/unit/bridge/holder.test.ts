@@ -39,10 +39,25 @@ describe('reader displacement table', () => {
     ['live, key from the host program', {}, false, { action: 'refuse' }],
     ['live on another host, declared', { alive: 'unknown', starterAlive: 'unknown' }, true, { action: 'displace', why: 'declared', signal: false, pid: 4242 }],
     ['live on another host, host key', { alive: 'unknown', starterAlive: 'unknown' }, false, { action: 'refuse' }],
-    ['stale on another host', { alive: 'unknown', starterAlive: 'unknown', record: reader({ heartbeat_at: NOW - 61_000 }) }, false, { action: 'displace', why: 'stale', signal: false, pid: 4242 }],
+    [
+      'stale on another host',
+      { alive: 'unknown', starterAlive: 'unknown', record: reader({ heartbeat_at: NOW - 61_000 }) },
+      false,
+      { action: 'displace', why: 'stale', signal: false, pid: 4242 },
+    ],
     ['unreadable and fresh, host key', { record: { state: 'unreadable', reason: 'garbage' } }, false, { action: 'refuse' }],
-    ['unreadable and fresh, declared', { record: { state: 'unreadable', reason: 'garbage' } }, true, { action: 'displace', why: 'unreadable_declared', signal: false, pid: null }],
-    ['unreadable and untouched past the stale bound', { record: { state: 'unreadable', reason: 'garbage' }, writtenAt: NOW - 61_000 }, false, { action: 'displace', why: 'unreadable_stale', signal: false, pid: null }],
+    [
+      'unreadable and fresh, declared',
+      { record: { state: 'unreadable', reason: 'garbage' } },
+      true,
+      { action: 'displace', why: 'unreadable_declared', signal: false, pid: null },
+    ],
+    [
+      'unreadable and untouched past the stale bound',
+      { record: { state: 'unreadable', reason: 'garbage' }, writtenAt: NOW - 61_000 },
+      false,
+      { action: 'displace', why: 'unreadable_stale', signal: false, pid: null },
+    ],
   ];
   for (const [name, over, declared, want] of cases) {
     it(name, () => expect(decideHolder(facts(over), declared)).toEqual(want));
@@ -52,7 +67,16 @@ describe('reader displacement table', () => {
 describe('exit-10 refusal text', () => {
   const lease: RecordRead<SessionRecord> = {
     state: 'ok',
-    value: { id: 'sess_abc', address: 'agent:a#sess_abc', name: null, pinned: false, lease_seconds: 900, expires_at: '2026-09-18T14:33:07.000Z', renewed_at: NOW - 20_000, history: [] },
+    value: {
+      id: 'sess_abc',
+      address: 'agent:a#sess_abc',
+      name: null,
+      pinned: false,
+      lease_seconds: 900,
+      expires_at: '2026-09-18T14:33:07.000Z',
+      renewed_at: NOW - 20_000,
+      history: [],
+    },
   };
   it('names the holder: pid, host, how long it has held, heartbeat age and the lease', () => {
     const m = readerRefusal({ facts: facts(), session: lease, keyFrom: 'claude pid 4000', readerPath: '/s/reader.json' });

@@ -73,10 +73,28 @@ function world(records: NewSpoolRecord[] = []) {
       return '';
     }
   };
-  return { dir, entry, out, printer, append, log, ends: () => entry.spoolReader().readAfter(0).map((i) => i.end), stopAfter: (n: number) => (stopAfter = n) };
+  return {
+    dir,
+    entry,
+    out,
+    printer,
+    append,
+    log,
+    ends: () =>
+      entry
+        .spoolReader()
+        .readAfter(0)
+        .map((i) => i.end),
+    stopAfter: (n: number) => (stopAfter = n),
+  };
 }
 
-const entryRecord = (id: string, text = `text of ${id}`, session = 'sess_a'): NewSpoolRecord => ({ type: 'entry', session, entry: message(id, text), signature: SIG });
+const entryRecord = (id: string, text = `text of ${id}`, session = 'sess_a'): NewSpoolRecord => ({
+  type: 'entry',
+  session,
+  entry: message(id, text),
+  signature: SIG,
+});
 
 describe('Printer', () => {
   it('prints every record after the cursor, moving the cursor past each only once stdout took it', async () => {
@@ -84,7 +102,12 @@ describe('Printer', () => {
     const p = w.printer(true);
     expect(p.pending()).toBe(true);
     await p.printAvailable();
-    expect(w.out.taken).toEqual(w.entry.spoolReader().readAfter(0).map((i) => i.line + '\n'));
+    expect(w.out.taken).toEqual(
+      w.entry
+        .spoolReader()
+        .readAfter(0)
+        .map((i) => i.line + '\n'),
+    );
     // the cursor had not moved past a record when its write was handed to stdout
     expect(w.out.cursorAtWrite).toEqual([0, 1, 2]);
     expect(readCursor(w.dir)).toEqual({ seq: 3, offset: w.ends()[2] });
@@ -142,12 +165,24 @@ describe('Printer', () => {
   it('summaries: one line per record, a transition as an address change, an unreadable entry pointing at --raw', async () => {
     const w = world([
       entryRecord('e1', 'hello'),
-      { type: 'transition', event: 'address_changed', from_session: 'sess_a', to_session: 'sess_b', from_address: 'agent:agt_me#sess_a', to_address: 'agent:agt_me#sess_b', reason: 'session_lapsed' },
+      {
+        type: 'transition',
+        event: 'address_changed',
+        from_session: 'sess_a',
+        to_session: 'sess_b',
+        from_address: 'agent:agt_me#sess_a',
+        to_address: 'agent:agt_me#sess_b',
+        reason: 'session_lapsed',
+      },
       { type: 'entry', session: 'sess_b', entry: { id: 'odd', kind: 'nonsense' } as { id: string }, signature: SIG },
     ]);
     await w.printer().printAvailable();
-    expect(w.out.taken[0]).toMatch(/^\[mail 1\] POSSIBLY BOUNCED — arrived under sess_a, since replaced.* ask from agent:agt_peer#sess_peer \(msg_e1\) .*"hello"\n$/);
-    expect(w.out.taken[1]).toBe('[mail 2] address changed (session_lapsed): agent:agt_me#sess_a → agent:agt_me#sess_b · mail to the old address bounces; peers need the new one\n');
+    expect(w.out.taken[0]).toMatch(
+      /^\[mail 1\] POSSIBLY BOUNCED — arrived under sess_a, since replaced.* ask from agent:agt_peer#sess_peer \(msg_e1\) .*"hello"\n$/,
+    );
+    expect(w.out.taken[1]).toBe(
+      '[mail 2] address changed (session_lapsed): agent:agt_me#sess_a → agent:agt_me#sess_b · mail to the old address bounces; peers need the new one\n',
+    );
     expect(w.out.taken[2]).toMatch(/^\[mail 3\] entry odd could not be read as an MA2H entry \(.*\); --raw prints it verbatim\n$/);
   });
 
@@ -173,7 +208,9 @@ describe('Printer', () => {
 
     it('left by a stand-down (oh-hai session close)', async () => {
       const w = world([entryRecord('e1', 'x', 'sess_gone')]);
-      w.entry.write('stoodDown', { sessions: [{ id: 'sess_gone', address: 'agent:agt_me#sess_gone', hub_state: 'closed', closed_at: null, stood_down_at: 0 }] });
+      w.entry.write('stoodDown', {
+        sessions: [{ id: 'sess_gone', address: 'agent:agt_me#sess_gone', hub_state: 'closed', closed_at: null, stood_down_at: 0 }],
+      });
       await w.printer().printAvailable();
       expect(w.out.taken.map(bounced)).toEqual([true]);
     });
@@ -189,7 +226,16 @@ describe('Printer', () => {
   describe('collecting instead of printing (the MCP server reads this way)', () => {
     it('takes every record with its summary, leaves stdout and the cursor alone until commit, then makes the cursor durable', async () => {
       const w = world([entryRecord('e1', 'one', 'sess_old'), entryRecord('e2', 'two')]);
-      w.entry.write('session', { id: 'sess_a', address: 'agent:agt_me#sess_a', name: null, pinned: false, lease_seconds: 900, expires_at: 'x', renewed_at: 0, history: [{ id: 'sess_old', address: 'agent:agt_me#sess_old', replaced_at: 0, reason: 'session_lapsed' }] });
+      w.entry.write('session', {
+        id: 'sess_a',
+        address: 'agent:agt_me#sess_a',
+        name: null,
+        pinned: false,
+        lease_seconds: 900,
+        expires_at: 'x',
+        renewed_at: 0,
+        history: [{ id: 'sess_old', address: 'agent:agt_me#sess_old', replaced_at: 0, reason: 'session_lapsed' }],
+      });
       const collected = new Collected();
       const p = new Printer(w.entry, w.out, false, () => false, collected);
       await p.printAvailable();
@@ -223,7 +269,17 @@ describe('Printer', () => {
     });
 
     it('a transition is taken as an address change, never as possibly bounced', async () => {
-      const w = world([{ type: 'transition', event: 'address_changed', from_session: 'sess_a', to_session: 'sess_b', from_address: 'agent:agt_me#sess_a', to_address: 'agent:agt_me#sess_b', reason: 'session_lapsed' }]);
+      const w = world([
+        {
+          type: 'transition',
+          event: 'address_changed',
+          from_session: 'sess_a',
+          to_session: 'sess_b',
+          from_address: 'agent:agt_me#sess_a',
+          to_address: 'agent:agt_me#sess_b',
+          reason: 'session_lapsed',
+        },
+      ]);
       const collected = new Collected();
       await new Printer(w.entry, w.out, false, () => false, collected).printAvailable();
       expect(collected.taken.map((t) => [t.possiblyBounced, t.text.startsWith('[mail 1] address changed')])).toEqual([[false, true]]);

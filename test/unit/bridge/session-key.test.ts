@@ -61,7 +61,7 @@ describe('agent-session key precedence', () => {
       expect(env.ok && env.value).toMatchObject({ key: id, pinned: id, name: null });
     }
   });
-  it('from a harness variable such a value keeps today\'s rule: a digest name, never a pin', () => {
+  it("from a harness variable such a value keeps today's rule: a digest name, never a pin", () => {
     const r = resolveAgentSessionKey(input({ env: { MA2H_AGENT_SESSION_ID: 'S~3.oPoHoApJxe~L' } }));
     expect(r.ok && r.value).toMatchObject({ pinned: null, name: expect.stringMatching(/^agent-[0-9a-f]{16}$/) });
   });
@@ -95,7 +95,9 @@ describe('agent-session key precedence', () => {
   it('refuses a --session that is neither an id nor a name, saying what a name is', () => {
     const r = resolveAgentSessionKey(input({ flag: 'has space' }));
     expect(r.ok).toBe(false);
-    expect(!r.ok && r.reason).toMatch(/--session "has space" must be 1–64 characters.*nor is it a Hub session id \(--session "has space" contains U\+0020.*Pass a session name, or the id of a session of this agent/);
+    expect(!r.ok && r.reason).toMatch(
+      /--session "has space" must be 1–64 characters.*nor is it a Hub session id \(--session "has space" contains U\+0020.*Pass a session name, or the id of a session of this agent/,
+    );
     const long = resolveAgentSessionKey(input({ flag: 'x'.repeat(129) }));
     expect(!long.ok && long.reason).toMatch(/129 bytes; the limit is 128/);
   });

@@ -8,9 +8,7 @@ const line = (entry: Entry, possiblyBounced: { session: string } | null = null) 
 describe('summary lines', () => {
   it('an ask names kind, sender, intent, the reply command and marks its text untrusted', () => {
     const s = line({ ...base, kind: 'message', message_id: 'msg_9', intent: 'ask', text: 'deploy?' });
-    expect(s).toBe(
-      `[mail 7] ask from agent:agt_peer#sess_p (msg_9) · reply: oh-hai reply msg_9 · ${UNTRUSTED}: "deploy?"\n`,
-    );
+    expect(s).toBe(`[mail 7] ask from agent:agt_peer#sess_p (msg_9) · reply: oh-hai reply msg_9 · ${UNTRUSTED}: "deploy?"\n`);
   });
 
   it('a notify says no reply is expected; a task gets the reply command', () => {
@@ -58,8 +56,8 @@ describe('summary lines', () => {
   });
 
   it('an address change is its own line', () => {
-    expect(
-      transitionSummary({ seq: 8, from_address: 'agent:a#sess_1', to_address: 'agent:a#sess_2', reason: 'session_lapsed' }),
-    ).toBe('[mail 8] address changed (session_lapsed): agent:a#sess_1 → agent:a#sess_2 · mail to the old address bounces; peers need the new one\n');
+    expect(transitionSummary({ seq: 8, from_address: 'agent:a#sess_1', to_address: 'agent:a#sess_2', reason: 'session_lapsed' })).toBe(
+      '[mail 8] address changed (session_lapsed): agent:a#sess_1 → agent:a#sess_2 · mail to the old address bounces; peers need the new one\n',
+    );
   });
 });

@@ -37,7 +37,7 @@ describe('the code cache lives in the user cache directory, keyed on the bundle,
   });
 });
 
-describe('a cache file is a count of the runs that wrote it, then V8\'s data', () => {
+describe("a cache file is a count of the runs that wrote it, then V8's data", () => {
   it('reads the count and the data, and nothing from a file too short to hold both', () => {
     expect(readCacheFile(Buffer.from([2, 7, 8, 9]))).toEqual({ writes: 2, data: Buffer.from([7, 8, 9]) });
     expect(readCacheFile(Buffer.from([1]))).toBeUndefined();

@@ -20,7 +20,8 @@ const session = {
 const capability = { protocol: 'MA2H', version: '0.5.0', inbound: { session_param: true, stream_url: '/v1/inbox/stream' } };
 
 const peerClient = usePeerClient();
-const hub = (handler: PeerHandler, token: string | null = 'tok_secret') => peerClient(handler, { token, consumer: { home: 'h1', host: 'box', pid: 5 }, userAgent: 'oh-hai/test' });
+const hub = (handler: PeerHandler, token: string | null = 'tok_secret') =>
+  peerClient(handler, { token, consumer: { home: 'h1', host: 'box', pid: 5 }, userAgent: 'oh-hai/test' });
 
 describe('HubClient requests', () => {
   it('sends the bearer only in the Authorization header, and none to the capability document', async () => {
@@ -68,14 +69,21 @@ describe('HubClient requests', () => {
 
   it('puts every endpoint at its MA2H path with ids encoded', async () => {
     const message = {
-      id: 'msg_1', from: 'agent:agt_1', to: 'agent:agt_2', intent: 'ask', text: 'q', created_at: at, state: 'queued', track: [{ state: 'queued', at }],
+      id: 'msg_1',
+      from: 'agent:agt_1',
+      to: 'agent:agt_2',
+      intent: 'ask',
+      text: 'q',
+      created_at: at,
+      state: 'queued',
+      track: [{ state: 'queued', at }],
     };
     const { peer, client } = await hub((req, res) => {
       if (req.url.startsWith('/v1/sessions')) return json(res, 200, { session });
       if (req.url.startsWith('/v1/messages?')) return json(res, 200, { messages: [message], next: 'c2' });
       if (req.url.startsWith('/v1/messages') || req.url === '/v1/directives') return json(res, 202, { message });
       if (req.url === '/v1/fleet') return json(res, 200, { sessions: [] });
-      if (req.url.startsWith('/v1/account/agents?') || req.url === '/v1/account/agents' && req.method === 'GET') return json(res, 200, { agents: [] });
+      if (req.url.startsWith('/v1/account/agents?') || (req.url === '/v1/account/agents' && req.method === 'GET')) return json(res, 200, { agents: [] });
       if (req.url === '/v1/account/agents') return json(res, 201, { agent: { id: 'agt_9', label: 'n' }, token: 'new' });
       if (req.url.endsWith('/revoke')) return json(res, 200, { whatever: true });
       if (req.url === '/v1/account') return json(res, 200, { account: { id: 'acct_1', agent_messaging: false } });
@@ -162,13 +170,21 @@ describe('HubClient failures are values', () => {
   });
 
   it.each([
-    ['a body that breaks the contract', (res: http.ServerResponse) => json(res, 200, { session: { ...session, state: 'paused' } }), "field 'state' is \"paused\""],
+    [
+      'a body that breaks the contract',
+      (res: http.ServerResponse) => json(res, 200, { session: { ...session, state: 'paused' } }),
+      'field \'state\' is "paused"',
+    ],
     ['a body that is not JSON', (res: http.ServerResponse) => json(res, 200, 'ok!'), 'the body is not JSON'],
     ['an empty body', (res: http.ServerResponse) => json(res, 200, ''), 'the body is empty'],
-    ['bytes that are not UTF-8', (res: http.ServerResponse) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(Buffer.from([0x7b, 0xff, 0x7d]));
-    }, 'not valid UTF-8'],
+    [
+      'bytes that are not UTF-8',
+      (res: http.ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(Buffer.from([0x7b, 0xff, 0x7d]));
+      },
+      'not valid UTF-8',
+    ],
   ])('%s is a protocol failure naming the endpoint', async (_name, answer, fragment) => {
     const { client } = await hub((_req, res) => answer(res));
     const r = await client.getSession('sess_1');

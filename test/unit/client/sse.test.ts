@@ -101,7 +101,12 @@ describe('openStream framing over a real socket', () => {
     const s = await stream(async (_req, res) => {
       sseHead(res);
       await writeChunk(res, `event: open\ndata: ${JSON.stringify(open)}\n\n`);
-      for (const [from, to] of [[0, e + 1], [e + 1, emoji + 2], [emoji + 2, emoji + 3], [emoji + 3, bytes.length]] as const) {
+      for (const [from, to] of [
+        [0, e + 1],
+        [e + 1, emoji + 2],
+        [emoji + 2, emoji + 3],
+        [emoji + 3, bytes.length],
+      ] as const) {
         await writeChunk(res, bytes.subarray(from, to));
         await new Promise((r) => setImmediate(r));
       }

@@ -90,12 +90,15 @@ describe('resolveAgentCredential', () => {
     expect(envSeveral).toMatchObject({ ok: false, error: { exit: 2 } });
     if (!envSeveral.ok) expect(envSeveral.error.message).toContain('MA2H_AGENT_TOKENS holds several identities (agt_x, agt_y)');
     // The variable cannot carry an id with ',' or '=' (MA2H allows both): the refusal says so and what to use instead.
-    if (!envSeveral.ok) expect(envSeveral.error.message).toContain('an agent id containing "," or "=" cannot be written in MA2H_AGENT_TOKENS: give its token with OH_HAI_TOKEN or oh-hai login instead');
+    if (!envSeveral.ok)
+      expect(envSeveral.error.message).toContain(
+        'an agent id containing "," or "=" cannot be written in MA2H_AGENT_TOKENS: give its token with OH_HAI_TOKEN or oh-hai login instead',
+      );
     // The credentials file can: the same refusal from it does not blame a format it does not have.
     if (!several.ok) expect(several.error.message).not.toContain('MA2H_AGENT_TOKENS');
   });
 
-  it('the credentials file is keyed by Hub: another Hub\'s token never resolves', async () => {
+  it("the credentials file is keyed by Hub: another Hub's token never resolves", async () => {
     t = tempEnv();
     await storeAgents(t.env, [{ id: 'agt_other', token: SECRET }], 'https://other.example');
     const r = resolveAgentCredential({ env: t.env, hubUrl: HUB });

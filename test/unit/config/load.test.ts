@@ -69,22 +69,20 @@ describe('loadConfigFiles', () => {
     expect(load(deep).ok).toBe(true);
   });
 
-  it.each([
-    ['[bridge]\nwait_seconds = 5\n'],
-    ['[bridge]\n'],
-    ['bridge.allow_from = ["any-in-account"]\n'],
-    ['bridge = { transport = "sse" }\n'],
-  ])('refuses a project file that sets [bridge] at all (%j), naming the file and why', (text) => {
-    const { deep, project } = setup();
-    write(project, text);
-    const r = load(deep);
-    expect(r.ok).toBe(false);
-    if (r.ok) return;
-    expect(r.error.exit).toBe(2);
-    expect(r.error.code).toBe('project_sets_bridge');
-    expect(r.error.message).toContain(project);
-    expect(r.error.message).toContain('a repository must not widen who may ask your agent');
-  });
+  it.each([['[bridge]\nwait_seconds = 5\n'], ['[bridge]\n'], ['bridge.allow_from = ["any-in-account"]\n'], ['bridge = { transport = "sse" }\n']])(
+    'refuses a project file that sets [bridge] at all (%j), naming the file and why',
+    (text) => {
+      const { deep, project } = setup();
+      write(project, text);
+      const r = load(deep);
+      expect(r.ok).toBe(false);
+      if (r.ok) return;
+      expect(r.error.exit).toBe(2);
+      expect(r.error.code).toBe('project_sets_bridge');
+      expect(r.error.message).toContain(project);
+      expect(r.error.message).toContain('a repository must not widen who may ask your agent');
+    },
+  );
 
   it('warns on unknown keys in either file and keeps going', () => {
     const { deep, user, project } = setup();
@@ -105,7 +103,10 @@ describe('loadConfigFiles', () => {
     ['[hub]\nurl = 5\n', '[hub] url must be a string (the Hub origin, e.g. "https://hub.example.com"), got 5'],
     ['hub = "x"\n', '[hub] must be a table'],
     ['bridge = 1\n', '[bridge] must be a table'],
-    ['[bridge]\nallow_from = "agent:a"\n', '[bridge] allow_from must be a list of strings, e.g. ["agent:agt_123"] or ["any-in-account"], got the string "agent:a"'],
+    [
+      '[bridge]\nallow_from = "agent:a"\n',
+      '[bridge] allow_from must be a list of strings, e.g. ["agent:agt_123"] or ["any-in-account"], got the string "agent:a"',
+    ],
     ['[bridge]\nallow_from = ["agent:a", 3]\n', '[bridge] allow_from must be a list of strings'],
     ['[bridge]\nwait_seconds = "10"\n', '[bridge] wait_seconds must be a number of seconds (fractions allowed), got the string "10"'],
     ['[bridge]\nmax_retries = 2.5\n', '[bridge] max_retries must be a whole number, got 2.5'],

@@ -184,7 +184,7 @@ describe('filterDirectory', () => {
     ['agt\u00a0a', 'it contains whitespace'],
     ['agt\u0007a', 'it contains a control character'],
     ['agt\u0085a', 'control character'],
-    [`agt_'"`, "it contains both quote kinds (' and \")"],
+    [`agt_'"`, 'it contains both quote kinds (\' and ")'],
     ['x'.repeat(513), "it is 513 bytes, over the Hub's 512-byte bound"],
     ['é'.repeat(257), "it is 514 bytes, over the Hub's 512-byte bound"],
     ['', 'it is empty'],

@@ -85,7 +85,7 @@ describe('resolveSettings precedence: flag > environment > project > user > defa
     expect(resolve({}, {}, loaded(user, { hubUrl: 'https://user.example', numbers: {} })).warnings).toEqual([]);
   });
 
-  it('passes the files\' warnings through and warns on plain http to another host', () => {
+  it("passes the files' warnings through and warns on plain http to another host", () => {
     const s = resolve({ hub: 'http://hub.example' }, {}, loaded({ numbers: {} }, null, ['w1']));
     expect(s.warnings).toEqual(['w1', 'the Hub URL http://hub.example is plain http to another host: tokens travel unencrypted; use https://']);
     expect(resolve({ hub: 'http://127.0.0.1:9' }, {}, loaded({ numbers: {} })).warnings).toEqual([]);
@@ -97,7 +97,11 @@ describe('resolveSettings refusals', () => {
     [{ wait: 'soon' }, {}, '--wait must be a number of seconds (fractions allowed), got the string "soon"'],
     [{}, { OH_HAI_INTERVAL_SECONDS: '0' }, 'OH_HAI_INTERVAL_SECONDS is 0: it must be greater than 0'],
     [{}, { OH_HAI_MAX_RETRIES: '1.5' }, 'OH_HAI_MAX_RETRIES must be a whole number, got the string "1.5"'],
-    [{}, { OH_HAI_UNATTENDED_MAX_SECONDS: '0' }, 'OH_HAI_UNATTENDED_MAX_SECONDS is 0: it must be greater than 0: 0 or less never disabled the unattended bound'],
+    [
+      {},
+      { OH_HAI_UNATTENDED_MAX_SECONDS: '0' },
+      'OH_HAI_UNATTENDED_MAX_SECONDS is 0: it must be greater than 0: 0 or less never disabled the unattended bound',
+    ],
     [{ unattendedMaxSeconds: '-1' }, {}, '--unattended-max-seconds is -1: it must be greater than 0'],
     [{ transport: 'ws' }, {}, '--transport must be one of auto, sse, poll, got the string "ws"'],
     [{ allowFrom: ['agent:a', 'everyone'] }, {}, '--allow-from "everyone" is not a sender policy item'],
@@ -122,7 +126,11 @@ describe('resolveSettings refusals', () => {
         expect(e).toMatchObject({ exit: 2, code: 'project_hub_unconfirmed' });
         expect(e.message).toContain(`/p/.oh-hai/config.toml points oh-hai at the Hub https://repo-chosen.example`);
         expect(e.message).toContain(`the token in ${variable} is not tied to any Hub`);
-        for (const fix of ['export MA2H_HUB_URL=https://repo-chosen.example', '--hub https://repo-chosen.example', '[hub] url = "https://repo-chosen.example" in /u/config.toml'])
+        for (const fix of [
+          'export MA2H_HUB_URL=https://repo-chosen.example',
+          '--hub https://repo-chosen.example',
+          '[hub] url = "https://repo-chosen.example" in /u/config.toml',
+        ])
           expect(e.message).toContain(fix);
         expect(e.message).not.toContain('S3CRET');
       }

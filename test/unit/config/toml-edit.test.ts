@@ -5,7 +5,8 @@ import { insertTableKey, tomlString } from '../../../src/config/index.js';
 const LIST = ['agent:a', 'agent:b'];
 const LIST_TEXT = '[\n  "agent:a", # first\n  "agent:b",\n]';
 
-const insert = (text: string) => insertTableKey({ text, doc: parse(text) as Record<string, unknown>, file: '/u/config.toml' }, 'bridge', 'allow_from', LIST, LIST_TEXT, ['why']);
+const insert = (text: string) =>
+  insertTableKey({ text, doc: parse(text) as Record<string, unknown>, file: '/u/config.toml' }, 'bridge', 'allow_from', LIST, LIST_TEXT, ['why']);
 
 describe('tomlString', () => {
   it.each([

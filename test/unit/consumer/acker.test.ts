@@ -127,7 +127,10 @@ describe('Acker', () => {
     expect(w.acks).toHaveLength(1);
     expect(w.ledger.pending().map((e) => e.state)).toEqual(['spooled', 'spooled']);
     w.answers.push({ unknown: [] }, http(401, 'unauthorized'));
-    expect(await w.acker.flush()).toMatchObject({ ok: false, disposition: { kind: 'stop', stop: { exit: 3, reason: 'unauthorized', message: /^ack acknowledged on sess_a: HTTP 401/ } } });
+    expect(await w.acker.flush()).toMatchObject({
+      ok: false,
+      disposition: { kind: 'stop', stop: { exit: 3, reason: 'unauthorized', message: /^ack acknowledged on sess_a: HTTP 401/ } },
+    });
     expect(w.ledger.pending().map((e) => [e.id, e.state])).toEqual([
       ['e1', 'spooled'],
       ['e2', 'delivered'],

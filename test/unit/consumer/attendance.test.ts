@@ -36,7 +36,10 @@ describe('readerAttendance', () => {
   });
 
   it('a live pid is not enough: when the process that started the reader is gone, it does not attend', () => {
-    const v = readerAttendance(reader(), probe(T0 + 5000, (s) => s.pid === 50));
+    const v = readerAttendance(
+      reader(),
+      probe(T0 + 5000, (s) => s.pid === 50),
+    );
     // Its heartbeat says nothing about when attendance ended: a wedged reader keeps beating.
     expect(v).toMatchObject({ attending: false, why: /started the reader \(pid 50\)/, lastAttendedAt: null });
   });
@@ -48,7 +51,12 @@ describe('readerAttendance', () => {
   });
 
   it('a dead reader does not attend', () => {
-    expect(readerAttendance(reader(), probe(T0 + 5000, (s) => s.pid === 100))).toMatchObject({ attending: false, why: /reader pid 100/, lastAttendedAt: null });
+    expect(
+      readerAttendance(
+        reader(),
+        probe(T0 + 5000, (s) => s.pid === 100),
+      ),
+    ).toMatchObject({ attending: false, why: /reader pid 100/, lastAttendedAt: null });
   });
 });
 

@@ -20,7 +20,13 @@ describe('classifyFailure (MA2H §0)', () => {
     ['messaging off', http(403, 'messaging_disabled'), unpinned, 3, 'messaging_disabled'],
     ['a human token', http(403, 'forbidden'), unpinned, 3, 'forbidden'],
     ['the kill-switch', http(403, 'session_closed_by_operator'), unpinned, 14, 'session_closed_by_operator'],
-    ['another home holds it', http(409, 'session_held', { holder: { pid: 7, host: 'h2', home: 'x', since: 'S', last_seen_at: 'L' } }), unpinned, 10, 'session_held'],
+    [
+      'another home holds it',
+      http(409, 'session_held', { holder: { pid: 7, host: 'h2', home: 'x', since: 'S', last_seen_at: 'L' } }),
+      unpinned,
+      10,
+      'session_held',
+    ],
     ['the agent closed it', http(410, 'session_closed'), unpinned, 15, 'session_closed'],
     ['a pinned session unknown', http(404, 'session_not_found'), pinned, 4, 'session_not_found'],
     ['a pinned session lapsed', http(410, 'session_lapsed'), pinned, 11, 'session_lapsed'],
@@ -29,7 +35,8 @@ describe('classifyFailure (MA2H §0)', () => {
     it(`${what} → stop ${exit} (${reason})`, () => {
       const d = classifyFailure(failure, ctx);
       expect(d).toMatchObject({ kind: 'stop', stop: { exit, reason } });
-      if (d.kind === 'stop') expect(d.stop.message).toMatch(new RegExp(`^${ctx.operation} on ${ctx.sessionId}: HTTP ${(failure as { status: number }).status}`));
+      if (d.kind === 'stop')
+        expect(d.stop.message).toMatch(new RegExp(`^${ctx.operation} on ${ctx.sessionId}: HTTP ${(failure as { status: number }).status}`));
     });
   }
 
@@ -68,7 +75,11 @@ describe('classifyClosed (event: closed on a held stream)', () => {
 
 describe('what a classified failure says', () => {
   it('describes each kind of failure, naming the operation and, when there is one, the session', () => {
-    expect(classifyFailure({ kind: 'network', message: 'ECONNREFUSED' }, unpinned)).toEqual({ kind: 'fault', message: 'stream connect on sess_a: network error: ECONNREFUSED', retryAfterSeconds: null });
+    expect(classifyFailure({ kind: 'network', message: 'ECONNREFUSED' }, unpinned)).toEqual({
+      kind: 'fault',
+      message: 'stream connect on sess_a: network error: ECONNREFUSED',
+      retryAfterSeconds: null,
+    });
     expect(classifyFailure({ kind: 'protocol', message: 'not JSON' }, { operation: 'principal drain', sessionId: null, pinned: null })).toEqual({
       kind: 'fault',
       message: "principal drain: the Hub's answer did not follow MA2H: not JSON",
@@ -100,6 +111,10 @@ describe('what a classified failure says', () => {
   });
 
   it('endedCode maps a terminal session state to the code MA2H uses for it', () => {
-    expect([endedCode('lapsed'), endedCode('closed'), endedCode('closed_by_operator')]).toEqual(['session_lapsed', 'session_closed', 'session_closed_by_operator']);
+    expect([endedCode('lapsed'), endedCode('closed'), endedCode('closed_by_operator')]).toEqual([
+      'session_lapsed',
+      'session_closed',
+      'session_closed_by_operator',
+    ]);
   });
 });

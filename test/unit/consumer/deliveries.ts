@@ -11,7 +11,15 @@ let n = 0;
 
 /** A signed directive to agt_me's session sess_a, with a fresh jti each time. */
 export const delivery = (id: string, over: Record<string, unknown> = {}) => {
-  const entry = { id, kind: 'directive', from: 'human:acct_1', to: 'agent:agt_me#sess_a', created_at: '2026-09-18T14:18:00.000Z', text: `text of ${id}`, ...over };
+  const entry = {
+    id,
+    kind: 'directive',
+    from: 'human:acct_1',
+    to: 'agent:agt_me#sess_a',
+    created_at: '2026-09-18T14:18:00.000Z',
+    text: `text of ${id}`,
+    ...over,
+  };
   return { entry, signature: signEntry('k', entry, Math.floor(NOW / 1000), `jti_${String(++n).padStart(16, '0')}`) };
 };
 

@@ -72,7 +72,10 @@ describe('Ingest', () => {
   it('a batch with one bad delivery is refused whole: 12, nothing spooled', () => {
     const s = open(fresh());
     const r = s.ingest.run([delivery('ent_ok'), delivery('ent_bad', { x_extra: 1 })], arrived, s.ctx());
-    expect(r).toMatchObject({ ok: false, stop: { exit: 12, reason: 'verification_failed', message: /entry ent_bad failed verification \(entry_shape\).*Nothing from this delivery was spooled/ } });
+    expect(r).toMatchObject({
+      ok: false,
+      stop: { exit: 12, reason: 'verification_failed', message: /entry ent_bad failed verification \(entry_shape\).*Nothing from this delivery was spooled/ },
+    });
     expect(s.spool.lastSeq()).toBe(0);
   });
 
@@ -116,7 +119,9 @@ describe('Ingest', () => {
     const r = s.ingest.run([delivery('ent_old')], arrived, stale);
     expect(r.ok).toBe(false);
     if (r.ok) return;
-    expect(r.stop.message).toMatch(/^entry ent_old failed verification \(replay_window\): .*a wrong local clock cannot be ruled out: compare this machine's time with a trusted source before treating this as tampering\. Nothing from this delivery was spooled or acknowledged: the Hub still holds it\. Possible tampering — tell a human; do not retry past it\.$/);
+    expect(r.stop.message).toMatch(
+      /^entry ent_old failed verification \(replay_window\): .*a wrong local clock cannot be ruled out: compare this machine's time with a trusted source before treating this as tampering\. Nothing from this delivery was spooled or acknowledged: the Hub still holds it\. Possible tampering — tell a human; do not retry past it\.$/,
+    );
     expect(s.logs).toEqual([r.stop.message]);
   });
 

@@ -16,17 +16,19 @@ describe('readKnobs', () => {
     expect(k).toMatchObject({ ok: true, value: { heartbeatMs: 150, staleHolderSeconds: 0.5, replayWindowSeconds: 30 } });
   });
 
-  it.each([['OH_HAI_HEARTBEAT_MS', '0'], ['OH_HAI_BACKOFF_MIN_MS', 'soon'], ['OH_HAI_CURSOR_POLL_MS', '-5'], ['OH_HAI_REPLAY_WINDOW_SECONDS', 'NaN']])(
-    '%s=%s is a usage error naming the variable',
-    (name, value) => {
-      const k = readKnobs({ [name]: value });
-      expect(k.ok).toBe(false);
-      if (!k.ok) {
-        expect(k.error.exit).toBe(2);
-        expect(k.error.message).toMatch(new RegExp(`^${name} `));
-      }
-    },
-  );
+  it.each([
+    ['OH_HAI_HEARTBEAT_MS', '0'],
+    ['OH_HAI_BACKOFF_MIN_MS', 'soon'],
+    ['OH_HAI_CURSOR_POLL_MS', '-5'],
+    ['OH_HAI_REPLAY_WINDOW_SECONDS', 'NaN'],
+  ])('%s=%s is a usage error naming the variable', (name, value) => {
+    const k = readKnobs({ [name]: value });
+    expect(k.ok).toBe(false);
+    if (!k.ok) {
+      expect(k.error.exit).toBe(2);
+      expect(k.error.message).toMatch(new RegExp(`^${name} `));
+    }
+  });
 
   it('refuses a backoff cap below its floor', () => {
     const k = readKnobs({ OH_HAI_BACKOFF_MIN_MS: '500', OH_HAI_BACKOFF_MAX_MS: '100' });

@@ -79,7 +79,14 @@ function round(script: Script, opts: { capability?: Capability; interval?: numbe
 
 const ok = (value: DrainResult): HubResult<DrainResult> => ({ ok: true, status: 200, value, serverDate: HUB_DATE });
 const failed = (failure: HubFailure): HubResult<DrainResult> => ({ ok: false, failure });
-const http = (status: number, code: string): HubFailure => ({ kind: 'http', status, code, message: code, details: {}, retryAfterSeconds: status === 429 ? 7 : null });
+const http = (status: number, code: string): HubFailure => ({
+  kind: 'http',
+  status,
+  code,
+  message: code,
+  details: {},
+  retryAfterSeconds: status === 429 ? 7 : null,
+});
 
 /** Settles `p` while advancing fake time `ms` (and reports whether it settled before that). */
 async function settlesWithin<T>(p: Promise<T>, ms: number): Promise<boolean> {
@@ -101,7 +108,11 @@ describe('streamRound', () => {
     expect(r.events).toEqual(['opened']);
     expect(r.renewals).toEqual([LEASE]);
     expect(r.hubClock.reading).toEqual({ offsetMs: 5000, source: `the Hub's Date header at ${HUB_DATE}` });
-    expect(d).toEqual({ kind: 'fault', message: 'stream on sess_a: the connection ended without a reconnect or closed event (dropped mid-hold)', retryAfterSeconds: null });
+    expect(d).toEqual({
+      kind: 'fault',
+      message: 'stream on sess_a: the connection ended without a reconnect or closed event (dropped mid-hold)',
+      retryAfterSeconds: null,
+    });
   });
 
   it('entries are delivered under the session; only new mail is progress', async () => {
@@ -135,12 +146,19 @@ describe('streamRound', () => {
 
   it('a closed event is the decision its reason names', async () => {
     const r = round({ stream: () => Promise.resolve({ kind: 'closed', reason: 'closed_by_operator' }) });
-    expect(await streamRound(r.ctx, r.keeper, 'sess_a')).toMatchObject({ kind: 'stop', stop: { exit: 14, message: /^stream on sess_a: the Hub ended the stream/ } });
+    expect(await streamRound(r.ctx, r.keeper, 'sess_a')).toMatchObject({
+      kind: 'stop',
+      stop: { exit: 14, message: /^stream on sess_a: the Hub ended the stream/ },
+    });
   });
 
   it('a failed connect is classified as a stream connect', async () => {
     const r = round({ stream: () => Promise.resolve({ kind: 'failure', failure: http(503, 'unavailable') }) });
-    expect(await streamRound(r.ctx, r.keeper, 'sess_a')).toEqual({ kind: 'fault', message: 'stream connect on sess_a: HTTP 503 unavailable: unavailable', retryAfterSeconds: null });
+    expect(await streamRound(r.ctx, r.keeper, 'sess_a')).toEqual({
+      kind: 'fault',
+      message: 'stream connect on sess_a: HTTP 503 unavailable: unavailable',
+      retryAfterSeconds: null,
+    });
   });
 
   it('once stopped, whatever ended the stream is not acted on', async () => {
@@ -171,7 +189,11 @@ describe('pollRound', () => {
 
   it('a failed drain is classified as a drain, with no progress and nothing delivered', async () => {
     const r = round({ drain: () => failed(http(429, 'rate_limited')) });
-    expect(await pollRound(r.ctx, r.keeper, 'sess_a')).toEqual({ kind: 'fault', message: 'drain on sess_a: HTTP 429 rate_limited: rate_limited', retryAfterSeconds: 7 });
+    expect(await pollRound(r.ctx, r.keeper, 'sess_a')).toEqual({
+      kind: 'fault',
+      message: 'drain on sess_a: HTTP 429 rate_limited: rate_limited',
+      retryAfterSeconds: 7,
+    });
     expect(r.events).toEqual([]);
   });
 

@@ -63,11 +63,23 @@ describe('verifyDelivery', () => {
   });
 
   const rejections: [string, unknown, Partial<VerifyContext>, string, RegExp][] = [
-    ['a signature out of order', { entry: directive(), signature: 'jti=xxxxxxxxxxxxxxxxxx,t=1,alg=hmac-sha256,v1=' + 'a'.repeat(64) }, {}, 'signature_syntax', /expected t=/],
+    [
+      'a signature out of order',
+      { entry: directive(), signature: 'jti=xxxxxxxxxxxxxxxxxx,t=1,alg=hmac-sha256,v1=' + 'a'.repeat(64) },
+      {},
+      'signature_syntax',
+      /expected t=/,
+    ],
     ['a delivery without a signature', { entry: directive() }, {}, 'delivery', /signature/],
     ['a t far in the past', deliver(directive(), nowS - 4000), {}, 'replay_window', /4000\.0 s older than our clock.*120 s replay window.*clocks agree/],
     ['a t in the future', deliver(directive(), nowS + 500), {}, 'replay_window', /ahead of our clock/],
-    ['a jti already seen', deliver(directive(), nowS, 'jti_seen_seen_seen_1'), { seen: (j) => j === 'jti_seen_seen_seen_1' }, 'jti_replayed', /jti_seen_seen_seen_1/],
+    [
+      'a jti already seen',
+      deliver(directive(), nowS, 'jti_seen_seen_seen_1'),
+      { seen: (j) => j === 'jti_seen_seen_seen_1' },
+      'jti_replayed',
+      /jti_seen_seen_seen_1/,
+    ],
     ['a cross-type field', deliver(directive({ intent: 'ask' })), {}, 'entry_shape', /intent/],
     ['an unknown field', deliver(directive({ x_extra: 1 })), {}, 'entry_shape', /x_extra/],
     ['another agent', deliver(directive({ to: 'agent:agt_other#' + SESS })), {}, 'addressing', /agent:agt_other.*another agent/],
@@ -126,7 +138,10 @@ describe('what a rejection says', () => {
     expect(verifyDelivery('junk', ctx())).toMatchObject({ verdict: 'reject', check: 'delivery', entryId: '(no entry id)' });
     expect(verifyDelivery({ entry: 'junk', signature: 'x' }, ctx())).toMatchObject({ entryId: '(no entry id)' });
     expect(verifyDelivery({ entry: { id: 7 }, signature: 'x' }, ctx())).toMatchObject({ entryId: '(no entry id)' });
-    expect(verifyDelivery({ entry: { id: 'ent_x' }, signature: 'x' }, ctx())).toMatchObject({ entryId: 'ent_x', message: /^entry ent_x failed verification \(signature_syntax\)/ });
+    expect(verifyDelivery({ entry: { id: 'ent_x' }, signature: 'x' }, ctx())).toMatchObject({
+      entryId: 'ent_x',
+      message: /^entry ent_x failed verification \(signature_syntax\)/,
+    });
   });
 
   it('quotes at most 200 characters of a bad signature', () => {
@@ -147,7 +162,9 @@ describe('what a rejection says', () => {
 
   it('on the principal leg, a session-addressed entry is refused naming both addresses', () => {
     const v = verifyDelivery(deliver(directive()), ctx({ leg: { leg: 'principal' } }));
-    expect(v.verdict === 'reject' && v.message).toContain(`addressed to the session agent:${ME}#${SESS}, but the principal drain takes only entries addressed to agent:${ME}`);
+    expect(v.verdict === 'reject' && v.message).toContain(
+      `addressed to the session agent:${ME}#${SESS}, but the principal drain takes only entries addressed to agent:${ME}`,
+    );
   });
 });
 
@@ -160,8 +177,12 @@ describe('staleTimestampMessage', () => {
   });
 
   it('signs the offset: a Hub clock ahead of ours reads +', () => {
-    expect(staleTimestampMessage(nowS - 4000, { nowMs: NOW, replayWindowSeconds: 120, clock: { offsetMs: 2500, source: 'server_time' } })).toMatch(/reads \+2\.5 s relative to ours.*clocks agree/);
-    expect(staleTimestampMessage(nowS - 4000, { nowMs: NOW, replayWindowSeconds: 120, clock: { offsetMs: 0, source: 'server_time' } })).toMatch(/reads \+0\.0 s relative/);
+    expect(staleTimestampMessage(nowS - 4000, { nowMs: NOW, replayWindowSeconds: 120, clock: { offsetMs: 2500, source: 'server_time' } })).toMatch(
+      /reads \+2\.5 s relative to ours.*clocks agree/,
+    );
+    expect(staleTimestampMessage(nowS - 4000, { nowMs: NOW, replayWindowSeconds: 120, clock: { offsetMs: 0, source: 'server_time' } })).toMatch(
+      /reads \+0\.0 s relative/,
+    );
   });
 
   it('by the Hub clock exactly at the window edge, t counts as fresh there (the clocks disagree)', () => {
@@ -184,7 +205,10 @@ describe('verifyBatch', () => {
   });
 
   it('a jti repeated inside one batch is a replay', () => {
-    const v = verifyBatch([deliver(directive({ id: 'ent_a' }), nowS, 'jti_dup_dup_dup_dup'), deliver(directive({ id: 'ent_b' }), nowS, 'jti_dup_dup_dup_dup')], ctx());
+    const v = verifyBatch(
+      [deliver(directive({ id: 'ent_a' }), nowS, 'jti_dup_dup_dup_dup'), deliver(directive({ id: 'ent_b' }), nowS, 'jti_dup_dup_dup_dup')],
+      ctx(),
+    );
     expect(v).toMatchObject({ ok: false, rejection: { entryId: 'ent_b', check: 'jti_replayed' } });
   });
 

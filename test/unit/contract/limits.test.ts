@@ -31,7 +31,9 @@ describe('the largest legal delivery, built from the contract limits', () => {
   });
 
   it('takes the worst JSON escape of every byte of text: 6 wire bytes per byte', () => {
-    console.log(`largest delivery: ${maxDeliveryBytes()} bytes; wrapper + signature ≤ ${deliveryWrapperBytes()} bytes; client page cap ${maxPageAcceptBytes()} bytes`);
+    console.log(
+      `largest delivery: ${maxDeliveryBytes()} bytes; wrapper + signature ≤ ${deliveryWrapperBytes()} bytes; client page cap ${maxPageAcceptBytes()} bytes`,
+    );
     expect(maxDeliveryBytes()).toBeGreaterThan(6 * MAX_TEXT_BYTES);
     expect(maxPageAcceptBytes()).toBeGreaterThanOrEqual(Math.max(MAX_PAGE_BYTES, maxDeliveryBytes()));
     expect(maxSseEventChars()).toBe(maxPageAcceptBytes());

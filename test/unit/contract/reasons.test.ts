@@ -36,7 +36,10 @@ const reasonOf = (r: { ok: boolean; reason?: string }): string => {
 describe('validateEntry reasons name the entry, the kind and the field', () => {
   it.each([
     [{ ...base, kind: 'directive', text: 'x', intent: 'ask' }, "entry ent_1 of kind directive carries field 'intent', which belongs to kind message"],
-    [{ ...base, kind: 'receipt', message_id: 'msg_1', status: 'acknowledged', text: 'x' }, "entry ent_1 of kind receipt carries field 'text', which belongs to kinds directive, message and response"],
+    [
+      { ...base, kind: 'receipt', message_id: 'msg_1', status: 'acknowledged', text: 'x' },
+      "entry ent_1 of kind receipt carries field 'text', which belongs to kinds directive, message and response",
+    ],
     [{ ...base, kind: 'directive', text: 'x', in_reply_to: 'msg_1' }, "carries field 'in_reply_to', which belongs to kinds message and response"],
     [{ ...base, kind: 'directive', text: 'x', x_extra: 1 }, "entry ent_1 of kind directive carries unknown field 'x_extra'"],
     [{ ...base, kind: 'memo', text: 'x' }, 'entry ent_1 has kind "memo"; expected one of directive, message, response, receipt'],
@@ -44,11 +47,11 @@ describe('validateEntry reasons name the entry, the kind and the field', () => {
     [{ ...base, kind: 'message', message_id: 'msg_1', text: 'x' }, "entry ent_1 of kind message: missing required field 'intent'"],
     [{ ...base, kind: 'message', message_id: 'msg_1', intent: 'demand', text: 'x' }, 'field \'intent\' is "demand"; expected one of notify, ask, task'],
     [{ ...base, kind: 'receipt', message_id: 'msg_1', status: 'bounced' }, "a bounced receipt must carry 'prior'"],
-    [{ ...base, kind: 'receipt', message_id: 'msg_1', status: 'expired', prior: 'sent' }, "field 'prior' is \"sent\""],
+    [{ ...base, kind: 'receipt', message_id: 'msg_1', status: 'expired', prior: 'sent' }, 'field \'prior\' is "sent"'],
     [{ ...base, kind: 'receipt', message_id: 'msg_1', status: 'acknowledged', reason: 'Not A Code' }, "field 'reason' must be a snake_case code"],
     [{ ...base, kind: 'directive', text: 'x', created_at: '2026-02-30T00:00:00.000Z' }, "field 'created_at' must be an ISO-8601 instant"],
     [{ ...base, kind: 'directive', text: 'x', created_at: '2026-09-18 14:18:07' }, "field 'created_at' must be an ISO-8601 instant"],
-    [{ ...base, kind: 'directive', text: 'x', to: 'human:acct_1' }, "field 'to' \"human:acct_1\" must be agent:<agent_id> or agent:<agent_id>#<session_id>"],
+    [{ ...base, kind: 'directive', text: 'x', to: 'human:acct_1' }, 'field \'to\' "human:acct_1" must be agent:<agent_id> or agent:<agent_id>#<session_id>'],
     [{ ...base, kind: 'directive', text: 'x', from: 'robot:x' }, '(or human:<account_id>)'],
     [{ ...base, kind: 'directive', text: 'x', id: 'ent#1' }, "contains '#'"],
     [{ ...base, kind: 'directive', text: 'x', thread_id: 5 }, "field 'thread_id' must be a string"],
@@ -200,7 +203,7 @@ describe('signature syntax reasons', () => {
     expect(reasonOf(parseSignature(value))).toContain(fragment);
   });
   it('refuses an alg the Hub did not advertise', () => {
-    expect(reasonOf(parseSignature(`t=1,jti=xxxxxxxxxxxxxxxx,alg=hmac-sha256,v1=${mac}`, []))).toContain("advertised signature_algs (none)");
+    expect(reasonOf(parseSignature(`t=1,jti=xxxxxxxxxxxxxxxx,alg=hmac-sha256,v1=${mac}`, []))).toContain('advertised signature_algs (none)');
   });
   it('formats what it parses', () => {
     const value = `t=1758205087,jti=jti_AbCdEfGhIjKlMnOpQr,alg=hmac-sha256,v1=${mac}`;

@@ -23,9 +23,7 @@ interface Case {
 const label = (c: Case, i: number) => `#${i}${c.why ? ` (${c.why})` : ''}`;
 
 describe('capability vectors', () => {
-  const { cases } = vectors<{ cases: (Case & { capability: unknown; accept: boolean; transport?: 'sse' | 'poll' })[] }>(
-    'capability.json',
-  );
+  const { cases } = vectors<{ cases: (Case & { capability: unknown; accept: boolean; transport?: 'sse' | 'poll' })[] }>('capability.json');
   it.each(cases.map((c, i) => [label(c, i), c] as const))('%s', (_name, c) => {
     const r = checkCapability(c.capability);
     expect(r.ok, r.ok ? '' : r.reason).toBe(c.accept);

@@ -112,7 +112,7 @@ describe('response parsers', () => {
     expect(failing(parseAgents({ agents: [{ id: 'agt_1', label: 'b', source: 'account' }] }))).toContain("agents[0] is missing required field 'revoked'");
     expect(parseWhoami({ kind: 'agent', agent: { id: 'agt_1', label: 'b', account_id: 'acct_1' } }).ok).toBe(true);
     expect(parseWhoami({ kind: 'human', account: { id: 'acct_1', label: 'me' } }).ok).toBe(true);
-    expect(failing(parseWhoami({ kind: 'robot' }))).toContain("field 'kind' is \"robot\"");
+    expect(failing(parseWhoami({ kind: 'robot' }))).toContain('field \'kind\' is "robot"');
     expect(parseMintedAgent({ agent: { id: 'agt_9', label: 'new' }, token: 'tok' })).toEqual({
       ok: true,
       value: { agent: { id: 'agt_9', label: 'new' }, token: 'tok' },
@@ -167,8 +167,8 @@ describe('request validators', () => {
   });
   it.each([
     [validateSend({ to: 'agent:a', intent: 'ask', text: 'x', lease: 1 }), 'invalid_request', "unknown field 'lease'"],
-    [validateSend({ to: 'agent:a', intent: 'demand', text: 'x' }), 'invalid_request', "field 'intent' is \"demand\""],
-    [validateSend({ to: 'human:a', intent: 'ask', text: 'x' }), 'invalid_request', "field 'to' \"human:a\" must be agent:"],
+    [validateSend({ to: 'agent:a', intent: 'demand', text: 'x' }), 'invalid_request', 'field \'intent\' is "demand"'],
+    [validateSend({ to: 'human:a', intent: 'ask', text: 'x' }), 'invalid_request', 'field \'to\' "human:a" must be agent:'],
     [validateSend({ to: 'agent:a', intent: 'ask', text: '  ' }), 'invalid_request', "field 'text' is empty"],
     [validateSend({ to: 'agent:a', intent: 'ask', text: 'é'.repeat(32_769) }), 'text_too_long', 'the limit is 65536'],
     [validateDirective({ to: 'agent:a', text: 'x'.repeat(65_537) }), 'text_too_long', '65537 bytes'],
@@ -181,7 +181,7 @@ describe('request validators', () => {
     [validateAck({ delivered: ['ok', 'bad id'] }), 'invalid_request', 'delivered[1]'],
     [validateAck({ delivered: Array.from({ length: 1001 }, (_, i) => `e${i}`) }), 'invalid_request', 'at most 1000'],
     [validateLift({ name: 'x' }), 'invalid_request', "missing required field 'agent_id'"],
-    [validateAccountPatch({ agent_messaging: 'off' }), 'invalid_request', "must be true or false"],
+    [validateAccountPatch({ agent_messaging: 'off' }), 'invalid_request', 'must be true or false'],
     [validateMintAgent({ label: 'a\nb' }), 'invalid_request', 'control character'],
     [validateMintAgent([]), 'invalid_request', 'the body must be a JSON object'],
   ])('%# refused with %s', (r, code, fragment) => {

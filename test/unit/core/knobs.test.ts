@@ -28,7 +28,10 @@ describe('the knob registry', () => {
 
   it('says the default when a variable is refused, so the fix is in the message', () => {
     const r = knobFromEnv({ OH_HAI_HEARTBEAT_MS: 'often' }, 'heartbeatMs');
-    expect(r).toMatchObject({ ok: false, error: { message: 'OH_HAI_HEARTBEAT_MS must be a number of milliseconds, got the string "often"; unset it for the default (5000)' } });
+    expect(r).toMatchObject({
+      ok: false,
+      error: { message: 'OH_HAI_HEARTBEAT_MS must be a number of milliseconds, got the string "often"; unset it for the default (5000)' },
+    });
   });
 
   it('holds a cap to its floor only when both are read', () => {

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { Liveness } from '../../../src/spool/index.js';
-import { judgeBridge, judgeConsumer, judgeReader, judgeSession, judgeUnread, type Bound, type BridgeProbe, type HubSession } from '../../../src/cli/doctor/checks/bridge.js';
+import {
+  judgeBridge,
+  judgeConsumer,
+  judgeReader,
+  judgeSession,
+  judgeUnread,
+  type Bound,
+  type BridgeProbe,
+  type HubSession,
+} from '../../../src/cli/doctor/checks/bridge.js';
 import type { BridgeFacts, UnreadRead } from '../../../src/cli/doctor/checks/bridge-read.js';
 import type { Session } from '../../../src/hub/contract/index.js';
 import type { ConsumerRecord, ProcessStamp, ReaderRecord, RecordRead, SessionRecord } from '../../../src/spool/index.js';
@@ -22,7 +31,16 @@ const reader = (over: Partial<ReaderRecord> = {}): RecordRead<ReaderRecord> => (
 
 const sessionRecord: RecordRead<SessionRecord> = {
   state: 'ok',
-  value: { id: 'sess_a', address: 'agent:agt_me#sess_a', name: 'n', pinned: false, lease_seconds: 900, expires_at: '2027-01-15T08:15:00.000Z', renewed_at: T0 + 40_000, history: [] },
+  value: {
+    id: 'sess_a',
+    address: 'agent:agt_me#sess_a',
+    name: 'n',
+    pinned: false,
+    lease_seconds: 900,
+    expires_at: '2027-01-15T08:15:00.000Z',
+    renewed_at: T0 + 40_000,
+    history: [],
+  },
 };
 
 const hubSession = (state: Session['state']): HubSession => ({
@@ -74,15 +92,27 @@ describe('bridge consumer', () => {
   });
 
   it('fails a dead pid (no stop recorded) with the relaunch fix', () => {
-    const c = judgeConsumer({ consumer: consumer(), dir: DIR }, probe(T0 + 60_000, (s) => s.pid === 200));
+    const c = judgeConsumer(
+      { consumer: consumer(), dir: DIR },
+      probe(T0 + 60_000, (s) => s.pid === 200),
+    );
     expect(c.status).toBe('fail');
     expect(c.detail).toMatch(/pid 200 on h no longer exists/);
     expect(c.fix).toMatch(/re-run oh-hai bridge/);
   });
 
-  it('fails a stopped consumer, naming its stop reason, exit code, and the exit table\'s advice', () => {
+  it("fails a stopped consumer, naming its stop reason, exit code, and the exit table's advice", () => {
     const c = judgeConsumer(
-      { consumer: consumer({ state: 'stopped', exit_code: 3, stop_reason: 'unauthorized', stop_message: 'the Hub refused the credential', stopped_at: T0 + 55_000 }), dir: DIR },
+      {
+        consumer: consumer({
+          state: 'stopped',
+          exit_code: 3,
+          stop_reason: 'unauthorized',
+          stop_message: 'the Hub refused the credential',
+          stopped_at: T0 + 55_000,
+        }),
+        dir: DIR,
+      },
       probe(T0 + 60_000),
     );
     expect(c.status).toBe('fail');
@@ -106,8 +136,18 @@ describe('bridge consumer', () => {
     const stale = judgeConsumer({ consumer: consumer({ heartbeat_at: T0 }), dir: DIR }, probe(T0 + 61_000));
     expect(stale).toMatchObject({ status: 'warn', detail: /alive but its heartbeat 1m 01s ago/ });
     const elsewhere = (s: ProcessStamp) => s.pid === 200;
-    expect(judgeConsumer({ consumer: consumer(), dir: DIR }, probe(T0 + 60_000, () => false, elsewhere)).status).toBe('pass');
-    expect(judgeConsumer({ consumer: consumer({ heartbeat_at: T0 }), dir: DIR }, probe(T0 + 61_000, () => false, elsewhere)).status).toBe('warn');
+    expect(
+      judgeConsumer(
+        { consumer: consumer(), dir: DIR },
+        probe(T0 + 60_000, () => false, elsewhere),
+      ).status,
+    ).toBe('pass');
+    expect(
+      judgeConsumer(
+        { consumer: consumer({ heartbeat_at: T0 }), dir: DIR },
+        probe(T0 + 61_000, () => false, elsewhere),
+      ).status,
+    ).toBe('warn');
   });
 });
 
@@ -171,7 +211,11 @@ describe('bridge reader', () => {
     expect(c).toMatchObject({ status: 'pass', measured: { unattended_ms: 100_000 } });
     // And the other way round: a reader that exited (pid gone) 100 s ago, a connection started long before.
     const gone = reader({ heartbeat_at: T0 + 2_000_000, deadline_at: T0 + 3_000_000 });
-    const d = judgeReader({ reader: gone, consumer: consumer(), dir: DIR }, BOUND, probe(T0 + 2_100_000, (s) => s.pid === 100));
+    const d = judgeReader(
+      { reader: gone, consumer: consumer(), dir: DIR },
+      BOUND,
+      probe(T0 + 2_100_000, (s) => s.pid === 100),
+    );
     expect(d).toMatchObject({ status: 'pass', detail: /no longer exists.*inside the unattended bound/, measured: { unattended_ms: 100_000 } });
   });
 
@@ -235,13 +279,39 @@ describe('judgeBridge', () => {
   });
 
   it('uses the bound the connection runs with (settings.json) over the configured one', () => {
-    const settings = { state: 'ok' as const, value: { hub: 'h', agent_id: 'a', session_key: 'k', pinned: null, name: 'n', transport: 'auto' as const, interval_seconds: 5, max_retries: 8, unattended_max_seconds: 30, allow_from: null, agent: null, leg: 'session' as const } };
-    const checks = judgeBridge(facts({ settings, reader: { state: 'absent' }, consumer: consumer({ started_at: T0 }) }), hubSession('active'), BOUND, probe(T0 + 31_000));
+    const settings = {
+      state: 'ok' as const,
+      value: {
+        hub: 'h',
+        agent_id: 'a',
+        session_key: 'k',
+        pinned: null,
+        name: 'n',
+        transport: 'auto' as const,
+        interval_seconds: 5,
+        max_retries: 8,
+        unattended_max_seconds: 30,
+        allow_from: null,
+        agent: null,
+        leg: 'session' as const,
+      },
+    };
+    const checks = judgeBridge(
+      facts({ settings, reader: { state: 'absent' }, consumer: consumer({ started_at: T0 }) }),
+      hubSession('active'),
+      BOUND,
+      probe(T0 + 31_000),
+    );
     expect(checks.find((c) => c.name === 'bridge reader')).toMatchObject({ status: 'fail', measured: { unattended_max_seconds: 30 } });
   });
 
   it('a stood-down bridge (exit 15) is one passing line, not four failures', () => {
-    const checks = judgeBridge(facts({ consumer: consumer({ state: 'stopped', exit_code: 15, stop_reason: 'session_closed', stopped_at: T0 }) }), hubSession('closed'), BOUND, probe(T0 + 60_000));
+    const checks = judgeBridge(
+      facts({ consumer: consumer({ state: 'stopped', exit_code: 15, stop_reason: 'session_closed', stopped_at: T0 }) }),
+      hubSession('closed'),
+      BOUND,
+      probe(T0 + 60_000),
+    );
     expect(checks).toHaveLength(1);
     expect(checks[0]).toMatchObject({ name: 'bridge', status: 'pass', detail: /stood down .*no bridge for this agent session/ });
   });

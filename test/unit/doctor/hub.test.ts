@@ -1,12 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  capabilityCheck,
-  clockCheck,
-  credentialCheck,
-  hubCheck,
-  measureOffset,
-  type CapabilityProbe,
-} from '../../../src/cli/doctor/checks/hub.js';
+import { capabilityCheck, clockCheck, credentialCheck, hubCheck, measureOffset, type CapabilityProbe } from '../../../src/cli/doctor/checks/hub.js';
 import { nodeCheck } from '../../../src/cli/doctor/checks/node.js';
 import type { AgentCredential } from '../../../src/config/index.js';
 import type { Coded } from '../../../src/core/index.js';
@@ -28,7 +21,12 @@ function capability(over: Record<string, unknown> = {}): Capability {
   return r.value;
 }
 
-const probe = (result: HubResult<Capability>, beforeMs = NOW, afterMs = NOW + 20): CapabilityProbe => ({ result, beforeMs, afterMs, tookMs: afterMs - beforeMs });
+const probe = (result: HubResult<Capability>, beforeMs = NOW, afterMs = NOW + 20): CapabilityProbe => ({
+  result,
+  beforeMs,
+  afterMs,
+  tookMs: afterMs - beforeMs,
+});
 const okCap = (cap: Capability, serverDate: string | null = null): HubResult<Capability> => ({ ok: true, status: 200, value: cap, serverDate });
 
 describe('node', () => {
@@ -53,7 +51,10 @@ describe('hub and capability', () => {
   });
 
   it('an unacceptable document: the Hub answered (pass), the capability fails with the reason', () => {
-    const p = probe({ ok: false, failure: { kind: 'protocol', message: 'GET /v1/capability answered 200 with the Hub speaks MA2H 0.4.2; oh-hai needs 0.5.0 or later' } });
+    const p = probe({
+      ok: false,
+      failure: { kind: 'protocol', message: 'GET /v1/capability answered 200 with the Hub speaks MA2H 0.4.2; oh-hai needs 0.5.0 or later' },
+    });
     expect(hubCheck('http://h', p).status).toBe('pass');
     expect(capabilityCheck(p, 'auto')).toMatchObject({ status: 'fail', detail: /0\.4\.2/, fix: /MA2H 0\.5/ });
   });
@@ -85,7 +86,7 @@ describe('clock', () => {
     const ahead = clockCheck({ offsetMs: 7000, uncertaintyMs: 5, source: 's' }, 120, 'w');
     expect(ahead).toMatchObject({ status: 'warn', measured: { offset_ms: 7000 } });
     expect(ahead.detail).toMatch(/7\.0 s ahead of this machine's/);
-    const behind = clockCheck({ offsetMs: -200_000, uncertaintyMs: 5, source: 's' }, 120, 'the Hub\'s capability');
+    const behind = clockCheck({ offsetMs: -200_000, uncertaintyMs: 5, source: 's' }, 120, "the Hub's capability");
     expect(behind).toMatchObject({ status: 'fail', fix: /NTP/ });
     expect(behind.detail).toMatch(/200\.0 s behind .*more than the 120 s replay window.*stale t/);
   });
@@ -103,7 +104,12 @@ describe('credential', () => {
     ok: true,
     value: { token: 'SECRET-TOKEN-123', agentId: 'agt_1', label: null, source: 'MA2H_AGENT_TOKENS', warnings: [], ...over },
   });
-  const who = (id: string): HubResult<Whoami> => ({ ok: true, status: 200, serverDate: null, value: { kind: 'agent', agent: { id, label: 'builder', account_id: 'acct_1' } } });
+  const who = (id: string): HubResult<Whoami> => ({
+    ok: true,
+    status: 200,
+    serverDate: null,
+    value: { kind: 'agent', agent: { id, label: 'builder', account_id: 'acct_1' } },
+  });
 
   it('passes, naming the source and never the token', () => {
     const c = credentialCheck(cred(), who('agt_1'), ctx);
@@ -121,7 +127,10 @@ describe('credential', () => {
   it('fails with no credential, a refused one, a human token, or an id the Hub contradicts', () => {
     const none: Coded<AgentCredential> = { ok: false, error: { code: 'no_credential', message: 'no agent credential for http://h', exit: 3 } };
     expect(credentialCheck(none, null, ctx).check).toMatchObject({ status: 'fail', fix: /oh-hai login --hub http:\/\/h/ });
-    const refused: HubResult<Whoami> = { ok: false, failure: { kind: 'http', status: 401, code: 'unauthorized', message: 'revoked', details: {}, retryAfterSeconds: null } };
+    const refused: HubResult<Whoami> = {
+      ok: false,
+      failure: { kind: 'http', status: 401, code: 'unauthorized', message: 'revoked', details: {}, retryAfterSeconds: null },
+    };
     expect(credentialCheck(cred(), refused, ctx).check).toMatchObject({ status: 'fail', detail: /refused it/ });
     const human: HubResult<Whoami> = { ok: true, status: 200, serverDate: null, value: { kind: 'human', account: { id: 'acct_1', label: null } } };
     expect(credentialCheck(cred(), human, ctx).check).toMatchObject({ status: 'fail', detail: /human token/ });

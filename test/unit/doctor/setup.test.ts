@@ -92,7 +92,11 @@ describe('config and policy', () => {
   it('warns on unknown keys, and reports where the Hub URL came from', () => {
     write(userFile(), '[hub]\nurl = "https://hub.example.com"\ncolour = "red"\n');
     const c = configCheck({ env: env(), cwd: root }, {});
-    expect(c.check).toMatchObject({ status: 'warn', detail: /https:\/\/hub\.example\.com from the user config.*unknown key/, measured: { hub_url_source: 'user' } });
+    expect(c.check).toMatchObject({
+      status: 'warn',
+      detail: /https:\/\/hub\.example\.com from the user config.*unknown key/,
+      measured: { hub_url_source: 'user' },
+    });
   });
 
   it('policy: none declared warns with what it means and the fix; a declared one passes', () => {
@@ -116,7 +120,11 @@ describe('report', () => {
   it('the verdict is the worst status; skips count for nothing', () => {
     expect(buildReport([check('a', 'pass', 'x'), check('b', 'skip', 'y')]).status).toBe('pass');
     expect(buildReport([check('a', 'pass', 'x'), check('b', 'warn', 'y', { fix: 'f' })]).status).toBe('warn');
-    const r = buildReport([check('a', 'warn', 'x', { fix: 'f' }), check('bridge reader', 'fail', 'y', { fix: 'g' })], { client_key: 'k', session: 'sess_x', steps });
+    const r = buildReport([check('a', 'warn', 'x', { fix: 'f' }), check('bridge reader', 'fail', 'y', { fix: 'g' })], {
+      client_key: 'k',
+      session: 'sess_x',
+      steps,
+    });
     expect(r.status).toBe('fail');
     expect(r.self_test).toMatchObject({ status: 'fail', failed: ['send', 'bridge reader'] });
   });
@@ -127,7 +135,13 @@ describe('report', () => {
   });
 
   it('text: one line per check and step, a fix line under each failure, and the verdict naming what failed', () => {
-    const text = renderText(buildReport([check('node', 'pass', 'ok'), check('bridge unread', 'fail', 'old mail', { fix: 'run oh-hai bridge' })], { client_key: 'k', session: 'sess_x', steps }));
+    const text = renderText(
+      buildReport([check('node', 'pass', 'ok'), check('bridge unread', 'fail', 'old mail', { fix: 'run oh-hai bridge' })], {
+        client_key: 'k',
+        session: 'sess_x',
+        steps,
+      }),
+    );
     const lines = text.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^pass  node +ok$/);
     expect(text).toMatch(/^fail  send +5 ms — the Hub answered 503\n +fix: again$/m);
@@ -136,7 +150,9 @@ describe('report', () => {
   });
 
   it('json: one envelope with the stable field names', () => {
-    const parsed = JSON.parse(renderJson(buildReport([check('node', 'pass', 'ok', { measured: { version: '20.18.1' } })], { client_key: 'k', session: null, steps })));
+    const parsed = JSON.parse(
+      renderJson(buildReport([check('node', 'pass', 'ok', { measured: { version: '20.18.1' } })], { client_key: 'k', session: null, steps })),
+    );
     expect(Object.keys(parsed)).toEqual(['status', 'checks', 'self_test']);
     expect(parsed.checks[0]).toEqual({ name: 'node', status: 'pass', detail: 'ok', measured: { version: '20.18.1' } });
     expect(Object.keys(parsed.self_test)).toEqual(['status', 'client_key', 'session', 'steps', 'failed']);

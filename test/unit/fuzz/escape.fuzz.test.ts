@@ -5,7 +5,12 @@ import { fuzzParameters } from '../../helpers/fuzz.js';
 
 /** The one escaping function: nothing a terminal acts on survives it, and a JSON text keeps its value. */
 const RAW_UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\ufeff]/;
-const hostile = fc.string({ unit: fc.oneof(fc.constantFrom('\u001b', '\u009b', '\u0085', '\u202e', '\u2066', '\u2028', '\n', '\r', '\t', '\u0007', '\\', '"'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })) });
+const hostile = fc.string({
+  unit: fc.oneof(
+    fc.constantFrom('\u001b', '\u009b', '\u0085', '\u202e', '\u2066', '\u2028', '\n', '\r', '\t', '\u0007', '\\', '"'),
+    fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
+  ),
+});
 
 describe('escapeUnsafe (fuzzed)', () => {
   it('leaves no control, C1, separator or bidi character; inside JSON the value is unchanged; escaping twice changes nothing', () => {

@@ -28,7 +28,9 @@ const tempDir = () => {
 /** Garbage a crash can leave: random bytes, a line that looks like a record, a record with a wrong sum, NULs. */
 const garbage = fc.oneof(
   fc.uint8Array({ minLength: 1, maxLength: 80 }),
-  fc.constantFrom('{"seq":99,"type":"entry"', '{"seq":3,"type":"entry","session":"s","sum":"00000000"}\n', '\u0000'.repeat(64), '\n\n', '}\n', '\r\n').map((s) => new TextEncoder().encode(s)),
+  fc
+    .constantFrom('{"seq":99,"type":"entry"', '{"seq":3,"type":"entry","session":"s","sum":"00000000"}\n', '\u0000'.repeat(64), '\n\n', '}\n', '\r\n')
+    .map((s) => new TextEncoder().encode(s)),
 );
 
 const openSpool = (dir: string): Spool => {
@@ -80,7 +82,11 @@ describe('recovery from a damaged tail (fuzzed)', () => {
         expect(ids.every((id) => recorded.some((r) => r.id === id))).toBe(true);
         again.recordSpooled([{ id: 'ent_after', seq: n + 1, session: 'sess_a' }]);
         again.close();
-        expect(open(Ledger.open(dir)).pending().map((p) => p.id)).toContain('ent_after');
+        expect(
+          open(Ledger.open(dir))
+            .pending()
+            .map((p) => p.id),
+        ).toContain('ent_after');
       }),
       fuzzParameters(0x5902, 100),
     );
@@ -106,13 +112,20 @@ describe('recovery from a damaged tail (fuzzed)', () => {
 
   it('cursor.json holding anything at all reads as a cursor or as unreadable, never throws and never as absent', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.uint8Array({ maxLength: 60 }), fc.jsonValue().map((v) => new TextEncoder().encode(JSON.stringify(v) ?? ''))), (bytes) => {
-        const dir = tempDir();
-        writeFileSync(path.join(dir, 'cursor.json'), bytes);
-        const r = readCursorRecord(dir);
-        expect(['ok', 'unreadable']).toContain(r.state);
-        if (r.state === 'ok') expect(Number.isSafeInteger(r.value.seq) && Number.isSafeInteger(r.value.offset) && r.value.seq >= 0 && r.value.offset >= 0).toBe(true);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 60 }),
+          fc.jsonValue().map((v) => new TextEncoder().encode(JSON.stringify(v) ?? '')),
+        ),
+        (bytes) => {
+          const dir = tempDir();
+          writeFileSync(path.join(dir, 'cursor.json'), bytes);
+          const r = readCursorRecord(dir);
+          expect(['ok', 'unreadable']).toContain(r.state);
+          if (r.state === 'ok')
+            expect(Number.isSafeInteger(r.value.seq) && Number.isSafeInteger(r.value.offset) && r.value.seq >= 0 && r.value.offset >= 0).toBe(true);
+        },
+      ),
       fuzzParameters(0x5904, 150),
     );
   });

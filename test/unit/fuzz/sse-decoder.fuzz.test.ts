@@ -9,10 +9,18 @@ import { fuzzParameters } from '../../helpers/fuzz.js';
  * invalid UTF-8, a stream ended inside a character, or an event over the size cap.
  */
 
-const DOCUMENTED_FAILURES = [/^the event stream is not valid UTF-8$/, /^the event stream ended inside a UTF-8 character$/, /^an event was larger than the client accepts/];
+const DOCUMENTED_FAILURES = [
+  /^the event stream is not valid UTF-8$/,
+  /^the event stream ended inside a UTF-8 character$/,
+  /^an event was larger than the client accepts/,
+];
 
 /** Text a data line may carry: anything but CR and LF (which end lines), U+2028/U+2029 and astral characters included. */
-const lineText = fc.string({ unit: fc.oneof(fc.constantFrom('\u2028', '\u2029', '\ufeff', ':', ' ', 'é', '😀', '\u0000'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })) }).map((s) => s.replace(/[\r\n]/g, ''));
+const lineText = fc
+  .string({
+    unit: fc.oneof(fc.constantFrom('\u2028', '\u2029', '\ufeff', ':', ' ', 'é', '😀', '\u0000'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })),
+  })
+  .map((s) => s.replace(/[\r\n]/g, ''));
 
 const event = fc.record({
   event: fc.option(fc.constantFrom('open', 'entries', 'reconnect', 'closed', 'x-future'), { nil: null }),
@@ -47,30 +55,29 @@ function decodeAll(chunks: Uint8Array[], max?: number): { items: SseItem[]; fail
 }
 
 const expectDocumented = (failure: string | null) => {
-  if (failure !== null) expect(DOCUMENTED_FAILURES.some((re) => re.test(failure)), failure).toBe(true);
+  if (failure !== null)
+    expect(
+      DOCUMENTED_FAILURES.some((re) => re.test(failure)),
+      failure,
+    ).toBe(true);
 };
 
 describe('SSE decoder (fuzzed)', () => {
   it('any chunking, any CR/LF/CRLF mix, a leading BOM or not: exactly the events sent, in order', () => {
     fc.assert(
-      fc.property(
-        fc.array(fc.tuple(event, eol, eol), { maxLength: 6 }),
-        fc.boolean(),
-        fc.array(fc.nat(), { maxLength: 12 }),
-        (events, bom, cuts) => {
-          let text = bom ? '\ufeff' : '';
-          for (const [e, lineEnd, blank] of events) {
-            if (e.event !== null) text += `event: ${e.event}${lineEnd}`;
-            for (const l of e.lines) text += `data: ${l}${lineEnd}`;
-            // After a bare CR an LF would complete a CRLF, not make a blank line: such a Hub writes CRLF or CR there.
-            text += lineEnd === '\r' && blank === '\n' ? '\r\n' : blank;
-          }
-          const { items, failure } = decodeAll(chunked(new TextEncoder().encode(text), cuts));
-          expect(failure).toBeNull();
-          const got = items.filter((i) => i.kind === 'event');
-          expect(got).toEqual(events.map(([e]) => ({ kind: 'event', event: e.event, data: e.lines.join('\n') })));
-        },
-      ),
+      fc.property(fc.array(fc.tuple(event, eol, eol), { maxLength: 6 }), fc.boolean(), fc.array(fc.nat(), { maxLength: 12 }), (events, bom, cuts) => {
+        let text = bom ? '\ufeff' : '';
+        for (const [e, lineEnd, blank] of events) {
+          if (e.event !== null) text += `event: ${e.event}${lineEnd}`;
+          for (const l of e.lines) text += `data: ${l}${lineEnd}`;
+          // After a bare CR an LF would complete a CRLF, not make a blank line: such a Hub writes CRLF or CR there.
+          text += lineEnd === '\r' && blank === '\n' ? '\r\n' : blank;
+        }
+        const { items, failure } = decodeAll(chunked(new TextEncoder().encode(text), cuts));
+        expect(failure).toBeNull();
+        const got = items.filter((i) => i.kind === 'event');
+        expect(got).toEqual(events.map(([e]) => ({ kind: 'event', event: e.event, data: e.lines.join('\n') })));
+      }),
       fuzzParameters(0x55e1, 300),
     );
   });

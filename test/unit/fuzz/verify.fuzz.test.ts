@@ -25,7 +25,22 @@ const json = fc.jsonValue({ maxDepth: 2 });
 /** A value of another type, or a near-miss of the same type. */
 const retype = fc.oneof(
   json,
-  fc.constantFrom('', ' ', 'ent_x', 'agent:agt_me', 'agent:agt_other#sess_a', 'agent:agt_me#sess_old', 'human:acct_1', 'directive', 'message', 'ask', '2026-09-18T14:18:00Z', 'not a date', '\u0000', '\u202e'),
+  fc.constantFrom(
+    '',
+    ' ',
+    'ent_x',
+    'agent:agt_me',
+    'agent:agt_other#sess_a',
+    'agent:agt_me#sess_old',
+    'human:acct_1',
+    'directive',
+    'message',
+    'ask',
+    '2026-09-18T14:18:00Z',
+    'not a date',
+    '\u0000',
+    '\u202e',
+  ),
   fc.string({ maxLength: 40 }),
 );
 
@@ -45,7 +60,8 @@ const clone = <T>(x: T): T => structuredClone(x);
 function mutate(d: { entry: Record<string, unknown>; signature: string }, ms: Mutation[]): unknown {
   const out: Record<string, unknown> = clone(d) as unknown as Record<string, unknown>;
   for (const m of ms) {
-    const target = m.path === 'entry' && typeof out.entry === 'object' && out.entry !== null && !Array.isArray(out.entry) ? (out.entry as Record<string, unknown>) : out;
+    const target =
+      m.path === 'entry' && typeof out.entry === 'object' && out.entry !== null && !Array.isArray(out.entry) ? (out.entry as Record<string, unknown>) : out;
     if (m.op === 'drop') delete target[m.key];
     else if (m.op === 'set') target[m.key] = m.value;
     else if (m.op === 'copy') target[m.other] = clone(target[m.key]);

@@ -35,7 +35,7 @@ describe('the server instructions', () => {
 });
 
 describe('a refusal as a tool error', () => {
-  it('carries the exit code, its name, and the exit table\'s meaning and what to do', () => {
+  it("carries the exit code, its name, and the exit table's meaning and what to do", () => {
     const e = { code: 'verification_failed', exit: EXIT.verification, message: 'entry ent_1 failed verification (addressing)' };
     const facts = errorFacts(e);
     expect(facts).toEqual({

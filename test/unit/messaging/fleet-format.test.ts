@@ -33,8 +33,21 @@ describe('fleet rows and their local annotation', () => {
   const view = annotate([row('sess_live'), row('sess_dead'), row('sess_unknown'), row('sess_far')], {
     bySession: new Map([
       ['sess_live', local({})],
-      ['sess_dead', local({ consumer: 'dead', consumer_note: 'pid 7 on h no longer exists', reader_attending: false, reader_note: 'no reader record', lag: 3 })],
-      ['sess_unknown', local({ consumer: 'unknown', consumer_note: 'the consumer record could not be read (garbage)', consumer_pid: null, reader_attending: null, reader_note: 'the reader record could not be read (garbage)', lag: null })],
+      [
+        'sess_dead',
+        local({ consumer: 'dead', consumer_note: 'pid 7 on h no longer exists', reader_attending: false, reader_note: 'no reader record', lag: 3 }),
+      ],
+      [
+        'sess_unknown',
+        local({
+          consumer: 'unknown',
+          consumer_note: 'the consumer record could not be read (garbage)',
+          consumer_pid: null,
+          reader_attending: null,
+          reader_note: 'the reader record could not be read (garbage)',
+          lag: null,
+        }),
+      ],
     ]),
     unmatched: [],
   });
@@ -45,7 +58,9 @@ describe('fleet rows and their local annotation', () => {
       "agent:agt_a#sess_live (builder) · online · active, lease expires 2026-09-18T14:48:07.000Z (Hub's clock, last renewed 2026-09-18T14:33:07.000Z) · home found · consumer live (pid 7) / reader attending · 0 unread",
     );
     expect(lines[1]).toMatch(/· home found · consumer DEAD \(pid 7 on h no longer exists\) \/ reader not attending \(no reader record\) · 3 unread$/);
-    expect(lines[2]).toMatch(/· home found · consumer UNKNOWN \/ reader unknown · unread unknown \(the spool or cursor could not be read\) — the consumer record could not be read \(garbage\); the reader record could not be read \(garbage\)$/);
+    expect(lines[2]).toMatch(
+      /· home found · consumer UNKNOWN \/ reader unknown · unread unknown \(the spool or cursor could not be read\) — the consumer record could not be read \(garbage\); the reader record could not be read \(garbage\)$/,
+    );
     expect(lines[3]).toMatch(/· no local state here$/);
   });
 

@@ -49,9 +49,13 @@ describe('what a send and a track say', () => {
       'queued 2026-09-18T14:33:07.000Z → delivered 2026-09-18T14:33:08.123Z → bounced 2026-09-18T14:48:07.000Z (prior: delivered — seen but never confirmed)',
     );
     expect(priorMeaning('queued')).toBe('prior: queued — never seen');
-    expect(listLine(bounced, 'sent')).toMatch(/^msg_1 · ask → agent:agt_b#sess_b · bounced · queued .* \(prior: delivered — seen but never confirmed\) · "which port\?"$/);
+    expect(listLine(bounced, 'sent')).toMatch(
+      /^msg_1 · ask → agent:agt_b#sess_b · bounced · queued .* \(prior: delivered — seen but never confirmed\) · "which port\?"$/,
+    );
     expect(showText(bounced)).toContain('state: bounced (prior: delivered — seen but never confirmed)');
-    expect(waitResultLine(bounced, '30s')).toMatch(/^no response: your ask msg_1 bounced \(prior: delivered — seen but never confirmed\); it will not be answered/);
+    expect(waitResultLine(bounced, '30s')).toMatch(
+      /^no response: your ask msg_1 bounced \(prior: delivered — seen but never confirmed\); it will not be answered/,
+    );
   });
 
   it("escapes someone else's text onto one line and marks it untrusted", () => {

@@ -31,7 +31,7 @@ describe('teach snippet', () => {
     expect(text).toMatch(/surface it to the human/);
   });
 
-  it('says the sender policy is the operator\'s: never widen it to make a command run, ask them', () => {
+  it("says the sender policy is the operator's: never widen it to make a command run, ask them", () => {
     expect(text).toMatch(/never widen the policy \(nor pass --allow-from\) to\s+make a command run/);
     expect(text).toMatch(/ask them\./);
   });

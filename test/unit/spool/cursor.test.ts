@@ -2,7 +2,17 @@ import { readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fakeClock } from '../../../src/util/clock.js';
-import { Spool, SpoolReader, openStateEntry, readCursor, readCursorRecord, validateCursor, writeCursor, type NewSpoolRecord, type SpoolEntry } from '../../../src/spool/index.js';
+import {
+  Spool,
+  SpoolReader,
+  openStateEntry,
+  readCursor,
+  readCursorRecord,
+  validateCursor,
+  writeCursor,
+  type NewSpoolRecord,
+  type SpoolEntry,
+} from '../../../src/spool/index.js';
 import { tempDir } from './tmp.js';
 
 const clock = fakeClock(0);

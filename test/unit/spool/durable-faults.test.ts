@@ -37,7 +37,10 @@ function openLedger(dir: string): Ledger {
   return r.value;
 }
 
-const lines = (file: string): string[] => readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
+const lines = (file: string): string[] =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '');
 
 /** The writes and fsyncs `act` made, on every file. */
 function during(act: () => void): { op: string; file: string; fd: number }[] {
@@ -99,7 +102,11 @@ describe('the spool under write and fsync faults', () => {
     expect(ops.filter((e) => e.op === 'fsync')).toHaveLength(1);
     expect(s.lastSeq()).toBe(1);
     expect(s.hasEntry('e2')).toBe(false);
-    const later = during(() => expect(() => s.append([entry('e3')])).toThrow(expect.objectContaining({ code: 'spool_broken', message: expect.stringMatching(/broken|failed earlier/) }) as Error));
+    const later = during(() =>
+      expect(() => s.append([entry('e3')])).toThrow(
+        expect.objectContaining({ code: 'spool_broken', message: expect.stringMatching(/broken|failed earlier/) }) as Error,
+      ),
+    );
     expect(later).toEqual([]);
     expect(() => s.append([])).toThrow(/failed earlier \(fsync: EIO/);
     s.close();
@@ -166,7 +173,13 @@ describe('the ledger under write and fsync faults', () => {
       expect(l.has('e2')).toBe(false);
       expect(l.pending().map((e) => e.id)).toEqual(['e1']);
       for (const later of [() => l.recordSpooled([item('e3', 3)]), () => l.markDelivered(['e1']), () => l.acknowledge(['e1']), () => l.compact()]) {
-        expect(during(() => expect(later).toThrow(expect.objectContaining({ code: 'ledger_broken', message: expect.stringContaining(path.join(dir, ENTRY_FILES.ledger)) }) as Error))).toEqual([]);
+        expect(
+          during(() =>
+            expect(later).toThrow(
+              expect.objectContaining({ code: 'ledger_broken', message: expect.stringContaining(path.join(dir, ENTRY_FILES.ledger)) }) as Error,
+            ),
+          ),
+        ).toEqual([]);
       }
       expect(l.pending().map((e) => e.id)).toEqual(['e1']);
       l.close();
@@ -181,9 +194,13 @@ describe('the ledger under write and fsync faults', () => {
     const before = readFileSync(path.join(dir, ENTRY_FILES.ledger), 'utf8');
     // compaction replaces the file atomically: the failing fsync is its temp file's
     io.failNext('fsync', (f) => f.includes(ENTRY_FILES.ledger));
-    expect(() => l.compact()).toThrow(expect.objectContaining({ code: 'ledger_write_failed', message: expect.stringMatching(/compacting the ledger .*ledger\.ndjson failed: EIO/) }) as Error);
+    expect(() => l.compact()).toThrow(
+      expect.objectContaining({ code: 'ledger_write_failed', message: expect.stringMatching(/compacting the ledger .*ledger\.ndjson failed: EIO/) }) as Error,
+    );
     expect(readFileSync(path.join(dir, ENTRY_FILES.ledger), 'utf8')).toBe(before);
-    expect(() => l.markDelivered(['e2'])).toThrow(expect.objectContaining({ code: 'ledger_broken', message: expect.stringContaining('compact: EIO') }) as Error);
+    expect(() => l.markDelivered(['e2'])).toThrow(
+      expect.objectContaining({ code: 'ledger_broken', message: expect.stringContaining('compact: EIO') }) as Error,
+    );
     l.close();
   });
 });

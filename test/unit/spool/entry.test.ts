@@ -18,8 +18,18 @@ describe('openStateEntry', () => {
     expect(mode(path.join(root, 'oh-hai'))).toBe(0o700);
     expect(r.value.repairs).toEqual([]);
     const settings: ConsumerSettings = {
-      hub: 'http://127.0.0.1:1', agent_id: 'agt_1', session_key: 'k', pinned: null, name: 'k', transport: 'poll',
-      interval_seconds: 0.2, max_retries: 8, unattended_max_seconds: 900, allow_from: null, agent: null, leg: 'session',
+      hub: 'http://127.0.0.1:1',
+      agent_id: 'agt_1',
+      session_key: 'k',
+      pinned: null,
+      name: 'k',
+      transport: 'poll',
+      interval_seconds: 0.2,
+      max_retries: 8,
+      unattended_max_seconds: 900,
+      allow_from: null,
+      agent: null,
+      leg: 'session',
     };
     r.value.write('settings', settings);
     expect(r.value.read('settings')).toEqual({ state: 'ok', value: settings });

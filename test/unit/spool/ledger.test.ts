@@ -68,7 +68,11 @@ describe('Ledger', () => {
     expect(r.pending().map((e) => e.id)).toEqual(['e1']);
     r.recordSpooled([{ id: 'e2', seq: 2, session: 'sess_a' }]);
     r.close();
-    expect(open(dir).pending().map((e) => e.id)).toEqual(['e1', 'e2']);
+    expect(
+      open(dir)
+        .pending()
+        .map((e) => e.id),
+    ).toEqual(['e1', 'e2']);
   });
 
   it('compacts to the live entries, explicitly and once dead lines pile up', () => {

@@ -74,8 +74,7 @@ function newEntry(): StateEntry {
   return opened.value;
 }
 
-const snapshot = (dir: string): Record<string, string> =>
-  Object.fromEntries(readdirSync(dir).map((n) => [n, readFileSync(path.join(dir, n), 'utf8')]));
+const snapshot = (dir: string): Record<string, string> => Object.fromEntries(readdirSync(dir).map((n) => [n, readFileSync(path.join(dir, n), 'utf8')]));
 
 describe('the 0.9 layout', () => {
   it('reads session.json and consumer.pid; a session without the home it presented is not adoptable', () => {
@@ -111,7 +110,8 @@ describe('the 0.9 layout', () => {
 
 describe('convertLegacySpool', () => {
   it('re-sequences 0.9 records from 1 in the current format, byte for byte otherwise, and maps the cursor', () => {
-    const current = sealLine({ seq: 9, type: 'entry', received_at: '2026-09-18T14:00:09.000Z', session: 'sess_old', entry: entry(9), signature: SIG(9) }) + '\n';
+    const current =
+      sealLine({ seq: 9, type: 'entry', received_at: '2026-09-18T14:00:09.000Z', session: 'sess_old', entry: entry(9), signature: SIG(9) }) + '\n';
     const h = legacyHome({}, oldEntryLine(3, 1) + oldTransition(5, 'sess_older', 'sess_old') + oldEntryLine(7, 2) + current, '5\n');
     const c = convertLegacySpool(h.dir, 'sess_old');
     expect(c.records).toBe(4);
@@ -128,7 +128,9 @@ describe('convertLegacySpool', () => {
     // The cursor is the record that was 0.9 seq 5, and it validates against the new spool.
     expect(c.cursor).toEqual({ seq: 2, offset: items[1]!.end });
     expect(E.checkedCursor()).toEqual({ cursor: c.cursor, rewound: null });
-    expect(c.history).toEqual([{ id: 'sess_older', address: `agent:${AGENT}#sess_older`, replaced_at: Date.parse('2026-09-18T14:00:05.000Z'), reason: 'session_lapsed' }]);
+    expect(c.history).toEqual([
+      { id: 'sess_older', address: `agent:${AGENT}#sess_older`, replaced_at: Date.parse('2026-09-18T14:00:05.000Z'), reason: 'session_lapsed' },
+    ]);
   });
 
   it('stops at a damaged line or a seq that does not increase, and says what it left behind', () => {
@@ -160,7 +162,14 @@ describe('convertLegacySpool', () => {
 });
 
 describe('the marker and the adoption record', () => {
-  const marker = (into: string): AdoptionMarker => ({ into, session: 'sess_old', state: 'started', started_at: '2026-09-18T14:00:00.000Z', done_at: null, note: markerNote(into) });
+  const marker = (into: string): AdoptionMarker => ({
+    into,
+    session: 'sess_old',
+    state: 'started',
+    started_at: '2026-09-18T14:00:00.000Z',
+    done_at: null,
+    note: markerNote(into),
+  });
 
   it('exactly one claim wins, complete, and no temp file is left behind', () => {
     const h = legacyHome();
@@ -251,7 +260,9 @@ describe('adoptLegacyHome (the Hub faked)', () => {
     expect(r.ok).toBe(true);
     const lines = r.ok ? r.value : [];
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^adopted the 0\.9 bridge home .* session sess_old \(agent:agt_me#sess_old\) kept, 3 records carried over \(1 unread\) with the cursor; .*adopted\.json says where it went/);
+    expect(lines[0]).toMatch(
+      /^adopted the 0\.9 bridge home .* session sess_old \(agent:agt_me#sess_old\) kept, 3 records carried over \(1 unread\) with the cursor; .*adopted\.json says where it went/,
+    );
     expect(steps).toEqual([...ADOPTION_STEPS]);
     expect(hub.calls).toEqual(['get sess_old', 'renew sess_old']);
     const s = E.read('session');
@@ -279,11 +290,19 @@ describe('adoptLegacyHome (the Hub faked)', () => {
     const before = snapshot(h.dir);
     const E = newEntry();
     const r = await adoptLegacyHome(request(h, E, fakeHub(answered(session('lapsed')))));
-    expect(r.ok && r.value.join()).toMatch(/found a 0\.9 bridge home at .* but it is not live: its session sess_old is lapsed and no 0\.9 connection is running; not adopted/);
+    expect(r.ok && r.value.join()).toMatch(
+      /found a 0\.9 bridge home at .* but it is not live: its session sess_old is lapsed and no 0\.9 connection is running; not adopted/,
+    );
     expect(snapshot(h.dir)).toEqual(before);
     expect(existsSync(E.path('session.json'))).toBe(false);
     expect(existsSync(E.path('bridge.ndjson'))).toBe(false);
-    const gone = await adoptLegacyHome(request(h, E, fakeHub({ ok: false, failure: { kind: 'http', status: 404, code: 'session_not_found', message: 'no', details: {}, retryAfterSeconds: null } })));
+    const gone = await adoptLegacyHome(
+      request(
+        h,
+        E,
+        fakeHub({ ok: false, failure: { kind: 'http', status: 404, code: 'session_not_found', message: 'no', details: {}, retryAfterSeconds: null } }),
+      ),
+    );
     expect(gone.ok && gone.value.join()).toContain('is unknown to the Hub and no 0.9 connection is running');
   });
 
@@ -321,7 +340,14 @@ describe('adoptLegacyHome (the Hub faked)', () => {
 
     const mine = legacyHome({}, oldEntryLine(1, 1) + oldEntryLine(2, 2), '1');
     const E = newEntry();
-    claimLegacyHome(mine.dir, { into: E.dir, session: 'sess_old', state: 'started', started_at: '2026-09-18T14:00:00.000Z', done_at: null, note: markerNote(E.dir) });
+    claimLegacyHome(mine.dir, {
+      into: E.dir,
+      session: 'sess_old',
+      state: 'started',
+      started_at: '2026-09-18T14:00:00.000Z',
+      done_at: null,
+      note: markerNote(E.dir),
+    });
     const r = await adoptLegacyHome(request(mine, E, fakeHub(answered(session('lapsed')))));
     expect(r.ok && r.value.join()).toMatch(/2 records carried over \(1 unread\).*the session itself is lapsed, so the connection registers a new one/);
     const s = E.read('session');

@@ -44,7 +44,12 @@ describe('bridge.log rotation', () => {
     // 67-byte lines: every second append rotates, so .1 ends with the last two lines.
     for (let i = 0; i < 12; i++) appendLog(dir, `line ${String(i).padStart(2, '0')} ${'x'.repeat(30)}`, ctx);
     const rotated = read(path.join(dir, 'bridge.log.1'));
-    expect(rotated.split('\n').filter(Boolean).map((l) => l.split(' ')[3])).toEqual(['10', '11']);
+    expect(
+      rotated
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split(' ')[3]),
+    ).toEqual(['10', '11']);
     expect(existsSync(path.join(dir, 'bridge.log'))).toBe(false);
   });
 
@@ -76,7 +81,12 @@ describe('bridge.log rotation', () => {
     for (const bad of ['lots', '0', '-5', '', ' ']) {
       const r = knobFromEnv({ OH_HAI_LOG_MAX_BYTES: bad }, 'logMaxBytes');
       expect(r.ok, JSON.stringify(bad)).toBe(false);
-      if (!r.ok) expect(r.error).toMatchObject({ exit: 2, code: 'invalid_setting', message: expect.stringMatching(/^OH_HAI_LOG_MAX_BYTES (must be a number of bytes, got the string|is -?\d+: it must be greater than 0)/) });
+      if (!r.ok)
+        expect(r.error).toMatchObject({
+          exit: 2,
+          code: 'invalid_setting',
+          message: expect.stringMatching(/^OH_HAI_LOG_MAX_BYTES (must be a number of bytes, got the string|is -?\d+: it must be greater than 0)/),
+        });
     }
     expect(appendLog(path.join(tempDir(), 'missing'), 'x', { clock: fakeClock(0), pid: 1, maxBytes: 1 })).toBe(false);
   });

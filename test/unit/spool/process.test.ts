@@ -2,16 +2,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, copyFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  hostName,
-  isSameProcessAlive,
-  parentPid,
-  processCommand,
-  processStartTime,
-  processState,
-  selfStamp,
-  stampOf,
-} from '../../../src/spool/index.js';
+import { hostName, isSameProcessAlive, parentPid, processCommand, processStartTime, processState, selfStamp, stampOf } from '../../../src/spool/index.js';
 import { waitFor } from '../../helpers/wait.js';
 import { tempDir } from './tmp.js';
 

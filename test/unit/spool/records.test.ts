@@ -92,7 +92,11 @@ describe('records', () => {
     roundTrips('settings.json', settings, parseConsumerSettings);
     roundTrips('settings.json', { ...settings, pin_candidate: 'builder-1' }, parseConsumerSettings);
     roundTrips('settings.json', { ...settings, pin_candidate: null }, parseConsumerSettings);
-    roundTrips('identity.json', { hub: 'http://h', agent_id: 'agt_1', session_key: 'k', key_source: '--session', pinned: null, name: 'k' }, parseIdentityRecord);
+    roundTrips(
+      'identity.json',
+      { hub: 'http://h', agent_id: 'agt_1', session_key: 'k', key_source: '--session', pinned: null, name: 'k' },
+      parseIdentityRecord,
+    );
   });
 
   it('absent is absent', () => {

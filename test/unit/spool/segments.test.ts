@@ -27,7 +27,10 @@ function fill(s: Spool, from: number, n: number): void {
   for (let i = from; i < from + n; i++) s.append([entry(`e${i}`)]);
 }
 
-const files = (dir: string) => readdirSync(dir).filter((n) => n.endsWith('.ndjson')).sort();
+const files = (dir: string) =>
+  readdirSync(dir)
+    .filter((n) => n.endsWith('.ndjson'))
+    .sort();
 const seqs = (items: { record: { seq: number } }[]) => items.map((i) => i.record.seq);
 const retainNothing = { records: 0, maxAgeMs: 365 * DAY };
 
@@ -88,9 +91,7 @@ describe('spool segments', () => {
     const dir = tempDir();
     const s = open(dir);
     fill(s, 1, 9); // sealed 1-3, 4-6; current 7-9
-    expect(s.compact({ through: 5, retain: retainNothing, nowMs: clock.now(), holdMs: 0 }).dropped).toEqual([
-      { first: 1, last: 3, bytes: expect.any(Number) },
-    ]);
+    expect(s.compact({ through: 5, retain: retainNothing, nowMs: clock.now(), holdMs: 0 }).dropped).toEqual([{ first: 1, last: 3, bytes: expect.any(Number) }]);
     expect(files(dir)).toEqual(['bridge.000000000004.ndjson', 'bridge.ndjson']);
     const reader = new SpoolReader(dir);
     expect(reader.headSeq()).toBe(4);

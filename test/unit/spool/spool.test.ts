@@ -66,7 +66,16 @@ describe('Spool', () => {
     expect(t?.seq).toBe(2);
     const line = readFileSync(spoolFile(dir), 'utf8').split('\n')[1] ?? '';
     expect(Object.keys(JSON.parse(line))).toEqual([
-      'seq', 'type', 'received_at', 'event', 'from_session', 'to_session', 'from_address', 'to_address', 'reason', 'sum',
+      'seq',
+      'type',
+      'received_at',
+      'event',
+      'from_session',
+      'to_session',
+      'from_address',
+      'to_address',
+      'reason',
+      'sum',
     ]);
     expect([...s.replacedSessions()]).toEqual(['sess_a']);
     const items = new SpoolReader(dir).readAfter(0);

@@ -35,7 +35,15 @@ describe('parseTempName', () => {
     expect(parseTempName('.cursor.json.4242.9f3a01bc.tmp')).toEqual({ target: 'cursor.json', pid: 4242 });
     expect(parseTempName('.reader.json.17.a.tmp')).toEqual({ target: 'reader.json', pid: 17 });
     expect(parseTempName('.session.json.9f3a01bc55d2.tmp')).toEqual({ target: 'session.json', pid: null });
-    for (const other of ['cursor.json', 'bridge.log', 'bridge.log.1', '.cursor.json.tmp', 'x.4242.9f3a01bc.tmp', '.cursor.json.4242.9f3a01bc5.tmp', '.a.9f3a01bc55.tmp']) {
+    for (const other of [
+      'cursor.json',
+      'bridge.log',
+      'bridge.log.1',
+      '.cursor.json.tmp',
+      'x.4242.9f3a01bc.tmp',
+      '.cursor.json.4242.9f3a01bc5.tmp',
+      '.a.9f3a01bc55.tmp',
+    ]) {
       expect(parseTempName(other), other).toBeNull();
     }
   });

@@ -1,5 +1,14 @@
 import type { Whoami } from '../../../hub/contract/index.js';
-import { type PolicyWriteResult, type ResolvedSettings, loadConfigFiles, resolveAgentCredential, resolveHumanCredential, resolveSettings, updateCredentials, writeAllowFromIfAbsent } from '../../../config/index.js';
+import {
+  type PolicyWriteResult,
+  type ResolvedSettings,
+  loadConfigFiles,
+  resolveAgentCredential,
+  resolveHumanCredential,
+  resolveSettings,
+  updateCredentials,
+  writeAllowFromIfAbsent,
+} from '../../../config/index.js';
 import { done, type Coded } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
 import { fetchDirectory } from './hub-access.js';
@@ -15,7 +24,10 @@ export function loadSettings(io: CliIO, hub: string | undefined): Coded<Resolved
   if (!loaded.ok) return loaded;
   const settings = resolveSettings({ flags: hub === undefined ? {} : { hub }, env: io.env, loaded: loaded.value });
   if (!settings.ok) return settings;
-  say(io, settings.value.warnings.map((w) => `warning: ${w}`));
+  say(
+    io,
+    settings.value.warnings.map((w) => `warning: ${w}`),
+  );
   return done({ ...settings.value, userHubUrl: loaded.value.user.settings.hubUrl ?? null });
 }
 
@@ -37,8 +49,12 @@ export async function storeToken(env: NodeJS.ProcessEnv, hubUrl: string, who: Wh
     else hub.agents = [...hub.agents.filter((a) => a.id !== who.agent.id), { id: who.agent.id, label: who.agent.label, token }];
   });
   if (!stored.ok) return stored;
-  const whom = who.kind === 'human' ? `the human of account ${who.account.id}${labelled(who.account.label)}` : `agent ${who.agent.id}${labelled(who.agent.label)}`;
-  return done([...stored.value.warnings.map((w) => `warning: ${w}`), `logged in to ${hubUrl} as ${whom}; the token is stored in ${stored.value.path} (mode 600).`]);
+  const whom =
+    who.kind === 'human' ? `the human of account ${who.account.id}${labelled(who.account.label)}` : `agent ${who.agent.id}${labelled(who.agent.label)}`;
+  return done([
+    ...stored.value.warnings.map((w) => `warning: ${w}`),
+    `logged in to ${hubUrl} as ${whom}; the token is stored in ${stored.value.path} (mode 600).`,
+  ]);
 }
 
 /**

@@ -9,7 +9,11 @@ import { type Coded, EXIT, type CodedError } from '../../../core/index.js';
  */
 export function hubError(hubUrl: string, at: string, f: HubFailure, after: string): CodedError {
   if (f.kind === 'http' && (f.status === 401 || f.status === 403))
-    return { code: f.code, exit: EXIT.auth, message: `${hubUrl} refused the token at ${at} (${f.status} ${f.code}: ${f.message}); check it is current and of the right kind — ${after}` };
+    return {
+      code: f.code,
+      exit: EXIT.auth,
+      message: `${hubUrl} refused the token at ${at} (${f.status} ${f.code}: ${f.message}); check it is current and of the right kind — ${after}`,
+    };
   const detail = f.kind === 'http' ? `${f.status} ${f.code}: ${f.message}` : f.message;
   return {
     code: f.kind === 'http' ? f.code : `hub_${f.kind}`,

@@ -42,9 +42,15 @@ export async function run(opts: LoginOptions, io: CliIO): Promise<Outcome> {
   const who = await whoami(hubUrl.value, token.value);
   if (!who.ok) return toOutcome(who.error);
   if (opts.human && who.value.kind !== 'human')
-    return usageError(`that is an agent token (agent ${who.value.agent.id}), not the account's human token; to store it, run oh-hai login --token-stdin without --human`, 'not_a_human_token');
+    return usageError(
+      `that is an agent token (agent ${who.value.agent.id}), not the account's human token; to store it, run oh-hai login --token-stdin without --human`,
+      'not_a_human_token',
+    );
   if (!opts.human && who.value.kind !== 'agent')
-    return usageError("that is the account's human token; to store it as such (and write the sender policy), run oh-hai login --human --token-stdin", 'not_an_agent_token');
+    return usageError(
+      "that is the account's human token; to store it as such (and write the sender policy), run oh-hai login --human --token-stdin",
+      'not_an_agent_token',
+    );
 
   const stored = await storeToken(io.env, hubUrl.value, who.value, token.value);
   if (!stored.ok) return toOutcome(stored.error);

@@ -33,7 +33,9 @@ export async function run(opts: LogoutOptions, io: CliIO): Promise<Outcome> {
   if (!updated.ok) return toOutcome(updated.error);
   const scope = hubUrl ?? 'any Hub';
   if (removed.length === 0) {
-    const what = everything ? 'no credentials' : [opts.human ? 'no human token' : null, opts.agent === undefined ? null : `no token for agent ${opts.agent}`].filter(Boolean).join(' and ');
+    const what = everything
+      ? 'no credentials'
+      : [opts.human ? 'no human token' : null, opts.agent === undefined ? null : `no token for agent ${opts.agent}`].filter(Boolean).join(' and ');
     say(io, [`${what} stored for ${scope} in ${updated.value.path}; nothing removed.`]);
   } else {
     say(io, [
@@ -41,6 +43,9 @@ export async function run(opts: LogoutOptions, io: CliIO): Promise<Outcome> {
       'This is local only: the Hub keeps honouring a token until it is revoked there.',
     ]);
   }
-  say(io, envOutranksNote(io.env).map((n) => `${n} It is not affected by logout.`));
+  say(
+    io,
+    envOutranksNote(io.env).map((n) => `${n} It is not affected by logout.`),
+  );
   return success();
 }

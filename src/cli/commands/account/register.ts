@@ -20,7 +20,9 @@ export const register: Registration = (program, host) => {
 
   program
     .command('login')
-    .description("Verify a token with the Hub (GET /v1/whoami) and store it in the credentials file (0600). --human stores the account's human token and then writes the sender policy when none exists.")
+    .description(
+      "Verify a token with the Hub (GET /v1/whoami) and store it in the credentials file (0600). --human stores the account's human token and then writes the sender policy when none exists.",
+    )
     .option('--hub <url>', 'the Hub origin (else MA2H_HUB_URL, else [hub] url in the config)')
     .option('--token-stdin', 'read the token from stdin (a file or a pipe) instead of an echo-off prompt')
     .option('--human', "the token is the account's human token")
@@ -43,7 +45,9 @@ export const register: Registration = (program, host) => {
 
   program
     .command('upgrade')
-    .description('Migrate this machine to the current release: writes the sender policy ([bridge] allow_from, every agent in the account) only when none exists.')
+    .description(
+      'Migrate this machine to the current release: writes the sender policy ([bridge] allow_from, every agent in the account) only when none exists.',
+    )
     .option('--hub <url>', 'the Hub origin (else MA2H_HUB_URL, else [hub] url in the config)')
     .option('--agent <id>', 'which agent identity reads the directory where several resolve')
     .action(async (opts: { hub?: string; agent?: string }) => {

@@ -41,7 +41,11 @@ export async function run(opts: SetupOptions, io: CliIO): Promise<Outcome> {
   let hubUrl = settings.value.hubUrl;
   let record = settings.value.hubUrlSource === 'flag' || settings.value.hubUrlSource === 'env';
   if (hubUrl === null) {
-    if (!canPrompt(io)) return usageError('no Hub URL and no terminal to ask on: pass it with --hub <url> (e.g. oh-hai setup --hub https://hub.example.com --token-stdin < token-file)', 'no_hub_url');
+    if (!canPrompt(io))
+      return usageError(
+        'no Hub URL and no terminal to ask on: pass it with --hub <url> (e.g. oh-hai setup --hub https://hub.example.com --token-stdin < token-file)',
+        'no_hub_url',
+      );
     const typed = await promptLine(io, 'Hub URL (e.g. https://hub.example.com): ');
     if (!typed.ok) return toOutcome(typed.error);
     const parsed = parseHubUrl(typed.value, 'the Hub URL typed');
@@ -50,12 +54,19 @@ export async function run(opts: SetupOptions, io: CliIO): Promise<Outcome> {
   }
   const userHub = settings.value.userHubUrl;
   if (record && userHub !== null && userHub !== hubUrl)
-    return usageError(`your user config already names the Hub ${userHub}, not ${hubUrl}; edit [hub] url there by hand to switch Hubs, then re-run oh-hai setup`, 'hub_url_differs');
+    return usageError(
+      `your user config already names the Hub ${userHub}, not ${hubUrl}; edit [hub] url there by hand to switch Hubs, then re-run oh-hai setup`,
+      'hub_url_differs',
+    );
 
   const human = resolveHumanCredential({ env: io.env, hubUrl });
   const agent = agentCredential(io, hubUrl, opts.agent);
   if (opts.tokenStdin || (!human.ok && agent === null)) {
-    const token = await readToken(io, { tokenStdin: opts.tokenStdin === true, command: `oh-hai setup --hub ${hubUrl}`, what: 'your agent token (or the account\'s human token)' });
+    const token = await readToken(io, {
+      tokenStdin: opts.tokenStdin === true,
+      command: `oh-hai setup --hub ${hubUrl}`,
+      what: "your agent token (or the account's human token)",
+    });
     if (!token.ok) return toOutcome(token.error);
     const who = await whoami(hubUrl, token.value);
     if (!who.ok) return toOutcome(who.error);
@@ -76,7 +87,9 @@ export async function run(opts: SetupOptions, io: CliIO): Promise<Outcome> {
   if (!policy.ok) return toOutcome(policy.error);
 
   if (agentCredential(io, hubUrl, opts.agent) === null)
-    say(io, [`the bridge needs an agent token for ${hubUrl}: oh-hai login --hub ${hubUrl} --token-stdin < agent-token-file (or export OH_HAI_TOKEN=<agent token>).`]);
+    say(io, [
+      `the bridge needs an agent token for ${hubUrl}: oh-hai login --hub ${hubUrl} --token-stdin < agent-token-file (or export OH_HAI_TOKEN=<agent token>).`,
+    ]);
   say(io, [...envOutranksNote(io.env), NEXT]);
   return success();
 }

@@ -101,6 +101,7 @@ export async function readToken(io: CliIO, opts: { tokenStdin: boolean; command:
   }
   const token = raw.trim();
   const problem = badTokenReason(token);
-  if (problem) return usageFailure('invalid_token', `the token read ${canPrompt(io) ? 'at the prompt' : 'from stdin'} is unusable because ${problem}; nothing was stored`);
+  if (problem)
+    return usageFailure('invalid_token', `the token read ${canPrompt(io) ? 'at the prompt' : 'from stdin'} is unusable because ${problem}; nothing was stored`);
   return { ok: true, value: token };
 }

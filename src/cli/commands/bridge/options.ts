@@ -13,8 +13,18 @@ export interface BridgeOptionSpec {
 }
 
 export const BRIDGE_OPTIONS: readonly BridgeOptionSpec[] = [
-  { flags: '--wait <seconds>', key: 'wait', takes: 'value', description: 'wait bound when nothing is waiting (default 540; [bridge] wait_seconds, OH_HAI_WAIT_SECONDS)' },
-  { flags: '--session <name|sess_id>', key: 'session', takes: 'value', description: 'this agent session: a name, or a Hub session id (sess_… or any id your Hub gives one of this agent\'s sessions) that pins that session' },
+  {
+    flags: '--wait <seconds>',
+    key: 'wait',
+    takes: 'value',
+    description: 'wait bound when nothing is waiting (default 540; [bridge] wait_seconds, OH_HAI_WAIT_SECONDS)',
+  },
+  {
+    flags: '--session <name|sess_id>',
+    key: 'session',
+    takes: 'value',
+    description: "this agent session: a name, or a Hub session id (sess_… or any id your Hub gives one of this agent's sessions) that pins that session",
+  },
   { flags: '--state-home <absolute path>', key: 'stateHome', takes: 'value', description: 'a separate state root (absolute only)' },
   { flags: '--raw', key: 'raw', takes: 'flag', description: 'print each spool envelope verbatim, one NDJSON line per record (for programs)' },
   { flags: '--json', key: 'json', takes: 'flag', description: 'the same as --raw' },
@@ -24,7 +34,12 @@ export const BRIDGE_OPTIONS: readonly BridgeOptionSpec[] = [
     takes: 'list',
     description: 'who may ask/task this agent: any-in-account, agent:<id> or agent:<id>#sess_… (repeatable)',
   },
-  { flags: '--transport <auto|sse|poll>', key: 'transport', takes: 'value', description: 'how the connection drains (default auto: SSE when the Hub offers it)' },
+  {
+    flags: '--transport <auto|sse|poll>',
+    key: 'transport',
+    takes: 'value',
+    description: 'how the connection drains (default auto: SSE when the Hub offers it)',
+  },
   { flags: '--interval <seconds>', key: 'interval', takes: 'value', description: 'long-poll interval (default 5)' },
   { flags: '--max-retries <n>', key: 'maxRetries', takes: 'value', description: 'reconnect budget for genuine faults before exit 13 (default 8)' },
   { flags: '--hub <url>', key: 'hub', takes: 'value', description: 'the Hub URL (default: MA2H_HUB_URL, then config)' },

@@ -19,7 +19,8 @@ export interface RetiredFlagValues {
 export function retiredFlagWarnings(o: RetiredFlagValues): string[] {
   const given = [o.once, o.untilEvent, o.stream, o.attachOnly];
   return RETIRED_FLAGS.filter((_, i) => given[i] !== undefined && given[i] !== false).map(
-    (flag) => `${flag} was removed in 0.10.0 and is ignored (a later release makes it a usage error, exit 2); drop it — plain oh-hai bridge is the whole invocation`,
+    (flag) =>
+      `${flag} was removed in 0.10.0 and is ignored (a later release makes it a usage error, exit 2); drop it — plain oh-hai bridge is the whole invocation`,
   );
 }
 

@@ -22,7 +22,9 @@ export const register: Registration = (program, host) => {
     .command('__consumer', { hidden: true })
     .description('the background connection (private: oh-hai bridge starts it; a service manager runs it with --mode direct --session <name>)')
     .option('--entry <dir>', 'the state entry to drain (the reader passes it)')
-    .addOption(new Option('--mode <mode>', 'auto: started by the reader; direct: foreground under a service manager').choices(['auto', 'direct']).default('auto'))
+    .addOption(
+      new Option('--mode <mode>', 'auto: started by the reader; direct: foreground under a service manager').choices(['auto', 'direct']).default('auto'),
+    )
     .option('--session <name|sess_id>', 'direct mode: the agent session to drain (resolves its own state entry)')
     .option('--hub <url>', 'direct mode: the Hub URL')
     .option('--state-home <absolute path>', 'direct mode: a separate state root')

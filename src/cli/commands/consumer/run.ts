@@ -9,13 +9,18 @@ const RESOLVE_FLAGS = ['session', 'hub', 'stateHome', 'allowFrom', 'transport', 
 const flagName = (k: string): string => '--' + k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
 
 /** Where the entry and its settings come from: the reader's settings.json, or (direct mode) our own resolution. */
-async function locate(flags: ConsumerFlags, io: CliIO): Promise<{ ok: true; dir: string; settings: ConsumerSettings | null } | { ok: false; outcome: Outcome }> {
+async function locate(
+  flags: ConsumerFlags,
+  io: CliIO,
+): Promise<{ ok: true; dir: string; settings: ConsumerSettings | null } | { ok: false; outcome: Outcome }> {
   const named = RESOLVE_FLAGS.filter((k) => flags[k] !== undefined);
   if (flags.entry !== undefined) {
     if (named.length > 0) {
       return {
         ok: false,
-        outcome: usageError(`--entry takes every setting from the entry's settings.json; drop ${named.map(flagName).join(', ')} (or drop --entry and name the mailbox with --mode direct --session <name>)`),
+        outcome: usageError(
+          `--entry takes every setting from the entry's settings.json; drop ${named.map(flagName).join(', ')} (or drop --entry and name the mailbox with --mode direct --session <name>)`,
+        ),
       };
     }
     return { ok: true, dir: flags.entry, settings: null };
@@ -23,7 +28,9 @@ async function locate(flags: ConsumerFlags, io: CliIO): Promise<{ ok: true; dir:
   if (flags.mode !== 'direct' || flags.session === undefined) {
     return {
       ok: false,
-      outcome: usageError('name the state entry: --entry <dir> (as the reader does), or for a service manager --mode direct --session <name> (a unit must name its mailbox)'),
+      outcome: usageError(
+        'name the state entry: --entry <dir> (as the reader does), or for a service manager --mode direct --session <name> (a unit must name its mailbox)',
+      ),
     };
   }
   // Loaded only here: the reader-started consumer (--entry) never needs flag resolution.

@@ -51,7 +51,8 @@ const WAIT_SECONDS = 30;
  */
 export async function runDemo(io: CliIO): Promise<Outcome> {
   const say = (line: string) => io.stdout.write(line + '\n');
-  const { createHubServer, defaultHubConfig, HUMAN_TOKEN_FILE, parseSqliteDriverChoice, SQLITE_DRIVER_ENV, SQLITE_UNAVAILABLE } = await import('../../../hub/server/index.js');
+  const { createHubServer, defaultHubConfig, HUMAN_TOKEN_FILE, parseSqliteDriverChoice, SQLITE_DRIVER_ENV, SQLITE_UNAVAILABLE } =
+    await import('../../../hub/server/index.js');
   const driver = parseSqliteDriverChoice(io.env[SQLITE_DRIVER_ENV]);
   if (!driver.ok) return usageError(driver.reason, 'invalid_setting');
   const dir = mkdtempSync(path.join(io.env.TMPDIR ?? os.tmpdir(), 'oh-hai-demo-'));
@@ -103,7 +104,8 @@ export async function runDemo(io: CliIO): Promise<Outcome> {
     };
     say(`4. bob runs: oh-hai bridge --session demo --wait ${WAIT_SECONDS}`);
     const bridge = await runSelf(io, ['bridge', '--session', 'demo', '--wait', String(WAIT_SECONDS)], bobEnv);
-    if (bridge.code !== EXIT.ok) throw new DemoStepFailed(`oh-hai bridge exited ${bridge.code ?? 'on a signal'} (its stderr above says why)`, bridge.code ?? EXIT.internal);
+    if (bridge.code !== EXIT.ok)
+      throw new DemoStepFailed(`oh-hai bridge exited ${bridge.code ?? 'on a signal'} (its stderr above says why)`, bridge.code ?? EXIT.internal);
     if (!bridge.stdout.includes(sent.message.id)) throw new DemoStepFailed(`oh-hai bridge printed nothing about ${sent.message.id} within ${WAIT_SECONDS} s`);
 
     const track = await acknowledged(asAlice, sent.message.id, io);

@@ -9,7 +9,10 @@ export const register: Registration = (program, host) => {
         'state root, sender policy, Hub, capability, clock offset, credential. --self-test adds a throwaway round trip through the Hub and ' +
         "this agent session's bridge health, read-only.",
     )
-    .option('--self-test', 'also run the throwaway round trip (session → addressed notify → drain → verify → ack → reachability → close), then check this bridge')
+    .option(
+      '--self-test',
+      'also run the throwaway round trip (session → addressed notify → drain → verify → ack → reachability → close), then check this bridge',
+    )
     .option('--json', 'print one JSON envelope instead of lines (fields: docs/doctor.md)')
     .option('--session <name|sess_id>', 'with --self-test: the agent session whose bridge to check (default: this one, as oh-hai bridge resolves it)')
     .option('--state-home <absolute path>', 'the state root to check (absolute only; default $XDG_STATE_HOME, else ~/.local/state)')

@@ -43,7 +43,11 @@ function connect(flags: AdminFlags, io: CliIO): Admin {
     } catch {
       /* an unreadable record is reported below like a missing one */
     }
-    if (url === undefined) return { ok: false, outcome: usageError(`no Hub URL recorded in ${recordPath}; is oh-hai hub serve running with this --data? Or pass --hub <url>`, 'no_hub_url') };
+    if (url === undefined)
+      return {
+        ok: false,
+        outcome: usageError(`no Hub URL recorded in ${recordPath}; is oh-hai hub serve running with this --data? Or pass --hub <url>`, 'no_hub_url'),
+      };
   }
   const origin = parseHubUrl(url, flags.hub !== undefined ? '--hub' : HUB_RECORD_FILE);
   if (!origin.ok) return { ok: false, outcome: toOutcome(origin.error) };
@@ -52,7 +56,11 @@ function connect(flags: AdminFlags, io: CliIO): Admin {
 
 function failed(f: HubFailure, url: string): Outcome {
   if (f.kind === 'network') {
-    return { exit: EXIT.unreachable, code: 'hub_unreachable', message: `could not reach the Hub at ${url} (${f.message}); is oh-hai hub serve running? Pass --hub if it moved` };
+    return {
+      exit: EXIT.unreachable,
+      code: 'hub_unreachable',
+      message: `could not reach the Hub at ${url} (${f.message}); is oh-hai hub serve running? Pass --hub if it moved`,
+    };
   }
   if (f.kind === 'protocol') return { exit: EXIT.unreachable, code: 'protocol', message: `the Hub at ${url} answered outside MA2H: ${f.message}` };
   if (f.status === 401) {
@@ -82,7 +90,10 @@ export const runAgentAdd = (label: string, flags: AdminFlags, io: CliIO): Promis
     flags,
     io,
     (c) => c.mintAgent({ label }),
-    (m) => [`minted agent ${m.agent.id} (${JSON.stringify(m.agent.label ?? label)})`, `token (shown once — store it now, e.g. oh-hai login --token-stdin): ${m.token}`],
+    (m) => [
+      `minted agent ${m.agent.id} (${JSON.stringify(m.agent.label ?? label)})`,
+      `token (shown once — store it now, e.g. oh-hai login --token-stdin): ${m.token}`,
+    ],
   );
 
 const agentLine = (a: AgentRow): string => `${a.id}\t${a.label ?? '-'}\t${a.revoked ? 'revoked' : 'active'}\t${a.source}`;
@@ -96,7 +107,12 @@ export const runAgentLs = (flags: AdminFlags, io: CliIO): Promise<Outcome> =>
   );
 
 export const runAgentRevoke = (id: string, flags: AdminFlags, io: CliIO): Promise<Outcome> =>
-  admin(flags, io, (c) => c.revokeAgent(id), () => [`revoked agent ${id}: its token now gets 401`]);
+  admin(
+    flags,
+    io,
+    (c) => c.revokeAgent(id),
+    () => [`revoked agent ${id}: its token now gets 401`],
+  );
 
 export function runDirective(to: string, text: string, flags: AdminFlags, io: CliIO): Promise<Outcome> {
   const addr = parseAddress(to, '--to');

@@ -75,18 +75,41 @@ export const register: Registration = (program, host) => {
     .option('--lease-max-seconds <s>', 'largest lease (default 3600)', seconds('--lease-max-seconds'))
     .option('--stream-max-hold-seconds <s>', 'bound on one SSE hold (default 30)', seconds('--stream-max-hold-seconds'))
     .option('--keepalive-seconds <s>', 'SSE keep-alive comment interval (default 15)', seconds('--keepalive-seconds'))
-    .option('--max-wait-seconds <s>', 'long-poll clamp (default MA2H_MAX_WAIT_SECONDS or 25; never above 60 or the presence window)', seconds('--max-wait-seconds', true))
+    .option(
+      '--max-wait-seconds <s>',
+      'long-poll clamp (default MA2H_MAX_WAIT_SECONDS or 25; never above 60 or the presence window)',
+      seconds('--max-wait-seconds', true),
+    )
     .option('--presence-seconds <s>', 'presence window for reachability (default 90)', seconds('--presence-seconds'))
     .option('--message-ttl-seconds <s>', 'unacknowledged mail expires after this (default 7 days)', seconds('--message-ttl-seconds'))
     .option('--replay-window-seconds <s>', 'replay window advertised to clients (default 120)', seconds('--replay-window-seconds'))
     .option('--holder-stale-seconds <s>', 'a holder unseen this long no longer blocks another home (default 60)', seconds('--holder-stale-seconds'))
-    .option('--page-bytes <n>', 'bytes of deliveries in one SSE event or drain answer at most; one entry always fits (default 1048576)', integer('--page-bytes', 1, 2 ** 31))
-    .option('--stream-write-timeout-seconds <s>', 'drop a stream whose reader takes no bytes this long while a write waits (default 10)', seconds('--stream-write-timeout-seconds'))
-    .option('--max-connections <n>', 'open client connections at most; idle ones are shed first (default: the fd limit less 64)', integer('--max-connections', 1, 1e7))
-    .option('--web-signin-delay-seconds <s>', 'a refused web sign-in is answered after this, doubling per recent refusal from its address, up to 30 s (default 1)', seconds('--web-signin-delay-seconds'))
+    .option(
+      '--page-bytes <n>',
+      'bytes of deliveries in one SSE event or drain answer at most; one entry always fits (default 1048576)',
+      integer('--page-bytes', 1, 2 ** 31),
+    )
+    .option(
+      '--stream-write-timeout-seconds <s>',
+      'drop a stream whose reader takes no bytes this long while a write waits (default 10)',
+      seconds('--stream-write-timeout-seconds'),
+    )
+    .option(
+      '--max-connections <n>',
+      'open client connections at most; idle ones are shed first (default: the fd limit less 64)',
+      integer('--max-connections', 1, 1e7),
+    )
+    .option(
+      '--web-signin-delay-seconds <s>',
+      'a refused web sign-in is answered after this, doubling per recent refusal from its address, up to 30 s (default 1)',
+      seconds('--web-signin-delay-seconds'),
+    )
     .option('--clock-offset-ms <ms>', "shift the Hub's clock from the real one (tests)", integer('--clock-offset-ms', -1e12, 1e12))
     .option('--fault-injection', 'enable POST /v1/_faults (tests only; never in a real deployment)')
-    .option('--database <url>', 'run on a shared PostgreSQL database (prefer OH_HAI_HUB_DATABASE_URL; a password belongs in PGPASSFILE or the environment, never argv)')
+    .option(
+      '--database <url>',
+      'run on a shared PostgreSQL database (prefer OH_HAI_HUB_DATABASE_URL; a password belongs in PGPASSFILE or the environment, never argv)',
+    )
     .option('--admin-listen <host:port>', 'serve /healthz, /readyz and /metrics (unauthenticated) on this address; off by default, never the public port')
     .option('--log-format <text|json>', 'text (default) or one JSON object per line, with a record per request')
     .option('--no-agent-directory', 'advertise no account.agent_directory and refuse it to agent tokens (plays a Hub before 0.12.2)')
@@ -106,7 +129,7 @@ export const register: Registration = (program, host) => {
     const { runAgentLs } = await import('./admin.js');
     host.finish('oh-hai hub agent ls', await runAgentLs(opts, host.io));
   });
-  adminFlags(agent.command('revoke').description("revoke an agent: its token stops working").argument('<id>', 'agent id')).action(
+  adminFlags(agent.command('revoke').description('revoke an agent: its token stops working').argument('<id>', 'agent id')).action(
     async (id: string, opts: AdminFlags) => {
       const { runAgentRevoke } = await import('./admin.js');
       host.finish('oh-hai hub agent revoke', await runAgentRevoke(id, opts, host.io));
@@ -147,13 +170,10 @@ export const register: Registration = (program, host) => {
     host.finish('oh-hai hub lift', await runLift(opts, host.io));
   });
 
-  adminFlags(
-    hub
-      .command('messaging')
-      .description('switch agent messaging on or off for the account')
-      .argument('<state>', 'on or off'),
-  ).action(async (state: string, opts: AdminFlags) => {
-    const { runMessaging } = await import('./admin.js');
-    host.finish('oh-hai hub messaging', await runMessaging(state, opts, host.io));
-  });
+  adminFlags(hub.command('messaging').description('switch agent messaging on or off for the account').argument('<state>', 'on or off')).action(
+    async (state: string, opts: AdminFlags) => {
+      const { runMessaging } = await import('./admin.js');
+      host.finish('oh-hai hub messaging', await runMessaging(state, opts, host.io));
+    },
+  );
 };

@@ -12,14 +12,16 @@ type Built = { ok: true; config: HubConfig; randomKey: boolean } | { ok: false; 
 
 /** Flags > environment > defaults; every knob checked together so the message names the flag to fix. */
 async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
-  const { HUB_DEFAULTS, checkConfig, defaultHubConfig, parseConfigTokens, parseSqliteDriverChoice, SQLITE_DRIVER_ENV } = await import('../../../hub/server/index.js');
+  const { HUB_DEFAULTS, checkConfig, defaultHubConfig, parseConfigTokens, parseSqliteDriverChoice, SQLITE_DRIVER_ENV } =
+    await import('../../../hub/server/index.js');
   const driver = parseSqliteDriverChoice(io.env[SQLITE_DRIVER_ENV]);
   if (!driver.ok) return { ok: false, outcome: usageError(driver.reason, 'invalid_setting') };
   let maxWait: number = HUB_DEFAULTS.maxWaitSeconds;
   if (flags.maxWaitSeconds !== undefined) maxWait = flags.maxWaitSeconds;
   else if (io.env.MA2H_MAX_WAIT_SECONDS !== undefined && io.env.MA2H_MAX_WAIT_SECONDS !== '') {
     const v = Number(io.env.MA2H_MAX_WAIT_SECONDS);
-    if (!Number.isFinite(v) || v < 0) return { ok: false, outcome: usageError(`MA2H_MAX_WAIT_SECONDS must be a number of seconds ≥ 0, got "${io.env.MA2H_MAX_WAIT_SECONDS}"`) };
+    if (!Number.isFinite(v) || v < 0)
+      return { ok: false, outcome: usageError(`MA2H_MAX_WAIT_SECONDS must be a number of seconds ≥ 0, got "${io.env.MA2H_MAX_WAIT_SECONDS}"`) };
     maxWait = v;
   }
   let configTokens: HubConfig['configTokens'] = [];
@@ -138,7 +140,11 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   const { createHubServer, STORE_IN_USE, DATABASE_REFUSED, SQLITE_UNAVAILABLE } = await import('../../../hub/server/index.js');
   const { mountWebInbox } = await import('../../../hub/server/web/index.js');
   let url = '';
-  const web = mountWebInbox({ clock: io.clock, baseUrl: () => url, ...(flags.webSigninDelaySeconds === undefined ? {} : { signInDelaySeconds: flags.webSigninDelaySeconds }) });
+  const web = mountWebInbox({
+    clock: io.clock,
+    baseUrl: () => url,
+    ...(flags.webSigninDelaySeconds === undefined ? {} : { signInDelaySeconds: flags.webSigninDelaySeconds }),
+  });
   let server;
   try {
     server = await createHubServer({
@@ -158,13 +164,20 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
     if (code === SQLITE_UNAVAILABLE) return usageError((e as Error).message, 'sqlite_unavailable');
     if (code === 'EADDRINUSE') return usageError(`${config.host}:${config.port} is already in use; pick another --port (0 = any free port)`, 'address_in_use');
     if (code === 'EACCES' || code === 'EPERM') {
-      return usageError(`cannot listen on ${config.host}:${config.port} or write ${config.dataDir} (${code}); pick another --port or --data`, 'permission_denied');
+      return usageError(
+        `cannot listen on ${config.host}:${config.port} or write ${config.dataDir} (${code}); pick another --port or --data`,
+        'permission_denied',
+      );
     }
     if (code === 'EADDRNOTAVAIL') return usageError(`--host ${config.host} is not an address of this machine`, 'address_not_available');
     throw e;
   }
-  if (server.createdAccount) out(`hub: created account ${server.accountId}; its human token is in ${server.humanTokenPath} (0600) — the admin commands read it from there`);
-  if (server.humanTokenPath === null) out(`hub: the account ${server.accountId} was created by another instance; copy its human-token file into ${server.dataDir} to run the admin commands here`);
+  if (server.createdAccount)
+    out(`hub: created account ${server.accountId}; its human token is in ${server.humanTokenPath} (0600) — the admin commands read it from there`);
+  if (server.humanTokenPath === null)
+    out(
+      `hub: the account ${server.accountId} was created by another instance; copy its human-token file into ${server.dataDir} to run the admin commands here`,
+    );
   out(`hub: data ${server.dataDir}`);
   if (config.database !== null) out(`hub: store PostgreSQL ${config.database.shown}`);
   if (built.randomKey) out('hub: signing key is random for this run (set MA2H_SIGNING_KEY to keep one across restarts)');

@@ -23,7 +23,14 @@ export interface WatchDeps {
 const defaults: WatchDeps = { signals: processSignals, launch: launchDetached };
 
 /** The identity the principal entry records, for doctor and for anyone listing entries. */
-const identityOf = (hub: string, agentId: string): IdentityRecord => ({ hub, agent_id: agentId, session_key: 'principal', key_source: 'principal leg', pinned: null, name: null });
+const identityOf = (hub: string, agentId: string): IdentityRecord => ({
+  hub,
+  agent_id: agentId,
+  session_key: 'principal',
+  key_source: 'principal leg',
+  pinned: null,
+  name: null,
+});
 
 export async function runWatch(opts: WatchOptions, io: CliIO, deps: WatchDeps = defaults): Promise<Outcome> {
   const stop = new StopRequest(deps.signals);
@@ -31,14 +38,25 @@ export async function runWatch(opts: WatchOptions, io: CliIO, deps: WatchDeps = 
     const knobs = readReaderKnobs(io.env);
     if (!knobs.ok) return toOutcome(knobs.error);
     const resolved = await resolveAgent({
-      flags: { hub: opts.hub, agent: opts.agent, stateHome: opts.stateHome, wait: opts.wait, interval: opts.interval, maxRetries: opts.maxRetries, allowFrom: opts.allowFrom },
+      flags: {
+        hub: opts.hub,
+        agent: opts.agent,
+        stateHome: opts.stateHome,
+        wait: opts.wait,
+        interval: opts.interval,
+        maxRetries: opts.maxRetries,
+        allowFrom: opts.allowFrom,
+      },
       io,
     });
     if (!resolved.ok) return toOutcome(resolved.error);
     const a = resolved.value;
     for (const w of a.warnings) io.stderr.write(`${NAME}: ${w}\n`);
 
-    const opened = openStateEntry(principalEntryFor(a.stateRoot, a.hubUrl, a.agentId), { create: true, log: { clock: io.clock, pid: io.pid, deny: [a.credential.token] } });
+    const opened = openStateEntry(principalEntryFor(a.stateRoot, a.hubUrl, a.agentId), {
+      create: true,
+      log: { clock: io.clock, pid: io.pid, deny: [a.credential.token] },
+    });
     if (!opened.ok) return { exit: opened.code === 'foreign_owner' ? EXIT.usage : EXIT.internal, code: `state_entry_${opened.code}`, message: opened.reason };
     const entry = opened.value;
     const identity = identityOf(a.hubUrl, a.agentId);

@@ -11,7 +11,11 @@ export const register: Registration = (program, host) => {
     )
     .option('--session <name|sess_id>', "this agent session, as `oh-hai bridge --session` names it (default: the bridge's own resolution)")
     .option('--state-home <absolute path>', 'the state root the bridge uses (absolute only)')
-    .option('--allow-from <item>', 'who may ask/task this agent, for a connection oh_hai_read starts: any-in-account, agent:<id> or agent:<id>#sess_… (repeatable)', collect)
+    .option(
+      '--allow-from <item>',
+      'who may ask/task this agent, for a connection oh_hai_read starts: any-in-account, agent:<id> or agent:<id>#sess_… (repeatable)',
+      collect,
+    )
     .option('--transport <auto|sse|poll>', 'how a connection oh_hai_read starts drains (default auto)')
     .option('--interval <seconds>', 'long-poll interval of a connection oh_hai_read starts (default 5)')
     .option('--max-retries <n>', 'reconnect budget of a connection oh_hai_read starts (default 8)')

@@ -33,7 +33,11 @@ export async function runShow(id: string, opts: AgentFlagValues, io: CliIO): Pro
     if (!r.ok) {
       const f = r.failure;
       if (f.kind === 'http' && f.status === 404) {
-        return { exit: EXIT.noSession, code: f.code, message: `no message ${JSON.stringify(id)} that this agent sent or received (${f.status} ${f.code}: ${f.message}); see \`oh-hai messages list\`` };
+        return {
+          exit: EXIT.noSession,
+          code: f.code,
+          message: `no message ${JSON.stringify(id)} that this agent sent or received (${f.status} ${f.code}: ${f.message}); see \`oh-hai messages list\``,
+        };
       }
       return toOutcome(hubFailureError(f, ctx(a, `reading message ${id}`)));
     }

@@ -16,7 +16,10 @@ export async function runReply(id: string, textArg: string | undefined, opts: Ag
     if (!answered.ok) return toOutcome(answered.error);
     const r = answered.value;
     if (r.kind === 'earlier') {
-      await writeFlushed(io.stdout, `answered ${plain(r.messageId)} (an earlier attempt of this command reached the Hub): response ${plain(r.response.message_id)} at ${r.response.at}\n`);
+      await writeFlushed(
+        io.stdout,
+        `answered ${plain(r.messageId)} (an earlier attempt of this command reached the Hub): response ${plain(r.response.message_id)} at ${r.response.at}\n`,
+      );
       return success();
     }
     await writeFlushed(io.stdout, opts.json ? JSON.stringify(r.message) + '\n' : `answering ${plain(r.messageId)}:\n` + queuedLines(r.message, r.route));

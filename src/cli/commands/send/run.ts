@@ -24,7 +24,8 @@ export interface SendOptions extends AgentFlagValues {
 
 export async function runSend(intent: MessageIntent, textArg: string | undefined, opts: SendOptions, io: CliIO): Promise<Outcome> {
   const command = `oh-hai ${intent === 'notify' ? 'send' : intent}`;
-  if (opts.to === undefined) return usageError(`${command} needs --to <address>: agent:<id> (the agent's principal mailbox) or agent:<id>#sess_… (one run; see \`oh-hai fleet ls\`)`);
+  if (opts.to === undefined)
+    return usageError(`${command} needs --to <address>: agent:<id> (the agent's principal mailbox) or agent:<id>#sess_… (one run; see \`oh-hai fleet ls\`)`);
   const to = checkDestination(opts.to, '--to');
   if (!to.ok) return toOutcome(to.error);
   let waitMs: number | null = null;
@@ -50,7 +51,10 @@ export async function runSend(intent: MessageIntent, textArg: string | undefined
     }
     if (!opts.json) await writeFlushed(io.stdout, queuedLines(message, route));
     const end = await waitForResponse(a.client, message, { waitMs, pollMs: knobs.value.askPollMs, clock: io.clock });
-    await writeFlushed(io.stdout, opts.json ? JSON.stringify(end.message) + '\n' : waitResultLine(end.message, waitMs >= 1000 ? formatDuration(waitMs) : `${waitMs / 1000}s`));
+    await writeFlushed(
+      io.stdout,
+      opts.json ? JSON.stringify(end.message) + '\n' : waitResultLine(end.message, waitMs >= 1000 ? formatDuration(waitMs) : `${waitMs / 1000}s`),
+    );
     if (end.kind === 'failure') {
       const e = hubFailureError(end.failure, failureContext(a, `waiting for the answer to ${message.id}`));
       return { ...toOutcome(e), message: `${e.message}; the ask is queued at the Hub — check later with: oh-hai messages show ${message.id}` };

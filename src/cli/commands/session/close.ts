@@ -35,7 +35,8 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
   if (!knobs.ok) return toOutcome(knobs.error);
   return withAgentAccess(NAME, opts, io, async (a) => {
     const ts = a.thisSession;
-    if (ts.kind === 'none' && ts.key === null) return { exit: EXIT.usage, code: 'agent_session_unknown', message: `${ts.why}; name it with --session <name>, as oh-hai bridge was run` };
+    if (ts.kind === 'none' && ts.key === null)
+      return { exit: EXIT.usage, code: 'agent_session_unknown', message: `${ts.why}; name it with --session <name>, as oh-hai bridge was run` };
     const opened = ts.entryDir !== null ? openStateEntry(ts.entryDir, { create: false }) : null;
     const entry = opened?.ok ? opened.value : null;
     const out: string[] = [];
@@ -95,7 +96,10 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
     const closed = await closeAtHub(a, ts, () => io.clock.now());
     if (!closed.ok) {
       const done = out.length > 0 ? `${out.join('; ')}; but ` : '';
-      return { ...toOutcome(closed.error), message: `${done}${closed.error.message}. The session was NOT closed and is still recorded locally: run oh-hai session close again` };
+      return {
+        ...toOutcome(closed.error),
+        message: `${done}${closed.error.message}. The session was NOT closed and is still recorded locally: run oh-hai session close again`,
+      };
     }
     const item = closed.value;
 
@@ -111,11 +115,20 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
 /** `POST /v1/sessions/:id/close`; a 404 is a session the Hub no longer knows, an answer that leaves it active a Hub fault. */
 async function closeAtHub(a: AgentAccess, s: { id: string; address: string }, nowMs: () => number): Promise<Coded<StoodDownSession>> {
   const closed = await a.client.closeSession(s.id);
-  const item = (hub_state: StoodDownSession['hub_state'], closed_at: string | null): StoodDownSession => ({ id: s.id, address: s.address, hub_state, closed_at, stood_down_at: nowMs() });
+  const item = (hub_state: StoodDownSession['hub_state'], closed_at: string | null): StoodDownSession => ({
+    id: s.id,
+    address: s.address,
+    hub_state,
+    closed_at,
+    stood_down_at: nowMs(),
+  });
   if (closed.ok) {
     const { state, closed_at } = closed.value;
     if (state !== 'active') return { ok: true, value: item(state, closed_at) };
-    return { ok: false, error: { code: 'hub_fault', exit: EXIT.unreachable, message: `the Hub at ${a.hubUrl} answered the close of ${s.id} with the session still active` } };
+    return {
+      ok: false,
+      error: { code: 'hub_fault', exit: EXIT.unreachable, message: `the Hub at ${a.hubUrl} answered the close of ${s.id} with the session still active` },
+    };
   }
   if (closed.failure.kind === 'http' && closed.failure.status === 404) return { ok: true, value: item('not_found', null) };
   return { ok: false, error: hubFailureError(closed.failure, { hubUrl: a.hubUrl, credential: a.credential.source, doing: `closing session ${s.id}` }) };

@@ -25,7 +25,11 @@ export async function runStatus(opts: AgentFlagValues, io: CliIO): Promise<Outco
       await writeFlushed(io.stdout, [head, ...statusLines(view, epilogue)].join('\n') + '\n');
     }
     if (view.hub === null) {
-      return { exit: EXIT.noSession, code: 'session_not_found', message: `the Hub does not know session ${ts.id} (${view.hub_error}); oh-hai bridge registers a new one` };
+      return {
+        exit: EXIT.noSession,
+        code: 'session_not_found',
+        message: `the Hub does not know session ${ts.id} (${view.hub_error}); oh-hai bridge registers a new one`,
+      };
     }
     return { exit: EXIT.ok };
   });

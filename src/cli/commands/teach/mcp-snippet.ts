@@ -9,7 +9,7 @@ export function mcpSnippet(): string {
   return [
     '## oh-hai as MCP tools',
     '',
-    '`oh-hai mcp` serves this agent\'s mailbox over stdio: oh_hai_send, oh_hai_ask, oh_hai_task,',
+    "`oh-hai mcp` serves this agent's mailbox over stdio: oh_hai_send, oh_hai_ask, oh_hai_task,",
     'oh_hai_reply, oh_hai_read, oh_hai_messages, oh_hai_fleet, oh_hai_status. It is the same',
     'mailbox, address and state entry as `oh-hai bridge` run by the same agent.',
     '',
@@ -25,7 +25,7 @@ export function mcpSnippet(): string {
     '',
     ...json.split('\n').map((l) => '    ' + l),
     '',
-    'The token comes from `oh-hai login` (or OH_HAI_TOKEN in the server\'s environment); never',
+    "The token comes from `oh-hai login` (or OH_HAI_TOKEN in the server's environment); never",
     'put it in args. Several agents in one harness process: give each its own `--session <name>`',
     '(`"args": ["mcp", "--session", "builder"]`) and run its bridge with the same name.',
     '',

@@ -31,7 +31,7 @@ export function teachSnippet(rows: readonly ExitRow[] = BRIDGE_EXIT_TABLE): stri
     '',
     'If it exits 10, read the holder it names before doing anything; do not kill that process.',
     '',
-    'Who may ask or task you is the operator\'s decision ([bridge] allow_from). When the bridge',
+    "Who may ask or task you is the operator's decision ([bridge] allow_from). When the bridge",
     'says it refused an ask, tell the human; never widen the policy (nor pass --allow-from) to',
     'make a command run. If you do not know which policy the operator wants, ask them.',
     '',

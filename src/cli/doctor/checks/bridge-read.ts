@@ -79,7 +79,10 @@ function readUnread(dir: string): UnreadRead {
       receivedAt: after.map((i) => i.record.received_at),
     };
   } catch (e) {
-    return { state: 'unreadable', reason: `the spool ${dir}/${ENTRY_FILES.spool} could not be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
+    return {
+      state: 'unreadable',
+      reason: `the spool ${dir}/${ENTRY_FILES.spool} could not be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    };
   }
 }
 

@@ -47,7 +47,10 @@ export function judgeConsumer(facts: Pick<BridgeFacts, 'consumer' | 'dir'>, prob
   const name = 'bridge consumer';
   const read = facts.consumer;
   if (read.state === 'absent') {
-    return check(name, 'fail', 'no connection has run for this bridge (there is no consumer.json)', { fix: RELAUNCH, measured: { entry: facts.dir, state: null } });
+    return check(name, 'fail', 'no connection has run for this bridge (there is no consumer.json)', {
+      fix: RELAUNCH,
+      measured: { entry: facts.dir, state: null },
+    });
   }
   if (read.state === 'unreadable') {
     return check(name, 'warn', `the connection's record exists and could not be read (${read.reason}): whether it runs is unknown`, {
@@ -71,10 +74,15 @@ export function judgeConsumer(facts: Pick<BridgeFacts, 'consumer' | 'dir'>, prob
   };
   if (c.state === 'stopped') {
     const when = c.stopped_at === null ? '' : ` ${ago(probe.nowMs, c.stopped_at)}`;
-    return check(name, 'fail', `the connection stopped${when} with exit ${c.exit_code ?? '?'} (${c.stop_reason ?? 'no reason recorded'}): ${c.stop_message ?? ''}`.trimEnd(), {
-      fix: stoppedFix(c),
-      measured,
-    });
+    return check(
+      name,
+      'fail',
+      `the connection stopped${when} with exit ${c.exit_code ?? '?'} (${c.stop_reason ?? 'no reason recorded'}): ${c.stop_message ?? ''}`.trimEnd(),
+      {
+        fix: stoppedFix(c),
+        measured,
+      },
+    );
   }
   const who = `pid ${c.pid} on ${c.host}`;
   const beat = `heartbeat ${ago(probe.nowMs, c.heartbeat_at)}`;
@@ -87,7 +95,10 @@ export function judgeConsumer(facts: Pick<BridgeFacts, 'consumer' | 'dir'>, prob
   if (alive === 'unknown') {
     const why = `${who} cannot be checked from here (another host, or its start time is unreadable), so it is judged by its heartbeat`;
     if (stale) {
-      return check(name, 'warn', `${why}: ${beat}, older than the ${probe.staleMs / 1000} s stale bound — it may be gone`, { fix: UNKNOWN_FIX(facts.dir), measured });
+      return check(name, 'warn', `${why}: ${beat}, older than the ${probe.staleMs / 1000} s stale bound — it may be gone`, {
+        fix: UNKNOWN_FIX(facts.dir),
+        measured,
+      });
     }
     return check(name, 'pass', `${why}: ${beat}; ${live}`, { measured });
   }
@@ -124,7 +135,13 @@ export function judgeSession(facts: Pick<BridgeFacts, 'session' | 'consumer' | '
     });
   }
   const s = local.value;
-  const measured = { session: s.id, address: s.address, renewed_age_ms: Math.max(0, Math.round(nowMs - s.renewed_at)), state: null as string | null, expires_at: s.expires_at };
+  const measured = {
+    session: s.id,
+    address: s.address,
+    renewed_age_ms: Math.max(0, Math.round(nowMs - s.renewed_at)),
+    state: null as string | null,
+    expires_at: s.expires_at,
+  };
   const renewedHere = `this machine last saw it renewed ${ago(nowMs, s.renewed_at)}`;
   if (!hub.asked) {
     return check(name, 'warn', `records ${s.id}; the Hub was not asked (${hub.why}), so its state is unknown; ${renewedHere}`, {
@@ -135,7 +152,10 @@ export function judgeSession(facts: Pick<BridgeFacts, 'session' | 'consumer' | '
   const r = hub.result;
   if (!r.ok) {
     if (r.failure.kind === 'http' && r.failure.code === 'session_not_found') {
-      return check(name, 'fail', `the Hub has no session ${s.id} for this agent (${describeFailure(r.failure)})`, { fix: SESSION_FIX.lapsed!(s.pinned), measured });
+      return check(name, 'fail', `the Hub has no session ${s.id} for this agent (${describeFailure(r.failure)})`, {
+        fix: SESSION_FIX.lapsed!(s.pinned),
+        measured,
+      });
     }
     return check(name, 'warn', `records ${s.id}; asking the Hub failed (${describeFailure(r.failure)}), so its state is unknown; ${renewedHere}`, {
       fix: 'run oh-hai doctor --self-test again; if it repeats, check the hub check',
@@ -176,10 +196,15 @@ export function judgeReader(facts: Pick<BridgeFacts, 'reader' | 'consumer' | 'di
   }
   const consumer = facts.consumer;
   if (consumer.state === 'ok' && consumer.value.mode === 'direct') {
-    return check(name, 'warn', `no reader attends (${a.why}); the connection runs in direct mode, which has no unattended bound, so mail is spooled but nothing reads it`, {
-      fix: 'run oh-hai bridge --session <the unit\'s name> as the reader, and re-run it after every exit (process supervision is not reader attendance)',
-      measured,
-    });
+    return check(
+      name,
+      'warn',
+      `no reader attends (${a.why}); the connection runs in direct mode, which has no unattended bound, so mail is spooled but nothing reads it`,
+      {
+        fix: "run oh-hai bridge --session <the unit's name> as the reader, and re-run it after every exit (process supervision is not reader attendance)",
+        measured,
+      },
+    );
   }
   // The interval runs from the LATER of the reader's heartbeat (capped by its declared
   // deadline) and the connection's start. A reader that has since exited still attended
@@ -190,10 +215,15 @@ export function judgeReader(facts: Pick<BridgeFacts, 'reader' | 'consumer' | 'di
   if (consumer.state === 'ok') marks.push(consumer.value.started_at);
   if (marks.length === 0) {
     if (consumer.state === 'unreadable') {
-      return check(name, 'warn', `no reader attends (${a.why}), and the connection's record could not be read, so the unattended interval cannot be measured; ${boundText}`, {
-        fix: UNKNOWN_FIX(facts.dir),
-        measured: { ...measured, upper_bound: true },
-      });
+      return check(
+        name,
+        'warn',
+        `no reader attends (${a.why}), and the connection's record could not be read, so the unattended interval cannot be measured; ${boundText}`,
+        {
+          fix: UNKNOWN_FIX(facts.dir),
+          measured: { ...measured, upper_bound: true },
+        },
+      );
     }
     return check(name, 'fail', `no reader attends (${a.why}) and no connection has run: nothing keeps this bridge's address`, { fix: RELAUNCH, measured });
   }
@@ -210,12 +240,19 @@ export function judgeReader(facts: Pick<BridgeFacts, 'reader' | 'consumer' | 'di
     );
   }
   if (idleMs >= bound.seconds * 1000) {
-    return check(name, 'fail', `no reader has attended for ${idle} (${a.why}): past the bound, so the connection stops and the address lapses with its lease; ${boundText}`, {
-      fix: 're-run oh-hai bridge promptly after every exit: a reader attends only inside the wait bound it declared',
-      measured: m,
-    });
+    return check(
+      name,
+      'fail',
+      `no reader has attended for ${idle} (${a.why}): past the bound, so the connection stops and the address lapses with its lease; ${boundText}`,
+      {
+        fix: 're-run oh-hai bridge promptly after every exit: a reader attends only inside the wait bound it declared',
+        measured: m,
+      },
+    );
   }
-  return check(name, 'pass', `no reader attends right now (${a.why}), but the bridge is inside the unattended bound: unattended for ${idle}; ${boundText}`, { measured: m });
+  return check(name, 'pass', `no reader attends right now (${a.why}), but the bridge is inside the unattended bound: unattended for ${idle}; ${boundText}`, {
+    measured: m,
+  });
 }
 
 export function judgeUnread(facts: { unread: UnreadRead; dir: string }, bound: Bound, nowMs: number): Check {
@@ -252,7 +289,12 @@ export function judgeUnread(facts: { unread: UnreadRead; dir: string }, bound: B
     });
   }
   if (u.receivedAt.length === 0) return check(name, 'pass', `nothing unread (the cursor is at seq ${u.cursorSeq} of ${u.lastSeq})${rewound}`, { measured });
-  return check(name, 'pass', `${u.receivedAt.length} unread, the oldest received ${oldest} (${formatDuration(ages[0]!)} ago) — inside the ${bound.seconds} s bound${rewound}`, { measured });
+  return check(
+    name,
+    'pass',
+    `${u.receivedAt.length} unread, the oldest received ${oldest} (${formatDuration(ages[0]!)} ago) — inside the ${bound.seconds} s bound${rewound}`,
+    { measured },
+  );
 }
 
 /** The unattended bound the connection runs with (settings.json), else the one configuration gives. */

@@ -1,11 +1,4 @@
-import {
-  describePolicy,
-  loadConfigFiles,
-  resolveSettings,
-  userConfigPath,
-  type LoadedConfig,
-  type ResolvedSettings,
-} from '../../../config/index.js';
+import { describePolicy, loadConfigFiles, resolveSettings, userConfigPath, type LoadedConfig, type ResolvedSettings } from '../../../config/index.js';
 import { check, type Check } from '../report.js';
 
 /**
@@ -51,7 +44,10 @@ export function configCheck(io: { env: NodeJS.ProcessEnv; cwd: string }, flags: 
   const detail = `${describeFiles(loaded.value)}; ${hub}`;
   if (s.warnings.length > 0) {
     return {
-      check: check('config', 'warn', `${detail}; ${s.warnings.join('; ')}`, { fix: 'correct or remove the keys named above (unknown keys are ignored, so a typo silently does nothing)', measured }),
+      check: check('config', 'warn', `${detail}; ${s.warnings.join('; ')}`, {
+        fix: 'correct or remove the keys named above (unknown keys are ignored, so a typo silently does nothing)',
+        measured,
+      }),
       settings: s,
     };
   }

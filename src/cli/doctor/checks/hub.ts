@@ -30,12 +30,12 @@ export function hubCheck(url: string, probe: CapabilityProbe): Check {
   }
   if (r.failure.kind === 'http') {
     return check('hub', 'fail', `${url} answered GET /v1/capability with ${describeFailure(r.failure)}`, {
-      fix: 'the Hub is up but unhealthy (or this URL is not a Hub): check the URL, and the Hub\'s own status',
+      fix: "the Hub is up but unhealthy (or this URL is not a Hub): check the URL, and the Hub's own status",
       measured,
     });
   }
   return check('hub', 'fail', `cannot reach ${url}: ${r.failure.message}`, {
-    fix: 'check the Hub URL (config, MA2H_HUB_URL or --hub), this machine\'s network and proxy, and that the Hub is up',
+    fix: "check the Hub URL (config, MA2H_HUB_URL or --hub), this machine's network and proxy, and that the Hub is up",
     measured,
   });
 }
@@ -105,9 +105,14 @@ export function clockCheck(offset: ClockOffset | null, windowSeconds: number, wi
   const warnAt = Math.min(CLOCK_WARN_MS, windowMs / 2);
   const measured = { offset_ms: Math.round(offset.offsetMs), uncertainty_ms: Math.round(offset.uncertaintyMs), replay_window_seconds: windowSeconds };
   const said = `the Hub's clock is ${secs(abs)} ${way} this machine's (±${secs(offset.uncertaintyMs)}, from ${offset.source})`;
-  const fix = 'set this machine\'s clock (enable NTP, e.g. timedatectl set-ntp true), or ask the Hub\'s operator to fix theirs if this machine is right';
+  const fix = "set this machine's clock (enable NTP, e.g. timedatectl set-ntp true), or ask the Hub's operator to fix theirs if this machine is right";
   if (abs - offset.uncertaintyMs > windowMs) {
-    return check('clock', 'fail', `${said}: more than the ${windowSeconds} s replay window (${windowSource}), so the bridge rejects every delivery as a stale t (exit 12)`, { fix, measured });
+    return check(
+      'clock',
+      'fail',
+      `${said}: more than the ${windowSeconds} s replay window (${windowSource}), so the bridge rejects every delivery as a stale t (exit 12)`,
+      { fix, measured },
+    );
   }
   if (abs > warnAt) {
     return check('clock', 'warn', `${said}: inside the ${windowSeconds} s replay window (${windowSource}), but it eats into it`, { fix, measured });
@@ -148,10 +153,15 @@ export function credentialCheck(
   const measured = { source: c.source, agent_id: c.agentId };
   if (who === null) {
     return {
-      check: check('credential', 'warn', `resolves from ${from}${c.agentId ? ` (agent ${c.agentId})` : ''}; not verified, because the Hub could not be reached`, {
-        fix: 'fix the hub check first, then run oh-hai doctor again',
-        measured,
-      }),
+      check: check(
+        'credential',
+        'warn',
+        `resolves from ${from}${c.agentId ? ` (agent ${c.agentId})` : ''}; not verified, because the Hub could not be reached`,
+        {
+          fix: 'fix the hub check first, then run oh-hai doctor again',
+          measured,
+        },
+      ),
       agentId: c.agentId,
     };
   }
@@ -195,7 +205,9 @@ export function credentialCheck(
   }
   const label = agent.label ? ` "${agent.label}"` : '';
   return {
-    check: check('credential', 'pass', `resolves from ${from}; the Hub accepts it as agent ${agent.id}${label}`, { measured: { ...measured, agent_id: agent.id } }),
+    check: check('credential', 'pass', `resolves from ${from}; the Hub accepts it as agent ${agent.id}${label}`, {
+      measured: { ...measured, agent_id: agent.id },
+    }),
     agentId: agent.id,
   };
 }

@@ -3,7 +3,16 @@ import type { CliIO } from '../../io.js';
 import { check, type Check } from '../report.js';
 
 /** What `oh-hai mcp` must list: the tool names are its interface. */
-export const MCP_TOOLS = ['oh_hai_send', 'oh_hai_ask', 'oh_hai_task', 'oh_hai_reply', 'oh_hai_read', 'oh_hai_messages', 'oh_hai_fleet', 'oh_hai_status'] as const;
+export const MCP_TOOLS = [
+  'oh_hai_send',
+  'oh_hai_ask',
+  'oh_hai_task',
+  'oh_hai_reply',
+  'oh_hai_read',
+  'oh_hai_messages',
+  'oh_hai_fleet',
+  'oh_hai_status',
+] as const;
 
 const FIX = 'run `oh-hai mcp` by hand to see its stderr; a missing @modelcontextprotocol/server or zod means a broken install: reinstall oh-hai';
 
@@ -62,10 +71,21 @@ export async function mcpCheck(io: Pick<CliIO, 'env' | 'cwd' | 'self' | 'clock'>
   const start = io.clock.monotonic();
   const r = await speak(io, timeoutMs);
   const ms = Math.round(io.clock.monotonic() - start);
-  const last = r.stderr.trim().split('\n').filter((l) => l.includes('FATAL')).at(-1);
+  const last = r.stderr
+    .trim()
+    .split('\n')
+    .filter((l) => l.includes('FATAL'))
+    .at(-1);
   if (r.kind === 'failed') return check('mcp', 'fail', `oh-hai mcp could not serve: ${r.why}${last ? ` — ${last}` : ''}`, { fix: FIX, measured: { ms } });
   const missing = MCP_TOOLS.filter((t) => !r.tools.includes(t));
-  if (missing.length > 0) return check('mcp', 'fail', `oh-hai mcp started but does not list ${missing.join(', ')}`, { fix: FIX, measured: { ms, tools: r.tools } });
-  if (r.exit !== 0) return check('mcp', 'warn', `oh-hai mcp listed its ${r.tools.length} tools but exited ${r.exit ?? '(killed)'} when its stdin closed, not 0`, { fix: FIX, measured: { ms } });
-  return check('mcp', 'pass', `oh-hai mcp started, listed its ${r.tools.length} tools and exited when stdin closed (${ms} ms)`, { measured: { ms, tools: r.tools } });
+  if (missing.length > 0)
+    return check('mcp', 'fail', `oh-hai mcp started but does not list ${missing.join(', ')}`, { fix: FIX, measured: { ms, tools: r.tools } });
+  if (r.exit !== 0)
+    return check('mcp', 'warn', `oh-hai mcp listed its ${r.tools.length} tools but exited ${r.exit ?? '(killed)'} when its stdin closed, not 0`, {
+      fix: FIX,
+      measured: { ms },
+    });
+  return check('mcp', 'pass', `oh-hai mcp started, listed its ${r.tools.length} tools and exited when stdin closed (${ms} ms)`, {
+    measured: { ms, tools: r.tools },
+  });
 }

@@ -43,18 +43,23 @@ function refusal(step: StepName, f: HubFailure): Outcome<never> {
   if (f.kind === 'http' && f.code === 'messaging_disabled') {
     return failed(
       `the Hub refused (${said}): agent messaging is switched off for this account, so no session can register and nothing can be sent`,
-      'a human must switch on Settings → Agent messaging in the Hub\'s inbox',
+      "a human must switch on Settings → Agent messaging in the Hub's inbox",
     );
   }
-  if (f.kind === 'http' && f.status === 401) return failed(`the Hub refused the credential (${said})`, 'see the credential check: a human must issue a new agent token');
+  if (f.kind === 'http' && f.status === 401)
+    return failed(`the Hub refused the credential (${said})`, 'see the credential check: a human must issue a new agent token');
   if (f.kind === 'http' && f.code === 'too_many_sessions') {
-    return failed(`the Hub refused (${said})`, 'this agent already holds the most live sessions the Hub allows: stand down the ones no run uses (oh-hai fleet ls, oh-hai session close)');
+    return failed(
+      `the Hub refused (${said})`,
+      'this agent already holds the most live sessions the Hub allows: stand down the ones no run uses (oh-hai fleet ls, oh-hai session close)',
+    );
   }
   if (f.kind === 'network') return failed(`the ${step} request did not complete: ${said}`, `${AGAIN} (OH_HAI_DOCTOR_TIMEOUT_SECONDS bounds each request)`);
   return failed(`the Hub answered ${said}`, AGAIN);
 }
 
-const unwrap = <T>(step: StepName, r: HubResult<T>): { ok: true; value: T } | Outcome<never> => (r.ok ? { ok: true, value: r.value } : refusal(step, r.failure));
+const unwrap = <T>(step: StepName, r: HubResult<T>): { ok: true; value: T } | Outcome<never> =>
+  r.ok ? { ok: true, value: r.value } : refusal(step, r.failure);
 
 const fieldOf = (x: unknown, key: string): unknown => (typeof x === 'object' && x !== null ? Reflect.get(x, key) : undefined);
 
@@ -146,7 +151,6 @@ class StepRunner {
   }
 }
 
-
 export async function roundTrip(d: RoundTripDeps): Promise<{ session: string | null; steps: Step[] }> {
   const steps = new StepRunner(d.clock);
   const nonce = d.clientKey.slice(d.clientKey.lastIndexOf('-') + 1);
@@ -172,7 +176,8 @@ export async function roundTrip(d: RoundTripDeps): Promise<{ session: string | n
     const r = await drainUntil(d, session!.id, 'drain', (m) => carries(m, 'message', sent!.id));
     if (!r.ok) return { ...r, detail: `the notify ${sent!.id}: ${r.detail}` };
     const { hit, others, drains } = r.value;
-    const claimed = others > 0 ? `; ${others} other entries came with it (principal-addressed mail this session claimed — left unacknowledged, released when it closes)` : '';
+    const claimed =
+      others > 0 ? `; ${others} other entries came with it (principal-addressed mail this session claimed — left unacknowledged, released when it closes)` : '';
     return passed(hit, `drained it after ${drains} drain${drains === 1 ? '' : 's'}${claimed}`);
   });
 
@@ -188,18 +193,26 @@ export async function roundTrip(d: RoundTripDeps): Promise<{ session: string | n
       admit: () => ({ admit: true }),
     });
     if (v.verdict === 'reject') {
-      const fix = v.check === 'replay_window' ? 'see the clock check: set this machine\'s clock (NTP) or have the Hub\'s fixed' : 'stop and tell a human: the Hub delivered an entry that fails verification (possible tampering)';
+      const fix =
+        v.check === 'replay_window'
+          ? "see the clock check: set this machine's clock (NTP) or have the Hub's fixed"
+          : 'stop and tell a human: the Hub delivered an entry that fails verification (possible tampering)';
       return failed(v.message, fix);
     }
     const e: Entry = v.entry;
     const from = parseAddress(e.from, 'from');
     const wrong =
-      e.kind !== 'message' ? `it is a ${e.kind}, not a message`
-      : e.intent !== 'notify' ? `its intent is ${e.intent}, not notify`
-      : e.text !== text ? 'its text differs from what was sent'
-      : !from.ok || from.value.agentId !== d.agentId ? `its sender ${e.from} is not ${formatAddress(d.agentId)}`
-      : null;
-    if (wrong !== null) return failed(`the entry ${e.id} carrying ${sent!.id} passed verification, but ${wrong}`, 'stop and tell a human: the Hub altered the entry');
+      e.kind !== 'message'
+        ? `it is a ${e.kind}, not a message`
+        : e.intent !== 'notify'
+          ? `its intent is ${e.intent}, not notify`
+          : e.text !== text
+            ? 'its text differs from what was sent'
+            : !from.ok || from.value.agentId !== d.agentId
+              ? `its sender ${e.from} is not ${formatAddress(d.agentId)}`
+              : null;
+    if (wrong !== null)
+      return failed(`the entry ${e.id} carrying ${sent!.id} passed verification, but ${wrong}`, 'stop and tell a human: the Hub altered the entry');
     return passed(e, `entry ${e.id} is well-formed, inside the ${d.replayWindowSeconds} s replay window, addressed to this session, from ${e.from}`);
   });
 
@@ -228,7 +241,10 @@ export async function roundTrip(d: RoundTripDeps): Promise<{ session: string | n
     const row = r.value.find((s) => s.session_id === session!.id);
     if (!row) return failed(`GET /v1/fleet does not list ${session!.id}`, AGAIN);
     if (row.reachability !== 'online') {
-      return failed(`GET /v1/fleet lists ${session!.id} as ${row.reachability} right after a drain: peers would see this agent's sessions as not reachable`, AGAIN);
+      return failed(
+        `GET /v1/fleet lists ${session!.id} as ${row.reachability} right after a drain: peers would see this agent's sessions as not reachable`,
+        AGAIN,
+      );
     }
     return passed(null, `GET /v1/fleet lists ${session!.id} online`);
   });
@@ -241,11 +257,16 @@ export async function roundTrip(d: RoundTripDeps): Promise<{ session: string | n
         let settled = '';
         if (sent !== null && acked === null) {
           settled = (await settle(d, session.id, sent.id))
-            ? '; first acknowledged what the failed step left, so no bounce receipt reaches this agent\'s mailbox'
+            ? "; first acknowledged what the failed step left, so no bounce receipt reaches this agent's mailbox"
             : `; could not acknowledge ${sent.id} first, so a bounce receipt for it may reach this agent's principal mailbox`;
         }
         const r = unwrap('close', await d.client.closeSession(session.id));
-        if (!r.ok) return { ...r, detail: r.detail + settled, fix: `nothing to clean up by hand: ${session.id} lapses on its own within its ${session.lease_seconds} s lease` };
+        if (!r.ok)
+          return {
+            ...r,
+            detail: r.detail + settled,
+            fix: `nothing to clean up by hand: ${session.id} lapses on its own within its ${session.lease_seconds} s lease`,
+          };
         if (r.value.state !== 'closed') return failed(`closing ${session.id} left it ${r.value.state}${settled}`, AGAIN);
         return passed(null, `closed ${session.id}${settled}`);
       },

@@ -35,7 +35,6 @@ export interface PostgresHandle {
   poolStats(): { total: number; idle: number; waiting: number };
 }
 
-
 /**
  * Connect, migrate (under the advisory lock), and start listening. Every error that leaves
  * here has the URL and password redacted.

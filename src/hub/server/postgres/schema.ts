@@ -108,7 +108,6 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 /** Every instance takes this session-level advisory lock to migrate, so N starting together migrate once. */
 const MIGRATION_LOCK = 0x6f68_6169;
 
-
 /**
  * Bring the database to {@link SCHEMA_VERSION}, one transaction per migration, under the
  * advisory lock. A database at a higher version was migrated by a newer Hub: refused,
@@ -123,7 +122,9 @@ export async function migrate(client: PoolClient): Promise<{ from: number; to: n
     if (found.rows.length === 0) await client.query('INSERT INTO oh_hai_schema (version) VALUES (0)');
     if (from > SCHEMA_VERSION) {
       throw Object.assign(
-        new Error(`the database has schema version ${from}, newer than this Hub's ${SCHEMA_VERSION}: a newer oh-hai migrated it; run that version (or newer) on every instance`),
+        new Error(
+          `the database has schema version ${from}, newer than this Hub's ${SCHEMA_VERSION}: a newer oh-hai migrated it; run that version (or newer) on every instance`,
+        ),
         { code: SCHEMA_TOO_NEW },
       );
     }

@@ -12,5 +12,8 @@ export { hubApiClient, type WebHub, type ApiAnswer, type ApiRefusal } from './po
  */
 export function mountWebInbox(o: { clock: Clock; baseUrl: () => string; signInDelaySeconds?: number }): { routes: WebHandler; close(): Promise<void> } {
   const hub = hubApiClient(o.baseUrl);
-  return { routes: createWebInbox({ hub, clock: o.clock, ...(o.signInDelaySeconds === undefined ? {} : { signInDelaySeconds: o.signInDelaySeconds }) }), close: () => hub.close() };
+  return {
+    routes: createWebInbox({ hub, clock: o.clock, ...(o.signInDelaySeconds === undefined ? {} : { signInDelaySeconds: o.signInDelaySeconds }) }),
+    close: () => hub.close(),
+  };
 }

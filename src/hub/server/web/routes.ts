@@ -92,8 +92,14 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
       signOut(c);
       return null;
     }
-    show(c, 'The Hub refused', null, html`<p>The Hub's API answered ${a.status} <code>${a.code}</code>: <span class="text">${a.message}</span></p>
-<p><a href="/fleet">Back to the Fleet</a></p>`, 502);
+    show(
+      c,
+      'The Hub refused',
+      null,
+      html`<p>The Hub's API answered ${a.status} <code>${a.code}</code>: <span class="text">${a.message}</span></p>
+<p><a href="/fleet">Back to the Fleet</a></p>`,
+      502,
+    );
     return null;
   };
 
@@ -130,8 +136,14 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
         if (!rows) return;
         const row = rows.find((r) => r.session_id === id);
         if (!row) {
-          show(c, 'Session not live', 'fleet', html`<p>No live session <code>${id}</code> is in the account: it may have lapsed or been closed already.</p>
-<p><a href="/fleet">Back to the Fleet</a></p>`, 404);
+          show(
+            c,
+            'Session not live',
+            'fleet',
+            html`<p>No live session <code>${id}</code> is in the account: it may have lapsed or been closed already.</p>
+<p><a href="/fleet">Back to the Fleet</a></p>`,
+            404,
+          );
           return;
         }
         show(c, 'Close this session?', 'fleet', closeConfirmPage({ row, csrf: c.s.csrf }));
@@ -230,7 +242,13 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
         if (!agents) return;
         const agent = agents.find((a) => a.id === id && a.source === 'account' && !a.revoked);
         if (!agent) {
-          show(c, 'Agent not found', 'agents', html`<p>No active agent <code>${id}</code> was minted in this account.</p><p><a href="/agents">Back to Agents</a></p>`, 404);
+          show(
+            c,
+            'Agent not found',
+            'agents',
+            html`<p>No active agent <code>${id}</code> was minted in this account.</p><p><a href="/agents">Back to Agents</a></p>`,
+            404,
+          );
           return;
         }
         show(c, 'Revoke this agent?', 'agents', revokeConfirmPage({ agent, csrf: c.s.csrf }));
@@ -285,7 +303,10 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     if (c.req.method === 'GET') {
       if (current) return redirect(c.res, '/fleet');
       // A fixed reason code, never text from the URL: the page says only what this Hub wrote.
-      const why = c.url.searchParams.get('why') === TOKEN_REFUSED ? { kind: 'error' as const, text: 'The Hub no longer accepts the token this browser signed in with. Sign in again.' } : null;
+      const why =
+        c.url.searchParams.get('why') === TOKEN_REFUSED
+          ? { kind: 'error' as const, text: 'The Hub no longer accepts the token this browser signed in with. Sign in again.' }
+          : null;
       return loginView(c, 200, why);
     }
     const form = await guardPost(c, (csrf) => forms.check(csrf));
@@ -308,9 +329,14 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
       redirect(c.res, '/fleet', { 'set-cookie': sessionCookie(s.id, c.secure) });
     });
     if (turn.kind === 'busy') {
-      loginView(c, 429, { kind: 'error', text: `Too many sign-ins from your address are waiting after refused tokens. Try again in ${turn.retryAfterSeconds} s.` }, {
-        'retry-after': String(turn.retryAfterSeconds),
-      });
+      loginView(
+        c,
+        429,
+        { kind: 'error', text: `Too many sign-ins from your address are waiting after refused tokens. Try again in ${turn.retryAfterSeconds} s.` },
+        {
+          'retry-after': String(turn.retryAfterSeconds),
+        },
+      );
     }
   }
 
@@ -336,7 +362,12 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
       return null;
     }
     if (!csrfOk(read.form.get('csrf') ?? '')) {
-      refusePage(c, 403, 'Form refused', 'This form carries no valid form token for your session (it may be from an older page). Reload the page and submit it again.');
+      refusePage(
+        c,
+        403,
+        'Form refused',
+        'This form carries no valid form token for your session (it may be from an older page). Reload the page and submit it again.',
+      );
       return null;
     }
     return read.form;

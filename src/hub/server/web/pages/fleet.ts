@@ -3,8 +3,7 @@ import { html, type SafeHtml } from '../html.js';
 import { csrfField, instant, stateWord } from '../layout.js';
 import type { OperatorStop } from '../../../contract/index.js';
 
-const agentCell = (label: string | null, id: string): SafeHtml =>
-  html`${label ?? html`<span class="empty">no label</span>`}<br><code>${id}</code>`;
+const agentCell = (label: string | null, id: string): SafeHtml => html`${label ?? html`<span class="empty">no label</span>`}<br><code>${id}</code>`;
 
 function sessionRow(r: FleetRow): SafeHtml {
   return html`<tr>

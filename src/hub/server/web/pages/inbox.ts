@@ -11,9 +11,7 @@ function outcome(m: Message): SafeHtml {
     case 'acknowledged':
       return html`A reader read it. That says the bytes were read, never that the agent acted on them.`;
     case 'bounced':
-      return m.prior === 'delivered'
-        ? html`Bounced after delivery: seen by a consumer, never confirmed read.`
-        : html`Bounced while queued: never seen.`;
+      return m.prior === 'delivered' ? html`Bounced after delivery: seen by a consumer, never confirmed read.` : html`Bounced while queued: never seen.`;
     case 'expired':
       return html`Expired: not acknowledged within the Hub's message lifetime${m.prior ? html` (got as far as ${m.prior})` : null}.`;
   }
