@@ -121,5 +121,14 @@ describe('web inbox under attack', () => {
     const r = await send(hub, { method: 'POST', path: '/send', cookie, from: '127.0.0.5', body });
     expect(r.status).toBe(400);
     expect(r.body).toContain('not valid UTF-8');
+    const escaped = await send(hub, {
+      method: 'POST',
+      path: '/send',
+      cookie,
+      from: '127.0.0.5',
+      body: Buffer.from(`csrf=${csrf}&to=agent%3Aagt_x&text=hi%FF`),
+    });
+    expect(escaped.status).toBe(400);
+    expect(escaped.body).toContain('not valid UTF-8');
   });
 });

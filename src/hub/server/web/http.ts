@@ -65,13 +65,69 @@ export async function readForm(req: IncomingMessage, maxBytes: number): Promise<
     }
     chunks.push(chunk);
   }
-  let text: string;
-  try {
-    text = fatalUtf8.decode(Buffer.concat(chunks));
-  } catch {
-    return { ok: false, status: 400, message: 'The form is not valid UTF-8, which every browser sends; reload the page and submit it again.' };
+  const form = decodeForm(Buffer.concat(chunks));
+  if (form === null) return { ok: false, status: 400, message: 'The form is not valid UTF-8, which every browser sends; reload the page and submit it again.' };
+  return { ok: true, form };
+}
+
+const PERCENT = 0x25;
+const PLUS = 0x2b;
+
+/**
+ * Decode a urlencoded body as URLSearchParams does, except that a name or value whose bytes,
+ * raw or percent-escaped (`%FF`), are not UTF-8 refuses the whole form: URLSearchParams would
+ * store U+FFFD in their place and the Hub would send a message nobody wrote.
+ */
+export function decodeForm(body: Buffer): URLSearchParams | null {
+  const form = new URLSearchParams();
+  for (const pair of splitBytes(body, 0x26)) {
+    if (pair.length === 0) continue;
+    const eq = pair.indexOf(0x3d);
+    const name = decodeComponent(eq === -1 ? pair : pair.subarray(0, eq));
+    const value = decodeComponent(eq === -1 ? Buffer.alloc(0) : pair.subarray(eq + 1));
+    if (name === null || value === null) return null;
+    form.append(name, value);
   }
-  return { ok: true, form: new URLSearchParams(text) };
+  return form;
+}
+
+function splitBytes(buf: Buffer, sep: number): Buffer[] {
+  const parts: Buffer[] = [];
+  let start = 0;
+  for (let i = buf.indexOf(sep); i !== -1; i = buf.indexOf(sep, start)) {
+    parts.push(buf.subarray(start, i));
+    start = i + 1;
+  }
+  parts.push(buf.subarray(start));
+  return parts;
+}
+
+const hexValue = (byte: number | undefined): number => {
+  if (byte === undefined) return -1;
+  const c = byte | 0x20;
+  if (byte >= 0x30 && byte <= 0x39) return byte - 0x30;
+  if (c >= 0x61 && c <= 0x66) return c - 0x61 + 10;
+  return -1;
+};
+
+/** `+` is a space and `%XX` a byte; a `%` not followed by two hex digits stays itself (the URL standard's rule). */
+function decodeComponent(raw: Buffer): string | null {
+  const out = Buffer.alloc(raw.length);
+  let n = 0;
+  for (let i = 0; i < raw.length; i++) {
+    const byte = raw[i] as number;
+    const hi = byte === PERCENT ? hexValue(raw[i + 1]) : -1;
+    const lo = hi === -1 ? -1 : hexValue(raw[i + 2]);
+    if (lo !== -1) {
+      out[n++] = hi * 16 + lo;
+      i += 2;
+    } else out[n++] = byte === PLUS ? 0x20 : byte;
+  }
+  try {
+    return fatalUtf8.decode(out.subarray(0, n));
+  } catch {
+    return null;
+  }
 }
 
 /**
