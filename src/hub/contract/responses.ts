@@ -1,5 +1,5 @@
 import { type Result } from '../../core/index.js';
-import { validateId } from './ids.js';
+import { validateAgentId, validateId } from './ids.js';
 import { arr, bad, bool, describe, guard, instant, int, isObj, must, num, obj, oneOf, optInstant, optOneOf, optStr, str, type Obj } from './shape.js';
 import type {
   AccountState,
@@ -50,6 +50,11 @@ function id(o: Obj, key: string, where: string): string {
   return must(validateId(str(o, key, where), `${where} field '${key}'`));
 }
 
+/** Agent ids become state-entry keys and addresses: one that breaks the id grammar is refused here, at the edge. */
+function agentId(o: Obj, key: string, where: string): string {
+  return must(validateAgentId(str(o, key, where), `${where} field '${key}'`));
+}
+
 function nullableObj(o: Obj, key: string, where: string): Obj | null {
   const v = o[key];
   if (v === undefined || v === null) return null;
@@ -76,7 +81,7 @@ export function readSession(x: unknown, where = 'session'): Session {
   const holder = nullableObj(o, 'holder', where);
   return {
     id: id(o, 'id', where),
-    agent_id: str(o, 'agent_id', where),
+    agent_id: agentId(o, 'agent_id', where),
     address: str(o, 'address', where),
     name: optStr(o, 'name', where),
     state: oneOf(o, 'state', SESSION_STATES, where),
@@ -155,7 +160,7 @@ export const parseFleet = (x: unknown): Result<FleetRow[]> =>
       const holder = nullableObj(o, 'holder', where);
       return {
         address: str(o, 'address', where),
-        agent_id: str(o, 'agent_id', where),
+        agent_id: agentId(o, 'agent_id', where),
         agent_label: optStr(o, 'agent_label', where),
         session_id: str(o, 'session_id', where),
         name: optStr(o, 'name', where),
@@ -171,7 +176,7 @@ export const parseFleet = (x: unknown): Result<FleetRow[]> =>
 function readAgentRow(x: unknown, where: string): AgentRow {
   const o = obj(x, where);
   return {
-    id: str(o, 'id', where),
+    id: agentId(o, 'id', where),
     label: optStr(o, 'label', where),
     revoked: bool(o, 'revoked', where),
     source: oneOf(o, 'source', ['account', 'config'] as const, where),
@@ -189,7 +194,7 @@ export const parseMintedAgent = (x: unknown): Result<MintedAgent> =>
     const agent = obj(b.agent, "field 'agent'");
     const token = str(b, 'token', 'body');
     if (token.length === 0) bad("field 'token' is empty");
-    return { agent: { id: str(agent, 'id', 'agent'), label: optStr(agent, 'label', 'agent') }, token };
+    return { agent: { id: agentId(agent, 'id', 'agent'), label: optStr(agent, 'label', 'agent') }, token };
   });
 
 export const parseWhoami = (x: unknown): Result<Whoami> =>
@@ -198,10 +203,10 @@ export const parseWhoami = (x: unknown): Result<Whoami> =>
     const kind = oneOf(b, 'kind', ['agent', 'human'] as const, 'body');
     if (kind === 'agent') {
       const a = obj(b.agent, "field 'agent'");
-      return { kind, agent: { id: str(a, 'id', 'agent'), label: optStr(a, 'label', 'agent'), account_id: str(a, 'account_id', 'agent') } };
+      return { kind, agent: { id: agentId(a, 'id', 'agent'), label: optStr(a, 'label', 'agent'), account_id: id(a, 'account_id', 'agent') } };
     }
     const a = obj(b.account, "field 'account'");
-    return { kind, account: { id: str(a, 'id', 'account'), label: optStr(a, 'label', 'account') } };
+    return { kind, account: { id: id(a, 'id', 'account'), label: optStr(a, 'label', 'account') } };
   });
 
 export const parseAckResult = (x: unknown): Result<AckResult> =>
@@ -240,7 +245,7 @@ export const parseOperatorStops = (x: unknown): Result<OperatorStop[]> =>
       const where = `stops[${i}]`;
       const o = obj(row, where);
       return {
-        agent_id: str(o, 'agent_id', where),
+        agent_id: agentId(o, 'agent_id', where),
         agent_label: optStr(o, 'agent_label', where),
         client_key: optStr(o, 'client_key', where),
         name: optStr(o, 'name', where),
