@@ -54,8 +54,19 @@ function consumerPart(c: ConsumerView): string {
   }
 }
 
+/**
+ * When two runs started a connection at once, one of the two consumers refused to start (the
+ * lock was taken) and the record is the winner's. A run whose own start died while the record
+ * shows a live, running consumer describes that one: it is the connection.
+ */
+function raceSettled(c: ConsumerView): ConsumerView {
+  const lost = c.started?.alive === 'dead' && c.record.state === 'ok' && c.record.value.state !== 'stopped' && c.alive === 'alive';
+  return lost ? { record: c.record, alive: c.alive } : c;
+}
+
 /** The lines (first: the lease; second, when warranted: the ⚠️ line) printed after the stop line. */
-export function leaseEpilogue(name: string, session: RecordRead<SessionRecord>, consumer: ConsumerView, nowMs: number): string[] {
+export function leaseEpilogue(name: string, session: RecordRead<SessionRecord>, view: ConsumerView, nowMs: number): string[] {
+  const consumer = raceSettled(view);
   const lines: string[] = [];
   const cons = consumerPart(consumer);
   if (session.state === 'ok') {

@@ -105,6 +105,15 @@ describe('lease epilogue', () => {
     for (const l of [...starting, ...died]) expect(l).not.toMatch(/exit 15|session_closed|stop line/);
   });
 
+  it('after two runs raced to start a connection, the one whose start lost names the live winner, not its own refused consumer', () => {
+    const lost: ConsumerView = { ...live, started: { pid: 888, host: 'host-a', alive: 'dead' } };
+    expect(leaseEpilogue('b', session(), lost, NOW)).toEqual(leaseEpilogue('b', session(), live, NOW));
+    // The record is not a live winner (stopped, or its process gone): this run's own start is the news.
+    const stopped: ConsumerView = { record: { state: 'ok', value: consumerRec({ state: 'stopped', exit_code: 15 }) }, alive: 'alive', started: lost.started };
+    expect(leaseEpilogue('b', session(), stopped, NOW)[0]).toContain('consumer pid 888 on host-a (not running)');
+    expect(leaseEpilogue('b', session(), { ...lost, alive: 'dead' }, NOW)[0]).toContain('consumer pid 888 on host-a (not running)');
+  });
+
   it('reports an absent or unreadable session record as what it is', () => {
     expect(leaseEpilogue('b', { state: 'absent' }, live, NOW)).toEqual(['b: lease — no session recorded in this state entry yet; consumer pid 777 on host-a.']);
     expect(leaseEpilogue('b', { state: 'unreadable', reason: 'not JSON' }, live, NOW)[0]).toBe(
