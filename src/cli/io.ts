@@ -5,6 +5,8 @@ import path from 'node:path';
 import { EscapingOutput } from './escaping-output.js';
 import { FdOutput } from './fd-output.js';
 import type { Output } from '../util/output.js';
+import { isatty } from 'node:tty';
+import { intervalTicker, StatusLine, terminalFacts, TerminalOutput, type TerminalFacts } from './terminal/index.js';
 
 /** An output of this process: the entry waits for it to drain before exiting. */
 export interface ProcessOutput extends Output {
@@ -24,6 +26,16 @@ export interface CliIO {
   self: { execPath: string; args: string[] };
   /** This process's pid (a test running in-process may pretend otherwise). */
   pid: number;
+  /** What stdout and stderr reach (docs/terminal.md); absent = pipes, as in an in-process test. */
+  terminal?: CliTerminal;
+}
+
+/** The terminal side of a process's outputs: decided once, at start. */
+export interface CliTerminal {
+  stdout: TerminalFacts;
+  stderr: TerminalFacts;
+  /** The live status line: only when stderr is a terminal. */
+  status: StatusLine | null;
 }
 
 /** The path of the launcher-independent entry script, dist/cli/main.js. */
@@ -40,9 +52,19 @@ export interface ProcessIO extends CliIO {
  */
 export function processIO(outputs: 'streams' | 'descriptors' = 'streams'): ProcessIO {
   const direct = outputs === 'descriptors' && process.platform !== 'win32';
+  const rawOut: ProcessOutput = direct ? new FdOutput(1, () => process.stdout) : process.stdout;
+  const rawErr: ProcessOutput = direct ? new FdOutput(2, () => process.stderr) : process.stderr;
+  // process.stdout/stderr are only touched on a terminal: creating them on a pipe costs the bridge's warm path.
+  const outFacts = terminalFacts(isatty(1), isatty(1) ? process.stdout.columns : undefined, process.env);
+  const errFacts = terminalFacts(isatty(2), isatty(2) ? process.stderr.columns : undefined, process.env);
+  const status = errFacts.tty ? new StatusLine(rawErr, intervalTicker, () => process.stderr.columns ?? null) : null;
+  const decorated = (raw: ProcessOutput, facts: TerminalFacts, wrap: boolean): ProcessOutput =>
+    facts.tty || facts.color ? new TerminalOutput(raw, facts, { wrap, status }) : raw;
   return {
-    stdout: new EscapingOutput(direct ? new FdOutput(1, () => process.stdout) : process.stdout),
-    stderr: new EscapingOutput(direct ? new FdOutput(2, () => process.stderr) : process.stderr),
+    // stderr is human text only, so it wraps; stdout may be JSON or a table laid out for its width.
+    stdout: new EscapingOutput(decorated(rawOut, outFacts, false)),
+    stderr: new EscapingOutput(decorated(rawErr, errFacts, true)),
+    terminal: { stdout: outFacts, stderr: errFacts, status },
     // A getter: process.stdin builds a stream (and loads its modules) on first access, and most
     // commands never read it.
     get stdin() {

@@ -92,8 +92,7 @@ export const DOCTOR_EXIT_TABLE: readonly ExitRow[] = [
 /** Signals the reader handles: it finishes the record in flight and exits 128 + N. */
 export const SIGNAL_EXIT = { SIGHUP: 129, SIGINT: 130, SIGQUIT: 131, SIGKILL: 137, SIGTERM: 143 } as const;
 
-export function formatExitTable(rows: readonly ExitRow[] = BRIDGE_EXIT_TABLE): string {
-  const lines = ['exit\tmeaning\twhat to do'];
-  for (const r of rows) lines.push(`${r.code}\t${r.meaning}\t${r.todo}`);
-  return lines.join('\n') + '\n';
+/** An exit table as cells, header first: the CLI lays it out for a terminal or a pipe (formatTable). */
+export function exitTableCells(rows: readonly ExitRow[] = BRIDGE_EXIT_TABLE): string[][] {
+  return [['exit', 'meaning', 'what to do'], ...rows.map((r) => [String(r.code), r.meaning, r.todo])];
 }

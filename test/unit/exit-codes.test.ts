@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BRIDGE_EXIT_TABLE, EXIT, formatExitTable } from '../../src/core/exit.js';
+import { BRIDGE_EXIT_TABLE, EXIT, exitTableCells } from '../../src/core/exit.js';
+import { formatTable, PLAIN } from '../../src/cli/terminal/index.js';
 
 describe('exit-code table', () => {
   it('documents every contract code of the product doc, and never 1', () => {
@@ -8,7 +9,7 @@ describe('exit-code table', () => {
     expect(codes).not.toContain(EXIT.internal);
   });
   it('formats one tab-separated row per code', () => {
-    const lines = formatExitTable().trimEnd().split('\n');
+    const lines = formatTable(exitTableCells(), PLAIN).trimEnd().split('\n');
     expect(lines[0]).toBe('exit\tmeaning\twhat to do');
     expect(lines).toHaveLength(BRIDGE_EXIT_TABLE.length + 1);
     expect(lines[9]).toMatch(/^14\ta human closed your session/);

@@ -1,6 +1,7 @@
 import { hostName } from '../../../spool/index.js';
-import { formatExitTable, type Result, success, toOutcome, type Outcome } from '../../../core/index.js';
+import { exitTableCells, type Result, success, toOutcome, type Outcome } from '../../../core/index.js';
 import { type CliIO } from '../../io.js';
+import { formatTable, PLAIN } from '../../terminal/index.js';
 import { writeFlushed } from '../../../util/output.js';
 import { processInspector, resolveBridge } from '../../resolve/index.js';
 import { BRIDGE_NAME as NAME, sessionLeg } from '../../session-leg.js';
@@ -37,7 +38,7 @@ const defaults: BridgeDeps = {
 
 export async function run(opts: BridgeOptions, io: CliIO, deps: BridgeDeps = defaults): Promise<Outcome> {
   if (opts.exitCodes) {
-    await writeFlushed(io.stdout, formatExitTable());
+    await writeFlushed(io.stdout, formatTable(exitTableCells(), io.terminal?.stdout ?? PLAIN));
     return success();
   }
   for (const w of retiredFlagWarnings(opts)) io.stderr.write(`${NAME}: ${w}\n`);

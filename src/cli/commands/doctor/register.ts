@@ -1,4 +1,5 @@
-import { DOCTOR_EXIT_TABLE, formatExitTable } from '../../../core/index.js';
+import { DOCTOR_EXIT_TABLE, exitTableCells } from '../../../core/index.js';
+import { formatTable, PLAIN } from '../../terminal/index.js';
 import type { Registration } from '../index.js';
 
 export const register: Registration = (program, host) => {
@@ -18,7 +19,7 @@ export const register: Registration = (program, host) => {
     .option('--state-home <absolute path>', 'the state root to check (absolute only; default $XDG_STATE_HOME, else ~/.local/state)')
     .option('--hub <url>', 'the Hub URL (default: MA2H_HUB_URL, then config)')
     .option('--agent <id>', 'which identity, when several tokens are configured')
-    .addHelpText('after', `\nExit codes:\n${formatExitTable(DOCTOR_EXIT_TABLE)}`)
+    .addHelpText('after', `\nExit codes:\n${formatTable(exitTableCells(DOCTOR_EXIT_TABLE), host.io.terminal?.stdout ?? PLAIN)}`)
     .action(async (opts) => {
       const { run } = await import('../../doctor/index.js');
       host.finish('oh-hai doctor', await run(opts, host.io));
