@@ -1,5 +1,5 @@
 import { escapeUnsafeLines } from '../util/escape.js';
-import type { ProcessOutput } from './io.js';
+import { ForwardingOutput } from './forwarding-output.js';
 
 /**
  * stdout and stderr as every command sees them: each write passes through
@@ -9,24 +9,8 @@ import type { ProcessOutput } from './io.js';
  * control or a bidi override on the terminal. The text's own line breaks and tabs are
  * kept; a one-line message escapes what it embeds where it is built (program.ts).
  */
-export class EscapingOutput implements ProcessOutput {
-  constructor(private readonly inner: ProcessOutput) {}
-
+export class EscapingOutput extends ForwardingOutput {
   write(text: string, cb?: (err?: Error | null) => void): boolean {
     return this.inner.write(escapeUnsafeLines(text), cb);
-  }
-
-  get writableLength(): number {
-    return this.inner.writableLength;
-  }
-
-  on(event: 'error', listener: (err: Error) => void): this {
-    this.inner.on(event, listener);
-    return this;
-  }
-
-  once(event: 'drain', listener: () => void): this {
-    this.inner.once(event, listener);
-    return this;
   }
 }

@@ -1,3 +1,4 @@
+import { ForwardingOutput } from '../forwarding-output.js';
 import type { ProcessOutput } from '../io.js';
 import type { TerminalFacts } from './detect.js';
 import { highlightLine } from './highlight.js';
@@ -10,12 +11,14 @@ import { wrapText } from './wrap.js';
  * sequences that reach the terminal — colour and the status line's erase. In a pipe it is not
  * used at all, which keeps piped bytes exactly what they were.
  */
-export class TerminalOutput implements ProcessOutput {
+export class TerminalOutput extends ForwardingOutput {
   constructor(
-    private readonly inner: ProcessOutput,
+    inner: ProcessOutput,
     private readonly facts: TerminalFacts,
     private readonly opts: { wrap: boolean; status: StatusLine | null },
-  ) {}
+  ) {
+    super(inner);
+  }
 
   write(text: string, cb?: (err?: Error | null) => void): boolean {
     let out = text;
@@ -26,19 +29,5 @@ export class TerminalOutput implements ProcessOutput {
     const ok = this.inner.write(out, cb);
     status?.resume(out.endsWith('\n'));
     return ok;
-  }
-
-  get writableLength(): number {
-    return this.inner.writableLength;
-  }
-
-  on(event: 'error', listener: (err: Error) => void): this {
-    this.inner.on(event, listener);
-    return this;
-  }
-
-  once(event: 'drain', listener: () => void): this {
-    this.inner.once(event, listener);
-    return this;
   }
 }
