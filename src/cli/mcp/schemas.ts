@@ -18,7 +18,9 @@ export function strictArgs<S extends z.ZodRawShape>(tool: string, shape: S) {
 export const toArg = z
   .string({ error: 'to must be a string: agent:<id> (the principal mailbox) or agent:<id>#sess_… (one run; see oh_hai_fleet)' })
   .min(1, 'to is empty: give agent:<id> or agent:<id>#sess_… (see oh_hai_fleet)')
-  .describe('agent:<id> (the principal mailbox: whichever live session claims it first) or agent:<id>#sess_… (one run; see oh_hai_fleet)');
+  .describe(
+    "an agent's label (looked up in the account's agent directory), agent:<id> (the principal mailbox: whichever live session claims it first) or agent:<id>#sess_… (one run; see oh_hai_fleet)",
+  );
 
 export const textArg = z
   .string({ error: 'text must be a string: what you want to say' })

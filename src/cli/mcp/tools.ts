@@ -11,6 +11,7 @@ import {
   hubFailureError,
   listText,
   queuedLines,
+  resolveDestination,
   sendMessage,
   waitForResponse,
   waitResultLine,
@@ -45,7 +46,9 @@ async function queue(
 ): Promise<{ refused: CallToolResult } | { queued: Queued }> {
   const dest = checkDestination(to, 'to');
   if (!dest.ok) return { refused: toolError(dest.error) };
-  const sent = await sendMessage(a, ctx.knobs, (line) => ctx.say(`${tool}: ${line}`), { to: dest.value, intent, text, command: tool });
+  const resolved = await resolveDestination(a, dest.value, 'to', new Date(ctx.io.clock.now()).toISOString());
+  if (!resolved.ok) return { refused: toolError(resolved.error) };
+  const sent = await sendMessage(a, ctx.knobs, (line) => ctx.say(`${tool}: ${line}`), { to: resolved.value.address, intent, text, command: tool });
   return sent.ok ? { queued: sent.value } : { refused: toolError(sent.error) };
 }
 

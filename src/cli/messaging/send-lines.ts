@@ -6,10 +6,11 @@ import { formatTrack, priorMeaning, snapshotMeaning } from './format.js';
 export type ReplyRoute = { kind: 'session'; address: string } | { kind: 'principal'; address: string; why: string };
 
 /** A send's answer: `queued`, with the destination snapshot explained — never "delivered". */
-export function queuedLines(m: Message, route: ReplyRoute): string {
+export function queuedLines(m: Message, route: ReplyRoute, toLabel: string | null = null): string {
+  const to = toLabel === null ? plain(m.to) : `${plain(m.to)} (${plain(toLabel)})`;
   const state = m.state === 'queued' ? 'queued' : `${m.state} (already; the Hub had this send from an earlier attempt)`;
   const lines = [
-    `${state}: ${m.intent} ${plain(m.id)} to ${plain(m.to)} — accepted by the Hub; queued is not delivered, and delivered is not read`,
+    `${state}: ${m.intent} ${plain(m.id)} to ${to} — accepted by the Hub; queued is not delivered, and delivered is not read`,
     `destination: ${m.destination ? snapshotMeaning(m.destination.snapshot) : 'the Hub sent no snapshot'}`,
   ];
   if (m.intent === 'ask' || m.intent === 'task') {

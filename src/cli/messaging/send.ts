@@ -1,25 +1,40 @@
 import { randomUUID } from 'node:crypto';
 import { type Coded, EXIT, type CodedError } from '../../core/index.js';
 import type { HubFailure } from '../../hub/client/index.js';
-import { parseAddress, type Message, type MessageIntent } from '../../hub/contract/index.js';
+import type { AgentRow, Message, MessageIntent } from '../../hub/contract/index.js';
 import type { AgentAccess } from './access.js';
 import { withThisSession, type Say } from './attach.js';
 import { hubFailureError, type FailureContext } from './failures.js';
 import type { MessagingKnobs } from './access.js';
 import type { ReplyRoute } from './send-lines.js';
+import { fetchAgentDirectory, readDirectoryCache } from './directory.js';
+import { isName, resolveName, type Resolved } from './names.js';
 
 export interface Queued {
   message: Message;
   route: ReplyRoute;
 }
 
-const ADDRESS_FORMS = 'an address is agent:<id> or agent:<id>#sess_… (see `oh-hai fleet ls`)';
-
-/** The destination as the Hub will read it, or the usage error naming it (`where`: `--to`, `to`). */
+/** The destination's shape, checked before any Hub call (`where`: `--to`, `to`): an `agent:` address, or a name to look up. */
 export function checkDestination(to: string, where: string): Coded<string> {
-  const parsed = parseAddress(to, where);
-  return parsed.ok ? { ok: true, value: to } : { ok: false, error: { code: 'bad_address', exit: EXIT.usage, message: `${parsed.reason}; ${ADDRESS_FORMS}` } };
+  const shape = resolveName(to, [], where);
+  return shape.ok || shape.error.code !== 'bad_address' ? { ok: true, value: to } : shape;
 }
+
+/**
+ * The address to send to and the label to print beside it. A name costs the directory
+ * (two GETs, and the cache refreshed); an `agent:` address costs nothing and takes its
+ * label from the cache when there is one.
+ */
+export async function resolveDestination(a: AgentAccess, to: string, where: string, nowIso: string): Promise<Coded<Resolved>> {
+  if (!isName(to)) return resolveName(to, cachedRows(a), where);
+  const rows = await fetchAgentDirectory(a, nowIso, `looking up ${where} ${JSON.stringify(to)} in the agent directory`);
+  if (!rows.ok) return rows;
+  return resolveName(to, rows.value, where);
+}
+
+const cachedRows = (a: AgentAccess): AgentRow[] =>
+  [...readDirectoryCache(a.stateRoot, a.hubUrl, a.agentId)].map(([id, label]) => ({ id, label, revoked: false, source: 'account' as const }));
 
 export const failureContext = (a: AgentAccess, doing: string): FailureContext => ({ hubUrl: a.hubUrl, credential: a.credential.source, doing });
 
@@ -50,7 +65,7 @@ function recipientError(f: HubFailure, to: string, a: AgentAccess, command: stri
     return {
       code: f.code,
       exit: EXIT.noSession,
-      message: `there is no such recipient in this account: ${to} (${f.message}); check the address against \`oh-hai fleet ls\`, or address the agent's principal mailbox agent:<id>`,
+      message: `there is no such recipient in this account: ${to} (${f.message}); check the address against \`oh-hai fleet ls\`; an agent's label goes without the agent: prefix (--to reviewer), its id with it (--to agent:agt_…)`,
     };
   }
   if (f.kind === 'http' && f.status === 410) {

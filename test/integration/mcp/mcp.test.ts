@@ -76,10 +76,12 @@ describe('oh-hai mcp: the server', () => {
     expect(extra.text).toContain('unknown argument(s) "cc": oh_hai_send takes only to, text');
     const empty = await m.call('oh_hai_send', { to: bobAddr, text: '' });
     expect(empty.text).toContain('text is empty: say what you want');
-    const address = await m.call('oh_hai_send', { to: 'bob', text: 'x' });
+    const address = await m.call('oh_hai_send', { to: 'agent:', text: 'x' });
     expect(address.isError).toBe(true);
     expect(errorOf(address)).toMatchObject({ exit: 2, exit_name: 'usage', code: 'bad_address' });
-    expect(address.text).toMatch(/an address is agent:<id> or agent:<id>#sess_…/);
+    expect(address.text).toMatch(/an agent label \(reviewer\), or an address agent:<id> or agent:<id>#sess_…/);
+    const unknown = await m.call('oh_hai_send', { to: 'nobody-by-that-name', text: 'x' });
+    expect(errorOf(unknown)).toMatchObject({ exit: 2, exit_name: 'usage', code: 'unknown_name' });
     expect(address.text).not.toMatch(/\n\s+at /);
     // Only JSON-RPC reached stdout (the client parsed it all); the diagnostics went to stderr.
     expect(m.stderr()).toContain('oh-hai mcp: serving oh_hai_* tools on stdio');

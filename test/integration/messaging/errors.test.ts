@@ -20,10 +20,14 @@ describe('sending: refusals and transient failures', () => {
   it('usage errors are exit 2 and say what to pass', async () => {
     const noTo = await as(world.alice, null, ['send', 'hello']);
     expect(noTo.code).toBe(2);
-    expect(noTo.stderr).toMatch(/oh-hai send: FATAL \(exit 2, usage\) — oh-hai send needs --to <address>: agent:<id> .* or agent:<id>#sess_…/);
-    const badTo = await as(world.alice, null, ['ask', '--to', 'bob', 'hello']);
+    expect(noTo.stderr).toMatch(
+      /oh-hai send: FATAL \(exit 2, usage\) — oh-hai send needs --to <agent>: an agent's label \(reviewer\), agent:<id> .* or agent:<id>#sess_…/,
+    );
+    const badTo = await as(world.alice, null, ['ask', '--to', 'bob#not-a-session', 'hello']);
     expect(badTo.code).toBe(2);
-    expect(badTo.stderr).toMatch(/FATAL \(exit 2, bad_address\) — .*--to.*; an address is agent:<id> or agent:<id>#sess_…/);
+    expect(badTo.stderr).toMatch(
+      /FATAL \(exit 2, bad_address\) — --to "bob#not-a-session": after '#' comes a session id .*; give an agent label \(reviewer\), or an address agent:<id>/,
+    );
     const empty = await as(world.alice, null, ['task', '--to', world.bob.address, '-'], { input: '' });
     expect(empty.code).toBe(2);
     expect(empty.stderr).toMatch(/stdin was empty; pipe the text in, or give it as the last argument/);

@@ -40,7 +40,10 @@ function sendCommand(program: Command, spec: (typeof INTENTS)[number]): Command 
   const cmd = program
     .command(`${spec.name} [text]`)
     .description(spec.summary)
-    .option('--to <address>', 'agent:<id> (the principal mailbox) or agent:<id>#sess_… (one run; see `oh-hai fleet ls`)')
+    .option(
+      '--to <agent>',
+      "an agent's label (looked up in the account's directory), agent:<id> (its principal mailbox) or agent:<id>#sess_… (one run; see `oh-hai fleet ls`)",
+    )
     .option('--json', 'print the Message the Hub returned, as one JSON line');
   return addAgentFlags(cmd, { session: true });
 }

@@ -10,6 +10,7 @@ import {
   queuedLines,
   readMessageText,
   readMessagingKnobs,
+  resolveDestination,
   sendMessage,
   waitForResponse,
   waitResultLine,
@@ -25,7 +26,9 @@ export interface SendOptions extends AgentFlagValues {
 export async function runSend(intent: MessageIntent, textArg: string | undefined, opts: SendOptions, io: CliIO): Promise<Outcome> {
   const command = `oh-hai ${intent === 'notify' ? 'send' : intent}`;
   if (opts.to === undefined)
-    return usageError(`${command} needs --to <address>: agent:<id> (the agent's principal mailbox) or agent:<id>#sess_… (one run; see \`oh-hai fleet ls\`)`);
+    return usageError(
+      `${command} needs --to <agent>: an agent's label (reviewer), agent:<id> (its principal mailbox) or agent:<id>#sess_… (one run; see \`oh-hai fleet ls\`)`,
+    );
   const to = checkDestination(opts.to, '--to');
   if (!to.ok) return toOutcome(to.error);
   let waitMs: number | null = null;
@@ -42,14 +45,16 @@ export async function runSend(intent: MessageIntent, textArg: string | undefined
   // --wait here is the ask's wait for an answer, not the bridge's wait bound: only the identity flags go on.
   return withAgentAccess(command, { hub: opts.hub, agent: opts.agent, session: opts.session, stateHome: opts.stateHome }, io, async (a) => {
     const say = (line: string) => io.stderr.write(`${command}: ${line}\n`);
-    const sent = await sendMessage(a, knobs.value, say, { to: to.value, intent, text: text.value, command });
+    const dest = await resolveDestination(a, to.value, '--to', new Date(io.clock.now()).toISOString());
+    if (!dest.ok) return toOutcome(dest.error);
+    const sent = await sendMessage(a, knobs.value, say, { to: dest.value.address, intent, text: text.value, command });
     if (!sent.ok) return toOutcome(sent.error);
     const { message, route } = sent.value;
     if (waitMs === null) {
-      await writeFlushed(io.stdout, opts.json ? JSON.stringify(message) + '\n' : queuedLines(message, route));
+      await writeFlushed(io.stdout, opts.json ? JSON.stringify(message) + '\n' : queuedLines(message, route, dest.value.label));
       return success();
     }
-    if (!opts.json) await writeFlushed(io.stdout, queuedLines(message, route));
+    if (!opts.json) await writeFlushed(io.stdout, queuedLines(message, route, dest.value.label));
     const end = await waitForResponse(a.client, message, { waitMs, pollMs: knobs.value.askPollMs, clock: io.clock });
     await writeFlushed(
       io.stdout,

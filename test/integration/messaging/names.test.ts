@@ -1,0 +1,63 @@
+import { existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { directoryCacheFile } from '../../../src/cli/messaging/directory.js';
+import { as, useParties } from './world.js';
+
+/**
+ * Agent names against a real Hub through the real CLI (docs/messaging.md "Names"): a label
+ * unique in the account resolves through the agent directory (MA2H §10) read with the
+ * sender's own agent token, and the output shows label and id.
+ */
+const world = useParties(['alice', 'bob']);
+
+describe('sending to an agent by its label', () => {
+  it('a unique label resolves to agent:<id>, the output shows both, and the directory is cached for summaries', async () => {
+    const r = await as(world.alice, null, ['send', '--to', 'bob', 'hello by name']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^queued: notify msg_\\S+ to ${world.bob.address} \\(bob\\) — accepted by the Hub`, 'm'));
+    expect(existsSync(directoryCacheFile(world.alice.stateRoot, world.hub.url, world.alice.id))).toBe(true);
+    // The recipient really got it, addressed to its id.
+    const list = await as(world.bob, null, ['messages', 'list', '--received', '--json']);
+    expect(list.stdout).toContain('hello by name');
+    expect(list.stdout).toContain(`"to":"${world.bob.address}"`);
+  });
+
+  it('a bare agent id resolves like a label; agent:<label> stays an address and its 404 says to drop the prefix', async () => {
+    const byId = await as(world.alice, null, ['task', '--to', world.bob.id, 'by bare id']);
+    expect(byId.code, byId.stderr).toBe(0);
+    expect(byId.stdout).toContain(`to ${world.bob.address} (bob)`);
+    const prefixed = await as(world.alice, null, ['send', '--to', 'agent:bob', 'wrong form']);
+    expect(prefixed.code).toBe(4);
+    expect(prefixed.stderr).toMatch(/no such recipient in this account: agent:bob .*label goes without the agent: prefix \(--to reviewer\)/);
+  });
+
+  it('an unknown label is exit 2 naming the agents there are; nothing is queued', async () => {
+    const r = await as(world.alice, null, ['ask', '--to', 'carol', 'anyone?']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/FATAL \(exit 2, unknown_name\) — --to "carol" is no agent's label or id in this account's directory/);
+    expect(r.stderr).toContain(`bob (${world.bob.address})`);
+    const sent = await as(world.alice, null, ['messages', 'list', '--json']);
+    expect(sent.stdout).not.toContain('anyone?');
+  });
+
+  it('a label two agents share is exit 2 naming both ids', async () => {
+    const a = await world.hub.mintAgent('twin');
+    const b = await world.hub.mintAgent('twin');
+    const r = await as(world.alice, null, ['send', '--to', 'twin', 'which one?']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/FATAL \(exit 2, ambiguous_name\) — --to "twin" matches 2 agents/);
+    expect(r.stderr).toContain(`twin (agent:${a.id}) by its label`);
+    expect(r.stderr).toContain(`twin (agent:${b.id}) by its label`);
+  });
+});
+
+describe('a Hub that advertises no agent directory', () => {
+  const bare = useParties(['dora', 'eve'], { args: ['--no-agent-directory'] });
+  it('refuses a name with exit 2 and the agent:<id> fix; an address still goes', async () => {
+    const r = await as(bare.dora, null, ['send', '--to', 'eve', 'x']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/FATAL \(exit 2, no_agent_directory\) — this Hub advertises no agent directory .* address the agent as agent:<id>/);
+    const ok = await as(bare.dora, null, ['send', '--to', bare.eve.address, 'x']);
+    expect(ok.code, ok.stderr).toBe(0);
+  });
+});
