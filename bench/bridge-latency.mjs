@@ -3,20 +3,36 @@
 // fsync and the ledger run beside the reader, not before it). Each sample starts a fresh
 // reader and sends once it is idle in its wait. Targets (issue 5): p50 ≤ 15 ms, p99 ≤ 50 ms.
 // Findings: docs/performance.md. Needs `npm run build`. Never run by CI.
-//   node bench/bridge-latency.mjs [--samples 100]
+//   node bench/bridge-latency.mjs [--samples 100] [--trace]
+// --trace sets OH_HAI_TRACE for the Hub, the connection and the readers (src/util/trace.ts) and
+// prints p50/p99 of every hop: received → committed (the Hub's unit and its fsync) → paged (bus
+// wake, the stream's page unit) → written (signed, on the socket) → consumer received (SSE
+// parsed) → spooled (verified, deduplicated, appended + fsync) → printed (reader woken, line
+// written) → read by the bench. The trace's own writes (one append per hop) are in the figures.
 import { spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { sessionEntryDir, stateKey } from '../dist/spool/index.js';
 import { agentEnv, bin, percentile, startHub, timed, until } from './bridge-world.mjs';
 
 const i = process.argv.indexOf('--samples');
 const SAMPLES = i === -1 ? 100 : Number(process.argv[i + 1]);
+const traceFile = process.argv.includes('--trace') ? path.join(mkdtempSync(path.join(os.tmpdir(), 'oh-hai-trace-')), 'trace') : null;
+const traceEnv = traceFile === null ? {} : { OH_HAI_TRACE: traceFile };
+const mark = (hop, id, at = process.hrtime.bigint()) => traceFile !== null && appendFileSync(traceFile, `${at} ${hop} ${id}\n`);
 
-const hub = await startHub();
+console.log(
+  `bridge-latency: Node ${process.version}; ${SAMPLES} samples${traceFile ? ', hop trace on' : ''}; load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`,
+);
+const hub = await startHub([], traceEnv);
 const receiver = await hub.mint('latency-receiver');
 const sender = await hub.mint('latency-sender');
-const { env, tmp } = agentEnv(hub.url, receiver, 'latency');
+const { env: baseEnv, tmp } = agentEnv(hub.url, receiver, 'latency');
+const env = { ...baseEnv, ...traceEnv };
 const dir = sessionEntryDir(env.XDG_STATE_HOME, stateKey(hub.url, receiver.id, 'latency'));
 /**
  * The reader is idle in its wait: on Linux, asleep with its CPU time unchanged over 10 ms
@@ -64,7 +80,7 @@ try {
       let out = '';
       reader.stdout.setEncoding('utf8').on('data', (d) => {
         out += d;
-        if (out.includes(marker)) resolve(performance.now());
+        if (out.includes(marker)) resolve([performance.now(), process.hrtime.bigint()]);
       });
     });
     let gone = false;
@@ -73,15 +89,24 @@ try {
     await until(() => gone || readJson('reader.json')?.pid === reader.pid, 'the reader to wait');
     if (gone) throw new Error(`sample ${n}: the reader exited before the send:\n${stderr}`);
     await idle(reader.pid);
-    await hub.call(sender.token, 'POST', '/v1/messages', { to, intent: 'notify', text: marker });
+    const sent = await hub.call(sender.token, 'POST', '/v1/messages', { to, intent: 'notify', text: marker });
     const t0 = performance.now();
-    const t1 = await printed;
+    mark('bench.answered', sent.message.id);
+    const [t1, read] = await printed;
+    mark('bench.read', sent.message.id, read);
     latencies.push(t1 - t0);
     await exited;
   }
   const f = (p) => `${percentile(latencies, p).toFixed(1)} ms`;
   console.log(
     `send 202 → printed line, ${SAMPLES} samples over SSE: p50 ${f(50)}, p90 ${f(90)}, p99 ${f(99)}, max ${f(100)} (targets: p50 ≤ 15 ms, p99 ≤ 50 ms)`,
+  );
+  if (traceFile !== null) printHops(readFileSync(traceFile, 'utf8'));
+  console.log(
+    `load average at the end ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
   );
 } finally {
   const c = readJson('consumer.json');
@@ -94,4 +119,43 @@ try {
   }
   await hub.stop();
   rmSync(tmp, { recursive: true, force: true });
+}
+
+/**
+ * Per hop, the time since the hop before it (ms, p50 and p99 over the samples that passed
+ * both), and since the Hub received the send. A message's first time at each hop counts.
+ */
+function printHops(text) {
+  const ORDER = [
+    'hub.received',
+    'hub.committed',
+    'bench.answered',
+    'hub.paged',
+    'hub.written',
+    'consumer.received',
+    'consumer.spooled',
+    'reader.printed',
+    'bench.read',
+  ];
+  const byId = new Map();
+  for (const line of text.split('\n')) {
+    const [at, name, id] = line.split(' ');
+    if (!id) continue;
+    const hops = byId.get(id) ?? byId.set(id, new Map()).get(id);
+    if (!hops.has(name)) hops.set(name, BigInt(at));
+  }
+  const samples = [...byId.values()].filter((h) => h.has('bench.read'));
+  console.log(`hops of ${samples.length} traced samples (ms; each hop since the one before it, and since hub.received):`);
+  const ms = (ns) => Number(ns) / 1e6;
+  for (let k = 1; k < ORDER.length; k++) {
+    // bench.answered runs beside the push: the next hop is timed from the commit, not from it.
+    const prev = ORDER[k - 1] === 'bench.answered' ? 'hub.committed' : ORDER[k - 1];
+    const step = samples.filter((h) => h.has(prev) && h.has(ORDER[k])).map((h) => ms(h.get(ORDER[k]) - h.get(prev)));
+    const total = samples.filter((h) => h.has('hub.received') && h.has(ORDER[k])).map((h) => ms(h.get(ORDER[k]) - h.get('hub.received')));
+    if (step.length === 0) continue;
+    console.log(
+      `  ${prev.padEnd(17)} → ${ORDER[k].padEnd(17)} p50 ${percentile(step, 50).toFixed(2).padStart(6)}  p99 ${percentile(step, 99).toFixed(2).padStart(6)}   ` +
+        `(since received: p50 ${percentile(total, 50).toFixed(2)}, p99 ${percentile(total, 99).toFixed(2)})`,
+    );
+  }
 }

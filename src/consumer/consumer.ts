@@ -5,6 +5,7 @@ import { EXIT } from '../core/index.js';
 import { DEFAULT_RETAIN_PRINTED, parsePolicy, policyAdmits, policyItems, resolveAgentCredential, type Policy } from '../config/index.js';
 import { chooseTransport, formatAddress, replayWindowSeconds, type Capability, type ConsumerIdentity } from '../hub/contract/index.js';
 import { HubClient } from '../hub/client/index.js';
+import { deliveredMessageId, hop, TRACE } from '../util/trace.js';
 import {
   ENTRY_FILES,
   hostName,
@@ -375,12 +376,14 @@ export class Consumer {
     const deliver = (raws: readonly unknown[], session: string | null): Promise<number> =>
       this.serial.run(() => {
         if (this.stopped || raws.length === 0) return 0;
+        if (TRACE) for (const raw of raws) hop('consumer.received', deliveredMessageId(raw));
         const address = session === null ? formatAddress(p.agentId) : (keeper?.current?.address ?? formatAddress(p.agentId, session));
         const result = ingest.run(raws, { session, address }, this.verifyContext(p, session));
         if (!result.ok) {
           this.stopWith(result.stop);
           return 0;
         }
+        if (TRACE) for (const raw of raws) hop('consumer.spooled', deliveredMessageId(raw));
         pump.request();
         return result.spooled;
       });

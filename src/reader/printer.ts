@@ -3,6 +3,7 @@ import { escapeUnsafe } from '../util/escape.js';
 import { ENTRY_FILES, entryStanding, stoodDownSessions, type Cursor, type SpoolItem, type StateEntry } from '../spool/index.js';
 import type { Output } from '../util/output.js';
 import { writeFlushed } from '../util/output.js';
+import { hop, TRACE } from '../util/trace.js';
 import { CursorFile } from './cursor-file.js';
 import { entrySummary, plain, transitionSummary } from './summary.js';
 
@@ -102,6 +103,7 @@ export class Printer {
       for (const item of items) {
         if (this.stopRequested()) return;
         await writeFlushed(this.out, this.raw ? escapeUnsafe(item.line) + '\n' : this.summary(item, current).text);
+        if (TRACE && item.record.type === 'entry') hop('reader.printed', (item.record.entry as { message_id?: unknown }).message_id);
         this.cursor = { seq: item.record.seq, offset: item.end };
         cursorFile.step(this.cursor);
         this.printed += 1;

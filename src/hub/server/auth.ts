@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { agentByToken } from './agents.js';
 import type { HubCore } from './core.js';
 import { bad, good, type Answer } from './http.js';
-import { hashToken } from './ids.js';
+import { hashToken, presentedTokenHash } from './ids.js';
 import { getMeta } from './account.js';
 
 export type Caller = { kind: 'human' } | { kind: 'agent'; agentId: string; label: string | null; source: 'account' | 'config' };
@@ -15,7 +15,7 @@ export async function authenticate(core: HubCore, req: IncomingMessage): Promise
   const header = req.headers.authorization;
   const m = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m) return bad(401, 'unauthorized', 'send the credential as "Authorization: Bearer <token>"');
-  const hash = hashToken(m[1]!);
+  const hash = presentedTokenHash(m[1]!);
   if (hash === (await getMeta(core.store.read, 'human_token_hash'))) return good({ kind: 'human' });
   const agent = await agentByToken(core, core.store.read, hash);
   if (!agent) return bad(401, 'unauthorized', 'the token is not known to this Hub');

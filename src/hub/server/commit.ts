@@ -1,3 +1,4 @@
+import type { SqliteStatement } from './sqlite-driver.js';
 import type { Db } from './store.js';
 
 type Effect = () => void;
@@ -38,10 +39,21 @@ export class GroupCommit {
   /** The effects of the unit running now; null outside a flush. */
   private effects: Effect[] | null = null;
 
+  /** The transaction statements every batch runs, compiled once (exec parses its SQL on every call). */
+  private readonly sql: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release', SqliteStatement>;
+
   constructor(
     private readonly db: Db,
     private readonly hooks: CommitHooks,
-  ) {}
+  ) {
+    this.sql = {
+      begin: db.prepare('BEGIN'),
+      commit: db.prepare('COMMIT'),
+      rollback: db.prepare('ROLLBACK'),
+      savepoint: db.prepare('SAVEPOINT unit'),
+      release: db.prepare('RELEASE unit'),
+    };
+  }
 
   /** Settles when no batch is running: a read outside a unit never sees a batch half-written. */
   private flushing: Promise<void> | null = null;
@@ -82,12 +94,15 @@ export class GroupCommit {
     const batch = this.queue;
     this.queue = [];
     const outcomes: Outcome[] = [];
+    // A unit alone in its batch needs no savepoint: rolling back the transaction is rolling back the unit.
+    const alone = batch.length === 1;
     try {
-      this.db.exec('BEGIN');
-      for (const u of batch) outcomes.push(await this.runUnit(u));
-      this.db.exec('COMMIT');
+      this.sql.begin.run();
+      for (const u of batch) outcomes.push(await this.runUnit(u, alone));
+      if (alone && !outcomes[0]!.ok) this.sql.rollback.run();
+      else this.sql.commit.run();
     } catch (error) {
-      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      if (this.db.inTransaction) this.sql.rollback.run();
       for (const u of batch) u.reject(error);
       return;
     } finally {
@@ -102,19 +117,19 @@ export class GroupCommit {
     });
   }
 
-  private async runUnit(u: Unit): Promise<Outcome> {
+  private async runUnit(u: Unit, alone: boolean): Promise<Outcome> {
     const effects: Effect[] = [];
     this.effects = effects;
-    this.db.exec('SAVEPOINT unit');
+    if (!alone) this.sql.savepoint.run();
     try {
       const value = await u.run();
-      this.db.exec('RELEASE unit');
+      if (!alone) this.sql.release.run();
       return { ok: true, value, effects };
     } catch (error) {
       // Some errors (SQLITE_FULL, I/O errors) make SQLite roll back the whole transaction,
       // taking the earlier units with it: the batch fails as a whole.
       if (!this.db.inTransaction) throw error;
-      this.db.exec('ROLLBACK TO unit; RELEASE unit');
+      if (!alone) this.db.exec('ROLLBACK TO unit; RELEASE unit');
       return { ok: false, error };
     }
   }

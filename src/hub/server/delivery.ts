@@ -26,7 +26,21 @@ export class Signer {
   constructor(private readonly core: HubCore) {}
 
   deliver(row: EntryRow, cls: 'drain' | 'stream'): Delivery {
+    const { entry, signature } = this.sign(row, this.core.faults.tamperFor(cls));
+    return { entry, signature };
+  }
+
+  /**
+   * The delivery as JSON text, serialised once: the entry is the row's stored JSON spliced in
+   * as it is (it parses to the entry the signature covers), not parsed and written out again.
+   */
+  deliveryJson(row: EntryRow, cls: 'drain' | 'stream'): string {
     const tamper = this.core.faults.tamperFor(cls);
+    const { entry, signature } = this.sign(row, tamper);
+    return `{"entry":${tamper === null ? row.body : JSON.stringify(entry)},"signature":${JSON.stringify(signature)}}`;
+  }
+
+  private sign(row: EntryRow, tamper: TamperMode | null): Delivery {
     let entry: Entry = entryOf(row);
     let t = Math.floor(this.core.clock.now() / 1000);
     let jti = newJti();

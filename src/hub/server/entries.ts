@@ -91,34 +91,41 @@ async function pendingSeqs(q: Sql, box: Mailbox, afterSeq: number, limit: number
   return rows.map((r) => r.seq);
 }
 
+/** A page, and whether more may be pending right behind it (it stopped at its count or byte bound). */
+export interface PendingPage {
+  rows: EntryRow[];
+  more: boolean;
+}
+
 /**
  * The next page of what a drain or push hands over after `afterSeq`, oldest first, claiming it
  * in the same unit: for a session, its own unacknowledged entries plus principal entries
  * it claims now (first-claim-wins); for the principal mailbox, principal entries no session has
  * claimed. Bounded by count AND bytes, always at least one entry when any is pending, so an
  * entry of any legal size makes progress; the rows read are bounded by the page, never by the
- * backlog behind it. The caller continues from the last row's seq.
+ * backlog behind it. The caller continues from the last row's seq; `more` false means nothing
+ * was pending past this page when it was read, so a reader need not ask again until woken.
  *
  * The claim is a conditional UPDATE (`… AND claimed_session IS NULL`): on PostgreSQL a
  * racing claim from another instance waits for this row's lock, re-reads the row and
  * changes nothing, so exactly one session wins.
  */
-export async function pendingPage(tx: Tx, box: Mailbox, afterSeq: number, bound: PageBound): Promise<EntryRow[]> {
+export async function pendingPage(tx: Tx, box: Mailbox, afterSeq: number, bound: PageBound): Promise<PendingPage> {
   const seqs = await pendingSeqs(tx, box, afterSeq, bound.limit);
-  const out: EntryRow[] = [];
+  const rows: EntryRow[] = [];
   let bytes = 0;
   for (const seq of seqs) {
     const row = await tx.get<EntryRow>('SELECT * FROM entries WHERE seq = ?', seq);
     if (row === null) continue;
     bytes += deliveryBytes(row);
-    if (out.length > 0 && bytes > bound.maxBytes) break;
+    if (rows.length > 0 && bytes > bound.maxBytes) return { rows, more: true };
     if (box.sessionId !== null && row.to_session === null && row.claimed_session === null) {
       if ((await tx.run('UPDATE entries SET claimed_session = ? WHERE seq = ? AND claimed_session IS NULL', box.sessionId, seq)) !== 1) continue;
       row.claimed_session = box.sessionId;
     }
-    out.push(row);
+    rows.push(row);
   }
-  return out;
+  return { rows, more: seqs.length >= bound.limit };
 }
 
 /** Whether `pendingPage` would hand anything over now; a read that claims nothing. */

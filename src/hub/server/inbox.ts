@@ -97,7 +97,7 @@ export async function drain(core: HubCore, signer: Signer, agentId: string, req:
     } else {
       await touchPrincipal(tx, agentId);
     }
-    return good({ lease, rows: await pendingPage(tx, box, 0, bound) });
+    return good({ lease, rows: (await pendingPage(tx, box, 0, bound)).rows });
   });
   if (!first.ok) return first;
   let rows = first.value.rows;
@@ -117,7 +117,7 @@ export async function drain(core: HubCore, signer: Signer, agentId: string, req:
       if (req.session === null) await touchPrincipal(tx, agentId);
       else await tx.run('UPDATE sessions SET seen_at = ? WHERE id = ?', tx.now, req.session);
       // A client that left takes nothing: a principal entry stays free for another session.
-      return signal.aborted ? [] : pendingPage(tx, box, 0, bound);
+      return signal.aborted ? [] : (await pendingPage(tx, box, 0, bound)).rows;
     });
   }
   return good({ lease: first.value.lease, deliveries: rows.map((r) => signer.deliver(r, 'drain')) });

@@ -85,7 +85,8 @@ const requestHash = (req: SendRequest): string =>
  * the first (the PostgreSQL store retries a unit on a unique violation).
  */
 export async function sendMessage(core: HubCore, tx: Tx, agentId: string, req: SendRequest): Promise<Answer<Sent>> {
-  const hash = requestHash(req);
+  // Only a send with a key can be replayed or conflict: the hash is what a later one compares.
+  const hash = req.idempotency_key === undefined ? null : requestHash(req);
   if (req.idempotency_key !== undefined) {
     const prior = await tx.get<MessageRow>('SELECT * FROM messages WHERE from_agent = ? AND idempotency_key = ?', agentId, req.idempotency_key);
     if (prior && prior.request_hash !== hash) {

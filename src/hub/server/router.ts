@@ -62,10 +62,25 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
   const patternOf = new WeakMap<ServerResponse, string>();
 
   return async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const abort = new AbortController();
+    // Made when a handler first asks for the signal (a hold does), and aborted only when the
+    // client leaves before its answer is out: most requests never need one, and an abort
+    // builds a DOMException with a stack.
+    let controller: AbortController | null = null;
+    let gone = false;
+    const abort = () => {
+      gone = true;
+      controller?.abort();
+    };
+    const signal = (): AbortSignal => {
+      if (controller === null) {
+        controller = new AbortController();
+        if (gone) controller.abort();
+      }
+      return controller.signal;
+    };
     const started = core.clock.monotonic();
     res.on('close', () => {
-      abort.abort();
+      if (!res.writableFinished) abort();
       const route = patternOf.get(res) ?? 'other';
       core.metrics.request(route, res.statusCode);
       core.access?.({
@@ -78,10 +93,10 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
       });
     });
     // A client that vanishes mid-request surfaces as a stream error; it is not the Hub's fault and must never crash it.
-    req.on('error', () => abort.abort());
-    res.on('error', () => abort.abort());
+    req.on('error', abort);
+    res.on('error', abort);
     try {
-      const reply = await route(req, res, abort.signal);
+      const reply = await route(req, res, signal);
       if (reply && reply.kind !== 'handled') send(res, reply);
     } catch (e) {
       log(`hub: internal error on ${req.method} ${(req.url ?? '').split('?')[0]}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
@@ -90,7 +105,7 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
     }
   };
 
-  async function route(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<Reply | null> {
+  async function route(req: IncomingMessage, res: ServerResponse, signal: () => AbortSignal): Promise<Reply | null> {
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'http://hub.invalid');
@@ -159,6 +174,17 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
       if (!read.ok) return errorReply(read.error);
       body = read.value;
     } else req.resume();
-    return r.handle({ req, res, url, params: hit.params!, caller, body, faults, signal });
+    return r.handle({
+      req,
+      res,
+      url,
+      params: hit.params!,
+      caller,
+      body,
+      faults,
+      get signal() {
+        return signal();
+      },
+    });
   }
 }

@@ -29,6 +29,7 @@ import type { Route, RouteContext } from './router.js';
 import { closeSession, getSession, leaseView, liftStops, listOperatorStops, operatorClose, registerSession, sessionView, type SessionRow } from './sessions.js';
 import { openStream } from './stream.js';
 import { isTerminal, messageById, messageJson } from './track.js';
+import { hop, TRACE } from '../../util/trace.js';
 
 const agentOf = (c: RouteContext): string => (c.caller as Extract<Caller, { kind: 'agent' }>).agentId;
 
@@ -264,11 +265,16 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       needs: 'agent',
       cls: 'messages',
       handle: async (c) => {
+        const received = TRACE ? process.hrtime.bigint() : 0n;
         if (!(await messagingEnabled(core.store.read))) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateSend);
         if (!req.ok) return errorReply(req.error);
         const r = await core.store.write((tx) => sendMessage(core, tx, agentOf(c), req.value));
         if (r.ok && !r.value.replay) core.metrics.sent();
+        if (TRACE && r.ok) {
+          hop('hub.received', r.value.row.id, received);
+          hop('hub.committed', r.value.row.id);
+        }
         return r.ok ? json(r.value.replay ? 200 : 202, sentBody(r.value)) : errorReply(r.error);
       },
     },

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { ConsumerIdentity, Delivery } from '../contract/index.js';
+import type { ConsumerIdentity } from '../contract/index.js';
 import { coalesced, Gate } from './coalesce.js';
 import { holdMs } from './config.js';
 import type { HubCore } from './core.js';
@@ -9,6 +9,7 @@ import { errorReply, type Reply } from './http.js';
 import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
 import { endedError, presentSession, sessionById, streamEnded } from './sessions.js';
+import { hop, TRACE } from '../../util/trace.js';
 
 /** How many deliveries one `entries` event carries at most (and at most `pageBytes` of them). */
 const PUSH_BATCH = 100;
@@ -140,31 +141,34 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   const pushed = new Set<string>();
   // A released claim puts an entry behind the cursor: the next page starts over.
   let rewind = false;
-  /** One page; true when another may follow at once. */
+  /** One page; true when another may follow at once (this one stopped at its bound). */
   const page = async (): Promise<boolean> => {
     if (finished || res.writableNeedDrain) return false;
     if (rewind) {
       rewind = false;
       after = 0;
     }
-    const rows = await pageGate(core).run(() =>
+    const { rows, more } = await pageGate(core).run(() =>
       core.store.write((tx) =>
         pendingPage(tx, { agentId: sr.agentId, sessionId: sr.sessionId }, after, { limit: PUSH_BATCH, maxBytes: core.config.pageBytes }),
       ),
     );
+    if (TRACE) for (const r of rows) hop('hub.paged', r.message_id);
     if (rows.length === 0 || finished) return false;
     after = Math.max(after, rows[rows.length - 1]!.seq);
     const fresh = rows.filter((r) => !pushed.has(r.id));
     if (fresh.length > 0) {
       const now = core.clock.now();
-      const messages: Delivery[] = fresh.map((r) => {
+      const messages = fresh.map((r) => {
         pushed.add(r.id);
         core.metrics.pushed(now - r.created_at);
-        return signer.deliver(r, 'stream');
+        return signer.deliveryJson(r, 'stream');
       });
-      write(frame('entries', { messages }));
+      write(`event: entries\ndata: {"messages":[${messages.join(',')}]}\n\n`);
+      if (TRACE) for (const r of fresh) hop('hub.written', r.message_id);
     }
-    return true;
+    // A page short of its bound saw everything pending: what arrives later wakes this stream.
+    return more;
   };
   // One page at a time per stream, one per turn of the event loop; a wake-up during a page
   // asks for another pass right after it.

@@ -116,7 +116,10 @@ describe('mailbox pages are keyset reads: rows read per page are bounded by the 
     let worstStatements = 0;
     const sqls = new Set<string>();
     for (;;) {
-      const { value: page, counted: stats } = await counted(core, (tx) => pendingPage(tx, box, after, { limit: LIMIT, maxBytes: 1024 * 1024 }));
+      const { value: read, counted: stats } = await counted(core, (tx) => pendingPage(tx, box, after, { limit: LIMIT, maxBytes: 1024 * 1024 }));
+      const page = read.rows;
+      // A full page says more may follow; the read past the end says nothing does.
+      expect(read.more).toBe(page.length === LIMIT);
       const rows = stats.reduce((n, c) => n + c.rows, 0);
       const statements = stats.reduce((n, c) => n + c.runs, 0);
       for (const c of stats) sqls.add(c.sql);
@@ -156,11 +159,14 @@ describe('mailbox pages are keyset reads: rows read per page are bounded by the 
 
   it('bounds a page by bytes as well as by count, and always hands over at least one entry', async () => {
     const box: Mailbox = { agentId: 'agt_else', sessionId: null };
-    const small = await core.store.write((tx) => pendingPage(tx, box, 0, { limit: LIMIT, maxBytes: 1 }));
+    const first = await core.store.write((tx) => pendingPage(tx, box, 0, { limit: LIMIT, maxBytes: 1 }));
+    const small = first.rows;
     expect(small).toHaveLength(1);
+    // Stopped by its bytes, not because nothing else was pending.
+    expect(first.more).toBe(true);
     // The other agent's first entries are all alike in size: a budget of five and a half holds five.
     const each = deliveryBytes(small[0]!);
-    const some = await core.store.write((tx) => pendingPage(tx, box, 0, { limit: LIMIT, maxBytes: 5.5 * each }));
+    const some = (await core.store.write((tx) => pendingPage(tx, box, 0, { limit: LIMIT, maxBytes: 5.5 * each }))).rows;
     expect(some).toHaveLength(5);
     expect(some.reduce((n, r) => n + deliveryBytes(r), 0)).toBeLessThanOrEqual(5.5 * each);
   });
