@@ -10,6 +10,8 @@
 // Findings: docs/performance.md. Needs `npm run build`. Never run by CI.
 //   node bench/bridge-warm.mjs [--runs 20] [--records 100] [--against /path/to/other/bin/oh-hai]
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import Module from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import { sessionEntryDir, stateKey } from '../dist/spool/index.js';
 import { agentEnv, bin, percentile, root, startHub, timed, until } from './bridge-world.mjs';
@@ -52,6 +54,10 @@ try {
     { label: 'node -e 0', args: ['-e', '0'], ms: [] },
     { label: `oh-hai bridge (${RECORDS} waiting, warm)`, args: [bin, 'bridge', '--wait', '0'], ms: [] },
     { label: 'the same, OH_HAI_CODE_CACHE=0', args: [bin, 'bridge', '--wait', '0'], env: { OH_HAI_CODE_CACHE: '0' }, ms: [] },
+    // Node's own compile cache (module.enableCompileCache, Node ≥ 22.1) in place of the launcher's.
+    ...(typeof Module.enableCompileCache === 'function'
+      ? [{ label: "the same, Node's compile cache (OH_HAI_CODE_CACHE=node)", args: [bin, 'bridge', '--wait', '0'], env: { OH_HAI_CODE_CACHE: 'node' }, ms: [] }]
+      : []),
     { label: 'the same, node dist/cli/main.js', args: [path.join(root, 'dist', 'cli', 'main.js'), 'bridge', '--wait', '0'], ms: [] },
     ...(AGAINST ? [{ label: `--against ${AGAINST}`, args: [AGAINST, 'bridge', '--wait', '0'], ms: [] }] : []),
   ];
@@ -68,7 +74,12 @@ try {
   const fmt = (xs) => `p50 ${percentile(xs, 50).toFixed(1)} ms, p90 ${percentile(xs, 90).toFixed(1)} ms, min ${Math.min(...xs).toFixed(1)} ms`;
   const width = Math.max(...subjects.map((s) => s.label.length)) + 1;
   // Every subject runs on this Node (the Hub too): run the bench with another node to measure that line.
-  console.log(`bridge-warm: Node ${process.version} (${process.execPath}), ${RUNS} runs, ${RECORDS} records`);
+  console.log(
+    `bridge-warm: Node ${process.version} (${process.execPath}), ${RUNS} runs, ${RECORDS} records; load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   for (const s of subjects) console.log(`${(s.label + ':').padEnd(width)} ${fmt(s.ms)}`);
   const bare = percentile(subjects[0].ms, 50);
   for (const s of subjects.slice(1)) console.log(`ratio (p50): ${(percentile(s.ms, 50) / bare).toFixed(2)}× bare node (target ≤ 2×) — ${s.label}`);

@@ -51,6 +51,7 @@ export function launch(argv: readonly string[] = process.argv.slice(2), env: Nod
     void import(pathToFileURL(MODULES_MAIN).href).then((m: Entry) => m.main());
     return;
   }
+  if (env.OH_HAI_CODE_CACHE === 'node' && runWithCompileCache(env, bundle)) return;
   const file = env.OH_HAI_CODE_CACHE === '0' ? null : codeCacheFile(env, bundle.id, label);
   const cached = file === null ? undefined : readCache(file);
   const script = new vm.Script(Module.wrap(bundle.source), { filename: bundle.file, ...(cached ? { cachedData: cached.data } : {}) });
@@ -69,6 +70,24 @@ export function launch(argv: readonly string[] = process.argv.slice(2), env: Nod
   const wrapper = script.runInThisContext() as (...args: unknown[]) => void;
   wrapper.call(mod.exports, mod.exports, Module.createRequire(bundle.file), mod, bundle.file, path.dirname(bundle.file));
   void (mod.exports as Entry).main();
+}
+
+/** `module.enableCompileCache` (Node ≥ 22.1); absent from Node 20's types and runtime. */
+type EnableCompileCache = (dir?: string) => unknown;
+
+/**
+ * `OH_HAI_CODE_CACHE=node`: Node's own compile cache (22.1+) instead of ours, the bundle
+ * required as a plain CommonJS file, for measuring one against the other (bench/bridge-warm.mjs;
+ * docs/performance.md says which won and why ours stays the default). False where this Node has
+ * no compile cache or no cache directory is known: the launcher's own cache runs then.
+ */
+function runWithCompileCache(env: NodeJS.ProcessEnv, bundle: Bundle): boolean {
+  const enable = (Module as unknown as { enableCompileCache?: EnableCompileCache }).enableCompileCache;
+  const dir = cacheRoot(env);
+  if (typeof enable !== 'function' || dir === null) return false;
+  enable(path.join(dir, 'oh-hai', 'compile-cache'));
+  void (Module.createRequire(bundle.file)(bundle.file) as Entry).main();
+  return true;
 }
 
 /** The bundle, unless it is missing or older than tsc's output (then it is not what was built last). */
@@ -95,10 +114,14 @@ export function commandLabel(argv: readonly string[]): keyof typeof BUNDLES {
 
 /** $XDG_CACHE_HOME/oh-hai/code-cache, else ~/.cache/…; null when neither is known (no cache then). */
 export function codeCacheFile(env: NodeJS.ProcessEnv, bundleId: string, label: string): string | null {
-  const xdg = env.XDG_CACHE_HOME;
-  const root = xdg && path.isAbsolute(xdg) ? xdg : env.HOME && path.isAbsolute(env.HOME) ? path.join(env.HOME, '.cache') : null;
+  const root = cacheRoot(env);
   if (root === null) return null;
   return path.join(root, 'oh-hai', 'code-cache', `${bundleId}-${process.version}-${process.arch}-${label}.v8`);
+}
+
+function cacheRoot(env: NodeJS.ProcessEnv): string | null {
+  const xdg = env.XDG_CACHE_HOME;
+  return xdg && path.isAbsolute(xdg) ? xdg : env.HOME && path.isAbsolute(env.HOME) ? path.join(env.HOME, '.cache') : null;
 }
 
 /** A cache file: one byte counting the runs that wrote it, then V8's data. */

@@ -66,7 +66,14 @@ Set up once with oh-hai setup (the Hub URL, a login, the sender policy), then ru
     ENV_TOKENS,
     ...ENV_XDG,
     ['XDG_CACHE_HOME', 'Where the compiled-code cache lives ($XDG_CACHE_HOME/oh-hai/code-cache/), when it is an absolute path; else ~/.cache.'],
-    ['OH_HAI_CODE_CACHE', 'Set to 0 to neither read nor write the compiled-code cache (every run then compiles the CLI again; nothing else changes).'],
+    [
+      'OH_HAI_CODE_CACHE',
+      "Set to 0 to neither read nor write the compiled-code cache (every run then compiles the CLI again; nothing else changes). Set to node to use Node's own compile cache ($XDG_CACHE_HOME/oh-hai/compile-cache/, Node 22.1 and later) instead of oh-hai's; slower, kept for measuring the two (docs/performance.md).",
+    ],
+    [
+      'OH_HAI_TRACE',
+      'A file to append one line to per hop a message passes on its way to the printed line (the Hub, the background connection and the reader each write theirs: monotonic nanoseconds, the hop, the message id). For bench/bridge-latency.mjs --trace; unset (the default) traces nothing.',
+    ],
   ],
   files: [
     FILE_CONFIG,

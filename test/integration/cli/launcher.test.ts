@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import Module from 'node:module';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { collect, repoRoot, runOhHai, startOhHai, type RunResult } from '../../helpers/cli.js';
@@ -115,6 +116,21 @@ describe('the code cache', () => {
     expect((await exitCodes({ ...t.env, XDG_CACHE_HOME: blocked })).stdout).toBe(clean.stdout);
     expect((await exitCodes({ ...t.env, XDG_CACHE_HOME: path.join(t.root, 'xdg-cache') })).stdout).toBe(clean.stdout);
     expect(readdirSync(path.join(t.root, 'xdg-cache', 'oh-hai', 'code-cache'))).toHaveLength(1);
+  });
+});
+
+describe("Node's compile cache (OH_HAI_CODE_CACHE=node)", () => {
+  const nodeHasIt = typeof (Module as unknown as { enableCompileCache?: unknown }).enableCompileCache === 'function';
+
+  it('runs the same command, cached by Node where it has a compile cache and by the launcher where it has none', async () => {
+    t = tempEnv();
+    if (!nodeHasIt) console.log(`Node ${process.version} has no module.enableCompileCache: OH_HAI_CODE_CACHE=node runs the launcher's own cache`);
+    const clean = await exitCodes({ ...t.env, OH_HAI_CODE_CACHE: '0' });
+    expect((await exitCodes({ ...t.env, OH_HAI_CODE_CACHE: 'node' })).stdout).toBe(clean.stdout);
+    expect((await exitCodes({ ...t.env, OH_HAI_CODE_CACHE: 'node' })).stdout).toBe(clean.stdout);
+    const nodeCache = path.join(t.env.HOME!, '.cache', 'oh-hai', 'compile-cache');
+    expect(existsSync(nodeCache)).toBe(nodeHasIt);
+    expect(caches(t.env, 'bridge')).toHaveLength(nodeHasIt ? 0 : 1);
   });
 });
 
