@@ -21,6 +21,7 @@ import { Agent, request } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { holdStream } from './hub-streams.mjs';
 
 const argv = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -129,44 +130,11 @@ async function startHub(checkout, label) {
   }
   const hub = { label, checkout, tmp, pid: proc.pid, proc, url, call, sender, recipient, sessions, pushed: 0, streams: [] };
   let opened = 0;
-  for (const s of sessions) hub.streams.push(holdStream(hub, s, () => opened++));
+  // Counts every delivery pushed (holdStream reports each message id it sees).
+  const counter = { arrived: () => (hub.pushed += 1) };
+  for (const s of sessions) hub.streams.push(holdStream({ url, id: s.id, token: recipient.token }, counter, { onOpen: () => opened++ }));
   while (opened < SESSIONS) await new Promise((r) => setTimeout(r, 20));
   return hub;
-}
-
-/** One stream per session, reconnecting at the hold bound; counts the deliveries pushed. */
-function holdStream(hub, session, onOpen) {
-  let first = true;
-  const state = { req: null, stopped: false };
-  const connect = () => {
-    if (state.stopped) return;
-    const req = request(`${hub.url}/v1/inbox/stream?session=${session.id}`, {
-      agent: false,
-      headers: { accept: 'text/event-stream', authorization: `Bearer ${hub.recipient.token}` },
-    });
-    state.req = req;
-    req.on('response', (res) => {
-      let buf = '';
-      res.setEncoding('utf8').on('data', (d) => {
-        buf += d;
-        let cut;
-        while ((cut = buf.indexOf('\n\n')) >= 0) {
-          const frame = buf.slice(0, cut);
-          buf = buf.slice(cut + 2);
-          if (first && frame.startsWith('event: open')) {
-            first = false;
-            onOpen();
-          }
-          if (frame.startsWith('event: entries')) hub.pushed += JSON.parse(frame.slice(frame.indexOf('data: ') + 6)).messages.length;
-        }
-      });
-      res.on('end', () => setImmediate(connect));
-    });
-    req.on('error', () => setTimeout(connect, 100));
-    req.end();
-  };
-  connect();
-  return state;
 }
 
 async function sends(hub, n) {
@@ -249,10 +217,7 @@ try {
   console.log(`load average at the end ${loadavg()}`);
 } finally {
   for (const hub of hubs) {
-    for (const s of hub.streams) {
-      s.stopped = true;
-      s.req?.destroy();
-    }
+    for (const req of hub.streams.flat()) req.destroy();
     hub.proc.kill('SIGTERM');
     await new Promise((r) => (hub.proc.exitCode !== null ? r() : hub.proc.once('exit', r)));
     rmSync(hub.tmp, { recursive: true, force: true });
