@@ -28,7 +28,7 @@ const RUNS = arg('--runs', 5);
 const BATCH = 100;
 /** The last batch of each interval stays unprinted: what each warm run prints. */
 const WAITING = BATCH;
-const DEFAULT_RETAIN = { records: 10_000, days: 7 };
+const DEFAULT_RETAIN = { records: 10_000, days: 7, bytes: 64 * 2 ** 20 };
 
 const hub = await startHub(['--stream-max-hold-seconds', '30']);
 const agent = await hub.mint('growth-bench');
@@ -79,7 +79,7 @@ try {
   let baseline = null;
   const rows = [];
   console.log(
-    `spool growth: ${RECORDS} records in batches of ${BATCH}, retain_printed ${DEFAULT_RETAIN.records} records / ${DEFAULT_RETAIN.days} days; figures every ${EVERY}`,
+    `spool growth: ${RECORDS} records in batches of ${BATCH}, retain_printed ${DEFAULT_RETAIN.records} records / ${DEFAULT_RETAIN.days} days / 64 MiB; figures every ${EVERY}`,
   );
   while (written < RECORDS) {
     const t0 = performance.now();

@@ -218,7 +218,7 @@ export class Consumer {
     }
     const state = openDrainState(this.entry, this.opts.clock, (t) => this.log(t), {
       leg: settings.leg,
-      retain: settings.retain_printed ?? DEFAULT_RETAIN_PRINTED,
+      retain: { ...DEFAULT_RETAIN_PRINTED, ...settings.retain_printed },
     });
     if (!state.ok) {
       this.stopWith(state.stop);

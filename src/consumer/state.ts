@@ -37,7 +37,7 @@ function compactor(entry: StateEntry, spool: Spool, ledger: Ledger, retain: Reta
     // A delivery sent before the Hub took an acknowledgement passes the freshness check for at
     // most a window either side of its t: twice the window and a margin, then the id may go.
     const holdMs = (2 * replayWindowSeconds + 60) * 1000;
-    const r = spool.compact({ through, retain: { records: retain.records, maxAgeMs: retain.days * DAY_MS }, nowMs, holdMs });
+    const r = spool.compact({ through, retain: { records: retain.records, maxAgeMs: retain.days * DAY_MS, bytes: retain.bytes }, nowMs, holdMs });
     const lines: string[] = [];
     if (r.dropped.length > 0) {
       const bytes = r.dropped.reduce((n, d) => n + d.bytes, 0);

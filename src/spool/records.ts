@@ -177,7 +177,7 @@ export interface ConsumerSettings {
   agent: string | null;
   leg: 'session' | 'principal';
   /** `[bridge] retain_printed` when it is not the default; absent = the default (docs/spool.md). */
-  retain_printed?: { records: number; days: number };
+  retain_printed?: { records: number; days: number; bytes?: number };
 }
 
 function stamp(f: Fields): ProcessStamp {
@@ -280,6 +280,15 @@ export function parseConsumerSettings(x: unknown): Result<ConsumerSettings> {
     allow_from: f.stringsOrNull('allow_from'),
     agent: f.strOrNull('agent'),
     leg: f.oneOf('leg', ['session', 'principal']),
-    ...(f.raw('retain_printed') === undefined ? {} : { retain_printed: f.obj('retain_printed', (r) => ({ records: r.int('records'), days: r.num('days') })) }),
+    ...(f.raw('retain_printed') === undefined
+      ? {}
+      : {
+          retain_printed: f.obj('retain_printed', (r) => ({
+            records: r.int('records'),
+            days: r.num('days'),
+            // Written since the byte bound: a settings.json without it keeps the default.
+            ...(r.raw('bytes') === undefined ? {} : { bytes: r.int('bytes') }),
+          })),
+        }),
   });
 }

@@ -350,6 +350,8 @@ export interface Retention {
   records: number;
   /** Or its newest record older than this (our clock). */
   maxAgeMs: number;
+  /** Or more than this many bytes of printed and acknowledged records in the sealed segments newer than it. */
+  bytes: number;
 }
 
 export interface CompactOptions {
@@ -533,6 +535,8 @@ export class Spool extends SpoolReader {
   compact(opts: CompactOptions): Compaction {
     const dropped: Compaction['dropped'] = [];
     let failed: string | null = null;
+    const sizes = this.settledSegmentSizes(opts.through);
+    let newerBytes = sizes.reduce((n, b) => n + b, 0) - (sizes[0] ?? 0);
     while (this.sealed.length > 0) {
       const first = this.sealed[0]!;
       const next = this.sealed[1] ?? this.currentFirst;
@@ -542,7 +546,8 @@ export class Spool extends SpoolReader {
       let bytes = 0;
       try {
         bytes = statSync(file).size;
-        if (opts.through - last < opts.retain.records && !newestOlderThan(file, bytes, last, opts.nowMs - opts.retain.maxAgeMs)) break;
+        const inside = opts.through - last < opts.retain.records && newerBytes <= opts.retain.bytes;
+        if (inside && !newestOlderThan(file, bytes, last, opts.nowMs - opts.retain.maxAgeMs)) break;
         unlinkSync(file);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
@@ -551,6 +556,8 @@ export class Spool extends SpoolReader {
         }
       }
       this.sealed.shift();
+      sizes.shift();
+      newerBytes -= sizes[0] ?? 0;
       dropped.push({ first, last, bytes });
     }
     if (dropped.length > 0) {
@@ -563,6 +570,21 @@ export class Spool extends SpoolReader {
     }
     this.forgetRetired(opts.nowMs);
     return { dropped, failed };
+  }
+
+  /** The size of each sealed segment, oldest first, as far as every record in it is at or before `through`. */
+  private settledSegmentSizes(through: number): number[] {
+    const sizes: number[] = [];
+    for (let i = 0; i < this.sealed.length; i++) {
+      const next = this.sealed[i + 1] ?? this.currentFirst;
+      if (next === null || next - 1 > through) break;
+      try {
+        sizes.push(statSync(path.join(this.dir, sealedSegmentName(this.sealed[i]!))).size);
+      } catch {
+        sizes.push(0);
+      }
+    }
+    return sizes;
   }
 
   /** Ids of removed records whose hold has passed leave the dedup map (it holds them in seq order). */

@@ -433,7 +433,7 @@ Unknown keys are warnings naming the file and the key, never errors. A wrong typ
         ['[bridge] transport', 'auto (SSE when the Hub offers it, else long-poll), sse or poll. Flag --transport.'],
         [
           '[bridge] retain_printed',
-          'How long the spool keeps records the reader has printed and the Hub has acknowledged: "<n> records / <d> days" (either part alone keeps the other\u2019s default); default "10000 records / 7 days". A spool segment of such records is removed once more than n of them are newer or its newest is older than d days; unprinted or unacknowledged records are never removed. Environment OH_HAI_RETAIN_PRINTED.',
+          'How long the spool keeps records the reader has printed and the Hub has acknowledged: "<n> records / <d> days / <size>" (a part left out keeps its default; size in bytes, KiB, MiB or GiB); default "10000 records / 7 days / 64 MiB". A spool segment of such records is removed once more than n of them are newer, more than size of them are in newer segments, or its newest is older than d days; unprinted or unacknowledged records are never removed. Environment OH_HAI_RETAIN_PRINTED.',
         ],
       ],
     },
@@ -453,7 +453,7 @@ Unknown keys are warnings naming the file and the key, never errors. A wrong typ
     ENV_TOKENS,
     ...ENV_SESSION,
     ...(Object.keys(KNOBS) as KnobName[]).map(envKnob),
-    ['OH_HAI_RETAIN_PRINTED', 'Overrides [bridge] retain_printed, same syntax ("10000 records / 7 days"); a malformed value is a usage error (exit 2).'],
+    ['OH_HAI_RETAIN_PRINTED', 'Overrides [bridge] retain_printed, same syntax ("10000 records / 7 days / 64 MiB"); a malformed value is a usage error (exit 2).'],
     ...ENV_XDG,
     ['HOME', 'The base of ~/.config and ~/.local/state when the XDG variables are unset.'],
   ],

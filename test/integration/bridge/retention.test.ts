@@ -18,7 +18,7 @@ describe('[bridge] retain_printed on real processes (docs/spool.md)', () => {
     const dir = entryDir(a, world.hub, 'retain');
     const sid = await registered(dir);
     // resolved by the reader into the connection's settings (absent would mean the default)
-    expect(JSON.parse(readFileSync(path.join(dir, 'settings.json'), 'utf8')).retain_printed).toEqual({ records: 0, days: 7 });
+    expect(JSON.parse(readFileSync(path.join(dir, 'settings.json'), 'utf8')).retain_printed).toEqual({ records: 0, days: 7, bytes: 64 * 2 ** 20 });
     const reader = new SpoolReader(dir);
 
     const printed: number[] = [];
@@ -33,7 +33,7 @@ describe('[bridge] retain_printed on real processes (docs/spool.md)', () => {
     // once the Hub took the acks, the printed segments go (16 records each at "0 records")
     await waitFor(() => reader.headSeq() > 32, { timeoutMs: 30_000, what: 'printed segments removed' });
     expect(readFileSync(path.join(dir, 'bridge.log'), 'utf8')).toMatch(
-      /spool: removed \d+ segments? \(seq 1\u2013\d+, \d+ bytes\): printed, acknowledged at the Hub and past retain_printed \(0 records \/ 7 days\)/,
+      /spool: removed \d+ segments? \(seq 1\u2013\d+, \d+ bytes\): printed, acknowledged at the Hub and past retain_printed \(0 records \/ 7 days \/ 64 MiB\)/,
     );
 
     // mail nobody has read yet stays, however small the bound, and prints in order after the removal

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fakeClock } from '../../../src/util/clock.js';
 import { Ledger, Spool, SpoolReader, validateCursor, type NewSpoolRecord, type SegmentBounds, type SpoolEntry } from '../../../src/spool/index.js';
+import { sealedSegmentName } from '../../../src/spool/segments.js';
 import { tempDir } from './tmp.js';
 
 const DAY = 86_400_000;
@@ -32,7 +33,8 @@ const files = (dir: string) =>
     .filter((n) => n.endsWith('.ndjson'))
     .sort();
 const seqs = (items: { record: { seq: number } }[]) => items.map((i) => i.record.seq);
-const retainNothing = { records: 0, maxAgeMs: 365 * DAY };
+const ANY_SIZE = Number.MAX_SAFE_INTEGER;
+const retainNothing = { records: 0, maxAgeMs: 365 * DAY, bytes: ANY_SIZE };
 
 describe('spool segments', () => {
   it('seals the current segment at its bound; readers read across segments by seq and by cursor', () => {
@@ -131,16 +133,34 @@ describe('spool segments', () => {
     t.advance(10 * DAY);
     fill(s, 4, 6); // sealed 1-3 (old), 4-6; current 7-9
     const now = t.now();
-    const keep5 = { records: 5, maxAgeMs: 30 * DAY };
+    const keep5 = { records: 5, maxAgeMs: 30 * DAY, bytes: ANY_SIZE };
     // 1-3 has 6 settled records newer than it (4-9): more than 5
     expect(s.compact({ through: 9, retain: keep5, nowMs: now, holdMs: 0 }).dropped.map((d) => d.first)).toEqual([1]);
     // 4-6 has only 3 newer: kept while younger than the age bound…
     expect(s.compact({ through: 9, retain: keep5, nowMs: now, holdMs: 0 }).dropped).toEqual([]);
     // …and removed once its newest record is older than it
-    expect(s.compact({ through: 9, retain: { records: 5, maxAgeMs: 1000 }, nowMs: now + 2000, holdMs: 0 }).dropped.map((d) => d.first)).toEqual([4]);
+    expect(
+      s.compact({ through: 9, retain: { records: 5, maxAgeMs: 1000, bytes: ANY_SIZE }, nowMs: now + 2000, holdMs: 0 }).dropped.map((d) => d.first),
+    ).toEqual([4]);
     // never past `through`, whatever the bounds
     fill(s, 10, 3); // seals 7-9
     expect(s.compact({ through: 8, retain: retainNothing, nowMs: now, holdMs: 0 }).dropped).toEqual([]);
+  });
+
+  it('retention by bytes: a segment goes once the settled segments newer than it hold more than the bound', () => {
+    const dir = tempDir();
+    const s = open(dir);
+    fill(s, 1, 10); // sealed 1-3, 4-6, 7-9; current 10
+    const size = (first: number) => readFileSync(path.join(dir, sealedSegmentName(first))).length;
+    const twoNewer = size(4) + size(7);
+    const keepAll = { records: 1000, maxAgeMs: 365 * DAY };
+    // 1-3 has 4-6 and 7-9 newer: exactly the bound keeps it, a byte less removes it…
+    expect(s.compact({ through: 10, retain: { ...keepAll, bytes: twoNewer }, nowMs: clock.now(), holdMs: 0 }).dropped).toEqual([]);
+    expect(s.compact({ through: 10, retain: { ...keepAll, bytes: twoNewer - 1 }, nowMs: clock.now(), holdMs: 0 }).dropped.map((d) => d.first)).toEqual([1]);
+    // …and only what is settled counts: with 7-9 not yet through, 4-6 has nothing newer to count
+    expect(s.compact({ through: 8, retain: { ...keepAll, bytes: 0 }, nowMs: clock.now(), holdMs: 0 }).dropped).toEqual([]);
+    // 0 bytes: every settled sealed segment but the newest goes (it says where the spool ends)
+    expect(s.compact({ through: 10, retain: { ...keepAll, bytes: 0 }, nowMs: clock.now(), holdMs: 0 }).dropped.map((d) => d.first)).toEqual([4]);
   });
 
   it('dedup keeps the ids of removed records for the hold, then forgets them', () => {
