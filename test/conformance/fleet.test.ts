@@ -16,9 +16,9 @@ describe('fleet ls against the peer Hub', () => {
     expect((await call(hub, b.token, 'GET', `/v1/inbox?session=${enc(staleId)}`)).status).toBe(200);
     await waitFor(() => hub.store.reachability(`agent:${b.id}#${staleId}`) === 'offline', { what: 'the drained session to go offline' });
 
-    const r = await cli(a, 'A', ['fleet', 'ls', '--json']);
+    const r = await cli(a, 'A', ['fleet', 'ls', '--sessions', '--json']);
     expect(r.code, r.stderr).toBe(0);
-    const rows = (JSON.parse(r.stdout) as { sessions: { address: string; reachability: string; expires_at: string; name: string | null }[] }).sessions;
+    const rows = JSON.parse(r.stdout) as { address: string; reachability: string; expires_at: string; name: string | null }[];
     const by = new Map(rows.map((x) => [x.address, x]));
     expect(by.size).toBe(4);
     expect(by.get(`agent:${b.id}#${quiet.body.session.id}`)?.reachability).toBe('unknown');
@@ -27,7 +27,7 @@ describe('fleet ls against the peer Hub', () => {
     const stored = hub.store.sessions.get(staleId)!;
     expect(by.get(`agent:${b.id}#${staleId}`)?.expires_at).toBe(new Date(stored.expiresAt).toISOString());
 
-    const text = await cli(a, 'A', ['fleet', 'ls']);
+    const text = await cli(a, 'A', ['fleet', 'ls', '--sessions']);
     expect(text.code, text.stderr).toBe(0);
     const line = (addr: string): string => text.stdout.split('\n').find((l) => l.startsWith(addr + ' '))!;
     expect(line(`agent:${b.id}#${quiet.body.session.id}`)).toMatch(/· unknown ·/);

@@ -47,10 +47,7 @@ describe('messages list and show against the peer Hub', () => {
 
     const json = await cli(a, 'A', ['messages', 'list', '--json']);
     expect(json.code, json.stderr).toBe(0);
-    const rows = json.stdout
-      .split('\n')
-      .filter((l) => l !== '')
-      .map((l) => JSON.parse(l) as { [k: string]: unknown });
+    const rows = JSON.parse(json.stdout) as { [k: string]: unknown }[];
     expect(rows).toHaveLength(3);
     for (const [i, m] of [m3!, m2!, m1!].entries()) expect(rows[i]).toMatchObject(wireMessage(hub, m));
 
@@ -95,7 +92,7 @@ describe('messages list and show against the peer Hub', () => {
     hub.store.lapseNow(bAddr.slice(bAddr.indexOf('#') + 1));
     expect(m.state).toBe('bounced');
     const list = await cli(a, 'A', ['messages', 'list', '--json']);
-    const row = JSON.parse(list.stdout.split('\n')[0]!) as { state: string; prior: string };
+    const row = (JSON.parse(list.stdout) as { state: string; prior: string }[])[0]!;
     expect([row.state, row.prior]).toEqual(['bounced', 'delivered']);
     const show = await cli(a, 'A', ['messages', 'show', m.id]);
     expect(show.stdout).toMatch(/bounced/);
@@ -114,7 +111,7 @@ describe('messages list and show against the peer Hub', () => {
     const m = messageWith(hub, 'too slow');
     await waitFor(() => m.state === 'expired', { what: 'the message TTL to pass' });
     const list = await cli(a, 'A', ['messages', 'list', '--json']);
-    const row = JSON.parse(list.stdout.split('\n')[0]!) as { state: string; prior: string };
+    const row = (JSON.parse(list.stdout) as { state: string; prior: string }[])[0]!;
     expect([row.state, row.prior]).toEqual(['expired', 'queued']);
     const atA = await bridge(a, 'A', ['--wait', '10']);
     expect(atA.code, atA.stderr).toBe(0);

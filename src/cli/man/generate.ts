@@ -1,5 +1,6 @@
 import type { Command, Option } from 'commander';
 import { bold, italic, roffExample, roffParagraphs, roffTagged, roffText } from './roff.js';
+import { jsonSection } from './json-section.js';
 
 export interface PageSpec {
   /** e.g. `oh-hai-bridge`; the file is man/<name>.<section>. */
@@ -158,6 +159,7 @@ export function renderPage(program: Command, spec: PageSpec, opts: { version: st
     for (const [k, v] of s.items ?? []) out.push(roffTagged(bold(k), roffText(v)));
     if (s.example) out.push(roffExample(s.example));
   }
+  out.push(...jsonSection(spec.name));
   const tagged = (heading: string, rows: [string, string][] | undefined) => {
     if (!rows || rows.length === 0) return;
     out.push(`.SH ${heading}`);

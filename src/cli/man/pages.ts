@@ -349,17 +349,20 @@ The track: queued (the Hub accepted it; nobody has it yet) \u2192 delivered (a c
 const fleet: PageSpec = {
   name: 'oh-hai-fleet',
   section: 1,
-  summary: 'every session you can address, and what this host knows about each',
+  summary: 'every agent and session you can address, and what this host knows about each',
   commands: ['fleet'],
-  description: `oh-hai fleet ls lists every live session in the account with its address and reachability as the Hub sees it: online (a consumer drained or connected within the presence window), offline (nothing drains it now), or unknown (the Hub has no presence signal \u2014 not evidence that it is down). Lease instants are the Hub's, printed verbatim; nothing here is "time remaining".
+  description: `oh-hai fleet ls lists every agent of the account that is not revoked (the agent directory, MA2H \u00a710): its label (what send --to <label> takes), its principal address agent:<id>, the best reachability of its live sessions (or no live session), and its live sessions. On a terminal the columns are aligned; in a pipe they are tab-separated.
+
+oh-hai fleet ls --sessions lists every live session in the account with its address and reachability as the Hub sees it: online (a consumer drained or connected within the presence window), offline (nothing drains it now), or unknown (the Hub has no presence signal \u2014 not evidence that it is down). Lease instants are the Hub's, printed verbatim; nothing here is "time remaining".
 
 Rows whose session has a state entry on this host are annotated from local files, with no further Hub call: home found \u00b7 consumer live / reader attending \u00b7 N unread (N is the lag: records spooled that no reader has printed yet); home found \u00b7 consumer DEAD (nothing on this host drains it; oh-hai bridge with that agent session starts a connection); home found \u00b7 consumer UNKNOWN / reader unknown (the record is there and could not be read \u2014 null, not false, under --json). Do not relaunch on UNKNOWN: it is not evidence that nothing is running, and a relaunch against a live connection changes the session's address. The other rows say no local state here: that is local state, not a Hub signal, and says nothing about a session on another machine.`,
   environment: [ENV_HUB, ENV_TOKEN, ENV_TOKENS, ...ENV_XDG],
   files: [FILE_ENTRY, FILE_CONFIG, FILE_CREDENTIALS],
   exitStatus: MESSAGING_EXIT.filter(([code]) => code !== '4'),
   examples: [
-    { text: 'Addresses to send to, and whether anything reads them:', code: 'oh-hai fleet ls' },
-    { text: 'For a program:', code: 'oh-hai fleet ls --json' },
+    { text: 'Agents to send to, by label, and whether anything reads them:', code: 'oh-hai fleet ls' },
+    { text: 'Every live session, with what this host knows of it:', code: 'oh-hai fleet ls --sessions' },
+    { text: 'For a program:', code: 'oh-hai fleet ls --sessions --json' },
   ],
   seeAlso: ['oh-hai-send(1)', 'oh-hai-bridge(1)', 'oh-hai(1)'],
 };

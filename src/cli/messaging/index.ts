@@ -18,3 +18,4 @@ export { annotateEntry, scanLocalState, type LocalAnnotation, type LocalScan } f
 export { sessionStatus, statusEpilogue, statusLines, type SessionStatus, type StatusView } from './status-view.js';
 export { listLine, listText, showText, type Direction } from './message-lines.js';
 export { formatFleet } from './fleet-lines.js';
+export { agentCells, agentsView, joinAgents, type AgentsView, type FleetAgent } from './fleet-agents.js';

@@ -75,7 +75,7 @@ function recipientError(f: HubFailure, to: string, a: AgentAccess, command: stri
       exit: EXIT.noSession,
       message:
         `${to} is ${state}: that run's session has ended, so its address takes no more mail (${f.message}). ` +
-        `Address a live session from \`oh-hai fleet ls\`, or the agent's principal address agent:<id>, which whichever live session claims it first receives`,
+        `Address a live session from \`oh-hai fleet ls --sessions\`, or the agent's principal address agent:<id>, which whichever live session claims it first receives`,
     };
   }
   return hubFailureError(f, failureContext(a, `${command} to ${to}`));

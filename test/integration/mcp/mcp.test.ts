@@ -190,10 +190,7 @@ describe('oh-hai mcp: oh_hai_read', () => {
     await waitFor(
       async () => {
         const list = await as(world.alice, 'alice-1', ['messages', 'list', '--json']);
-        const mine = list.stdout
-          .trim()
-          .split('\n')
-          .map((l) => JSON.parse(l) as { text: string; state: string });
+        const mine = JSON.parse(list.stdout) as { text: string; state: string }[];
         return ['r1', 'r2'].every((t) => mine.find((x) => x.text === t)?.state === 'acknowledged');
       },
       { what: 'r1 and r2 acknowledged' },

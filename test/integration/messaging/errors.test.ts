@@ -61,7 +61,7 @@ describe('sending: refusals and transient failures', () => {
     expect(r.code).toBe(0);
     expect(r.stderr.match(/attempt \d failed \(503 unavailable\); retrying in/g)).toHaveLength(2);
     const list = await as(world.alice, null, ['messages', 'list', '--json']);
-    expect(list.stdout.split('\n').filter((l) => l.includes('survives two 503s'))).toHaveLength(1);
+    expect((JSON.parse(list.stdout) as { text: string }[]).filter((m) => m.text === 'survives two 503s')).toHaveLength(1);
     // Nothing drains bob's mailbox here: the track stays at queued, the Hub's instant verbatim.
     const id = (JSON.parse(r.stdout) as { id: string; track: { at: string }[] }).id;
     const lines = await as(world.alice, null, ['messages', 'list']);

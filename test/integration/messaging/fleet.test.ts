@@ -15,7 +15,8 @@ interface Row {
 }
 interface View {
   sessions: Row[];
-  unmatched_local_entries: { entry: string; reason: string }[];
+  /** What --json said on stderr: the local entries that matched no row. */
+  stderr: string;
 }
 
 /**
@@ -37,10 +38,13 @@ describe('fleet ls: every addressable session, annotated from this host where it
   });
 
   const fleet = async (): Promise<{ text: string; view: View }> => {
-    const [text, json] = await Promise.all([as(world.alice, null, ['fleet', 'ls']), as(world.alice, null, ['fleet', 'ls', '--json'])]);
+    const [text, json] = await Promise.all([
+      as(world.alice, null, ['fleet', 'ls', '--sessions']),
+      as(world.alice, null, ['fleet', 'ls', '--sessions', '--json']),
+    ]);
     expect(text.code, text.stderr).toBe(0);
     expect(json.code, json.stderr).toBe(0);
-    return { text: text.stdout, view: JSON.parse(json.stdout) as View };
+    return { text: text.stdout, view: { sessions: JSON.parse(json.stdout) as Row[], stderr: json.stderr } };
   };
   const lineOf = (text: string, address: string) => text.split('\n').find((l) => l.startsWith(address + ' ')) ?? '';
 
@@ -96,7 +100,7 @@ describe('fleet ls: every addressable session, annotated from this host where it
     expect(row(addr['b-elsewhere']!).local).toBeNull();
 
     expect(lineOf(text, addr['a-garbled']!)).toMatch(/· no local state here$/);
-    expect(view.unmatched_local_entries).toEqual([{ entry: garbledDir, reason: expect.stringContaining('session.json is not valid JSON') }]);
+    expect(view.stderr).toMatch(new RegExp(`local state entry ${garbledDir}: its session record could not be read \\(.*session.json is not valid JSON`));
     expect(text).toContain(`local state entry ${garbledDir}: its session record could not be read`);
 
     // Reachability and lease come from the Hub, verbatim, on every row.
@@ -105,6 +109,19 @@ describe('fleet ls: every addressable session, annotated from this host where it
     reader.kill('SIGTERM');
     await collect(reader);
     reader = null;
+  });
+
+  it('without --sessions: every agent of the account, with its reachability and live sessions, as a table and as a JSON array', async () => {
+    const quiet = await world.hub.mintAgent('quiet');
+    const [text, json] = await Promise.all([as(world.alice, null, ['fleet', 'ls']), as(world.alice, null, ['fleet', 'ls', '--json'])]);
+    expect(text.code, text.stderr).toBe(0);
+    const lines = text.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('LABEL\tADDRESS\tREACHABILITY\tLIVE SESSIONS');
+    expect(lines).toContain(`quiet\tagent:${quiet.id}\tno live session\t0`);
+    expect(lines.find((l) => l.startsWith('bob\t'))).toMatch(new RegExp(`^bob\tagent:${world.bob.id}\t(online|offline|unknown)\t1 \\(sess_`));
+    const agents = JSON.parse(json.stdout) as { id: string; label: string; live_sessions: number; reachability: string }[];
+    expect(agents.find((x) => x.id === quiet.id)).toMatchObject({ label: 'quiet', live_sessions: 0, reachability: 'no_session' });
+    expect(agents.find((x) => x.id === world.alice.id)?.live_sessions).toBeGreaterThanOrEqual(4);
   });
 
   it('--help says not to relaunch on UNKNOWN, and why', async () => {

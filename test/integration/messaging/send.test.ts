@@ -59,10 +59,7 @@ describe('send, ask, task and reply between two agents through a real Hub', () =
 
   it("routes replies — by entry id and by message id — to the asker's session, and receipts come back", async () => {
     const sent = await as(world.alice, 'alice-1', ['messages', 'list', '--json']);
-    const mine = sent.stdout
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { id: string; text: string });
+    const mine = JSON.parse(sent.stdout) as { id: string; text: string }[];
     expect(mine).toHaveLength(4);
     const ask = bobGot.find((e) => e.intent === 'ask')!;
     const task = bobGot.find((e) => e.intent === 'task')!;

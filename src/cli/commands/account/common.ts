@@ -11,6 +11,7 @@ import {
 } from '../../../config/index.js';
 import { done, type Coded } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
+import { writeFlushed } from '../../../util/output.js';
 import { fetchDirectory } from './hub-access.js';
 
 /** Progress and results go to stderr, one line each; stdout stays free for a program. */
@@ -40,8 +41,32 @@ export function envOutranksNote(env: NodeJS.ProcessEnv): string[] {
 
 const labelled = (label: string | null) => (label ? ` (${JSON.stringify(label)})` : '');
 
+/** Whose token was stored, and where: `login --json` and `setup --json` print it (src/cli/json/outputs.ts Identity). */
+export interface StoredIdentity {
+  kind: 'agent' | 'human';
+  agent_id: string | null;
+  agent_label: string | null;
+  account_id: string | null;
+  credentials_file: string;
+}
+
+/** A policy write as `--json` prints it (src/cli/json/outputs.ts PolicyWrite). */
+export function policyJson(p: PolicyWriteResult): { status: PolicyWriteResult['status']; path: string; allow_from: string[] | null } {
+  const list = p.status === 'not-written' ? null : p.allowFrom;
+  const items = Array.isArray(list) && list.every((x) => typeof x === 'string') ? (list as string[]) : null;
+  return { status: p.status, path: p.path, allow_from: items };
+}
+
+/** Print one JSON document on stdout (the lines for people went to stderr already). */
+export const printJson = (io: CliIO, doc: unknown): Promise<void> => writeFlushed(io.stdout, JSON.stringify(doc) + '\n');
+
 /** Store a verified token under its Hub: an agent token by agent id, a human token as the account's. */
-export async function storeToken(env: NodeJS.ProcessEnv, hubUrl: string, who: Whoami, token: string): Promise<Coded<string[]>> {
+export async function storeToken(
+  env: NodeJS.ProcessEnv,
+  hubUrl: string,
+  who: Whoami,
+  token: string,
+): Promise<Coded<{ lines: string[]; identity: StoredIdentity }>> {
   const stored = await updateCredentials(env, (file) => {
     let hub = file.hubs.find((h) => h.hub === hubUrl);
     if (!hub) file.hubs.push((hub = { hub: hubUrl, agents: [], human: null }));
@@ -51,10 +76,14 @@ export async function storeToken(env: NodeJS.ProcessEnv, hubUrl: string, who: Wh
   if (!stored.ok) return stored;
   const whom =
     who.kind === 'human' ? `the human of account ${who.account.id}${labelled(who.account.label)}` : `agent ${who.agent.id}${labelled(who.agent.label)}`;
-  return done([
-    ...stored.value.warnings.map((w) => `warning: ${w}`),
-    `logged in to ${hubUrl} as ${whom}; the token is stored in ${stored.value.path} (mode 600).`,
-  ]);
+  const identity: StoredIdentity =
+    who.kind === 'human'
+      ? { kind: 'human', agent_id: null, agent_label: null, account_id: who.account.id, credentials_file: stored.value.path }
+      : { kind: 'agent', agent_id: who.agent.id, agent_label: who.agent.label, account_id: null, credentials_file: stored.value.path };
+  return done({
+    lines: [...stored.value.warnings.map((w) => `warning: ${w}`), `logged in to ${hubUrl} as ${whom}; the token is stored in ${stored.value.path} (mode 600).`],
+    identity,
+  });
 }
 
 /**

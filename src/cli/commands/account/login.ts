@@ -1,7 +1,7 @@
 import { checkExistingPolicy, requireHubUrl } from '../../../config/index.js';
 import type { CliIO } from '../../io.js';
 import { type Outcome, success, toOutcome, usageError } from '../../../core/index.js';
-import { envOutranksNote, loadSettings, say, storeToken, writePolicy } from './common.js';
+import { envOutranksNote, loadSettings, policyJson, printJson, say, storeToken, writePolicy } from './common.js';
 import { whoami } from './hub-access.js';
 import { readToken } from './token-input.js';
 
@@ -9,6 +9,7 @@ export interface LoginOptions {
   hub?: string;
   tokenStdin?: boolean;
   human?: boolean;
+  json?: boolean;
   /** Declared only to refuse it: a token as a flag value is already in shell history. */
   token?: string;
 }
@@ -54,11 +55,15 @@ export async function run(opts: LoginOptions, io: CliIO): Promise<Outcome> {
 
   const stored = await storeToken(io.env, hubUrl.value, who.value, token.value);
   if (!stored.ok) return toOutcome(stored.error);
-  say(io, stored.value);
+  say(io, stored.value.lines);
+  const identity = stored.value.identity;
   if (!opts.human) {
     say(io, envOutranksNote(io.env));
+    if (opts.json) await printJson(io, { hub: hubUrl.value, identity, policy: null });
     return success();
   }
   const policy = await writePolicy(io, hubUrl.value, 'login --human', undefined);
-  return policy.ok ? success() : toOutcome(policy.error);
+  if (!policy.ok) return toOutcome(policy.error);
+  if (opts.json) await printJson(io, { hub: hubUrl.value, identity, policy: policyJson(policy.value) });
+  return success();
 }

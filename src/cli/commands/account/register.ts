@@ -12,8 +12,9 @@ export const register: Registration = (program, host) => {
     .option('--hub <url>', 'the Hub origin (else MA2H_HUB_URL, the config, or a prompt on a terminal)')
     .option('--token-stdin', 'read the token from stdin (a file or a pipe); never pass a token as a flag value')
     .option('--agent <id>', 'which stored agent identity to use where several resolve')
+    .option('--json', 'also print what setup did as one JSON object on stdout (fields: JSON OUTPUT in the man page)')
     .addOption(tokenTrap())
-    .action(async (opts: { hub?: string; tokenStdin?: boolean; agent?: string; token?: string }) => {
+    .action(async (opts: { hub?: string; tokenStdin?: boolean; agent?: string; token?: string; json?: boolean }) => {
       const { run } = await import('./setup.js');
       host.finish('oh-hai setup', await run(opts, host.io));
     });
@@ -26,8 +27,9 @@ export const register: Registration = (program, host) => {
     .option('--hub <url>', 'the Hub origin (else MA2H_HUB_URL, else [hub] url in the config)')
     .option('--token-stdin', 'read the token from stdin (a file or a pipe) instead of an echo-off prompt')
     .option('--human', "the token is the account's human token")
+    .option('--json', 'also print whose token was stored as one JSON object on stdout (fields: JSON OUTPUT in the man page)')
     .addOption(tokenTrap())
-    .action(async (opts: { hub?: string; tokenStdin?: boolean; human?: boolean; token?: string }) => {
+    .action(async (opts: { hub?: string; tokenStdin?: boolean; human?: boolean; token?: string; json?: boolean }) => {
       const { run } = await import('./login.js');
       host.finish('oh-hai login', await run(opts, host.io));
     });

@@ -1,7 +1,7 @@
 import { checkExistingPolicy, parseHubUrl, resolveAgentCredential, resolveHumanCredential, writeHubUrlIfAbsent } from '../../../config/index.js';
 import type { CliIO } from '../../io.js';
 import { type Outcome, success, toOutcome, usageError } from '../../../core/index.js';
-import { envOutranksNote, loadSettings, say, storeToken, writePolicy } from './common.js';
+import { envOutranksNote, loadSettings, policyJson, printJson, say, storeToken, writePolicy, type StoredIdentity } from './common.js';
 import { whoami } from './hub-access.js';
 import { tokenFlagRefusal } from './login.js';
 import { canPrompt, promptLine, readToken } from './token-input.js';
@@ -10,6 +10,7 @@ export interface SetupOptions {
   hub?: string;
   tokenStdin?: boolean;
   agent?: string;
+  json?: boolean;
   /** Declared only to refuse it. */
   token?: string;
 }
@@ -59,6 +60,8 @@ export async function run(opts: SetupOptions, io: CliIO): Promise<Outcome> {
       'hub_url_differs',
     );
 
+  let identity: StoredIdentity | null = null;
+  let hubUrlWritten = false;
   const human = resolveHumanCredential({ env: io.env, hubUrl });
   const agent = agentCredential(io, hubUrl, opts.agent);
   if (opts.tokenStdin || (!human.ok && agent === null)) {
@@ -72,7 +75,8 @@ export async function run(opts: SetupOptions, io: CliIO): Promise<Outcome> {
     if (!who.ok) return toOutcome(who.error);
     const stored = await storeToken(io.env, hubUrl, who.value, token.value);
     if (!stored.ok) return toOutcome(stored.error);
-    say(io, stored.value);
+    say(io, stored.value.lines);
+    identity = stored.value.identity;
   } else {
     say(io, [`already logged in to ${hubUrl} (${agent ?? "the account's human token"}); not asking for a token.`]);
   }
@@ -81,15 +85,19 @@ export async function run(opts: SetupOptions, io: CliIO): Promise<Outcome> {
     const wrote = await writeHubUrlIfAbsent(io.env, hubUrl);
     if (!wrote.ok) return toOutcome(wrote.error);
     if (wrote.value === 'written') say(io, [`wrote [hub] url = "${hubUrl}" to your user config.`]);
+    hubUrlWritten = wrote.value === 'written';
   }
 
   const policy = await writePolicy(io, hubUrl, 'setup', opts.agent);
   if (!policy.ok) return toOutcome(policy.error);
 
-  if (agentCredential(io, hubUrl, opts.agent) === null)
+  const agentCredentialNow = agentCredential(io, hubUrl, opts.agent) !== null;
+  if (!agentCredentialNow)
     say(io, [
       `the bridge needs an agent token for ${hubUrl}: oh-hai login --hub ${hubUrl} --token-stdin < agent-token-file (or export OH_HAI_TOKEN=<agent token>).`,
     ]);
   say(io, [...envOutranksNote(io.env), NEXT]);
+  if (opts.json)
+    await printJson(io, { hub: hubUrl, identity, hub_url_written: hubUrlWritten, policy: policyJson(policy.value), agent_credential: agentCredentialNow });
   return success();
 }

@@ -2,7 +2,13 @@ import type { Registration } from '../index.js';
 import { addAgentFlags } from '../../messaging/flags.js';
 
 const FLEET_HELP = `
-Every live session in the account, with its reachability as the Hub sees it:
+Without --sessions: every agent of the account (the agent directory, MA2H §10) that is not
+revoked, one row each: its label (what \`send --to <label>\` takes), its principal address
+agent:<id>, the best reachability of its live sessions (or "no live session": mail to
+agent:<id> waits for the next one), and its live sessions. On a terminal the columns are
+aligned; in a pipe they are tab-separated.
+
+With --sessions: every live session in the account, with its reachability as the Hub sees it:
   online    a consumer drained or connected within the presence window
   offline   nothing is draining it right now
   unknown   the Hub has no presence signal for it — not evidence that it is down
@@ -25,11 +31,14 @@ from local files, with no further Hub call:
       nothing either way about a session on another machine.`;
 
 export const register: Registration = (program, host) => {
-  const fleet = program.command('fleet').description('Every session you can address, and what this host knows about each.');
+  const fleet = program
+    .command('fleet')
+    .description('Every agent you can address (and, with --sessions, every live session), and what this host knows about each.');
   const ls = fleet
     .command('ls')
-    .description('List every live session in the account with its reachability, annotated with local state where this host has some.')
-    .option('--json', '{"sessions": [row + "local"], "unmatched_local_entries": [...]} as one JSON line')
+    .description('List every agent of the account with its reachability and live sessions; --sessions lists every live session, annotated with local state.')
+    .option('--sessions', 'one row per live session (the session view), annotated with what this host knows')
+    .option('--json', 'one JSON array (fields: JSON OUTPUT in the man page)')
     .option('--state-home <path>', 'the state root to read local state from (absolute path)')
     .addHelpText('after', FLEET_HELP);
   addAgentFlags(ls, { session: false }).action(async (opts: Record<string, string | boolean | undefined>) => {

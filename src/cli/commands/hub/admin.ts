@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseHubUrl } from '../../../config/hub-url.js';
 import { HubClient, type HubFailure, type HubResult } from '../../../hub/client/index.js';
-import { parseAddress, type AgentRow, type Message, type Session } from '../../../hub/contract/index.js';
-import { EXIT, toOutcome, usageError, type Outcome } from '../../../core/index.js';
+import type { AgentRow, Message, Session } from '../../../hub/contract/index.js';
+import { EXIT, toOutcome, usageError, type CodedError, type Outcome } from '../../../core/index.js';
+import { checkDestination, isName, resolveName } from '../../messaging/index.js';
 import type { CliIO } from '../../io.js';
 import { HUB_RECORD_FILE, HUMAN_TOKEN_FILE, resolveDataDir } from './data-dir.js';
 import type { AdminFlags } from './register.js';
@@ -71,13 +72,17 @@ function failed(f: HubFailure, url: string): Outcome {
 }
 
 /** Run one admin call, close the client, and turn the result into printed lines or a coded failure. */
-async function admin<T>(flags: AdminFlags, io: CliIO, call: (c: HubClient) => Promise<HubResult<T>>, print: (v: T) => string[]): Promise<Outcome> {
+/** A local refusal found between two Hub calls (a name that resolves to no one). */
+type Refused = { ok: false; refused: CodedError };
+
+async function admin<T>(flags: AdminFlags, io: CliIO, call: (c: HubClient) => Promise<HubResult<T> | Refused>, print: (v: T) => string[]): Promise<Outcome> {
   const a = connect(flags, io);
   if (!a.ok) return a.outcome;
   try {
     const r = await call(a.client);
-    if (!r.ok) return failed(r.failure, a.url);
-    const lines = flags.json ? [JSON.stringify(r.value, null, 2)] : print(r.value);
+    if (!r.ok) return 'refused' in r ? toOutcome(r.refused) : failed(r.failure, a.url);
+    // docs/json.md: one compact document per --json.
+    const lines = flags.json ? [JSON.stringify(r.value)] : print(r.value);
     for (const line of lines) io.stdout.write(line + '\n');
     return { exit: EXIT.ok, style: 'silent' };
   } finally {
@@ -110,19 +115,34 @@ export const runAgentRevoke = (id: string, flags: AdminFlags, io: CliIO): Promis
   admin(
     flags,
     io,
-    (c) => c.revokeAgent(id),
+    async (c): Promise<HubResult<{ agent_id: string; revoked: true }>> => {
+      const r = await c.revokeAgent(id);
+      return r.ok ? { ...r, value: { agent_id: id, revoked: true } } : r;
+    },
     () => [`revoked agent ${id}: its token now gets 401`],
   );
 
-export function runDirective(to: string, text: string, flags: AdminFlags, io: CliIO): Promise<Outcome> {
-  const addr = parseAddress(to, '--to');
-  if (!addr.ok) return Promise.resolve(usageError(addr.reason));
+/**
+ * `hub directive --to <agent>`: an address as written, or an agent's label (or bare id)
+ * resolved through the directory the human token reads (docs/messaging.md "Names").
+ */
+export async function runDirective(to: string, text: string, flags: AdminFlags, io: CliIO): Promise<Outcome> {
+  const shape = checkDestination(to, '--to');
+  if (!shape.ok) return toOutcome(shape.error);
+  let label: string | null = null;
   return admin(
     flags,
     io,
-    (c) => c.directive({ to, text }),
+    async (c): Promise<HubResult<Message> | Refused> => {
+      const rows = await c.listAgents({ includeConfig: true });
+      if (!rows.ok && isName(to)) return rows;
+      const dest = resolveName(to, rows.ok ? rows.value : [], '--to');
+      if (!dest.ok) return { ok: false, refused: dest.error };
+      label = dest.value.label;
+      return c.directive({ to: dest.value.address, text });
+    },
     (m: Message) => [
-      `queued directive ${m.id} to ${m.to} (destination ${m.destination?.snapshot ?? 'unknown'}; queued is not read — watch the track for acknowledged)`,
+      `queued directive ${m.id} to ${m.to}${label === null ? '' : ` (${label})`} (destination ${m.destination?.snapshot ?? 'unknown'}; queued is not read — watch the track for acknowledged)`,
     ],
   );
 }

@@ -25,7 +25,7 @@ const adminFlags = (c: Command): Command =>
   c
     .option('--data <dir>', 'the Hub data dir (default: <state root>/oh-hai/hub)')
     .option('--hub <url>', 'the Hub URL (default: the URL the running Hub recorded in its data dir)')
-    .option('--json', 'print the Hub answer as JSON');
+    .option('--json', 'print the Hub answer as one JSON document (fields: JSON OUTPUT in the man page)');
 
 export interface ServeFlags {
   port?: number;
@@ -139,8 +139,8 @@ export const register: Registration = (program, host) => {
   adminFlags(
     hub
       .command('directive')
-      .description('send a directive from the human to an agent (agent:<id>) or one run (agent:<id>#sess_…)')
-      .requiredOption('--to <address>', 'agent:<id> or agent:<id>#<session id>')
+      .description('send a directive from the human to an agent (its label, or agent:<id>) or one run (agent:<id>#sess_…)')
+      .requiredOption('--to <agent>', "an agent's label (looked up in the directory), agent:<id> or agent:<id>#<session id>")
       .argument('<text...>', 'the directive: one action, and what "done" looks like'),
   ).action(async (words: string[], opts: AdminFlags & { to: string }) => {
     const { runDirective } = await import('./admin.js');

@@ -20,7 +20,7 @@ export const register: Registration = (program, host) => {
   const list = messages
     .command('list')
     .description('One line per message, newest first: its state and delivery track.')
-    .option('--json', 'one Message JSON object per line')
+    .option('--json', 'one JSON array of Messages (fields: JSON OUTPUT in the man page)')
     .option('--limit <n>', 'at most this many messages')
     .option('--before <cursor>', 'older messages, from the cursor a previous page printed')
     .option('--received', 'what this agent received instead of what it sent')
@@ -33,7 +33,7 @@ export const register: Registration = (program, host) => {
   const show = messages
     .command('show <id>')
     .description('One message in full: parties, track, destination snapshot, response.')
-    .option('--json', 'the Message as one JSON line')
+    .option('--json', 'the Message as one JSON document')
     .addHelpText('after', TRACK_HELP);
   addAgentFlags(show, { session: false }).action(async (id: string, opts: Record<string, string | boolean | undefined>) => {
     const { runShow } = await import('./run.js');

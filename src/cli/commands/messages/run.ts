@@ -21,8 +21,10 @@ export async function runList(opts: ListOptions, io: CliIO): Promise<Outcome> {
   return withAgentAccess('oh-hai messages', opts, io, async (a) => {
     const r = await a.client.listMessages({ direction, limit, before: opts.before });
     if (!r.ok) return toOutcome(hubFailureError(r.failure, ctx(a, `listing the messages you ${direction === 'sent' ? 'sent' : 'received'}`)));
-    const out = opts.json ? r.value.messages.map((m) => JSON.stringify(m) + '\n').join('') : listText(r.value.messages, direction, r.value.next);
+    const out = opts.json ? JSON.stringify(r.value.messages) + '\n' : listText(r.value.messages, direction, r.value.next);
     await writeFlushed(io.stdout, out);
+    // The array is the whole stdout document; where the next page starts is said beside it, as in the text.
+    if (opts.json && r.value.next !== null) io.stderr.write(`oh-hai messages list: older messages: --before ${r.value.next}\n`);
     return success();
   });
 }

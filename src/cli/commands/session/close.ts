@@ -40,15 +40,22 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
     const opened = ts.entryDir !== null ? openStateEntry(ts.entryDir, { create: false }) : null;
     const entry = opened?.ok ? opened.value : null;
     const out: string[] = [];
+    let connection: CloseReport['connection'] = null;
+    /** The lines for people, or with --json the one document (src/cli/json/outputs.ts SessionClose). */
+    const print = (lines: string[], report: Omit<CloseReport, 'connection'>): Promise<void> =>
+      writeFlushed(io.stdout, opts.json ? JSON.stringify({ ...report, connection }) + '\n' : lines.join('\n') + '\n');
     const finish = async (lines: string[], closed: StoodDownSession | null): Promise<Outcome> => {
-      const unread = entry && closed ? unreadWarning(entry, closed, opts.purge === true) : null;
+      const unread = entry && closed ? unreadRecords(entry, closed) : 0;
+      let purged: string | null = null;
       if (opts.purge && entry) {
         // A reader that was waiting on the connection may still be writing its last record here.
         rmSync(entry.dir, { recursive: true, force: true, maxRetries: 5 });
         lines.push(`cleared this agent session's state entry ${entry.dir}`);
+        purged = entry.dir;
       }
-      await writeFlushed(io.stdout, lines.join('\n') + '\n');
-      if (unread) io.stderr.write(`${NAME}: ⚠️ ${unread}\n`);
+      const stood_down = closed === null ? null : { id: closed.id, address: closed.address, hub_state: closed.hub_state, closed_at: closed.closed_at };
+      await print(lines, { stood_down, kept_open: false, unread, purged });
+      if (entry && closed && unread > 0) io.stderr.write(`${NAME}: ⚠️ ${unreadWarning(entry, closed, unread, opts.purge === true)}\n`);
       return success();
     };
 
@@ -72,6 +79,7 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
       });
       if (!stopped.ok) return { exit: EXIT.internal, code: 'connection_did_not_stop', message: stopped.reason };
       const who = `the background connection (pid ${running.record.pid} on ${running.record.host})`;
+      connection = { pid: running.record.pid, host: running.record.host };
       const item = standDown ? stoodDownBy(entry, stopped.value, askedAt) : null;
       if (item) return finish([`stopped ${who}; once it had stopped draining, it stood the session down itself`, hubLine(item), forgotLine(entry, item)], item);
       out.push(`stopped ${who}; it stopped cleanly`);
@@ -84,7 +92,7 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
           ? `session ${ts.id} stays open: the next oh-hai bridge starts a connection with the current settings and adopts it`
           : 'no session was recorded; the next oh-hai bridge starts a connection with the current settings',
       );
-      await writeFlushed(io.stdout, out.join('\n') + '\n');
+      await print(out, { stood_down: null, kept_open: true, unread: 0, purged: null });
       return success();
     }
 
@@ -156,13 +164,24 @@ function hubLine(s: StoodDownSession): string {
   }
 }
 
-/** Mail of the closed session nobody read: it stays, and is replayed as possibly bounced (never as fresh mail). */
-function unreadWarning(entry: StateEntry, s: StoodDownSession, purged: boolean): string | null {
-  const unread = entry
+/** What `session close --json` prints: src/cli/json/outputs.ts SessionClose. */
+interface CloseReport {
+  stood_down: { id: string; address: string; hub_state: StoodDownSession['hub_state']; closed_at: string | null } | null;
+  connection: { pid: number; host: string } | null;
+  kept_open: boolean;
+  unread: number;
+  purged: string | null;
+}
+
+/** Records that arrived under the closed session and no reader printed. */
+const unreadRecords = (entry: StateEntry, s: StoodDownSession): number =>
+  entry
     .spoolReader()
     .readFrom(entry.checkedCursor().cursor)
     .filter((i) => i.record.type === 'entry' && i.record.session === s.id).length;
-  if (unread === 0) return null;
+
+/** Mail of the closed session nobody read: it stays, and is replayed as possibly bounced (never as fresh mail). */
+function unreadWarning(entry: StateEntry, s: StoodDownSession, unread: number, purged: boolean): string {
   const [what, was] = unread === 1 ? ['1 record that arrived under it', 'was'] : [`${unread} records that arrived under it`, 'were'];
   const fate = purged
     ? `${was} cleared with the state entry`

@@ -11,6 +11,7 @@ export const register: Registration = (program, host) => {
     )
     .option('--keep-connection', 'only stop the connection and leave the session open (how a changed setting is applied: then run oh-hai bridge)')
     .option('--purge', "then clear this agent session's state entry (what the retired `bridge stop --purge` did)")
+    .option('--json', 'one JSON object saying what was stopped, closed and forgotten (fields: JSON OUTPUT in the man page)')
     .addHelpText(
       'after',
       `
@@ -31,7 +32,7 @@ Exit codes: 0 stood down (or, with --keep-connection, stopped) · 4 nothing to s
   const status = session
     .command('status')
     .description("Ask the Hub — the authority — how this agent session's session stands, and show this host's record beside it.")
-    .option('--json', '{"session_id", "hub": Session|null, "hub_error", "local": {...}|null} as one JSON line')
+    .option('--json', "one JSON object: the Hub's view and this host's (fields: JSON OUTPUT in the man page)")
     .addHelpText(
       'after',
       `
