@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 // them gets its own unit tests instead (bench/mutation.mjs, docs/reliability.md "Mutation testing").
 export default defineConfig({
   test: {
-    include: ['test/unit/consumer/**/*.test.ts', 'test/unit/spool/**/*.test.ts', 'test/unit/bridge/cursor-file*.test.ts', 'test/unit/bridge/printer.test.ts'],
+    include: ['test/unit/consumer/**/*.test.ts', 'test/unit/spool/**/*.test.ts', 'test/unit/bridge/printer.test.ts'],
     // bridge.log rotation is not on the durable path, and its test starts processes off dist/.
     exclude: ['test/unit/spool/log-rotation.test.ts'],
     // Worker threads, not forked processes: a fresh process per test file per mutant costs

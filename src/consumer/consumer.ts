@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { EXIT } from '../core/index.js';
 import { DEFAULT_RETAIN_PRINTED, parsePolicy, policyAdmits, policyItems, resolveAgentCredential, type Policy } from '../config/index.js';
@@ -229,21 +227,13 @@ export class Consumer {
   }
 
   private readSettings(): ConsumerSettings | null {
-    const read = this.entry.read('settings');
+    const { read, digest } = this.entry.readSettings();
     if (read.state !== 'ok') {
       const why = read.state === 'absent' ? 'it does not exist' : read.reason;
       this.stopWith(settingsFailure(`cannot read ${this.entry.path(ENTRY_FILES.settings)}: ${why}; the reader writes it before starting a consumer`));
       return null;
     }
-    let digest = '';
-    try {
-      digest = createHash('sha256')
-        .update(readFileSync(this.entry.path(ENTRY_FILES.settings)))
-        .digest('hex');
-    } catch {
-      // Read a moment ago; a digest of nothing says the file changed under us.
-    }
-    this.record = { ...this.record, settings_digest: digest };
+    this.record = { ...this.record, settings_digest: digest ?? '' };
     return read.value;
   }
 

@@ -1,15 +1,5 @@
 import { statSync } from 'node:fs';
-import { fail, ok, type Result } from '../core/index.js';
-import {
-  isSameProcessAlive,
-  parentPid,
-  processStartTime,
-  readRecord,
-  writeRecord,
-  type ProcessStamp,
-  type ReaderRecord,
-  type StateEntry,
-} from '../spool/index.js';
+import { isSameProcessAlive, parentPid, processStartTime, type ProcessStamp, type ReaderRecord, type StateEntry } from '../spool/index.js';
 import type { Clock } from '../util/clock.js';
 import { decideHolder, type HolderDecision, type HolderFacts } from './holder.js';
 
@@ -33,42 +23,14 @@ export interface Me {
 
 export const sameProcess = (a: ProcessStamp, b: ProcessStamp): boolean => a.pid === b.pid && a.host === b.host && a.start_time === b.start_time;
 
-/**
- * The displacement notice. A reader that displaces a live one writes its predecessor's stamp
- * here before signalling it: the predecessor's heartbeat may have rewritten reader.json
- * between its check and its write, and without the notice it would read the SIGTERM as an
- * outside kill (143, "re-run") instead of a displacement (0, "nothing to re-run").
- */
-const DISPLACED_FILE = 'reader-displaced.json';
-
-interface DisplacedNotice {
-  displaced: ProcessStamp;
-  by: { pid: number; host: string };
-}
-
-function parseNotice(x: unknown): Result<DisplacedNotice> {
-  if (typeof x !== 'object' || x === null) return fail('not an object');
-  const { displaced, by } = x as { displaced?: Partial<ProcessStamp>; by?: { pid?: unknown; host?: unknown } };
-  if (
-    !displaced ||
-    typeof displaced.pid !== 'number' ||
-    typeof displaced.host !== 'string' ||
-    (displaced.start_time !== null && typeof displaced.start_time !== 'string')
-  ) {
-    return fail('displaced is not a process stamp');
-  }
-  if (!by || typeof by.pid !== 'number' || typeof by.host !== 'string') return fail('by is not a pid and host');
-  return ok({ displaced: { pid: displaced.pid, host: displaced.host, start_time: displaced.start_time }, by: { pid: by.pid, host: by.host } });
-}
-
+/** Tell the live reader about to be signalled that its SIGTERM is a displacement (see ReaderDisplaced). */
 export function noteDisplaced(entry: StateEntry, holder: ProcessStamp, by: ProcessStamp): void {
-  const notice: DisplacedNotice = { displaced: { pid: holder.pid, host: holder.host, start_time: holder.start_time }, by: { pid: by.pid, host: by.host } };
-  writeRecord(entry.dir, DISPLACED_FILE, notice);
+  entry.write('readerDisplaced', { displaced: { pid: holder.pid, host: holder.host, start_time: holder.start_time }, by: { pid: by.pid, host: by.host } });
 }
 
 /** The newer reader, when its notice names this process as the one it displaced. */
 export function displacedBy(entry: StateEntry, me: ProcessStamp): { pid: number; host: string } | null {
-  const r = readRecord(entry.dir, DISPLACED_FILE, parseNotice);
+  const r = entry.read('readerDisplaced');
   return r.state === 'ok' && sameProcess(r.value.displaced, me) ? r.value.by : null;
 }
 

@@ -1,6 +1,5 @@
 import { describePolicy, parsePolicy, policyEquals, type Policy } from '../config/index.js';
-import type { ConsumerRecord, ConsumerSettings, RecordRead, Liveness } from '../spool/index.js';
-import { fail, ok, type Result } from '../core/index.js';
+import type { ConsumerRecord, ConsumerSettings, RecordRead, Liveness, ReportedStop } from '../spool/index.js';
 
 /**
  * One consumer per entry: adopt the live one, report the one that stopped, or start one.
@@ -13,13 +12,6 @@ export interface NamedFlags {
   transport: boolean;
   interval: boolean;
   maxRetries: boolean;
-}
-
-/** Which stop the reader has already relayed, so the next run starts afresh instead of repeating it. */
-export interface ReportedStop {
-  pid: number;
-  start_time: string | null;
-  stopped_at: number | null;
 }
 
 export type ConnectionPlan =
@@ -36,19 +28,6 @@ export interface ConnectionFacts {
   running: ConsumerSettings | null;
   wanted: ConsumerSettings;
   named: NamedFlags;
-}
-
-export function parseReportedStop(x: unknown): Result<ReportedStop> {
-  if (typeof x === 'object' && x !== null) {
-    const o = x as Record<string, unknown>;
-    const pid = o.pid;
-    const start = o.start_time;
-    const stopped = o.stopped_at;
-    if (typeof pid === 'number' && (typeof start === 'string' || start === null) && (typeof stopped === 'number' || stopped === null)) {
-      return ok({ pid, start_time: start, stopped_at: stopped });
-    }
-  }
-  return fail('reported-stop.json is not {pid, start_time, stopped_at}');
 }
 
 export const isReported = (r: ConsumerRecord, reported: ReportedStop | null): boolean =>

@@ -2,7 +2,7 @@
 // connection, print after the cursor and advance it, wait, stop with the documented outcome and
 // the epilogue) for `oh-hai bridge` (the session leg), `oh-hai inbox watch` (the principal leg)
 // and anything else that reads what the connection spooled. Imports nothing of src/cli.
-export { EntryReader, readReaderKnobs, settingsDigest, type LegRun, type ReaderIO, type ReaderKnobs, type ReaderLeg } from './reader.js';
+export { EntryReader, readReaderKnobs, type LegRun, type ReaderIO, type ReaderKnobs, type ReaderLeg } from './reader.js';
 export { watchPrincipal, type WatchRun } from './principal.js';
 export { NAME as WATCH_NAME } from './principal-words.js';
 export { processSignals, StopRequest, type HandledSignal, type SignalSource } from './signals.js';

@@ -1,10 +1,9 @@
 import { validateEntry } from '../hub/contract/entry.js';
 import { escapeUnsafe } from '../util/escape.js';
-import { ENTRY_FILES, entryStanding, stoodDownSessions, type Cursor, type SpoolItem, type StateEntry } from '../spool/index.js';
+import { CursorWriter, entryStanding, stoodDownSessions, writeCursor, type Cursor, type SpoolItem, type StateEntry } from '../spool/index.js';
 import type { Output } from '../util/output.js';
 import { writeFlushed } from '../util/output.js';
 import { hop, TRACE } from '../util/trace.js';
-import { CursorFile } from './cursor-file.js';
 import { entrySummary, plain, transitionSummary } from './summary.js';
 
 /** A record a collecting reader took: what the bridge would have printed for it, not yet past the cursor. */
@@ -23,24 +22,19 @@ export interface TakenRecord {
 export class Collected {
   readonly taken: TakenRecord[] = [];
   private cursor: Cursor | null = null;
-  private file: string | null = null;
+  private dir: string | null = null;
 
-  /** Set by the printer: the cursor after the last record taken, and where the cursor lives. */
-  took(record: TakenRecord, cursor: Cursor, file: string): void {
+  /** Set by the printer: the cursor after the last record taken, and the state entry it belongs to. */
+  took(record: TakenRecord, cursor: Cursor, dir: string): void {
     this.taken.push(record);
     this.cursor = cursor;
-    this.file = file;
+    this.dir = dir;
   }
 
   /** Advance the cursor past everything taken — once it has been handed on, never before — and make it durable. */
   commit(): void {
-    if (this.cursor === null || this.file === null) return;
-    const f = new CursorFile(this.file);
-    try {
-      f.step(this.cursor);
-    } finally {
-      f.close();
-    }
+    if (this.cursor === null || this.dir === null) return;
+    writeCursor(this.dir, this.cursor);
     this.cursor = null;
   }
 }
@@ -78,7 +72,7 @@ export class Printer {
   /**
    * Print what is there now. Rejects when stdout fails; the cursor then stays before the
    * failed record. Each step is written in place; the last is made durable before returning
-   * (see CursorFile for why not a rename and an fsync per record).
+   * (see CursorWriter for why not an atomic replace per record).
    */
   async printAvailable(): Promise<void> {
     const items = this.entry.spoolReader().readFrom(this.cursor);
@@ -93,12 +87,12 @@ export class Printer {
       for (const item of items) {
         if (this.stopRequested()) return;
         this.cursor = { seq: item.record.seq, offset: item.end };
-        this.collected.took({ item, ...this.summary(item, current) }, this.cursor, this.entry.path(ENTRY_FILES.cursor));
+        this.collected.took({ item, ...this.summary(item, current) }, this.cursor, this.entry.dir);
         this.printed += 1;
       }
       return;
     }
-    const cursorFile = new CursorFile(this.entry.path(ENTRY_FILES.cursor));
+    const cursorFile = new CursorWriter(this.entry.dir);
     try {
       for (const item of items) {
         if (this.stopRequested()) return;
@@ -109,7 +103,7 @@ export class Printer {
         this.printed += 1;
       }
     } finally {
-      cursorFile.close();
+      cursorFile.commit();
     }
   }
 

@@ -3,15 +3,13 @@ import {
   hostName,
   isSameProcessAlive,
   NotRegularFileError,
-  readRecord,
-  readStateFile,
   stampOf,
   watchFiles,
-  writeRecord,
   type ConsumerRecord,
   type ConsumerSettings,
   type ProcessStamp,
   type ReaderRecord,
+  type ReportedStop,
   type StateEntry,
 } from '../spool/index.js';
 import { type Coded, CONNECTION_KNOBS, EXIT, readKnobs, type Result, success, type Outcome } from '../core/index.js';
@@ -20,14 +18,13 @@ import type { Clock } from '../util/clock.js';
 import type { LaunchRequest } from '../spawn/index.js';
 import { CONSUMER_NODE_FLAGS } from './consumer-flags.js';
 import { Heartbeat, judgeHolder, myRecord, displacedBy, noteDisplaced, sameProcess, type AttendanceEnd } from './attendance.js';
-import { isReported, parseReportedStop, planConnection, type NamedFlags, type ReportedStop } from './connection.js';
+import { isReported, planConnection, type NamedFlags } from './connection.js';
 import { ConsumerWatch, type ConsumerEnd } from './consumer-watch.js';
 import type { ConsumerView } from './epilogue.js';
 import type { HolderFacts } from './holder.js';
 import { Printer, type Collected } from './printer.js';
 import type { StopRequest } from './signals.js';
 import { consumerDiedOutcome, consumerStopOutcome, displacedOutcome, orphanedOutcome, signalOutcome, stdoutClosedOutcome } from './stop-outcome.js';
-import { sha256Hex } from '../util/sha256.js';
 
 /**
  * The reader's intervals. The heartbeat and the stale bound are the knobs the consumer reads
@@ -45,9 +42,6 @@ export function readReaderKnobs(env: NodeJS.ProcessEnv): Coded<ReaderKnobs> {
   if (!k.ok) return k;
   return { ok: true, value: { heartbeatMs: k.value.heartbeatMs, staleMs: k.value.staleHolderSeconds * 1000, graceSeconds: k.value.readerGraceSeconds } };
 }
-
-/** Which stop of the connection this entry's readers have already relayed (see connection.ts). */
-const REPORTED_STOP = 'reported-stop.json';
 
 /** How long a displaced live reader gets to finish its record in flight and exit. */
 const DISPLACE_WAIT_MS = 5000;
@@ -303,15 +297,8 @@ export class EntryReader {
 
   /** settings.json, when it is the file the running consumer started with (its digest matches). */
   private runningSettings(c: ConsumerRecord): ConsumerSettings | null {
-    let text: string;
-    try {
-      text = readStateFile(this.entry.path(ENTRY_FILES.settings));
-    } catch {
-      return null;
-    }
-    if (settingsDigest(text) !== c.settings_digest) return null;
-    const s = this.entry.read('settings');
-    return s.state === 'ok' ? s.value : null;
+    const s = this.entry.readSettings();
+    return s.digest === c.settings_digest && s.read.state === 'ok' ? s.read.value : null;
   }
 
   private async startConsumer(wanted: ConsumerSettings): Promise<Result<ProcessStamp>> {
@@ -333,14 +320,13 @@ export class EntryReader {
   }
 
   private readReported(): ReportedStop | null {
-    const r = readRecord(this.entry.dir, REPORTED_STOP, parseReportedStop);
+    const r = this.entry.read('reportedStop');
     return r.state === 'ok' ? r.value : null;
   }
 
   private markReported(c: ConsumerRecord): void {
     if (isReported(c, this.readReported())) return;
-    const stop: ReportedStop = { pid: c.pid, start_time: c.start_time, stopped_at: c.stopped_at };
-    writeRecord(this.entry.dir, REPORTED_STOP, stop);
+    this.entry.write('reportedStop', { pid: c.pid, start_time: c.start_time, stopped_at: c.stopped_at });
   }
 
   /** Wait (fs.watch on the entry plus the heartbeat as a slow re-check; no busy loop) until something ends the wait. */
@@ -374,6 +360,3 @@ export class EntryReader {
     });
   }
 }
-
-/** The digest a consumer records of the settings.json it started with: sha256 of the file's bytes. */
-export const settingsDigest = (text: string): string => sha256Hex(text);

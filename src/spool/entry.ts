@@ -13,22 +13,28 @@ import {
   parseConsumerRecord,
   parseConsumerSettings,
   parseIdentityRecord,
+  parseReaderDisplaced,
   parseReaderRecord,
+  parseReportedStop,
   parseSessionRecord,
   parseStandDownRequest,
   parseStoodDownRecord,
   readRecord,
+  readRecordBytes,
   writeRecord,
   type ConsumerRecord,
   type ConsumerSettings,
   type IdentityRecord,
+  type ReaderDisplaced,
   type ReaderRecord,
   type RecordRead,
+  type ReportedStop,
   type SessionRecord,
   type StandDownRequest,
   type StoodDownRecord,
 } from './records.js';
 import { SeenJti } from './seen-jti.js';
+import { sha256Hex } from '../util/sha256.js';
 import { Spool, SpoolReader, type SegmentBounds } from './spool.js';
 
 /** A group/world permission bit found on the entry and removed. */
@@ -52,6 +58,8 @@ interface RecordKinds {
   reader: ReaderRecord;
   standDownRequest: StandDownRequest;
   stoodDown: StoodDownRecord;
+  reportedStop: ReportedStop;
+  readerDisplaced: ReaderDisplaced;
 }
 
 const PARSERS: { [K in keyof RecordKinds]: (x: unknown) => Result<RecordKinds[K]> } = {
@@ -62,6 +70,8 @@ const PARSERS: { [K in keyof RecordKinds]: (x: unknown) => Result<RecordKinds[K]
   reader: parseReaderRecord,
   standDownRequest: parseStandDownRequest,
   stoodDown: parseStoodDownRecord,
+  reportedStop: parseReportedStop,
+  readerDisplaced: parseReaderDisplaced,
 };
 
 /**
@@ -91,6 +101,16 @@ export class StateEntry {
 
   write<K extends keyof RecordKinds>(kind: K, value: RecordKinds[K]): void {
     writeRecord(this.dir, ENTRY_FILES[kind], value, LIVE_RECORDS.has(kind) ? 'live' : 'durable');
+  }
+
+  /**
+   * settings.json and the settings digest: sha256 of the very bytes parsed. The consumer
+   * records it in consumer.json; a reader compares it to know whether settings.json is
+   * still the file the running consumer started with. Null when the file could not be read.
+   */
+  readSettings(): { read: RecordRead<ConsumerSettings>; digest: string | null } {
+    const { read, bytes } = readRecordBytes(this.dir, ENTRY_FILES.settings, parseConsumerSettings);
+    return { read, digest: bytes === null ? null : sha256Hex(bytes) };
   }
 
   readCursor(): Cursor {

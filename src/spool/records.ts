@@ -2,7 +2,7 @@ import path from 'node:path';
 import { writeFileAtomic } from '../util/fs-durable.js';
 import { type Result } from '../core/index.js';
 import { Fields } from './fields.js';
-import { NotRegularFileError, readStateFile } from './safe-open.js';
+import { NotRegularFileError, readStateBytes } from './safe-open.js';
 
 /** The files of a state entry (docs/internals.md "The state entry"). */
 export const ENTRY_FILES = {
@@ -19,6 +19,8 @@ export const ENTRY_FILES = {
   consumerLock: 'consumer.lock',
   standDownRequest: 'stand-down-request.json',
   stoodDown: 'stood-down.json',
+  reportedStop: 'reported-stop.json',
+  readerDisplaced: 'reader-displaced.json',
 } as const;
 
 /**
@@ -28,26 +30,33 @@ export const ENTRY_FILES = {
 export type RecordRead<T> = { state: 'absent' } | { state: 'unreadable'; reason: string } | { state: 'ok'; value: T };
 
 export function readRecord<T>(dir: string, name: string, parse: (x: unknown) => Result<T>): RecordRead<T> {
+  return readRecordBytes(dir, name, parse).read;
+}
+
+/** A record and the bytes it was parsed from (null when none could be read), read once. */
+export function readRecordBytes<T>(dir: string, name: string, parse: (x: unknown) => Result<T>): { read: RecordRead<T>; bytes: Buffer | null } {
   const file = path.join(dir, name);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readStateFile(file);
+    bytes = readStateBytes(file);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return { state: 'absent' };
-    if (e instanceof NotRegularFileError) return { state: 'unreadable', reason: e.message };
-    if (code === 'EISDIR') return { state: 'unreadable', reason: `${file} is a directory, not a file` };
-    if (code === 'EACCES' || code === 'EPERM') return { state: 'unreadable', reason: `${file} cannot be read (permission denied)` };
-    return { state: 'unreadable', reason: `${file} cannot be read (${code ?? (e as Error).message})` };
+    const unreadable = (reason: string) => ({ read: { state: 'unreadable' as const, reason }, bytes: null });
+    if (code === 'ENOENT') return { read: { state: 'absent' }, bytes: null };
+    if (e instanceof NotRegularFileError) return unreadable(e.message);
+    if (code === 'EISDIR') return unreadable(`${file} is a directory, not a file`);
+    if (code === 'EACCES' || code === 'EPERM') return unreadable(`${file} cannot be read (permission denied)`);
+    return unreadable(`${file} cannot be read (${code ?? (e as Error).message})`);
   }
+  const text = bytes.toString('utf8');
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    return { state: 'unreadable', reason: `${file} is not valid JSON (${text.length} bytes)` };
+    return { read: { state: 'unreadable', reason: `${file} is not valid JSON (${text.length} bytes)` }, bytes };
   }
   const parsed = parse(json);
-  return parsed.ok ? { state: 'ok', value: parsed.value } : { state: 'unreadable', reason: `${file}: ${parsed.reason}` };
+  return { read: parsed.ok ? { state: 'ok', value: parsed.value } : { state: 'unreadable', reason: `${file}: ${parsed.reason}` }, bytes };
 }
 
 /**
@@ -144,6 +153,24 @@ export interface StoodDownSession {
 export interface StoodDownRecord {
   /** Oldest first. */
   sessions: StoodDownSession[];
+}
+
+/** Which stop of the connection this entry's readers have already relayed, so the next run starts afresh instead of repeating it. */
+export interface ReportedStop {
+  pid: number;
+  start_time: string | null;
+  stopped_at: number | null;
+}
+
+/**
+ * The displacement notice. A reader that displaces a live one writes its predecessor's stamp
+ * here before signalling it: the predecessor's heartbeat may have rewritten reader.json
+ * between its check and its write, and without the notice it would read the SIGTERM as an
+ * outside kill (143, "re-run") instead of a displacement (0, "nothing to re-run").
+ */
+export interface ReaderDisplaced {
+  displaced: ProcessStamp;
+  by: { pid: number; host: string };
 }
 
 export interface IdentityRecord {
@@ -249,6 +276,19 @@ export function parseStoodDownRecord(x: unknown): Result<StoodDownRecord> {
       closed_at: s.strOrNull('closed_at'),
       stood_down_at: s.num('stood_down_at'),
     })),
+  });
+}
+
+export function parseReportedStop(x: unknown): Result<ReportedStop> {
+  const f = new Fields(x, 'reported stop');
+  return f.done<ReportedStop>({ pid: f.int('pid', 1), start_time: f.strOrNull('start_time'), stopped_at: f.numOrNull('stopped_at') });
+}
+
+export function parseReaderDisplaced(x: unknown): Result<ReaderDisplaced> {
+  const f = new Fields(x, 'displacement notice');
+  return f.done<ReaderDisplaced>({
+    displaced: f.obj('displaced', stamp),
+    by: f.obj('by', (b) => ({ pid: b.int('pid', 1), host: b.str('host') })),
   });
 }
 

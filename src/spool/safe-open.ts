@@ -56,6 +56,11 @@ export function openStateFile(file: string, mode: 'read' | 'append'): number {
 
 /** A whole state file as text, opened as openStateFile does. */
 export function readStateFile(file: string): string {
+  return readStateBytes(file).toString('utf8');
+}
+
+/** A whole state file's bytes, opened as openStateFile does. */
+export function readStateBytes(file: string): Buffer {
   const fd = openStateFile(file, 'read');
   try {
     const chunks: Buffer[] = [];
@@ -65,7 +70,7 @@ export function readStateFile(file: string): string {
       if (n === 0) break;
       chunks.push(Buffer.from(buf.subarray(0, n)));
     }
-    return Buffer.concat(chunks).toString('utf8');
+    return Buffer.concat(chunks);
   } finally {
     closeSync(fd);
   }

@@ -1,5 +1,5 @@
 /**
- * SHA-256 of a UTF-8 string, as lowercase hex. The same digest node:crypto gives
+ * SHA-256 of bytes (a string as UTF-8), as lowercase hex. The same digest node:crypto gives
  * (test/unit/util/sha256.test.ts checks it), written out because loading node:crypto costs
  * every run ~2.5 ms, a tenth of a bare `node` start, and the bridge's warm path hashes only a
  * few short strings: the state key, its settings, an identity's key (docs/performance.md).
@@ -17,8 +17,8 @@ const K = [
 
 const rotr = (x: number, n: number): number => (x >>> n) | (x << (32 - n));
 
-export function sha256Hex(text: string): string {
-  const bytes = Buffer.from(text, 'utf8');
+export function sha256Hex(data: string | Uint8Array): string {
+  const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
   // Message, 0x80, zero padding, then the length in bits as 64-bit big-endian: a multiple of 64 bytes.
   const blocks = Math.ceil((bytes.length + 9) / 64);
   const m = new Uint8Array(blocks * 64);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readCursorRecord } from '../../../src/spool/index.js';
 import { collect, runOhHai, startOhHai } from '../../helpers/cli.js';
 import { EPILOGUE, message, stage, type Stage } from './stage.js';
 
@@ -48,6 +49,8 @@ describe('SIGKILL at random instants while printing a burst', () => {
       if (first.signal === 'SIGKILL' && a.length < RECORDS) expect(first.stderr).not.toMatch(EPILOGUE);
       // What the killed run printed is a prefix 1..k.
       expect(a).toEqual(Array.from({ length: a.length }, (_, i) => i + 1));
+      // Killed between a step and the commit or inside either: cursor.json is whole (its one writer's steps and atomic commits).
+      expect(readCursorRecord(st.entry.dir).state).toBe('ok');
       const cursor = st.cursor().seq;
       expect(cursor === a.length || cursor === a.length - 1).toBe(true);
 

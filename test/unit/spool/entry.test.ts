@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -97,5 +98,48 @@ describe('openStateEntry', () => {
     const r = openStateEntry(path.join(root, 'link'), { create: false });
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.code).toBe('not_a_directory');
+  });
+});
+
+describe('the state entry owns the files its reader and consumer exchange', () => {
+  const open = () => {
+    const r = openStateEntry(path.join(tempDir(), 'e'), { create: true });
+    if (!r.ok) throw new Error(r.reason);
+    return r.value;
+  };
+
+  it('the settings digest is sha256 of the bytes parsed, computed in one place (also for bytes that are not UTF-8)', () => {
+    const e = open();
+    expect(e.readSettings()).toEqual({ read: { state: 'absent' }, digest: null });
+    const settings = { hub: 'http://127.0.0.1:1', agent_id: 'agt_1', session_key: 'k', pinned: null, transport: 'poll', interval_seconds: 1 };
+    // A name holding a lone 0xff byte: decoded as U+FFFD it parses, and a digest of the decoded text would differ.
+    const bytes = Buffer.concat([
+      Buffer.from(JSON.stringify({ ...settings, name: 'x' }).replace('"x"', '"'), 'utf8'),
+      Buffer.from([0xff]),
+      Buffer.from('", "max_retries": 8, "unattended_max_seconds": 900, "allow_from": null, "agent": null, "leg": "session"}\n'),
+    ]);
+    writeFileSync(e.path('settings.json'), bytes);
+    const s = e.readSettings();
+    expect(s.read.state).toBe('ok');
+    expect(s.digest).toBe(createHash('sha256').update(bytes).digest('hex'));
+    writeFileSync(e.path('settings.json'), '{garbage');
+    expect(e.readSettings().digest).toBe(createHash('sha256').update('{garbage').digest('hex'));
+  });
+
+  it('reported-stop.json and reader-displaced.json are record kinds: typed write, read back, garbage reads as unreadable', () => {
+    const e = open();
+    e.write('reportedStop', { pid: 12, start_time: null, stopped_at: 5 });
+    expect(e.read('reportedStop')).toEqual({ state: 'ok', value: { pid: 12, start_time: null, stopped_at: 5 } });
+    const notice = { displaced: { pid: 1, host: 'h', start_time: 's' }, by: { pid: 2, host: 'h' } };
+    e.write('readerDisplaced', notice);
+    expect(e.read('readerDisplaced')).toEqual({ state: 'ok', value: notice });
+    expect(mode(e.path('reader-displaced.json'))).toBe(0o600);
+    writeFileSync(e.path('reported-stop.json'), '{"pid":"12","start_time":null,"stopped_at":5}');
+    expect(e.read('reportedStop')).toMatchObject({ state: 'unreadable', reason: expect.stringMatching(/reported stop field 'pid' is not an integer/) });
+    writeFileSync(e.path('reader-displaced.json'), '{"displaced":{"pid":1,"host":"h"},"by":{"pid":2,"host":"h"}}');
+    expect(e.read('readerDisplaced')).toMatchObject({
+      state: 'unreadable',
+      reason: expect.stringMatching(/displacement notice displaced has no 'start_time'/),
+    });
   });
 });
