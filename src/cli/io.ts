@@ -1,4 +1,4 @@
-import type { Clock } from '../util/clock.js';
+import type { Timers } from '../util/clock.js';
 import { systemClock } from '../util/clock.js';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -21,7 +21,7 @@ export interface CliIO {
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
   env: NodeJS.ProcessEnv;
   cwd: string;
-  clock: Clock;
+  clock: Timers;
   /** How to start this same CLI as a child process (the consumer, the double-fork intermediate). */
   self: { execPath: string; args: string[] };
   /** This process's pid (a test running in-process may pretend otherwise). */

@@ -1,5 +1,6 @@
 import type { AckResult, SessionLease } from '../hub/contract/index.js';
-import type { HubClient, HubResult } from '../hub/client/index.js';
+import type { HubResult } from '../hub/client/index.js';
+import type { HubPort } from './hub-port.js';
 import type { Ledger, StateEntry } from '../spool/index.js';
 import { planAcknowledged, planDelivered, type AckBatch } from './acks.js';
 import { classifyFailure, type Disposition } from './classify.js';
@@ -11,7 +12,7 @@ import { classifyFailure, type Disposition } from './classify.js';
  * A failed ack leaves the ledger as it was and is retried on the next flush.
  */
 export interface AckerDeps {
-  client: HubClient;
+  client: HubPort;
   ledger: Ledger;
   entry: StateEntry;
   /** The session acks may name (current, active); null on the principal leg. */

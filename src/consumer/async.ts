@@ -17,17 +17,3 @@ export class Serial {
     return this.run(() => undefined);
   }
 }
-
-/** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted || ms <= 0) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
-}

@@ -2,7 +2,6 @@ import path from 'node:path';
 import { EXIT } from '../core/index.js';
 import { DEFAULT_RETAIN_PRINTED, parsePolicy, policyAdmits, policyItems, resolveAgentCredential, type Policy } from '../config/index.js';
 import { chooseTransport, formatAddress, replayWindowSeconds, type Capability, type ConsumerIdentity } from '../hub/contract/index.js';
-import { HubClient } from '../hub/client/index.js';
 import { deliveredMessageId, hop, TRACE } from '../util/trace.js';
 import {
   ENTRY_FILES,
@@ -23,12 +22,13 @@ import { formatDuration } from '../util/duration.js';
 import { AckPump } from './ack-pump.js';
 import { Acker } from './acker.js';
 import { readerAttendance, UnattendedClock } from './attendance.js';
-import { Serial, sleep } from './async.js';
+import { Serial } from './async.js';
 import { escapeUnsafe } from '../util/escape.js';
 import { RetryBudget } from './backoff.js';
 import { classifyFailure, type Disposition, type FailureContext } from './classify.js';
 import { consumerHome } from './home.js';
 import { HubClock } from './hub-clock.js';
+import { hubClientPort, type HubPort } from './hub-port.js';
 import { Ingest, lockLost } from './ingest.js';
 import { principalRound, pollRound, streamRound, type RoundContext } from './rounds.js';
 import { probePin, SessionKeeper } from './session.js';
@@ -44,7 +44,7 @@ interface Prepared {
   policy: Policy | null;
   agentId: string;
   identity: ConsumerIdentity;
-  client: HubClient;
+  client: HubPort;
   state: DrainState;
 }
 
@@ -72,7 +72,7 @@ export class Consumer {
    * the requester gave.
    */
   private readonly hubSteps = new AbortController();
-  private budgetTimer: NodeJS.Timeout | null = null;
+  private cancelBudgetTimer: (() => void) | null = null;
   private stopped: Stop | null = null;
   private standingDown: StandDownRequest | null = null;
   private readonly serial = new Serial();
@@ -90,7 +90,7 @@ export class Consumer {
   private pump: AckPump | null = null;
   private acker: Acker | null = null;
   private ingest: Ingest | null = null;
-  private client: HubClient | null = null;
+  private client: HubPort | null = null;
 
   constructor(
     private readonly entry: StateEntry,
@@ -151,7 +151,7 @@ export class Consumer {
     this.stopped = s;
     this.standingDown = standDown;
     this.abort.abort();
-    if (standDown) this.budgetTimer = setTimeout(() => this.hubSteps.abort(), standDown.budget_ms);
+    if (standDown) this.cancelBudgetTimer = this.opts.clock.setTimer(standDown.budget_ms, () => this.hubSteps.abort());
     else this.hubSteps.abort();
   }
 
@@ -200,7 +200,12 @@ export class Consumer {
     }
     this.token = cred.value.token;
     const identity: ConsumerIdentity = { home: consumerHome(this.entry.dir), host: hostName(), pid: this.opts.pid };
-    const client = new HubClient({ baseUrl: settings.hub, token: cred.value.token, consumer: identity, userAgent: `oh-hai/${this.opts.version} consumer` });
+    const client = (this.opts.hub ?? hubClientPort)({
+      baseUrl: settings.hub,
+      token: cred.value.token,
+      consumer: identity,
+      userAgent: `oh-hai/${this.opts.version} consumer`,
+    });
     this.client = client;
     const agentId = cred.value.agentId ?? (await this.whoami(client));
     if (agentId === null) return null;
@@ -237,7 +242,7 @@ export class Consumer {
     return read.value;
   }
 
-  private async whoami(client: HubClient): Promise<string | null> {
+  private async whoami(client: HubPort): Promise<string | null> {
     for (;;) {
       const r = await client.whoami(this.abort.signal);
       if (r.ok) {
@@ -282,7 +287,7 @@ export class Consumer {
           return false;
         }
         this.log(`${d.message}; retry ${decision.attempt} of ${this.settings?.max_retries ?? '?'} in ${Math.round(decision.delayMs)} ms`);
-        await sleep(decision.delayMs, this.abort.signal);
+        await this.opts.clock.sleep(decision.delayMs, this.abort.signal);
         return !this.stopped;
       }
     }
@@ -467,9 +472,16 @@ export class Consumer {
 
   private startTimers(p: Prepared, pump: AckPump): void {
     const unattended = new UnattendedClock(this.startedAt, p.settings.unattended_max_seconds * 1000);
-    const beat = setInterval(() => this.heartbeat(p, unattended, pump), this.knobs.heartbeatMs);
+    let cancelBeat = (): void => undefined;
+    const beat = (): void => {
+      cancelBeat = this.opts.clock.setTimer(this.knobs.heartbeatMs, () => {
+        this.heartbeat(p, unattended, pump);
+        if (!this.stopped) beat();
+      });
+    };
+    beat();
     const unwatch = watchFiles(this.entry.dir, [ENTRY_FILES.cursor], () => pump.request(), { pollMs: this.knobs.cursorPollMs });
-    this.timers.push(() => clearInterval(beat), unwatch);
+    this.timers.push(() => cancelBeat(), unwatch);
   }
 
   private heartbeat(p: Prepared, unattended: UnattendedClock, pump: AckPump): void {
@@ -552,7 +564,7 @@ export class Consumer {
       }
     }
     if (this.standingDown) s = await this.performStandDown(s);
-    if (this.budgetTimer) clearTimeout(this.budgetTimer);
+    this.cancelBudgetTimer?.();
     this.hubSteps.abort();
     for (const c of this.closers.splice(0)) c();
     this.record = {

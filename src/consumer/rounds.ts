@@ -1,8 +1,7 @@
 import type { Capability, ConsumerIdentity } from '../hub/contract/index.js';
-import type { HubClient } from '../hub/client/index.js';
+import type { HubPort } from './hub-port.js';
 import type { ConsumerSettings } from '../spool/index.js';
-import type { Clock } from '../util/clock.js';
-import { sleep } from './async.js';
+import type { Timers } from '../util/clock.js';
 import { classifyClosed, classifyFailure, type Disposition, type FailureContext } from './classify.js';
 import type { HubClock } from './hub-clock.js';
 import type { SessionKeeper } from './session.js';
@@ -13,11 +12,11 @@ import type { SessionKeeper } from './session.js';
  * apply (stop, back off, replace the session).
  */
 export interface RoundContext {
-  client: HubClient;
+  client: HubPort;
   capability: Capability;
   identity: ConsumerIdentity;
   settings: ConsumerSettings;
-  clock: Clock;
+  clock: Timers;
   hubClock: HubClock;
   signal: AbortSignal;
   stopped(): boolean;
@@ -76,7 +75,7 @@ export async function pollRound(ctx: RoundContext, keeper: SessionKeeper, sid: s
   if (r.value.session) keeper.renewed(r.value.session);
   const fresh = await ctx.deliver(r.value.messages, sid);
   // A drain that brought new mail may have left more behind the batch limit: drain again at once.
-  if (fresh === 0) await sleep(ctx.settings.interval_seconds * 1000, ctx.signal);
+  if (fresh === 0) await ctx.clock.sleep(ctx.settings.interval_seconds * 1000, ctx.signal);
   return null;
 }
 
@@ -91,6 +90,6 @@ export async function principalRound(ctx: RoundContext): Promise<Disposition | n
   const fresh = await ctx.deliver(r.value.messages, null);
   // The interval is a floor under a Hub that answers at once (an unacknowledged entry is
   // handed back immediately), not a pause after a held drain.
-  if (fresh === 0) await sleep(ctx.settings.interval_seconds * 1000 - (ctx.clock.monotonic() - started), ctx.signal);
+  if (fresh === 0) await ctx.clock.sleep(ctx.settings.interval_seconds * 1000 - (ctx.clock.monotonic() - started), ctx.signal);
   return null;
 }

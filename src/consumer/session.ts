@@ -1,5 +1,5 @@
 import type { Session, SessionLease } from '../hub/contract/index.js';
-import type { HubClient } from '../hub/client/index.js';
+import type { HubPort } from './hub-port.js';
 import {
   clearStoodDown,
   stoodDownSessions,
@@ -18,7 +18,7 @@ import { classifyFailure, decideByCode, endedCode, type Disposition, type Failur
  * down with the Hub's `expires_at` verbatim and our own clock's time of renewal.
  */
 export interface SessionKeeperDeps {
-  client: HubClient;
+  client: HubPort;
   entry: StateEntry;
   spool: Spool;
   clock: Clock;
@@ -42,7 +42,7 @@ export type PinProbe = { kind: 'id' } | { kind: 'name'; why: string } | { kind: 
  * than that session — 404, a session of another agent, a refusal of the id — makes it a name;
  * only what a retry could change (a fault) or must stop (credentials) leaves it undecided.
  */
-export async function probePin(client: Pick<HubClient, 'getSession'>, value: string, agentId: string, signal: AbortSignal): Promise<PinProbe> {
+export async function probePin(client: Pick<HubPort, 'getSession'>, value: string, agentId: string, signal: AbortSignal): Promise<PinProbe> {
   const got = await client.getSession(value, signal);
   if (got.ok) {
     const s = got.value;

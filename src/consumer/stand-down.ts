@@ -1,5 +1,5 @@
 import { EXIT } from '../core/index.js';
-import type { HubClient } from '../hub/client/index.js';
+import type { HubPort } from './hub-port.js';
 import { forgetSession, type SessionRecord, type StateEntry, type StoodDownSession } from '../spool/index.js';
 import type { Acker } from './acker.js';
 import { decideByCode, describeFailure, type Disposition } from './classify.js';
@@ -14,7 +14,7 @@ import { stop, type Stop } from './stops.js';
  * waiting on it relays.
  */
 export interface StandDownDeps {
-  client: HubClient;
+  client: HubPort;
   acker: Acker;
   entry: StateEntry;
   session: SessionRecord;

@@ -1,9 +1,10 @@
 import { rmSync } from 'node:fs';
 import { CONNECTION_KNOBS, type Coded, EXIT, knobFromEnv, type KnobValues, readKnobs } from '../core/index.js';
 import { acquireLock, ENTRY_FILES, isSameProcessAlive, openStateEntry, type ConsumerSettings, type StateEntry } from '../spool/index.js';
-import type { Clock } from '../util/clock.js';
+import type { Timers } from '../util/clock.js';
 import { formatDuration } from '../util/duration.js';
 import { Consumer } from './consumer.js';
+import type { HubPortFactory } from './hub-port.js';
 import { stop, type Stop } from './stops.js';
 
 /** The consumer's intervals (the knob registry, src/core/knobs.ts); production never sets them. */
@@ -15,7 +16,7 @@ export interface ConsumerOptions {
   dir: string;
   mode: 'auto' | 'direct';
   env: NodeJS.ProcessEnv;
-  clock: Clock;
+  clock: Timers;
   pid: number;
   /** Direct mode logs here as well as to bridge.log. */
   stderr: { write(text: string): unknown } | null;
@@ -25,6 +26,8 @@ export interface ConsumerOptions {
   /** Direct mode with --session resolved its own settings: written to settings.json once the lock is ours. */
   settings?: ConsumerSettings | null;
   random?: () => number;
+  /** How to reach the Hub; default HTTP (hubClientPort). A unit test passes a fake. */
+  hub?: HubPortFactory;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { isSameProcessAlive, parentPid, processStartTime, type ProcessStamp, type ReaderRecord, type StateEntry } from '../spool/index.js';
-import type { Clock } from '../util/clock.js';
+import type { Clock, Timers } from '../util/clock.js';
 import { decideHolder, type HolderDecision, type HolderFacts } from './holder.js';
 
 /**
@@ -78,17 +78,19 @@ export type AttendanceEnd = { kind: 'displaced'; by: ReaderRecord } | { kind: 'o
  * still exists (`nohup oh-hai bridge &` must stop when its shell exits), then writes.
  */
 export class Heartbeat {
-  private timer: NodeJS.Timeout | null = null;
+  private cancel: (() => void) | null = null;
+  private stopped = false;
 
   constructor(
     private readonly entry: StateEntry,
     private readonly record: ReaderRecord,
-    private readonly clock: Clock,
+    private readonly clock: Timers,
   ) {}
 
   /** `onTick` runs after every beat: the reader's slow re-check of what fs.watch may have missed. */
   start(heartbeatMs: number, onEnd: (end: AttendanceEnd) => void, onTick: () => void): void {
-    this.timer = setInterval(() => {
+    if (this.stopped) return;
+    this.cancel = this.clock.setTimer(heartbeatMs, () => {
       const end = this.check();
       if (end) {
         this.stop();
@@ -97,7 +99,8 @@ export class Heartbeat {
       }
       this.beat();
       onTick();
-    }, heartbeatMs);
+      this.start(heartbeatMs, onEnd, onTick);
+    });
   }
 
   /** Why this reader no longer attends, or null while it does. */
@@ -122,7 +125,8 @@ export class Heartbeat {
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.stopped = true;
+    this.cancel?.();
+    this.cancel = null;
   }
 }

@@ -4,6 +4,7 @@ import {
   isSameProcessAlive,
   NotRegularFileError,
   stampOf,
+  stopAndWait,
   watchFiles,
   type ConsumerRecord,
   type ConsumerSettings,
@@ -14,7 +15,7 @@ import {
 } from '../spool/index.js';
 import { type Coded, CONNECTION_KNOBS, EXIT, readKnobs, type Result, success, type Outcome } from '../core/index.js';
 import type { Output } from '../util/output.js';
-import type { Clock } from '../util/clock.js';
+import type { Timers } from '../util/clock.js';
 import type { LaunchRequest } from '../spawn/index.js';
 import { CONSUMER_NODE_FLAGS } from './consumer-flags.js';
 import { Heartbeat, judgeHolder, myRecord, displacedBy, noteDisplaced, sameProcess, type AttendanceEnd } from './attendance.js';
@@ -78,7 +79,7 @@ export interface ReaderIO {
   stdout: Output;
   stderr: Output;
   env: NodeJS.ProcessEnv;
-  clock: Clock;
+  clock: Timers;
   /** How to start this same CLI as a child process: the connection this run may start. */
   self: { execPath: string; args: string[] };
   pid: number;
@@ -282,16 +283,22 @@ export class EntryReader {
     return { record };
   }
 
-  /** SIGTERM a live local holder and give it a bounded time to finish its record in flight. */
+  /**
+   * SIGTERM a live local holder and give it a bounded time to finish its record in flight;
+   * past that (or when this run is asked to stop) the claim goes on regardless.
+   */
   private async stopHolder(holder: ProcessStamp): Promise<void> {
+    const asked = new AbortController();
+    const unhook = this.run.stop.onStop(() => asked.abort());
     try {
-      process.kill(holder.pid, 'SIGTERM');
-    } catch {
-      return;
-    }
-    const until = this.run.io.clock.monotonic() + DISPLACE_WAIT_MS;
-    while (isSameProcessAlive(holder) === 'alive' && this.run.io.clock.monotonic() < until && !this.run.stop.requested()) {
-      await new Promise((r) => setTimeout(r, 20));
+      await stopAndWait(holder.pid, {
+        gone: () => isSameProcessAlive(holder) !== 'alive',
+        budgetMs: DISPLACE_WAIT_MS,
+        clock: this.run.io.clock,
+        signal: asked.signal,
+      });
+    } finally {
+      unhook();
     }
   }
 
@@ -351,9 +358,7 @@ export class EntryReader {
         if (ended) finish({ kind: 'consumer', end: ended });
       };
       cleanups.push(watchFiles(this.entry.dir, [ENTRY_FILES.spool, ENTRY_FILES.consumer], check));
-      // setTimeout takes at most 2^31 - 1 ms (~24.8 days); a longer bound ends there.
-      const timer = setTimeout(() => finish({ kind: 'deadline' }), Math.min(Math.max(0, remaining), 2 ** 31 - 1));
-      cleanups.push(() => clearTimeout(timer));
+      cleanups.push(io.clock.setTimer(remaining, () => finish({ kind: 'deadline' })));
       cleanups.push(this.run.stop.onStop(() => finish({ kind: 'signal' })));
       this.wake = check;
       check();

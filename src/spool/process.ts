@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
+import type { Timers } from '../util/clock.js';
 import type { ProcessStamp } from './records.js';
 
 /**
@@ -146,4 +147,47 @@ export function processCommand(pid: number): string | null {
     }
   }
   return hasPs ? (ps(pid, 'command=') ?? ps(pid, 'comm=')) : null;
+}
+
+/** How a stopAndWait ended: the process went, outlived the budget, or could not be signalled (EPERM: another user's). */
+export type StopAndWait = { kind: 'gone' } | { kind: 'timeout' } | { kind: 'cancelled' } | { kind: 'not_signalled'; code: string; message: string };
+
+export interface StopAndWaitOptions {
+  /** Whether the process is gone — judged by the caller (by start time, by what runs under the pid). */
+  gone(): boolean;
+  budgetMs: number;
+  clock: Timers;
+  /** Stops the wait early (the waiter itself was asked to stop). */
+  signal?: AbortSignal;
+  /** The first poll interval; each later one is half as long again, up to STOP_POLL_MAX_MS. */
+  firstPollMs?: number;
+}
+
+const STOP_POLL_MAX_MS = 200;
+
+/**
+ * SIGTERM `pid` (a clean stop for every oh-hai process), then poll `gone` until it is true,
+ * the budget runs out or `signal` aborts. The poll starts short (a clean stop is quick) and
+ * backs off. What to do on a timeout is the caller's documented fallback: a reader displacing
+ * another carries on and claims again, adoption of a 0.9 home refuses (exit 10), `session
+ * close` accepts a process that recorded its stop.
+ */
+export async function stopAndWait(pid: number, o: StopAndWaitOptions): Promise<StopAndWait> {
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? 'unknown';
+    if (code === 'ESRCH') return { kind: 'gone' };
+    return { kind: 'not_signalled', code, message: (e as Error).message };
+  }
+  const deadline = o.clock.monotonic() + o.budgetMs;
+  let pollMs = o.firstPollMs ?? 10;
+  for (;;) {
+    if (o.gone()) return { kind: 'gone' };
+    if (o.signal?.aborted) return { kind: 'cancelled' };
+    const left = deadline - o.clock.monotonic();
+    if (left <= 0) return { kind: 'timeout' };
+    await o.clock.sleep(Math.min(pollMs, left), o.signal);
+    pollMs = Math.min(STOP_POLL_MAX_MS, pollMs * 1.5);
+  }
 }

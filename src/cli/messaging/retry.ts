@@ -1,6 +1,7 @@
 import type { HubResult } from '../../hub/client/index.js';
 import { RetryBudget } from '../../consumer/index.js';
 import { isTransient } from './failures.js';
+import { systemClock, type Timers } from '../../util/clock.js';
 
 /** A send is retried at most this many times after its first attempt, with the same idempotency key. */
 export const SEND_RETRIES = 3;
@@ -9,12 +10,11 @@ export interface RetryOptions {
   retries: number;
   backoffMinMs: number;
   backoffMaxMs: number;
-  sleep?: (ms: number) => Promise<void>;
+  /** Default: the system clock's (a unit test records the delays instead). */
+  sleep?: Timers['sleep'];
   /** Told before each retry, e.g. to print a line on stderr. */
   onRetry?: (attempt: number, delayMs: number, why: string) => void;
 }
-
-const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Run `attempt` until it succeeds, fails in a way a retry cannot fix, or the budget is
@@ -22,7 +22,7 @@ const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r
  */
 export async function withRetries<T>(attempt: (n: number) => Promise<HubResult<T>>, opts: RetryOptions): Promise<HubResult<T> & { attempts: number }> {
   const budget = new RetryBudget({ maxRetries: opts.retries, minMs: opts.backoffMinMs, maxMs: opts.backoffMaxMs });
-  const sleep = opts.sleep ?? realSleep;
+  const sleep = opts.sleep ?? systemClock.sleep;
   for (let n = 1; ; n++) {
     const r = await attempt(n);
     if (r.ok || !isTransient(r.failure)) return { ...r, attempts: n };

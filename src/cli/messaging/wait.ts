@@ -1,6 +1,6 @@
 import type { HubClient, HubFailure } from '../../hub/client/index.js';
 import type { Message } from '../../hub/contract/index.js';
-import type { Clock } from '../../util/clock.js';
+import type { Timers } from '../../util/clock.js';
 import { isTransient } from './failures.js';
 
 /** How the wait ended, with the last message seen (the send's own answer if no poll succeeded). */
@@ -9,15 +9,12 @@ export type WaitEnd = { kind: 'answered' | 'ended' | 'timeout'; message: Message
 export interface WaitOptions {
   waitMs: number;
   pollMs: number;
-  clock: Clock;
-  sleep?: (ms: number) => Promise<void>;
+  clock: Timers;
   /** Told after every poll, answered or not: the MCP server turns each into a progress notification. */
   onPoll?: (poll: { n: number; message: Message; failure: HubFailure | null }) => void | Promise<void>;
   /** Ends the wait early (the MCP client cancelled the call): it ends as a timeout. */
   signal?: AbortSignal;
 }
-
-const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Poll GET /v1/messages/:id (no ?wait=, as MCP's oh_hai_ask does) until the ask has a
@@ -25,7 +22,6 @@ const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r
  * failure is polled through; `first` is the message the send returned.
  */
 export async function waitForResponse(client: HubClient, first: Message, opts: WaitOptions): Promise<WaitEnd> {
-  const sleep = opts.sleep ?? realSleep;
   const deadline = opts.clock.monotonic() + opts.waitMs;
   let last = first;
   let lastFailure: HubFailure | null = null;
@@ -34,7 +30,7 @@ export async function waitForResponse(client: HubClient, first: Message, opts: W
     if (last.state === 'bounced' || last.state === 'expired') return { kind: 'ended', message: last };
     const left = deadline - opts.clock.monotonic();
     if (left <= 0 || opts.signal?.aborted) return lastFailure ? { kind: 'failure', failure: lastFailure, message: last } : { kind: 'timeout', message: last };
-    await sleep(Math.min(opts.pollMs, left));
+    await opts.clock.sleep(Math.min(opts.pollMs, left), opts.signal);
     const r = await client.getMessage(first.id);
     if (r.ok) {
       last = r.value;

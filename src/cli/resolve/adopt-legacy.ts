@@ -1,7 +1,7 @@
 import type { AckResult, Session } from '../../hub/contract/index.js';
 import type { HubFailure, HubResult } from '../../hub/client/index.js';
 import { type Coded, EXIT, knobFromEnv } from '../../core/index.js';
-import { ENTRY_FILES, hubOrigin, processCommand, processState, type SessionRecord } from '../../spool/index.js';
+import { ENTRY_FILES, hubOrigin, processCommand, processState, stopAndWait, type SessionRecord } from '../../spool/index.js';
 import {
   ADOPTION_RECORD,
   claimLegacyHome,
@@ -48,8 +48,6 @@ export interface AdoptRequest extends LegacyHookRequest {
   /** Default: the Hub client, loaded only now. */
   hub?: LegacyHub;
 }
-
-const STOP_POLL_MS = 50;
 
 const note = (lines: string[]): Coded<string[]> => ({ ok: true, value: lines });
 
@@ -101,24 +99,6 @@ async function standing(hub: LegacyHub, id: string, hubUrl: string): Promise<Cod
 function connectionAlive(pid: number | null, self: number): boolean {
   if (pid === null || pid === self || processState(pid) !== 'running') return false;
   return /oh-hai/.test(processCommand(pid) ?? '');
-}
-
-/** SIGTERM — a clean stop that leaves its session open — then wait for it to be gone. */
-async function stopConnection(pid: number, waitMs: number, monotonic: () => number): Promise<'stopped' | 'still running' | 'not ours to signal'> {
-  try {
-    process.kill(pid, 'SIGTERM');
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ESRCH') return 'stopped';
-    if (code === 'EPERM') return 'not ours to signal';
-    throw e;
-  }
-  const deadline = monotonic() + waitMs;
-  for (;;) {
-    if (processState(pid) !== 'running') return 'stopped';
-    if (monotonic() > deadline) return 'still running';
-    await new Promise((r) => setTimeout(r, STOP_POLL_MS));
-  }
 }
 
 function stateOf(s: Standing): string {
@@ -218,9 +198,12 @@ async function adopt(
 
   let stopped: number | null = null;
   if (alive && legacy.consumerPid !== null) {
-    const outcome = await stopConnection(legacy.consumerPid, waitMs, () => req.io.clock.monotonic());
-    if (outcome !== 'stopped') {
-      const why = outcome === 'still running' ? `did not stop within ${formatDuration(waitMs)} of SIGTERM` : 'runs as another user, so this run cannot stop it';
+    // SIGTERM — a clean stop that leaves its session open — then wait for it to be gone.
+    const pid = legacy.consumerPid;
+    const outcome = await stopAndWait(pid, { gone: () => processState(pid) !== 'running', budgetMs: waitMs, clock: req.io.clock });
+    if (outcome.kind === 'not_signalled' && outcome.code !== 'EPERM') throw new Error(`could not signal the 0.9 connection pid ${pid}: ${outcome.message}`);
+    if (outcome.kind !== 'gone') {
+      const why = outcome.kind === 'timeout' ? `did not stop within ${formatDuration(waitMs)} of SIGTERM` : 'runs as another user, so this run cannot stop it';
       return {
         ok: false,
         error: {

@@ -5,7 +5,7 @@ import type { SessionKeeper } from '../../../src/consumer/session.js';
 import type { HubClient, HubFailure, HubResult, StreamEnd, StreamOptions } from '../../../src/hub/client/index.js';
 import type { Capability, DrainResult, SessionLease } from '../../../src/hub/contract/index.js';
 import type { ConsumerSettings } from '../../../src/spool/index.js';
-import { fakeClock } from '../../../src/util/clock.js';
+import { fakeClock, systemClock } from '../../../src/util/clock.js';
 
 /**
  * One round of each way of draining, against a scripted Hub: what a round reports (progress,
@@ -61,7 +61,8 @@ function round(script: Script, opts: { capability?: Capability; interval?: numbe
     capability: opts.capability ?? capability(),
     identity: { home: 'h', host: 'x', pid: 1 },
     settings: { interval_seconds: opts.interval ?? 2 } as ConsumerSettings,
-    clock,
+    // Time is read off the fake clock; a round's pause waits on vitest's faked setTimeout.
+    clock: { ...clock, sleep: systemClock.sleep, setTimer: systemClock.setTimer },
     hubClock,
     signal: new AbortController().signal,
     stopped: () => opts.stopped ?? false,

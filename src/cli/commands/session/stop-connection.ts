@@ -1,5 +1,5 @@
-import { isSameProcessAlive, type ConsumerRecord, type StateEntry } from '../../../spool/index.js';
-import type { Clock } from '../../../util/clock.js';
+import { isSameProcessAlive, stopAndWait, type ConsumerRecord, type StateEntry } from '../../../spool/index.js';
+import type { Timers } from '../../../util/clock.js';
 import { fail, ok, type Result } from '../../../core/index.js';
 import { sameProcess } from '../../../reader/index.js';
 
@@ -17,8 +17,6 @@ export function runningConnection(entry: StateEntry): Running {
   return alive === 'alive' ? { kind: 'local', record: r } : { kind: 'elsewhere', record: r };
 }
 
-const tick = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 /**
  * Ask a local connection to stop (SIGTERM: a clean stop that records itself) and wait until
  * it has: the process is gone — its stop is recorded before it exits, and what it still does
@@ -26,26 +24,15 @@ const tick = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms)
  * purged. A process whose stop is recorded but that has not exited by the deadline counts as
  * stopped. Returns the record it left.
  */
-export async function stopConnection(entry: StateEntry, r: ConsumerRecord, clock: Clock, waitMs: number): Promise<Result<ConsumerRecord | null>> {
-  try {
-    process.kill(r.pid, 'SIGTERM');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ESRCH') return fail(`could not signal the background connection pid ${r.pid}: ${(e as Error).message}`);
-  }
-  const until = clock.monotonic() + waitMs;
-  for (;;) {
-    // Liveness first: a record read after the process is gone is its last word.
-    const gone = isSameProcessAlive(r) === 'dead';
-    const now = entry.read('consumer');
-    const mine = now.state === 'ok' && sameProcess(now.value, r) ? now.value : null;
-    if (gone) return ok(mine);
-    if (clock.monotonic() >= until) {
-      if (mine?.state === 'stopped') return ok(mine);
-      return fail(
-        `the background connection pid ${r.pid} on ${r.host} did not stop within ${Math.round(waitMs / 1000)} s of SIGTERM, so nothing was closed; ` +
-          `it may be wedged — see ${entry.path('bridge.log')}, then run oh-hai session close again`,
-      );
-    }
-    await tick(20);
-  }
+export async function stopConnection(entry: StateEntry, r: ConsumerRecord, clock: Timers, waitMs: number): Promise<Result<ConsumerRecord | null>> {
+  const ended = await stopAndWait(r.pid, { gone: () => isSameProcessAlive(r) === 'dead', budgetMs: waitMs, clock });
+  if (ended.kind === 'not_signalled') return fail(`could not signal the background connection pid ${r.pid}: ${ended.message}`);
+  // Read after the process is gone (or the wait ran out): a record read then is its last word.
+  const now = entry.read('consumer');
+  const mine = now.state === 'ok' && sameProcess(now.value, r) ? now.value : null;
+  if (ended.kind === 'gone' || mine?.state === 'stopped') return ok(mine);
+  return fail(
+    `the background connection pid ${r.pid} on ${r.host} did not stop within ${Math.round(waitMs / 1000)} s of SIGTERM, so nothing was closed; ` +
+      `it may be wedged — see ${entry.path('bridge.log')}, then run oh-hai session close again`,
+  );
 }

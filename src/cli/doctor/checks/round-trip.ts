@@ -1,7 +1,7 @@
 import { verifyDelivery } from '../../../consumer/index.js';
 import { formatAddress, parseAddress, splitDelivery, type Capability, type Entry } from '../../../hub/contract/index.js';
 import type { HubClient, HubFailure, HubResult } from '../../../hub/client/index.js';
-import type { Clock } from '../../../util/clock.js';
+import type { Clock, Timers } from '../../../util/clock.js';
 import type { Step, StepName } from '../report.js';
 import { describeFailure, type ClockOffset } from './hub.js';
 
@@ -18,7 +18,7 @@ export interface RoundTripDeps {
   client: RoundTripClient;
   agentId: string;
   capability: Capability;
-  clock: Clock;
+  clock: Timers;
   /** The offset the clock check measured, so a stale `t` names the culprit. */
   clockOffset: ClockOffset | null;
   replayWindowSeconds: number;
@@ -74,8 +74,6 @@ const entryIdOf = (raw: unknown): string | null => {
   return typeof id === 'string' ? id : null;
 };
 
-const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 /**
  * Drain the throwaway session until a delivery matches, within the timeout. The session drain
  * sends no ?wait= (MA2H §4), so this re-drains on a short interval derived from the timeout.
@@ -97,7 +95,7 @@ async function drainUntil(
     if (d.clock.monotonic() >= deadline) {
       return failed(`nothing arrived in ${drains} drains over ${d.timeoutMs / 1000} s`, `${AGAIN} (OH_HAI_DOCTOR_TIMEOUT_SECONDS sets how long a step waits)`);
     }
-    await delay(Math.max(20, d.timeoutMs / 40));
+    await d.clock.sleep(Math.max(20, d.timeoutMs / 40));
   }
 }
 
