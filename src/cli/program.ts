@@ -6,6 +6,7 @@ import { EXIT, defaultStateRoot, type Outcome } from '../core/index.js';
 import type { CommandHost } from './host.js';
 import { processIO, type CliIO } from './io.js';
 import { escapeUnsafe } from '../util/escape.js';
+import { writeFlushed } from '../util/output.js';
 import { VERSION } from './version.js';
 
 /**
@@ -65,14 +66,18 @@ export async function runCliOf(groups: readonly CommandGroup[], argv: string[], 
     finished = (await groups.find((g) => named !== undefined && g.commands.includes(named))?.fast?.(argv, io)) ?? undefined;
     if (finished === undefined) {
       const program = await buildProgramOf(groups, io, (f) => (finished = f), argv);
+      // Bare `oh-hai` asks what it can do: the help, on stdout, and success (as gh does).
+      if (argv.length === 0) {
+        await writeFlushed(io.stdout, program.helpInformation());
+        return EXIT.ok;
+      }
       await program.parseAsync(argv, { from: 'user' });
     }
   } catch (err) {
     const { CommanderError } = await import('commander');
     if (err instanceof CommanderError) {
       if (err.exitCode === 0) return EXIT.ok;
-      const name = commandName(argv);
-      io.stderr.write(`${name}: ${err.message.replace(/^error: /, '')}\nRun '${name} --help' for usage.\n`);
+      io.stderr.write(usageLines(argv, err.code, err.message.replace(/^error: /, '')));
       return EXIT.usage;
     }
     return internalError(io, argv, err);
@@ -90,6 +95,23 @@ function commandName(argv: string[]): string {
   return first ? `oh-hai ${first}` : 'oh-hai';
 }
 
+/**
+ * A usage error and where to read more. An unknown command is named by the command it was
+ * typed under (`oh-hai`, not `oh-hai brige`), and the help pointed to is the one commander
+ * suggests when it has a suggestion: the hint must be a command that exists.
+ */
+function usageLines(argv: string[], code: string, message: string): string {
+  let name = commandName(argv);
+  let help = name;
+  if (code === 'commander.unknownCommand') {
+    const typed = /unknown command '([^']*)'/.exec(message)?.[1];
+    if (typed !== undefined && typed === firstOperand(argv)) name = 'oh-hai';
+    const suggested = /Did you mean ([\w-]+)\?/.exec(message)?.[1];
+    help = suggested === undefined ? name : `${name} ${suggested}`;
+  }
+  return `${name}: ${message}\nRun '${help} --help' for usage.\n`;
+}
+
 function printOutcome(io: CliIO, name: string, o: Outcome): void {
   const style = o.style ?? (o.exit === EXIT.ok ? 'silent' : 'fatal');
   const code = o.code ?? 'error';
@@ -97,6 +119,7 @@ function printOutcome(io: CliIO, name: string, o: Outcome): void {
   const message = escapeUnsafe(o.message ?? '');
   if (style === 'fatal') io.stderr.write(`${name}: FATAL (exit ${o.exit}, ${code}) — ${message}\n`);
   else if (style === 'stood_down') io.stderr.write(`${name}: STOOD DOWN (exit ${o.exit}, ${code}) — ${message}\n`);
+  else if (style === 'stopped') io.stderr.write(`${name}: STOPPED (exit ${o.exit}, ${code}) — ${message}\n`);
   else if (style === 'plain' && message) io.stderr.write(`${name}: ${message}\n`);
   for (const line of o.after ?? []) io.stderr.write(line + '\n');
 }

@@ -16,6 +16,12 @@ export const EXIT = {
   stoodDown: 15,
 } as const;
 
+/**
+ * 128 + the signal's number, as a shell reports a process a signal ended. The reader handles
+ * SIGINT and SIGTERM: it finishes the record in flight and exits with these codes itself.
+ */
+export const SIGNAL_EXIT = { SIGHUP: 129, SIGINT: 130, SIGQUIT: 131, SIGKILL: 137, SIGTERM: 143 } as const;
+
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 export interface ExitRow {
@@ -57,6 +63,16 @@ export const BRIDGE_EXIT_TABLE: readonly ExitRow[] = [
     todo: 'nothing failed; run it again only if this run should have a new address',
   },
   {
+    code: SIGNAL_EXIT.SIGINT,
+    meaning: 'stopped by Ctrl-C (SIGINT) after finishing the record in flight',
+    todo: 'nothing failed and nothing is lost — re-run when mail should flow again',
+  },
+  {
+    code: SIGNAL_EXIT.SIGTERM,
+    meaning: 'stopped by SIGTERM (a harness or `kill`) after finishing the record in flight',
+    todo: 'nothing failed and nothing is lost — re-run when mail should flow again',
+  },
+  {
     code: '128 + N',
     meaning: 'killed from outside by a signal the bridge does not handle (SIGHUP 129, SIGQUIT 131, SIGKILL 137)',
     todo: 'nothing in the bridge failed — re-run when mail should flow again',
@@ -88,9 +104,6 @@ export const DOCTOR_EXIT_TABLE: readonly ExitRow[] = [
     todo: 'fix what the output names, then run it again; this is not evidence that the bridge is down',
   },
 ];
-
-/** Signals the reader handles: it finishes the record in flight and exits 128 + N. */
-export const SIGNAL_EXIT = { SIGHUP: 129, SIGINT: 130, SIGQUIT: 131, SIGKILL: 137, SIGTERM: 143 } as const;
 
 /** An exit table as cells, header first: the CLI lays it out for a terminal or a pipe (formatTable). */
 export function exitTableCells(rows: readonly ExitRow[] = BRIDGE_EXIT_TABLE): string[][] {

@@ -15,10 +15,11 @@ export interface Outcome {
    * How the stop line is printed:
    * - `fatal` (default for exit ≠ 0): `oh-hai <cmd>: FATAL (exit n, code) — message`
    * - `stood_down`: `oh-hai <cmd>: STOOD DOWN (exit 15, code) — message`
+   * - `stopped`: `oh-hai <cmd>: STOPPED (exit 130, code) — message` (asked to stop: Ctrl-C, SIGTERM)
    * - `plain`: `oh-hai <cmd>: message` (no FATAL marker; e.g. doctor's failing result)
    * - `silent`: nothing (the command already printed what it had to say)
    */
-  style?: 'fatal' | 'stood_down' | 'plain' | 'silent';
+  style?: 'fatal' | 'stood_down' | 'stopped' | 'plain' | 'silent';
   /** Lines printed on stderr after the stop line, verbatim (the lease epilogue). */
   after?: string[];
 }

@@ -30,7 +30,9 @@ export function signalOutcome(signal: 'SIGINT' | 'SIGTERM'): Outcome {
   return {
     exit: SIGNAL_EXIT[signal],
     code: signal === 'SIGINT' ? 'interrupted' : 'terminated',
-    message: `stopped by ${signal} after finishing the record in flight; nothing is lost — the next run continues from the cursor`,
+    // Asked to stop is not a failure: no FATAL marker (the exit table documents both codes).
+    style: 'stopped',
+    message: `stopped by ${signal === 'SIGINT' ? 'Ctrl-C (SIGINT)' : 'SIGTERM'} after finishing the record in flight; nothing is lost — the next run continues from the cursor`,
   };
 }
 

@@ -9,3 +9,8 @@ export function formatDuration(ms: number): string {
   if (m > 0) return `${m}m ${pad(s)}s`;
   return `${s}s`;
 }
+
+/** A delay about to be waited ("retrying in …"): under a second in milliseconds, which formatDuration would print as 0s. */
+export function formatDelay(ms: number): string {
+  return ms < 1000 ? `${Math.max(0, Math.round(ms))} ms` : formatDuration(ms);
+}

@@ -30,8 +30,8 @@ export const ASK_WAIT_MAX_SECONDS = 3600;
 const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true } as const;
 const SENDS = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true } as const;
 
-function checkedText(text: string, tool: string) {
-  const r = checkTextSize(text, tool);
+function checkedText(text: string) {
+  const r = checkTextSize(text);
   return r.ok ? null : toolError({ code: 'bad_text', exit: EXIT.usage, message: r.reason });
 }
 
@@ -55,7 +55,7 @@ async function queue(
 function registerSend(server: McpServer, ctx: McpContext, tool: string, intent: 'notify' | 'task', description: string): void {
   server.registerTool(tool, { description, inputSchema: strictArgs(tool, { to: toArg, text: textArg }), annotations: SENDS }, async ({ to, text }) =>
     asAgent(ctx, tool, async (a): Promise<CallToolResult> => {
-      const bad = checkedText(text, tool);
+      const bad = checkedText(text);
       if (bad) return bad;
       const r = await queue(ctx, a, tool, intent, to, text);
       if ('refused' in r) return r.refused;
@@ -91,7 +91,7 @@ function registerAsk(server: McpServer, ctx: McpContext): void {
     },
     async ({ to, text, wait_seconds }, c) =>
       asAgent(ctx, tool, async (a): Promise<CallToolResult> => {
-        const bad = checkedText(text, tool);
+        const bad = checkedText(text);
         if (bad) return bad;
         const r = await queue(ctx, a, tool, 'ask', to, text);
         if ('refused' in r) return r.refused;
@@ -139,7 +139,7 @@ function registerReply(server: McpServer, ctx: McpContext): void {
     },
     async ({ id, text }) =>
       asAgent(ctx, tool, async (a): Promise<CallToolResult> => {
-        const bad = checkedText(text, tool);
+        const bad = checkedText(text);
         if (bad) return bad;
         const answered = await answerMessage(a, ctx.knobs, (line) => ctx.say(`${tool}: ${line}`), { id, text });
         if (!answered.ok) return toolError(answered.error);

@@ -1,6 +1,6 @@
 import type { HubFailure, HubResult } from '../../hub/client/index.js';
 import type { SentMessage } from '../../hub/contract/index.js';
-import { formatDuration } from '../../util/duration.js';
+import { formatDelay } from '../../util/duration.js';
 import type { AgentAccess } from './access.js';
 import type { MessagingKnobs } from './access.js';
 import { SEND_RETRIES, withRetries } from './retry.js';
@@ -34,7 +34,7 @@ export async function withThisSession(
       retries: SEND_RETRIES,
       backoffMinMs: knobs.backoffMinMs,
       backoffMaxMs: knobs.backoffMaxMs,
-      onRetry: (n, delayMs, why) => say(`attempt ${n} failed (${why}); retrying in ${formatDuration(delayMs)}`),
+      onRetry: (n, delayMs, why) => say(`attempt ${n} failed (${why}); retrying in ${formatDelay(delayMs)}`),
     });
   const settle = (r: HubResult<SentMessage> & { attempts: number }, route: ReplyRoute): Sent =>
     r.ok ? { ok: true, value: r.value, route, attempts: r.attempts } : { ok: false, failure: r.failure, attempts: r.attempts };

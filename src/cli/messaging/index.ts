@@ -19,3 +19,4 @@ export { sessionStatus, statusEpilogue, statusLines, type SessionStatus, type St
 export { listLine, listText, showText, type Direction } from './message-lines.js';
 export { formatFleet } from './fleet-lines.js';
 export { agentCells, agentsView, joinAgents, type AgentsView, type FleetAgent } from './fleet-agents.js';
+export { isSelfTestMessage, selfTestText } from './self-test-mail.js';

@@ -24,19 +24,17 @@ export async function readMessageText(arg: string | undefined, io: CliIO, comman
   }
   if (text.length === 0) {
     return fail(
-      arg === undefined || arg === '-'
-        ? `${command}: stdin was empty; pipe the text in, or give it as the last argument`
-        : `${command}: the text is empty; say what you want`,
+      arg === undefined || arg === '-' ? 'stdin was empty; pipe the text in, or give it as the last argument' : 'the text is empty; say what you want',
     );
   }
-  return checkTextSize(text, command);
+  return checkTextSize(text);
 }
 
 /** Checked here, not left to the Hub's text_too_long, so the fix names the input. */
-export function checkTextSize(text: string, command: string): Result<string> {
+export function checkTextSize(text: string): Result<string> {
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > MAX_TEXT_BYTES) {
-    return fail(`${command}: the text is ${bytes} bytes of UTF-8; a message may carry at most ${MAX_TEXT_BYTES} (MA2H §7) — shorten it or send it in parts`);
+    return fail(`the text is ${bytes} bytes of UTF-8; a message may carry at most ${MAX_TEXT_BYTES} (MA2H §7) — shorten it or send it in parts`);
   }
   return ok(text);
 }

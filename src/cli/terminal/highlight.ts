@@ -17,7 +17,7 @@ interface Rule {
 const RULES: readonly Rule[] = [
   // `oh-hai send: FATAL (exit 2, bad_address) — …`
   { pattern: /^(?:oh-hai[^:]*: )(FATAL)( \(exit \d+)/, group: 1, style: 'red' },
-  { pattern: /^(?:oh-hai[^:]*: )(STOOD DOWN)( \(exit \d+)/, group: 1, style: 'yellow' },
+  { pattern: /^(?:oh-hai[^:]*: )(STOOD DOWN|STOPPED)( \(exit \d+)/, group: 1, style: 'yellow' },
   // A warning line, from its sign to the end.
   { pattern: /(\u26a0\ufe0f.*)$/, group: 1, style: 'yellow' },
   // doctor: the status column, then its verdict line.

@@ -27,11 +27,11 @@ const readerPid = (s: Stage): number | null => {
 };
 
 describe('reader attendance and signals', () => {
-  for (const [signal, code, name] of [
-    ['SIGINT', 130, 'interrupted'],
-    ['SIGTERM', 143, 'terminated'],
+  for (const [signal, code, name, said] of [
+    ['SIGINT', 130, 'interrupted', 'Ctrl-C \\(SIGINT\\)'],
+    ['SIGTERM', 143, 'terminated', 'SIGTERM'],
   ] as const) {
-    it(`${signal} while waiting exits ${code} with the FATAL line and the epilogue`, async () => {
+    it(`${signal} while waiting exits ${code} with the STOPPED line (not FATAL) and the epilogue`, async () => {
       st = stage();
       st.consumerRunning();
       const child = startOhHai(['bridge', '--wait', '60'], { env: st.env });
@@ -42,11 +42,12 @@ describe('reader attendance and signals', () => {
       expect(r.code).toBe(code);
       expect(r.stdout).toBe('');
       expect(r.stderr).toMatch(
-        new RegExp(`^oh-hai bridge: FATAL \\(exit ${code}, ${name}\\) — stopped by ${signal} after finishing the record in flight`, 'm'),
+        new RegExp(`^oh-hai bridge: STOPPED \\(exit ${code}, ${name}\\) — stopped by ${said} after finishing the record in flight`, 'm'),
       );
       expect(r.stderr).toMatch(EPILOGUE);
       // The epilogue follows the stop line.
-      expect(r.stderr.indexOf('lease —')).toBeGreaterThan(r.stderr.indexOf('FATAL'));
+      expect(r.stderr.indexOf('lease —')).toBeGreaterThan(r.stderr.indexOf('STOPPED'));
+      expect(r.stderr).not.toContain('FATAL');
     });
   }
 
@@ -66,7 +67,7 @@ describe('reader attendance and signals', () => {
     expect(seqs.length).toBeLessThan(2000);
     expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
     expect(st.cursor().seq).toBe(seqs.length);
-    expect(r.stderr).toMatch(/FATAL \(exit 143, terminated\)/);
+    expect(r.stderr).toMatch(/STOPPED \(exit 143, terminated\) — stopped by SIGTERM/);
     expect(r.stderr).toMatch(EPILOGUE);
   });
 
@@ -113,7 +114,7 @@ describe('reader attendance and signals', () => {
     const second = startOhHai(['bridge', '--wait', '60'], { env: st.env });
     const secondDone = collect(second);
     const old = await firstDone;
-    expect(old.code).toBe(0);
+    expect(old.code, `${old.signal} ${old.stderr}`).toBe(0);
     expect(old.stderr).toMatch(new RegExp(`a newer reader of this agent session \\(pid ${second.pid} on \\S+\\) took over`));
     expect(old.stderr).toMatch(EPILOGUE);
     await waitFor(() => readerPid(st!) === second.pid, { what: 'the second reader to hold the entry' });

@@ -65,6 +65,30 @@ describe('doctor --self-test: the round trip', () => {
     expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('doctor: pass with warnings — policy');
   });
 
+  it('leaves nothing in `messages list`: the notify it sent itself is hidden there unless --all asks for it', async () => {
+    const b = await bench();
+    expect((await b.doctor(['--self-test'])).code).toBe(DOCTOR_EXIT.ok);
+    for (const flags of [[], ['--received']]) {
+      const list = await runOhHai(['messages', 'list', ...flags], { env: b.env });
+      expect(list.code, list.stderr).toBe(0);
+      expect(list.stdout, flags.join(' ')).not.toContain('oh-hai doctor self-test');
+      const all = await runOhHai(['messages', 'list', '--all', ...flags], { env: b.env });
+      expect(all.stdout, flags.join(' ')).toMatch(/"oh-hai doctor self-test [0-9a-f]+"/);
+    }
+  });
+
+  it('counts the principal mail its session claimed in good English: "1 other entry"', async () => {
+    const b = await bench();
+    const peer = await hub.mintAgent('peer');
+    const sent = await hubCall(hub, 'POST', '/v1/messages', {
+      token: peer.token,
+      body: { to: `agent:${b.agent.id}`, intent: 'notify', text: 'for whoever reads the principal mailbox' },
+    });
+    expect(sent.status).toBe(202);
+    const run = await runOhHai(['doctor', '--self-test'], { env: b.env });
+    expect(run.stdout).toMatch(/^pass +drain +.*; 1 other entry came with it \(/m);
+  });
+
   it('messaging_disabled is reported as the setting a human must switch on', async () => {
     const b = await bench();
     await human('PATCH', '/v1/account', { agent_messaging: false });

@@ -24,6 +24,7 @@ export const register: Registration = (program, host) => {
     .option('--limit <n>', 'at most this many messages')
     .option('--before <cursor>', 'older messages, from the cursor a previous page printed')
     .option('--received', 'what this agent received instead of what it sent')
+    .option('--all', 'also the notifies `oh-hai doctor --self-test` sent itself (hidden by default; MA2H cannot delete them)')
     .addHelpText('after', TRACK_HELP);
   addAgentFlags(list, { session: false }).action(async (opts: Record<string, string | boolean | undefined>) => {
     const { runList } = await import('./run.js');

@@ -1,12 +1,13 @@
 import { EXIT, success, toOutcome, usageError, type Outcome } from '../../../core/index.js';
 import { type CliIO } from '../../io.js';
 import { writeFlushed } from '../../../util/output.js';
-import { hubFailureError, listText, showText, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../../messaging/index.js';
+import { hubFailureError, isSelfTestMessage, listText, showText, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../../messaging/index.js';
 
 export interface ListOptions extends AgentFlagValues {
   limit?: string;
   before?: string;
   received?: boolean;
+  all?: boolean;
 }
 
 const ctx = (a: AgentAccess, doing: string) => ({ hubUrl: a.hubUrl, credential: a.credential.source, doing });
@@ -21,7 +22,9 @@ export async function runList(opts: ListOptions, io: CliIO): Promise<Outcome> {
   return withAgentAccess('oh-hai messages', opts, io, async (a) => {
     const r = await a.client.listMessages({ direction, limit, before: opts.before });
     if (!r.ok) return toOutcome(hubFailureError(r.failure, ctx(a, `listing the messages you ${direction === 'sent' ? 'sent' : 'received'}`)));
-    const out = opts.json ? JSON.stringify(r.value.messages) + '\n' : listText(r.value.messages, direction, r.value.next);
+    const messages = opts.all ? r.value.messages : r.value.messages.filter((m) => !isSelfTestMessage(m));
+    const out = opts.json ? JSON.stringify(messages) + '
+' : listText(messages, direction, r.value.next);
     await writeFlushed(io.stdout, out);
     // The array is the whole stdout document; where the next page starts is said beside it, as in the text.
     if (opts.json && r.value.next !== null) io.stderr.write(`oh-hai messages list: older messages: --before ${r.value.next}\n`);

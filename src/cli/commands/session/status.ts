@@ -12,7 +12,12 @@ export async function runStatus(opts: AgentFlagValues, io: CliIO): Promise<Outco
   if (!knobs.ok) return toOutcome(knobs.error);
   return withAgentAccess(NAME, opts, io, async (a) => {
     const ts = a.thisSession;
-    if (ts.kind === 'none') return { exit: EXIT.noSession, code: 'no_session', message: `${ts.why}; there is no session to ask the Hub about` };
+    // Having no session is an answer, not a failure: said on stdout, exit 0 (docs/terminal.md).
+    if (ts.kind === 'none') {
+      const line = opts.json ? JSON.stringify({ session: null, reason: ts.why }) : `no session: ${ts.why}; the next oh-hai bridge run registers one`;
+      await writeFlushed(io.stdout, line + '\n');
+      return { exit: EXIT.ok };
+    }
     const now = io.clock.now();
     const status = await sessionStatus(a, ts, knobs.value, now);
     if (!status.ok) return toOutcome(status.error);

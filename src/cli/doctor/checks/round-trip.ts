@@ -4,6 +4,7 @@ import type { HubClient, HubFailure, HubResult } from '../../../hub/client/index
 import type { Clock, Timers } from '../../../util/clock.js';
 import type { Step, StepName } from '../report.js';
 import { describeFailure, type ClockOffset } from './hub.js';
+import { selfTestText } from '../../messaging/self-test-mail.js';
 
 /**
  * The throwaway round trip: register a session of its own, send it an addressed notify,
@@ -152,7 +153,7 @@ class StepRunner {
 export async function roundTrip(d: RoundTripDeps): Promise<{ session: string | null; steps: Step[] }> {
   const steps = new StepRunner(d.clock);
   const nonce = d.clientKey.slice(d.clientKey.lastIndexOf('-') + 1);
-  const text = `oh-hai doctor self-test ${nonce}`;
+  const text = selfTestText(nonce);
 
   const session = await steps.run('register', async () => {
     const r = unwrap('register', await d.client.createSession({ client_key: d.clientKey, lease_seconds: THROWAWAY_LEASE_SECONDS }));
@@ -175,7 +176,9 @@ export async function roundTrip(d: RoundTripDeps): Promise<{ session: string | n
     if (!r.ok) return { ...r, detail: `the notify ${sent!.id}: ${r.detail}` };
     const { hit, others, drains } = r.value;
     const claimed =
-      others > 0 ? `; ${others} other entries came with it (principal-addressed mail this session claimed — left unacknowledged, released when it closes)` : '';
+      others > 0
+        ? `; ${others} other ${others === 1 ? 'entry' : 'entries'} came with it (principal-addressed mail this session claimed — left unacknowledged, released when it closes)`
+        : '';
     return passed(hit, `drained it after ${drains} drain${drains === 1 ? '' : 's'}${claimed}`);
   });
 

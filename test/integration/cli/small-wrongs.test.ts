@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import { BRIDGE_EXIT_TABLE } from '../../../src/core/exit.js';
+import { runOhHai, startOhHai, collect } from '../../helpers/cli.js';
+import { tempEnv } from '../../helpers/env.js';
+import { waitFor } from '../../helpers/wait.js';
+import { useParties, as } from '../messaging/world.js';
+
+/** Issue 17, point 6: each "small wrong" a new user tripped over, one test each. */
+describe('without a Hub', () => {
+  it('bare `oh-hai` prints the help on stdout and exits 0, with no commander internals', async () => {
+    const t = tempEnv();
+    const r = await runOhHai([], { env: t.env });
+    t.cleanup();
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Usage: oh-hai /);
+    expect(r.stderr).toBe('');
+  });
+
+  it('a typo is named under the command it was typed in, and the hint names the suggested command', async () => {
+    const t = tempEnv();
+    const top = await runOhHai(['brige'], { env: t.env });
+    const sub = await runOhHai(['session', 'stauts'], { env: t.env });
+    t.cleanup();
+    expect(top.code).toBe(2);
+    expect(top.stderr).toBe("oh-hai: unknown command 'brige'\n(Did you mean bridge?)\nRun 'oh-hai bridge --help' for usage.\n");
+    expect(sub.stderr).toBe("oh-hai session: unknown command 'stauts'\n(Did you mean status?)\nRun 'oh-hai session status --help' for usage.\n");
+  });
+
+  it('Ctrl-C and SIGTERM have their codes in the exit table', () => {
+    const row = (code: number) => BRIDGE_EXIT_TABLE.find((r) => r.code === code);
+    expect(row(130)?.meaning).toMatch(/Ctrl-C \(SIGINT\)/);
+    expect(row(143)?.meaning).toMatch(/SIGTERM/);
+  });
+
+  it('an empty stdin is said once, without a second `oh-hai send:` prefix', async () => {
+    const t = tempEnv({ MA2H_HUB_URL: 'http://127.0.0.1:9', OH_HAI_TOKEN: 'oh_unused' });
+    const r = await runOhHai(['send', '--to', 'agent:agt_x'], { env: t.env, input: '' });
+    t.cleanup();
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('oh-hai send: FATAL (exit 2, bad_text) — stdin was empty; pipe the text in, or give it as the last argument\n');
+  });
+});
+
+describe('with a Hub', () => {
+  const world = useParties(['alice', 'bob']);
+
+  it('`session status` with no session is an answer on stdout and exit 0, not FATAL (exit 4)', async () => {
+    const r = await as(world.bob, 'bob-never', ['session', 'status']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/^no session: this agent session \(MA2H_AGENT_SESSION_ID=bob-never\) holds no session/);
+  });
+
+  it('Ctrl-C stops the bridge with exit 130 and a STOPPED line, not FATAL', async () => {
+    const child = startOhHai(['bridge', '--allow-from', 'any-in-account', '--wait', '60'], { env: { ...world.bob.env, MA2H_AGENT_SESSION_ID: 'bob-int' } });
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    await waitFor(() => stderr.includes('started the background connection'), { what: 'the bridge to start its connection' });
+    child.kill('SIGINT');
+    const r = await collect(child);
+    expect(r.code).toBe(130);
+    expect(stderr).toMatch(/^oh-hai bridge: STOPPED \(exit 130, interrupted\) — stopped by Ctrl-C \(SIGINT\) after finishing the record in flight/m);
+    expect(stderr).not.toContain('FATAL');
+    await as(world.bob, 'bob-int', ['session', 'close']);
+  });
+
+  it('a send retrying a Hub that is down says how long it waits, never "retrying in 0s"', async () => {
+    // A first send while it is up: the agent id is then known here, and the send itself meets the outage.
+    expect((await as(world.alice, null, ['send', '--to', world.bob.address, 'hello'])).code).toBe(0);
+    await world.hub.stop();
+    try {
+      const r = await as(world.alice, null, ['send', '--to', world.bob.address, 'anyone?']);
+      expect(r.code).toBe(13);
+      expect(r.stderr).toMatch(/retrying in \d+ ms\n/);
+      expect(r.stderr).not.toContain('retrying in 0s');
+    } finally {
+      await world.hub.restart();
+    }
+  });
+});
