@@ -13,7 +13,8 @@ let t: TempEnv;
 afterEach(() => t?.cleanup());
 
 const RED_FATAL = '\x1b[31mFATAL\x1b[39m';
-const BAD_SEND = ['send', '--to', 'x', 'hi'];
+/** A long FATAL line that needs no Hub (none is configured). */
+const BAD = ['session', 'status'];
 
 describe.runIf(pty)('on a terminal', () => {
   it('the exit table is aligned, not tab-separated', async () => {
@@ -26,7 +27,7 @@ describe.runIf(pty)('on a terminal', () => {
     // Every row's meaning starts in the same column.
     const column = lines[0]!.indexOf('meaning');
     expect(lines[1]!.slice(column)).toMatch(/^your mail was printed/);
-    expect(lines[11]!.slice(column)).toMatch(/^killed from outside/);
+    expect(lines.at(-1)!.slice(column)).toMatch(/^killed from outside/);
   });
 
   it('wraps the exit table inside its columns on a narrow terminal', async () => {
@@ -39,26 +40,26 @@ describe.runIf(pty)('on a terminal', () => {
 
   it('FATAL is red, and a long line wraps at the width with a hanging indent, never inside a word', async () => {
     t = tempEnv();
-    const r = await runOnPty(BAD_SEND, { env: t.env, cols: 60 });
+    const r = await runOnPty(BAD, { env: t.env, cols: 60 });
     expect(r.code).toBe(2);
-    expect(r.tty).toContain(`oh-hai send: ${RED_FATAL} (exit 2, bad_address)`);
+    expect(r.tty).toContain(`oh-hai session status: ${RED_FATAL} (exit 2, no_hub_url)`);
     const lines = plainText(r.tty).trimEnd().split('\n');
     expect(lines.length).toBeGreaterThan(2);
     expect(lines.every((l) => l.length <= 60)).toBe(true);
     expect(lines.slice(1).every((l) => l.startsWith('  '))).toBe(true);
-    expect(lines.map((l) => l.trim()).join(' ')).toContain('agent:<agent_id>#<session_id>; an address is agent:<id>');
+    expect(lines.map((l) => l.trim()).join(' ')).toContain('no Hub URL is configured: pass --hub <url>, export MA2H_HUB_URL=<url>, or run');
   });
 
   it('NO_COLOR turns colour off (wrapping stays)', async () => {
     t = tempEnv({ NO_COLOR: '1' });
-    const r = await runOnPty(BAD_SEND, { env: t.env, cols: 60 });
+    const r = await runOnPty(BAD, { env: t.env, cols: 60 });
     expect(r.tty).not.toContain('\x1b[');
     expect(plainText(r.tty).trimEnd().split('\n').length).toBeGreaterThan(2);
   });
 
   it('TERM=dumb turns colour off', async () => {
     t = tempEnv({ TERM: 'dumb' });
-    const r = await runOnPty(BAD_SEND, { env: t.env, cols: 60 });
+    const r = await runOnPty(BAD, { env: t.env, cols: 60 });
     expect(r.tty).not.toContain('\x1b[');
   });
 
@@ -76,13 +77,13 @@ describe.runIf(pty)('on a terminal', () => {
 describe('in a pipe', () => {
   it('no colour and no wrapping', async () => {
     t = tempEnv();
-    const r = await runOhHai(BAD_SEND, { env: t.env });
+    const r = await runOhHai(BAD, { env: t.env });
     expect(r.stderr).not.toContain('\x1b');
     expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
   });
   it('FORCE_COLOR colours it (and still neither wraps nor aligns)', async () => {
     t = tempEnv({ FORCE_COLOR: '1' });
-    const r = await runOhHai(BAD_SEND, { env: t.env });
+    const r = await runOhHai(BAD, { env: t.env });
     expect(r.stderr).toContain(RED_FATAL);
     expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
   });
