@@ -230,7 +230,7 @@ export const JSON_OUTPUTS: readonly JsonOutput[] = [
     command: 'session status',
     page: 'oh-hai-session',
     shape: object('SessionStatus', [
-      f('session_id', str, "this agent session's session id"),
+      f('session_id', nullable(str), "this agent session's session id; null when it holds none (then hub_error says why)"),
       f('hub', nullable(SESSION), "the Hub's record (the authority); null when the Hub does not know it"),
       f('hub_error', nullable(str), 'why hub is null'),
       f(

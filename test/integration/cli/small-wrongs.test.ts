@@ -49,6 +49,9 @@ describe('with a Hub', () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
     expect(r.stdout).toMatch(/^no session: this agent session \(MA2H_AGENT_SESSION_ID=bob-never\) holds no session/);
+    const json = await as(world.bob, 'bob-never', ['session', 'status', '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ session_id: null, hub: null, local: null, hub_error: expect.stringMatching(/holds no session/) });
   });
 
   it('Ctrl-C stops the bridge with exit 130 and a STOPPED line, not FATAL', async () => {

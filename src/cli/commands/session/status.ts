@@ -14,7 +14,9 @@ export async function runStatus(opts: AgentFlagValues, io: CliIO): Promise<Outco
     const ts = a.thisSession;
     // Having no session is an answer, not a failure: said on stdout, exit 0 (docs/terminal.md).
     if (ts.kind === 'none') {
-      const line = opts.json ? JSON.stringify({ session: null, reason: ts.why }) : `no session: ${ts.why}; the next oh-hai bridge run registers one`;
+      const line = opts.json
+        ? JSON.stringify({ session_id: null, hub: null, hub_error: ts.why, local: null })
+        : `no session: ${ts.why}; the next oh-hai bridge run registers one`;
       await writeFlushed(io.stdout, line + '\n');
       return { exit: EXIT.ok };
     }
