@@ -60,6 +60,11 @@ function walkthrough(port: number, logDir: string): string {
       out.push(`${cmds[0]} > '${log}' 2>&1 &`, '__bg+=($!)', `__ready '${log}' '${HUB_READY}'`);
     }
   });
+  // Not README text: after the last block, while the Hub still runs, what each agent sent and how far it got.
+  out.push(
+    `oh-hai messages list --json > '${path.join(logDir, 'builder-sent.json')}'`,
+    `OH_HAI_TOKEN=$REVIEWER_TOKEN oh-hai messages list --json > '${path.join(logDir, 'reviewer-sent.json')}'`,
+  );
   return out.join('\n') + '\n';
 }
 
@@ -136,9 +141,15 @@ describe('README.md', () => {
       const r = await collect(child, 240_000);
       const out = r.stdout;
       expect(r.code, `${r.stderr}\n${out}`).toBe(0);
-      // Try it by hand: the human's directive, printed by the builder's bridge.
+      // Try it by hand: the human's directive, addressed by label, printed by the builder's bridge
+      // with the id `hub directive` printed (its thread), so the two sides can be matched.
+      const directive = /^queued directive (msg_\S+) to agent:agt_\S+ \(builder\)/m.exec(out)?.[1];
+      expect(directive, out).toBeDefined();
       expect(out).toMatch(
-        /^\[mail 1\] directive from human:acct_\S+ \(ent_\S+\) · no reply channel · .*"say hello to the reviewer; done when it has answered"$/m,
+        new RegExp(
+          `^\\[mail 1\\] directive from human:acct_\\S+ \\(ent_\\S+\\) · thread ${directive} · no reply channel · .*"say hello to the reviewer; done when it has answered"$`,
+          'm',
+        ),
       );
       // Sending: the reviewer's bridge prints the notify; the builder's prints the receipt; the track says so.
       expect(out).toMatch(/^\[mail 1\] notify from agent:agt_\S+#sess_\S+ \(msg_\S+\) · notify: no reply expected · .*"hello from the builder"$/m);
@@ -147,6 +158,17 @@ describe('README.md', () => {
       // The sender policy: the restarted connection admits the reviewer's ask; the answer reaches the Hub.
       expect(out).toMatch(/^\[mail 3\] ask from agent:agt_\S+#sess_\S+ \(msg_\S+\) · reply: oh-hai reply msg_\S+ · .*"may I merge\?"$/m);
       expect(out).toContain('yes, merge');
+      // The reviewer reads its ask's receipt, then the answer: nothing it was sent is left to bounce.
+      expect(out).toMatch(/^\[mail 2\] receipt: your message msg_\S+ to agent:agt_\S+ acknowledged$/m);
+      expect(out).toMatch(/^\[mail 3\] response from agent:agt_\S+#sess_\S+ to your ask msg_\S+ \(msg_\S+\) · .*"yes, merge"$/m);
+      // The walkthrough ends clean: no bounce anywhere, no ⚠️ (e.g. "stood down with unread mail").
+      expect(`${out}\n${r.stderr}`).not.toMatch(/bounced|⚠️/);
+      const tracks = (who: string) =>
+        (JSON.parse(readFileSync(path.join(logDir, `${who}-sent.json`), 'utf8')) as { state: string; intent: string }[])
+          .map((m) => `${m.intent} ${m.state}`)
+          .sort();
+      expect(tracks('builder')).toEqual(['notify acknowledged', 'response acknowledged']);
+      expect(tracks('reviewer')).toEqual(['ask acknowledged']);
       // Where state lives: one entry per agent session, keyed by a hash.
       expect(out.match(/^[0-9a-f]{32}$/gm)).toHaveLength(2);
       // Standing down, both sessions.

@@ -254,7 +254,7 @@ export const JSON_OUTPUTS: readonly JsonOutput[] = [
         'the background connection stopped; null when none ran',
       ),
       f('kept_open', bool, 'true with --keep-connection: the session stays open for the next bridge'),
-      f('unread', int, 'records of the closed session no reader printed (0 = nothing left unread)'),
+      f('unread', int, 'mail of the closed session no reader printed, receipts not counted (0 = nothing a sender waits on was left unread)'),
       f('purged', nullable(str), 'the state entry cleared by --purge, else null'),
     ]),
     doc: 'what was stopped, closed and forgotten',

@@ -224,7 +224,9 @@ export async function sendDirective(core: HubCore, tx: Tx, req: DirectiveRequest
     idempotency_key: null,
     request_hash: null,
   });
-  const entry: DirectiveEntry = { id: newId('ent'), kind: 'directive', from, to: req.to, created_at: iso(now), text: req.text };
+  // thread_id (a common field, MA2H §7) carries the directive's message id: the msg_… that the
+  // human's `hub directive` printed is then on the agent's line too, so the two sides can be matched.
+  const entry: DirectiveEntry = { id: newId('ent'), kind: 'directive', from, to: req.to, created_at: iso(now), text: req.text, thread_id: row.id };
   await insertEntry(tx, entry, { agentId: row.to_agent, sessionId: row.to_session }, row.id);
   return good(row);
 }

@@ -275,6 +275,8 @@ describe('reference Hub: mail and the delivery track', () => {
       to: sb.address,
       created_at: d.entry.created_at,
       text: 'Run the tests.',
+      // The directive's message id, so the agent's line names what the human's `hub directive` printed.
+      thread_id: r.body.message.id,
     });
     await ack(b, { acknowledged: [d.entry.id] });
     expect((await message(hub.humanToken, r.body.message.id)).state).toBe('acknowledged');

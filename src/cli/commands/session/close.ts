@@ -45,7 +45,8 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
     const print = (lines: string[], report: Omit<CloseReport, 'connection'>): Promise<void> =>
       writeFlushed(io.stdout, opts.json ? JSON.stringify({ ...report, connection }) + '\n' : lines.join('\n') + '\n');
     const finish = async (lines: string[], closed: StoodDownSession | null): Promise<Outcome> => {
-      const unread = entry && closed ? unreadRecords(entry, closed) : 0;
+      const { unread, receipts } = entry && closed ? unreadRecords(entry, closed) : { unread: 0, receipts: 0 };
+      if (receipts > 0) lines.push(unreadReceiptsLine(receipts));
       let purged: string | null = null;
       if (opts.purge && entry) {
         // A reader that was waiting on the connection may still be writing its last record here.
@@ -173,12 +174,23 @@ interface CloseReport {
   purged: string | null;
 }
 
-/** Records that arrived under the closed session and no reader printed. */
-const unreadRecords = (entry: StateEntry, s: StoodDownSession): number =>
-  entry
+/**
+ * Unread receipts are not unread mail: a receipt only reports on a message this agent sent,
+ * cannot bounce (MA2H §12; the reference Hub moves it to the principal mailbox), and
+ * `oh-hai messages list` shows the same track. Said plainly, never as a ⚠️.
+ */
+const unreadReceiptsLine = (n: number): string =>
+  `${n === 1 ? '1 receipt' : `${n} receipts`} for mail you sent arrived after the last read and ${n === 1 ? 'was' : 'were'} not printed; nothing bounces for ${n === 1 ? 'it' : 'them'}, and \`oh-hai messages list\` shows the same delivery track`;
+
+/** Records that arrived under the closed session and no reader printed: mail a sender waits on (`unread`), and receipts. */
+function unreadRecords(entry: StateEntry, s: StoodDownSession): { unread: number; receipts: number } {
+  const left = entry
     .spoolReader()
     .readFrom(entry.checkedCursor().cursor)
-    .filter((i) => i.record.type === 'entry' && i.record.session === s.id).length;
+    .filter((i) => i.record.type === 'entry' && i.record.session === s.id);
+  const receipts = left.filter((i) => i.record.type === 'entry' && i.record.entry.kind === 'receipt').length;
+  return { unread: left.length - receipts, receipts };
+}
 
 /** Mail of the closed session nobody read: it stays, and is replayed as possibly bounced (never as fresh mail). */
 function unreadWarning(entry: StateEntry, s: StoodDownSession, unread: number, purged: boolean): string {
