@@ -9,8 +9,14 @@ export interface AdminSources {
   store: Store;
   /** Streams open on this instance now. */
   openStreams: () => number;
-  /** The database pool (PostgreSQL only). */
-  pool: (() => { total: number; idle: number; waiting: number }) | null;
+  /** The shared database's pool and round trips (PostgreSQL only). */
+  database: DatabaseStats | null;
+}
+
+export interface DatabaseStats {
+  pool(): { total: number; idle: number; waiting: number };
+  /** Round trips since start by work (route pattern, push, sweep, …), inside units and outside them. */
+  roundTrips(): ReadonlyMap<string, { unit: number; read: number }>;
 }
 
 export interface AdminListener {
@@ -81,18 +87,36 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
       this.set(src.openStreams());
     },
   });
-  const pool = src.pool;
-  if (pool !== null) {
+  const database = src.database;
+  if (database !== null) {
     new prom.Gauge({
       name: 'oh_hai_hub_db_pool_connections',
       help: 'Database pool connections, by state (idle, busy) and clients waiting for one',
       labelNames: ['state'],
       registers: [registry],
       collect() {
-        const p = pool();
+        const p = database.pool();
         this.set({ state: 'idle' }, p.idle);
         this.set({ state: 'busy' }, p.total - p.idle);
         this.set({ state: 'waiting' }, p.waiting);
+      },
+    });
+    // Kept as plain numbers by the store (no prom-client on the query path); read at scrape.
+    const reported = new Map<string, number>();
+    new prom.Counter({
+      name: 'oh_hai_hub_db_round_trips_total',
+      help: 'Round trips to the database by work (route pattern, push, sweep, presence) and kind (inside a unit, BEGIN and COMMIT included, or a read outside one)',
+      labelNames: ['work', 'kind'],
+      registers: [registry],
+      collect() {
+        for (const [work, n] of database.roundTrips()) {
+          for (const kind of ['unit', 'read'] as const) {
+            const key = `${work}\n${kind}`;
+            const delta = n[kind] - (reported.get(key) ?? 0);
+            if (delta > 0) this.inc({ work, kind }, delta);
+            reported.set(key, n[kind]);
+          }
+        }
       },
     });
   }

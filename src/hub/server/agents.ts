@@ -19,11 +19,16 @@ export interface KnownAgent {
   source: 'account' | 'config';
 }
 
-const fromRow = (r: AgentDbRow): KnownAgent => ({ id: r.id, label: r.label, revoked: r.revoked === 1, source: 'account' });
+export const fromAgentRow = (r: Pick<AgentDbRow, 'id' | 'label' | 'revoked'>): KnownAgent => ({
+  id: r.id,
+  label: r.label,
+  revoked: r.revoked === 1,
+  source: 'account',
+});
 
 export async function findAgent(core: HubCore, q: Sql, id: string): Promise<KnownAgent | null> {
   const row = await q.get<AgentDbRow>('SELECT id, label, revoked, created_at FROM agents WHERE id = ?', id);
-  if (row) return fromRow(row);
+  if (row) return fromAgentRow(row);
   for (const configId of core.configAgents.values()) if (configId === id) return { id, label: null, revoked: false, source: 'config' };
   return null;
 }
@@ -31,7 +36,7 @@ export async function findAgent(core: HubCore, q: Sql, id: string): Promise<Know
 /** Who holds this token: an account agent (possibly revoked) or a config identity. */
 export async function agentByToken(core: HubCore, q: Sql, tokenHash: string): Promise<KnownAgent | null> {
   const row = await q.get<AgentDbRow>('SELECT id, label, revoked, created_at FROM agents WHERE token_hash = ?', tokenHash);
-  if (row) return fromRow(row);
+  if (row) return fromAgentRow(row);
   const configId = core.configAgents.get(tokenHash);
   if (configId === undefined) return null;
   return findAgent(core, q, configId);
@@ -57,7 +62,7 @@ export async function revokeAgent(core: HubCore, tx: Tx, id: string): Promise<An
 
 /** The account agent directory (§10): four fields per row; config identities only when asked. */
 export async function directory(core: HubCore, includeConfig: boolean): Promise<AgentRow[]> {
-  const rows = (await core.store.read.all<AgentDbRow>('SELECT id, label, revoked, created_at FROM agents ORDER BY created_at, id')).map(fromRow);
+  const rows = (await core.store.read.all<AgentDbRow>('SELECT id, label, revoked, created_at FROM agents ORDER BY created_at, id')).map(fromAgentRow);
   const out: AgentRow[] = rows.map((a) => ({ id: a.id, label: a.label, revoked: a.revoked, source: 'account' }));
   if (includeConfig) {
     const seen = new Set(out.map((r) => r.id));

@@ -1,26 +1,63 @@
 import type { IncomingMessage } from 'node:http';
-import { agentByToken } from './agents.js';
+import { agentByToken, fromAgentRow } from './agents.js';
 import type { HubCore } from './core.js';
 import { bad, good, type Answer } from './http.js';
 import { hashToken, presentedTokenHash } from './ids.js';
 import { getMeta } from './account.js';
+import type { Sql } from './sql.js';
 
 export type Caller = { kind: 'human' } | { kind: 'agent'; agentId: string; label: string | null; source: 'account' | 'config' };
 
 /** Which token kinds an endpoint accepts. */
 export type Needs = 'none' | 'agent' | 'human' | 'any';
 
+/** Who is calling, and the account switch every messaging route checks, as one request sees them. */
+export interface Authenticated {
+  caller: Caller;
+  /** Agent messaging is on (`PATCH /v1/account`); read in the same statement as the credential. */
+  messaging: boolean;
+}
+
+/** The agent columns are null when no agent row holds the token. */
+interface CredentialRow {
+  human_hash: string | null;
+  messaging: string | null;
+  id: string | null;
+  label: string | null;
+  revoked: number | null;
+}
+
+/**
+ * The credential and the account switch in ONE statement: the human token's hash, the agent row
+ * the token names (if any), and whether messaging is on. One round trip per request, which on
+ * PostgreSQL is one network hop (test/integration/cluster/round-trips.test.ts counts them).
+ */
+const credential = (q: Sql, hash: string): Promise<CredentialRow | null> =>
+  q.get<CredentialRow>(
+    `SELECT (SELECT value FROM meta WHERE key = 'human_token_hash') AS human_hash,
+            (SELECT value FROM meta WHERE key = 'agent_messaging') AS messaging,
+            a.id, a.label, a.revoked
+       FROM (SELECT 1 AS one) AS q LEFT JOIN agents AS a ON a.token_hash = ?`,
+    hash,
+  );
+
 /** Resolve `Authorization: Bearer <token>`; missing, unknown or revoked is 401 (§0). */
-export async function authenticate(core: HubCore, req: IncomingMessage): Promise<Answer<Caller>> {
+export async function authenticate(core: HubCore, req: IncomingMessage): Promise<Answer<Authenticated>> {
   const header = req.headers.authorization;
   const m = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m) return bad(401, 'unauthorized', 'send the credential as "Authorization: Bearer <token>"');
   const hash = presentedTokenHash(m[1]!);
-  if (hash === (await getMeta(core.store.read, 'human_token_hash'))) return good({ kind: 'human' });
-  const agent = await agentByToken(core, core.store.read, hash);
+  const row = await credential(core.store.read, hash);
+  const messaging = row?.messaging !== '0';
+  if (row !== null && hash === row.human_hash) return good({ caller: { kind: 'human' }, messaging });
+  // A token named only by the configured token store has no row: looked up there.
+  const agent =
+    row !== null && row.id !== null
+      ? fromAgentRow({ id: row.id, label: row.label ?? '', revoked: row.revoked ?? 0 })
+      : await agentByToken(core, core.store.read, hash);
   if (!agent) return bad(401, 'unauthorized', 'the token is not known to this Hub');
   if (agent.revoked) return bad(401, 'unauthorized', `agent ${agent.id} has been revoked; a human must mint a new agent`);
-  return good({ kind: 'agent', agentId: agent.id, label: agent.label, source: agent.source });
+  return good({ caller: { kind: 'agent', agentId: agent.id, label: agent.label, source: agent.source }, messaging });
 }
 
 /** 403 forbidden when the caller's kind of token cannot use this endpoint. */

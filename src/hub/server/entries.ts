@@ -1,6 +1,6 @@
 import type { Entry } from '../contract/index.js';
 import { deliveryWrapperBytes, formatAddress } from '../contract/index.js';
-import type { Sql, Tx } from './sql.js';
+import type { Param, Sql, Tx } from './sql.js';
 
 /**
  * Entry rows: one per entry in a mailbox. `state` is `pending` until a consumer
@@ -58,37 +58,56 @@ export interface PageBound {
 export const deliveryBytes = (row: EntryRow): number => Buffer.byteLength(row.body) + deliveryWrapperBytes();
 
 /**
- * The seqs of a mailbox's next pending entries after `afterSeq`, oldest first, at most `limit`.
- * Keyset reads, one per source, each a range scan on an index that ends in `seq` (so neither
- * reads rows it skips nor sorts): a session's own entries, principal entries nobody has
- * claimed, and principal entries it claimed already. At most 3 × limit index entries are read
- * and no table row; the bodies are read afterwards, one by one, only while the page has room.
+ * The seqs of a mailbox's next pending entries after `afterSeq`, oldest first, at most `limit`,
+ * as a subquery and its parameters. Keyset reads, one per source, each a range scan on an
+ * index that ends in `seq` (so neither reads rows it skips nor sorts): a session's own entries,
+ * principal entries nobody has claimed, and principal entries it claimed already. At most
+ * 3 × limit index entries are read.
  */
-async function pendingSeqs(q: Sql, box: Mailbox, afterSeq: number, limit: number): Promise<number[]> {
+function pendingSeqs(box: Mailbox, afterSeq: number, limit: number): { sql: string; params: Param[] } {
   const free = `SELECT seq FROM entries
     WHERE to_agent = ? AND to_session IS NULL AND state = 'pending' AND claimed_session IS NULL AND seq > ? ORDER BY seq LIMIT ?`;
-  if (box.sessionId === null) return (await q.all<{ seq: number }>(free, box.agentId, afterSeq, limit)).map((r) => r.seq);
+  if (box.sessionId === null) return { sql: free, params: [box.agentId, afterSeq, limit] };
   // Every derived table is named: PostgreSQL requires it, SQLite accepts it.
-  const rows = await q.all<{ seq: number }>(
-    `SELECT seq FROM (
+  return {
+    sql: `SELECT seq FROM (
        SELECT * FROM (SELECT seq FROM entries
          WHERE to_session = ? AND state = 'pending' AND seq > ? ORDER BY seq LIMIT ?) AS own
        UNION ALL SELECT * FROM (${free}) AS free
        UNION ALL SELECT * FROM (SELECT seq FROM entries
          WHERE claimed_session = ? AND state = 'pending' AND seq > ? ORDER BY seq LIMIT ?) AS claimed
      ) AS pending ORDER BY seq LIMIT ?`,
-    box.sessionId,
-    afterSeq,
-    limit,
-    box.agentId,
-    afterSeq,
-    limit,
-    box.sessionId,
-    afterSeq,
-    limit,
-    limit,
+    params: [box.sessionId, afterSeq, limit, box.agentId, afterSeq, limit, box.sessionId, afterSeq, limit, limit],
+  };
+}
+
+/**
+ * The next page of a mailbox after `afterSeq`, oldest first, in ONE statement: the keyset
+ * subquery picks at most `limit` seqs; of those rows, only the ones that start within the byte
+ * budget come back (a running sum of body lengths, in characters, which never exceed bytes), so a
+ * page never pulls a backlog of large bodies into memory. The exact byte bound is applied here:
+ * always at least one entry when any is pending, so an entry of any legal size makes progress.
+ * Claims nothing: a read outside a unit may serve it when {@link needsClaim} says no.
+ */
+export async function readPage(q: Sql, box: Mailbox, afterSeq: number, bound: PageBound): Promise<PendingPage> {
+  const seqs = pendingSeqs(box, afterSeq, bound.limit);
+  const rows = await q.all<EntryRow & { chars_before: number; candidates: number }>(
+    `SELECT * FROM (
+       SELECT entries.*, SUM(LENGTH(body)) OVER (ORDER BY seq) - LENGTH(body) AS chars_before, COUNT(*) OVER () AS candidates
+         FROM entries WHERE seq IN (${seqs.sql})
+     ) AS page WHERE chars_before < ? ORDER BY seq`,
+    ...seqs.params,
+    bound.maxBytes,
   );
-  return rows.map((r) => r.seq);
+  const out: EntryRow[] = [];
+  let bytes = 0;
+  for (const { chars_before: _, candidates: __, ...row } of rows) {
+    bytes += deliveryBytes(row);
+    if (out.length > 0 && bytes > bound.maxBytes) return { rows: out, more: true };
+    out.push(row);
+  }
+  const candidates = rows[0]?.candidates ?? 0;
+  return { rows: out, more: candidates >= bound.limit || out.length < candidates };
 }
 
 /** A page, and whether more may be pending right behind it (it stopped at its count or byte bound). */
@@ -97,40 +116,56 @@ export interface PendingPage {
   more: boolean;
 }
 
+/** Whether handing `rows` to the session takes a claim: a principal entry nobody claimed yet. */
+export const needsClaim = (box: Mailbox, rows: readonly EntryRow[]): boolean =>
+  box.sessionId !== null && rows.some((r) => r.to_session === null && r.claimed_session === null);
+
 /**
- * The next page of what a drain or push hands over after `afterSeq`, oldest first, claiming it
- * in the same unit: for a session, its own unacknowledged entries plus principal entries
- * it claims now (first-claim-wins); for the principal mailbox, principal entries no session has
- * claimed. Bounded by count AND bytes, always at least one entry when any is pending, so an
- * entry of any legal size makes progress; the rows read are bounded by the page, never by the
- * backlog behind it. The caller continues from the last row's seq; `more` false means nothing
- * was pending past this page when it was read, so a reader need not ask again until woken.
- *
- * The claim is a conditional UPDATE (`… AND claimed_session IS NULL`): on PostgreSQL a
- * racing claim from another instance waits for this row's lock, re-reads the row and
- * changes nothing, so exactly one session wins.
+ * Claim a page's unclaimed principal entries for the session in ONE conditional UPDATE
+ * (`… AND claimed_session IS NULL`): on PostgreSQL a racing claim from another instance waits
+ * for the row lock, re-reads the row and changes nothing, so exactly one session wins. The
+ * entries this session lost (claimed elsewhere, or no longer pending) leave the page; the caller
+ * continues from the last row's seq either way.
  */
-export async function pendingPage(tx: Tx, box: Mailbox, afterSeq: number, bound: PageBound): Promise<PendingPage> {
-  const seqs = await pendingSeqs(tx, box, afterSeq, bound.limit);
-  const rows: EntryRow[] = [];
-  let bytes = 0;
-  for (const seq of seqs) {
-    const row = await tx.get<EntryRow>('SELECT * FROM entries WHERE seq = ?', seq);
-    if (row === null) continue;
-    bytes += deliveryBytes(row);
-    if (rows.length > 0 && bytes > bound.maxBytes) return { rows, more: true };
-    if (box.sessionId !== null && row.to_session === null && row.claimed_session === null) {
-      if ((await tx.run('UPDATE entries SET claimed_session = ? WHERE seq = ? AND claimed_session IS NULL', box.sessionId, seq)) !== 1) continue;
+export async function claimPage(tx: Tx, box: Mailbox, rows: EntryRow[]): Promise<EntryRow[]> {
+  if (!needsClaim(box, rows)) return rows;
+  const wanted = rows.filter((r) => r.to_session === null && r.claimed_session === null).map((r) => r.seq);
+  const won = new Set(
+    (
+      await tx.all<{ seq: number }>(
+        `UPDATE entries SET claimed_session = ? WHERE seq IN (${wanted.map(() => '?').join(', ')}) AND claimed_session IS NULL AND state = 'pending' RETURNING seq`,
+        box.sessionId,
+        ...wanted,
+      )
+    ).map((r) => r.seq),
+  );
+  const out: EntryRow[] = [];
+  for (const row of rows) {
+    if (row.to_session === null && row.claimed_session === null) {
+      if (!won.has(row.seq)) continue;
       row.claimed_session = box.sessionId;
     }
-    rows.push(row);
+    out.push(row);
   }
-  return { rows, more: seqs.length >= bound.limit };
+  return out;
+}
+
+/**
+ * The next page of what a drain or push hands over after `afterSeq`, claiming it in the same
+ * unit: for a session, its own unacknowledged entries plus principal entries it claims now
+ * (first-claim-wins); for the principal mailbox, principal entries no session has claimed.
+ * Two statements at most, whatever the page's size. `more` false means nothing was pending
+ * past this page when it was read, so a reader need not ask again until woken.
+ */
+export async function pendingPage(tx: Tx, box: Mailbox, afterSeq: number, bound: PageBound): Promise<PendingPage> {
+  const read = await readPage(tx, box, afterSeq, bound);
+  return { rows: await claimPage(tx, box, read.rows), more: read.more };
 }
 
 /** Whether `pendingPage` would hand anything over now; a read that claims nothing. */
 export async function hasPending(q: Sql, box: Mailbox): Promise<boolean> {
-  return (await pendingSeqs(q, box, 0, 1)).length > 0;
+  const seqs = pendingSeqs(box, 0, 1);
+  return (await q.all<{ seq: number }>(seqs.sql, ...seqs.params)).length > 0;
 }
 
 /** A session ended: its claimed, unacknowledged principal entries go back to the principal mailbox (§12). */

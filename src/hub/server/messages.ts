@@ -28,16 +28,31 @@ interface Recipient {
 async function resolveRecipient(core: HubCore, tx: Tx, to: string): Promise<Answer<Recipient>> {
   const addr = parseAddress(to, "field 'to'");
   if (!addr.ok) return bad(400, 'invalid_request', addr.reason);
+  if (addr.value.sessionId !== null) {
+    // The common case in one statement: the session with its agent's standing.
+    const joined = await tx.get<SessionRow & { agent_revoked: number | null }>(
+      'SELECT s.*, a.revoked AS agent_revoked FROM sessions AS s LEFT JOIN agents AS a ON a.id = s.agent_id WHERE s.id = ?',
+      addr.value.sessionId,
+    );
+    if (joined !== null && joined.agent_id === addr.value.agentId) {
+      const { agent_revoked, ...found } = joined;
+      const live = agent_revoked === null ? [...core.configAgents.values()].includes(found.agent_id) : agent_revoked !== 1;
+      if (live) return sessionRecipient(core, tx, found);
+    }
+  }
   const agent = await findAgent(core, tx, addr.value.agentId);
   if (!agent || agent.revoked) return bad(404, 'recipient_not_found', `no agent ${addr.value.agentId} in this account can receive mail`);
   if (addr.value.sessionId === null) {
     return good({ agentId: agent.id, session: null, snapshot: await principalReachability(core, tx, agent.id, tx.now) });
   }
-  const found = await sessionById(tx, addr.value.sessionId);
-  if (!found || found.agent_id !== agent.id) return bad(404, 'recipient_not_found', `agent ${agent.id} has no session ${addr.value.sessionId}`);
+  return bad(404, 'recipient_not_found', `agent ${agent.id} has no session ${addr.value.sessionId}`);
+}
+
+/** A live session of a known agent: the recipient, unless its lease has run out. */
+async function sessionRecipient(core: HubCore, tx: Tx, found: SessionRow): Promise<Answer<Recipient>> {
   const s = await current(core, tx, found);
   if (s.state !== 'active') return sendTargetEnded(s);
-  return good({ agentId: agent.id, session: s, snapshot: sessionReachability(core, s, tx.now) });
+  return good({ agentId: s.agent_id, session: s, snapshot: sessionReachability(core, s, tx.now) });
 }
 
 /** A send to a session address that is not live is 410 `session_<state>` with a `state` detail (§12). */
@@ -50,10 +65,11 @@ async function insertMessage(
   tx: Tx,
   m: Omit<MessageRow, 'seq' | 'state' | 'prior' | 'track' | 'response_id' | 'response_text' | 'response_at'>,
 ): Promise<MessageRow> {
-  await tx.run(
+  // RETURNING: the stored row comes back in the insert's own round trip.
+  const row = await tx.get<MessageRow>(
     `INSERT INTO messages (id, intent, from_addr, from_agent, reply_session, to_addr, to_agent, to_session, text, in_reply_to, created_at,
          state, prior, track, destination, idempotency_key, request_hash)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, ?, ?, ?, ?) RETURNING *`,
     m.id,
     m.intent,
     m.from_addr,
@@ -70,7 +86,7 @@ async function insertMessage(
     m.idempotency_key,
     m.request_hash,
   );
-  return (await messageById(tx, m.id))!;
+  return row!;
 }
 
 const requestHash = (req: SendRequest): string =>

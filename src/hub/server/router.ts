@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { nameWork, runAs } from './work.js';
 import { authenticate, checkKind, tokenInUrl, type Caller, type Needs } from './auth.js';
 import type { HubCore } from './core.js';
 import type { RequestClass, RequestFaults } from './faults.js';
@@ -12,6 +13,8 @@ export interface RouteContext {
   params: string[];
   /** The authenticated caller; `{kind: 'human'}` is never assumed for `needs: 'none'` routes. */
   caller: Caller | null;
+  /** Whether agent messaging is on, read with the credential; null on routes that need none. */
+  messaging: boolean | null;
   body: Body;
   faults: RequestFaults;
   /** Aborts when the client goes away (held long-polls stop waiting). */
@@ -96,7 +99,7 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
     req.on('error', abort);
     res.on('error', abort);
     try {
-      const reply = await route(req, res, signal);
+      const reply = await runAs({ name: 'other' }, () => route(req, res, signal));
       if (reply && reply.kind !== 'handled') send(res, reply);
     } catch (e) {
       log(`hub: internal error on ${req.method} ${(req.url ?? '').split('?')[0]}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
@@ -144,6 +147,7 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
     }
     const r = hit.c.route;
     patternOf.set(res, `${r.method} ${r.path}`);
+    nameWork(`${r.method} ${r.path}`);
     const faults = core.faults.forRequest(r.cls);
     if (faults.delayMs > 0) await sleep(faults.delayMs);
     if (faults.status !== null) {
@@ -161,12 +165,14 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
       return null;
     }
     let caller: Caller | null = null;
+    let messaging: boolean | null = null;
     if (r.needs !== 'none') {
       const who = await authenticate(core, req);
       if (!who.ok) return errorReply(who.error);
-      const allowed = checkKind(who.value, r.needs);
+      const allowed = checkKind(who.value.caller, r.needs);
       if (!allowed.ok) return errorReply(allowed.error);
-      caller = who.value;
+      caller = who.value.caller;
+      messaging = who.value.messaging;
     }
     let body: Body = { kind: 'none' };
     if (req.method === 'POST' || req.method === 'PATCH') {
@@ -180,6 +186,7 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
       url,
       params: hit.params!,
       caller,
+      messaging,
       body,
       faults,
       get signal() {

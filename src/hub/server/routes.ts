@@ -71,6 +71,8 @@ const sentBody = (s: Sent): Record<string, unknown> =>
 
 /** Every MA2H endpoint (§1–§10), plus `GET /v1/account`, `GET /v1/operator-stops` and the test-only `/v1/_faults`. */
 export function apiRoutes(core: HubCore, signer: Signer): Route[] {
+  /** The switch as the request's credential statement read it (every route that asks is authenticated). */
+  const messagingOn = async (c: RouteContext): Promise<boolean> => c.messaging ?? (await messagingEnabled(core.store.read));
   const maxWait = effectiveMaxWaitSeconds(core.config);
   const routes: Route[] = [
     {
@@ -118,7 +120,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/account',
       needs: 'any',
       cls: 'other',
-      handle: async () => json(200, { account: { ...core.account, agent_messaging: await messagingEnabled(core.store.read) } }),
+      handle: async (c) => json(200, { account: { ...core.account, agent_messaging: await messagingOn(c) } }),
     },
     {
       method: 'PATCH',
@@ -138,7 +140,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       needs: 'agent',
       cls: 'sessions',
       handle: async (c) => {
-        if (!(await messagingEnabled(core.store.read))) return errorReply(MESSAGING_OFF);
+        if (!(await messagingOn(c))) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateCreateSession);
         if (!req.ok) return errorReply(req.error);
         const r = await core.store.write((tx) => registerSession(core, tx, agentOf(c), req.value));
@@ -210,7 +212,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const session = sessionParam(c);
         if (!session.ok) return errorReply(session.error);
-        if (session.value !== null && !(await messagingEnabled(core.store.read))) return errorReply(MESSAGING_OFF);
+        if (session.value !== null && !(await messagingOn(c))) return errorReply(MESSAGING_OFF);
         const consumer = consumerOf(c);
         if (!consumer.ok) return errorReply(consumer.error);
         const limit = numberParam(c, 'limit', 100, 1, 1000, true);
@@ -241,7 +243,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
         if (!session.ok) return errorReply(session.error);
         if (session.value === null)
           return fault(400, 'invalid_request', 'the stream needs ?session=<session id>; the principal mailbox is drained with GET /v1/inbox');
-        if (!(await messagingEnabled(core.store.read))) return errorReply(MESSAGING_OFF);
+        if (!(await messagingOn(c))) return errorReply(MESSAGING_OFF);
         const consumer = consumerOf(c);
         if (!consumer.ok) return errorReply(consumer.error);
         return openStream(core, signer, c.res, { agentId: agentOf(c), sessionId: session.value, consumer: consumer.value, drop: c.faults.drop });
@@ -266,7 +268,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       cls: 'messages',
       handle: async (c) => {
         const received = TRACE ? process.hrtime.bigint() : 0n;
-        if (!(await messagingEnabled(core.store.read))) return errorReply(MESSAGING_OFF);
+        if (!(await messagingOn(c))) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateSend);
         if (!req.ok) return errorReply(req.error);
         const r = await core.store.write((tx) => sendMessage(core, tx, agentOf(c), req.value));
@@ -320,7 +322,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       needs: 'agent',
       cls: 'messages',
       handle: async (c) => {
-        if (!(await messagingEnabled(core.store.read))) return errorReply(MESSAGING_OFF);
+        if (!(await messagingOn(c))) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateRespond);
         if (!req.ok) return errorReply(req.error);
         const r = await core.store.write((tx) => respond(core, tx, agentOf(c), c.params[0]!, req.value));

@@ -16,12 +16,13 @@ import { HUB_RECORD_FILE } from './files.js';
 import { hashToken, hubClock, iso } from './ids.js';
 import { sweepExpired } from './inbox.js';
 import { StreamRegistry, type StreamCloseReason } from './registry.js';
-import type { AdminListener } from './admin.js';
+import type { AdminListener, DatabaseStats } from './admin.js';
 import { createRouter, type ExtraRoutes } from './router.js';
 import { apiRoutes } from './routes.js';
 import { sessionById, streamsSeen, sweepLapsed } from './sessions.js';
 import type { Store, WakeTopic } from './sql.js';
 import { openStore, sqliteStore } from './store.js';
+import { runAs } from './work.js';
 
 /** What `hub.json` in the data dir records, so admin commands find a running Hub. */
 export interface HubRecord {
@@ -71,7 +72,7 @@ const formatUrl = (host: string, port: number): string => `http://${host.include
 interface Opened {
   store: Store;
   clock: Clock;
-  pool: (() => { total: number; idle: number; waiting: number }) | null;
+  database: DatabaseStats | null;
 }
 
 /**
@@ -96,7 +97,7 @@ async function openHubStore(
       committed: () => bus.deliver(),
       effectFailed,
     });
-    return { store, clock, pool: null };
+    return { store, clock, database: null };
   }
   const { openPostgres } = await import('./postgres/index.js');
   const pg = await openPostgres({
@@ -112,7 +113,7 @@ async function openHubStore(
     log: o.log,
     metrics,
   });
-  return { store: pg.store, clock: pg.clock, pool: pg.poolStats };
+  return { store: pg.store, clock: pg.clock, database: pg.stats };
 }
 
 /** Start a reference Hub on `config.host:config.port` with its store in `config.dataDir` or the database. */
@@ -160,7 +161,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     boot = await bootAccount(store, config.dataDir, 'reference hub account');
     if (o.adminListen !== undefined) {
       const { startAdmin } = await import('./admin.js');
-      admin = await startAdmin(o.adminListen, { store, openStreams: () => streams.count(), pool: opened.pool });
+      admin = await startAdmin(o.adminListen, { store, openStreams: () => streams.count(), database: opened.database });
       metrics.target = admin.metrics;
     }
   } catch (e) {
@@ -211,10 +212,12 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   const sweepMs = Math.max(20, Math.min(1000, (config.leaseMinSeconds * 1000) / 4));
   const sweep = async () => {
     try {
-      await store.write(async (tx) => {
-        await sweepLapsed(hub, tx);
-        await sweepExpired(hub, tx);
-      });
+      await runAs({ name: 'sweep' }, () =>
+        store.write(async (tx) => {
+          await sweepLapsed(hub, tx);
+          await sweepExpired(hub, tx);
+        }),
+      );
     } catch (e) {
       o.log(`hub: sweep failed: ${e instanceof Error ? e.message : String(e)}`);
     }
@@ -228,9 +231,9 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     ? setInterval(() => {
         const held = streams.held();
         if (held.length > 0)
-          store
-            .write((tx) => streamsSeen(tx, held))
-            .catch((e: unknown) => o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`));
+          runAs({ name: 'presence' }, () => store.write((tx) => streamsSeen(tx, held))).catch((e: unknown) =>
+            o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`),
+          );
       }, seenMs)
     : undefined;
 

@@ -4,7 +4,8 @@ import { coalesced, Gate } from './coalesce.js';
 import { holdMs } from './config.js';
 import type { HubCore } from './core.js';
 import type { Signer } from './delivery.js';
-import { pendingPage } from './entries.js';
+import { runAs, type Work } from './work.js';
+import { claimPage, needsClaim, readPage } from './entries.js';
 import { errorReply, type Reply } from './http.js';
 import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
@@ -13,6 +14,8 @@ import { hop, TRACE } from '../../util/trace.js';
 
 /** How many deliveries one `entries` event carries at most (and at most `pageBytes` of them). */
 const PUSH_BATCH = 100;
+/** Pages run as this work, whoever's commit woke them (/metrics counts round trips by work). */
+const PUSH: Work = { name: 'push' };
 
 export interface StreamRequest {
   agentId: string;
@@ -139,6 +142,8 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   // connection sent so a rewind (claims released elsewhere) does not send it twice.
   let after = 0;
   const pushed = new Set<string>();
+  const box = { agentId: sr.agentId, sessionId: sr.sessionId };
+  const pageBound = { limit: PUSH_BATCH, maxBytes: core.config.pageBytes };
   // A released claim puts an entry behind the cursor: the next page starts over.
   let rewind = false;
   /** One page; true when another may follow at once (this one stopped at its bound). */
@@ -148,14 +153,17 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
       rewind = false;
       after = 0;
     }
-    const { rows, more } = await pageGate(core).run(() =>
-      core.store.write((tx) =>
-        pendingPage(tx, { agentId: sr.agentId, sessionId: sr.sessionId }, after, { limit: PUSH_BATCH, maxBytes: core.config.pageBytes }),
-      ),
+    // One read outside a unit; a unit only when the page holds principal entries to claim.
+    const { read, rows } = await runAs(PUSH, () =>
+      pageGate(core).run(async () => {
+        const read = await readPage(core.store.read, box, after, pageBound);
+        return { read, rows: needsClaim(box, read.rows) ? await core.store.write((tx) => claimPage(tx, box, read.rows)) : read.rows };
+      }),
     );
     if (TRACE) for (const r of rows) hop('hub.paged', r.message_id);
-    if (rows.length === 0 || finished) return false;
-    after = Math.max(after, rows[rows.length - 1]!.seq);
+    if (finished || read.rows.length === 0) return false;
+    // Past every row read, claimed here or lost to another session.
+    after = Math.max(after, read.rows[read.rows.length - 1]!.seq);
     const fresh = rows.filter((r) => !pushed.has(r.id));
     if (fresh.length > 0) {
       const now = core.clock.now();
@@ -168,7 +176,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
       if (TRACE) for (const r of fresh) hop('hub.written', r.message_id);
     }
     // A page short of its bound saw everything pending: what arrives later wakes this stream.
-    return more;
+    return read.more;
   };
   // One page at a time per stream, one per turn of the event loop; a wake-up during a page
   // asks for another pass right after it.

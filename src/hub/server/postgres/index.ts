@@ -2,8 +2,10 @@
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Clock } from '../../../util/clock.js';
+import type { DatabaseStats } from '../admin.js';
 import type { HubMetrics } from '../metrics.js';
 import type { Store, WakeTopic } from '../sql.js';
+import { trackWork } from '../work.js';
 import { listen } from './listener.js';
 import { migrate } from './schema.js';
 import { postgresStore } from './store.js';
@@ -31,8 +33,8 @@ export interface OpenPostgres {
 export interface PostgresHandle {
   store: Store;
   clock: Clock;
-  /** Pool use, for /metrics. */
-  poolStats(): { total: number; idle: number; waiting: number };
+  /** Pool use and round trips, for /metrics. */
+  stats: DatabaseStats;
 }
 
 /**
@@ -64,6 +66,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
       code: code === SCHEMA_TOO_NEW ? SCHEMA_TOO_NEW : DATABASE_UNAVAILABLE,
     });
   }
+  trackWork();
   const store = postgresStore({
     pool,
     instance,
@@ -95,6 +98,9 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
       },
     },
     clock: store.clock,
-    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    stats: {
+      pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+      roundTrips: () => store.roundTrips,
+    },
   };
 }

@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import type { Clock } from '../../../util/clock.js';
 import type { Param, Sql, Store, Tx, WakeTopic } from '../sql.js';
+import { workName } from '../work.js';
 import { schemaVersion, SCHEMA_VERSION } from './schema.js';
 
 /** `?` placeholders → `$1…$n`, once per statement text. */
@@ -17,11 +18,15 @@ function numbered(): (sql: string) => string {
   };
 }
 
-function statements(q: Pool | PoolClient, text: (sql: string) => string): Sql {
+/** Round trips to the database since start, by work (a route pattern, `push`, `sweep`, …): inside units (BEGIN and COMMIT included) and reads outside them. */
+export type RoundTrips = Map<string, { unit: number; read: number }>;
+
+function statements(q: Pool | PoolClient, text: (sql: string) => string, counted: () => void): Sql {
+  const query = (sql: string, params: Param[]) => (counted(), q.query(text(sql), params));
   return {
-    get: async <T>(sql: string, ...params: Param[]) => ((await q.query(text(sql), params)).rows[0] as T | undefined) ?? null,
-    all: async <T>(sql: string, ...params: Param[]) => (await q.query(text(sql), params)).rows as T[],
-    run: async (sql: string, ...params: Param[]) => (await q.query(text(sql), params)).rowCount ?? 0,
+    get: async <T>(sql: string, ...params: Param[]) => ((await query(sql, params)).rows[0] as T | undefined) ?? null,
+    all: async <T>(sql: string, ...params: Param[]) => (await query(sql, params)).rows as T[],
+    run: async (sql: string, ...params: Param[]) => (await query(sql, params)).rowCount ?? 0,
   };
 }
 
@@ -92,8 +97,17 @@ export function parsePayload(payload: string): { instance: string; sentAt: numbe
  * runs the unit again. Every unit starts by reading the database's clock in the same round
  * trip as its BEGIN, and decides on that instant.
  */
-export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock: Clock; readonly pool: Pool } {
+export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock: Clock; readonly pool: Pool; readonly roundTrips: RoundTrips } {
   const text = numbered();
+  // Counted, not timed: the statement-count tests and /metrics read these.
+  const roundTrips: RoundTrips = new Map();
+  const counted = (kind: 'unit' | 'read') => {
+    const name = workName();
+    let n = roundTrips.get(name);
+    if (n === undefined) roundTrips.set(name, (n = { unit: 0, read: 0 }));
+    n[kind] += 1;
+  };
+  const inUnit = () => counted('unit');
   // Our estimate of (database clock − our clock), refreshed by every unit's BEGIN.
   let skew = 0;
   const clock: Clock = { now: () => o.local.now() + skew + o.offsetMs, monotonic: () => o.local.monotonic() };
@@ -105,6 +119,7 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     let broken: Error | undefined;
     try {
       const sent = o.local.now();
+      inUnit();
       const began = (await client.query(`BEGIN; SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT) AS now`)) as unknown as Array<{
         rows: Array<{ now: number }>;
       }>;
@@ -112,11 +127,12 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
       // Whole ms: instants are BIGINT columns.
       skew = Math.round(dbNow - (sent + o.local.now()) / 2);
       const tx: Tx = {
-        ...statements(client, text),
+        ...statements(client, text, inUnit),
         now: dbNow + o.offsetMs,
         afterCommit: (effect) => effects.push(effect),
         wake: (topic, key) => wakes.push([topic, key]),
         lockAgent: async (agentId) => {
+          inUnit();
           await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [agentId]);
         },
       };
@@ -124,12 +140,14 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
       try {
         value = await unit(tx);
       } catch (e) {
+        inUnit();
         await client.query('ROLLBACK').catch((r: Error) => (broken = r));
         throw e;
       }
       // The NOTIFYs ride with the COMMIT: sent only if it commits, in one round trip.
       const notifies = notifyPayloads(o.instance, clock.now(), wakes).map((p) => `NOTIFY ${CHANNEL}, ${client.escapeLiteral(p)}; `);
       try {
+        inUnit();
         await client.query(`${notifies.join('')}COMMIT`);
       } catch (e) {
         await client.query('ROLLBACK').catch((r: Error) => (broken = r));
@@ -157,7 +175,8 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     shared: true,
     clock,
     pool: o.pool,
-    read: statements(o.pool, text),
+    roundTrips,
+    read: statements(o.pool, text, () => counted('read')),
     async write<T>(unit: (tx: Tx) => Promise<T>): Promise<T> {
       for (let n = 1; ; n++) {
         try {

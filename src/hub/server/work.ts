@@ -1,0 +1,33 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/**
+ * What the Hub is doing when it talks to its store: a request's route pattern (never its ids),
+ * a stream's push, a sweep. The PostgreSQL store counts its round trips by it, so /metrics and
+ * the statement-count tests can say what a send or a pushed page costs, apart from the
+ * background work running at the same time.
+ */
+export interface Work {
+  name: string;
+}
+
+const current = new AsyncLocalStorage<Work>();
+// Off unless a store counts by work (PostgreSQL): on Node 20 an AsyncLocalStorage in use costs
+// every promise of the process a hook, which the SQLite Hub's send path does not pay.
+let tracking = false;
+
+/** Count by work from now on (the PostgreSQL store, whose round trips are worth it). */
+export function trackWork(): void {
+  tracking = true;
+}
+
+/** Run `fn` (and everything it starts) as `work`, when work is tracked. */
+export const runAs = <T>(work: Work, fn: () => T): T => (tracking ? current.run(work, fn) : fn());
+
+/** The work this code runs for; `other` outside any. */
+export const workName = (): string => current.getStore()?.name ?? 'other';
+
+/** Name the work under way (a request learns its route pattern only once it is matched). */
+export function nameWork(name: string): void {
+  const w = current.getStore();
+  if (w !== undefined) w.name = name;
+}

@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { freshDatabase } from '../../helpers/postgres.js';
+import { waitFor } from '../../helpers/wait.js';
+import { openSse, type SseConn } from '../hub/sse.js';
+
+// Issue 14: what a send and a pushed page cost the shared database, COUNTED (never timed), from
+// the Hub's own per-work round-trip counter (/metrics oh_hai_hub_db_round_trips_total, by route
+// pattern or `push`), so background work (sweeps, presence) running meanwhile is not in it.
+// A change that adds a round trip to either path fails here.
+
+/** Auth + messaging switch: one read. */
+const SEND_READS = 1;
+/** BEGIN+clock, session with its agent, INSERT message RETURNING, INSERT entry, NOTIFY+COMMIT. */
+const SEND_UNIT = 5;
+/** A stream's page of its own entries: one read, no unit; a short page ends the pass. */
+const PAGE_READS = 1;
+/** A page of principal entries: the read, then BEGIN+clock, one set-based claim, COMMIT. */
+const CLAIM_UNIT = 3;
+const N = 20;
+
+type Trips = Map<string, { unit: number; read: number }>;
+
+describe('database round trips per send and per pushed page (PostgreSQL)', () => {
+  let db: Awaited<ReturnType<typeof freshDatabase>>;
+  let h: TestHub;
+  beforeAll(async () => {
+    db = await freshDatabase();
+    h = await startHub({ database: db.url, args: ['--admin-listen', '127.0.0.1:0'] });
+  });
+  afterAll(async () => {
+    await h?.dispose();
+    await db?.drop();
+  });
+
+  const metrics = async (): Promise<string> => {
+    const admin = /^hub: admin \(healthz, readyz, metrics\) at (\S+)$/m.exec(h.output().stdout)![1]!;
+    return (await fetch(`${admin}/metrics`)).text();
+  };
+  const trips = async (): Promise<Trips> => {
+    const text = await metrics();
+    const out: Trips = new Map();
+    for (const m of text.matchAll(/^oh_hai_hub_db_round_trips_total\{work="([^"]+)",kind="(unit|read)"\} (\d+)$/gm)) {
+      const n = out.get(m[1]!) ?? { unit: 0, read: 0 };
+      n[m[2] as 'unit' | 'read'] = Number(m[3]);
+      out.set(m[1]!, n);
+    }
+    return out;
+  };
+  const delta = (before: Trips, after: Trips, work: string) => ({
+    unit: (after.get(work)?.unit ?? 0) - (before.get(work)?.unit ?? 0),
+    read: (after.get(work)?.read ?? 0) - (before.get(work)?.read ?? 0),
+  });
+  const pages = (c: SseConn) => c.events.filter((e) => e.event === 'entries').length;
+
+  it(`a send costs ${SEND_READS + SEND_UNIT} round trips; a pushed page of a session's own mail one; a page of principal mail claims as one set`, async () => {
+    const sender = await h.mintAgent('sender');
+    const reader = await h.mintAgent('reader');
+    const opened = await hubCall(h, 'POST', '/v1/sessions', { token: reader.token, body: { client_key: 'k1', lease_seconds: 300 } });
+    expect(opened.status, opened.text).toBe(201);
+    const session = opened.body.session as { id: string; address: string };
+    const send = async (to: string, text: string) => {
+      const r = await hubCall(h, 'POST', '/v1/messages', { token: sender.token, body: { to, intent: 'notify', text } });
+      expect(r.status, r.text).toBe(202);
+    };
+
+    // Sends, no stream open: nothing but the send itself.
+    let before = await trips();
+    for (let i = 0; i < N; i++) await send(session.address, `queued ${i}`);
+    expect(delta(before, await trips(), 'POST /v1/messages')).toEqual({ unit: N * SEND_UNIT, read: N * SEND_READS });
+
+    // A stream connects onto the backlog: one page carries all N (one read), a short page ends the pass.
+    before = await trips();
+    const stream = await openSse(`${h.url}/v1/inbox/stream?session=${session.id}`, { token: reader.token });
+    try {
+      await waitFor(() => stream.events.filter((e) => e.event === 'entries').flatMap((e) => JSON.parse(e.data).messages).length === N, {
+        timeoutMs: 20_000,
+      });
+      expect(pages(stream)).toBe(1);
+      expect(delta(before, await trips(), 'push')).toEqual({ unit: 0, read: PAGE_READS });
+
+      // One send at a time while the stream is open: each send's cost is unchanged, each push one read.
+      before = await trips();
+      for (let i = 0; i < N; i++) {
+        const n = pages(stream);
+        await send(session.address, `live ${i}`);
+        await waitFor(() => pages(stream) > n, { timeoutMs: 20_000 });
+      }
+      const after = await trips();
+      expect(delta(before, after, 'POST /v1/messages')).toEqual({ unit: N * SEND_UNIT, read: N * SEND_READS });
+      // A wake-up that finds its entry already pushed reads once more and pushes nothing: at most one such per send.
+      const push = delta(before, after, 'push');
+      expect(push.unit).toBe(0);
+      expect(push.read).toBeGreaterThanOrEqual(N * PAGE_READS);
+      expect(push.read).toBeLessThanOrEqual(2 * N * PAGE_READS);
+
+      // Principal mail: N entries claimed by the stream's session as ONE page, one claim statement.
+      // The Hub has let the first stream go before the principal mail is sent (no page of its own runs).
+      stream.close();
+      await waitFor(async () => (await metrics()).includes('\noh_hai_hub_open_streams 0\n'), { timeoutMs: 20_000 });
+      const principal = `agent:${reader.id}`;
+      for (let i = 0; i < N; i++) await send(principal, `principal ${i}`);
+      before = await trips();
+      const again = await openSse(`${h.url}/v1/inbox/stream?session=${session.id}`, { token: reader.token });
+      try {
+        const texts = () =>
+          again.events.filter((e) => e.event === 'entries').flatMap((e) => JSON.parse(e.data).messages.map((m: { entry: { text: string } }) => m.entry.text));
+        await waitFor(() => texts().filter((t: string) => t.startsWith('principal')).length === N, { timeoutMs: 20_000 });
+        expect(pages(again)).toBe(1);
+        // The claim is one statement for all N; a wake-up arriving meanwhile may cost one more (empty) read.
+        const d = delta(before, await trips(), 'push');
+        expect(d.unit).toBe(CLAIM_UNIT);
+        expect(d.read).toBeGreaterThanOrEqual(PAGE_READS);
+        expect(d.read).toBeLessThanOrEqual(2 * PAGE_READS);
+      } finally {
+        again.close();
+      }
+    } finally {
+      stream.close();
+    }
+  });
+});
