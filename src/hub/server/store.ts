@@ -117,6 +117,16 @@ CREATE INDEX IF NOT EXISTS entries_own ON entries (to_session, state, seq);
 CREATE INDEX IF NOT EXISTS entries_free ON entries (to_agent, to_session, state, claimed_session, seq);
 CREATE INDEX IF NOT EXISTS entries_claimed ON entries (claimed_session, state, seq);
 CREATE INDEX IF NOT EXISTS entries_open ON entries (state, created_at);
+
+-- Signed-in web inbox sessions (web/sessions.ts): the cookie id's hash, and the session's secrets
+-- sealed under a key derived from the signing key; kept in the store so every instance sees them.
+CREATE TABLE IF NOT EXISTS web_sessions (
+  id_hash TEXT PRIMARY KEY,
+  sealed TEXT NOT NULL,
+  last_seen_at INTEGER NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS web_sessions_by_seen ON web_sessions (last_seen_at);
 `;
 
 /** Open (creating if needed) the store in `dataDir`: directory 0700, database file 0600. */

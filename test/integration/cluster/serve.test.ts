@@ -1,3 +1,4 @@
+import { SCHEMA_VERSION } from '../../../src/hub/server/postgres/schema.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runOhHai } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
@@ -53,13 +54,13 @@ describe('oh-hai hub serve --database: refusals and the first start', () => {
     const key = 'shared-key';
     const started = await Promise.all([0, 1, 2].map(() => startHub({ database: db.url, signingKey: key })));
     hubs.push(...started);
-    expect(await sql(db.url, 'SELECT version FROM oh_hai_schema')).toEqual([{ version: 1 }]);
+    expect(await sql(db.url, 'SELECT version FROM oh_hai_schema')).toEqual([{ version: SCHEMA_VERSION }]);
     // One account: exactly one instance made it (the others found it under the lock).
     expect(started.filter((h) => /created account/.test(h.output().stdout))).toHaveLength(1);
     await sql(db.url, 'UPDATE oh_hai_schema SET version = 99');
     const r = await serve([], { OH_HAI_HUB_DATABASE_URL: db.url, MA2H_SIGNING_KEY: key });
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/is too new: the database has schema version 99, newer than this Hub's 1/);
-    await sql(db.url, 'UPDATE oh_hai_schema SET version = 1');
+    expect(r.stderr).toMatch(new RegExp(`is too new: the database has schema version 99, newer than this Hub's ${SCHEMA_VERSION}`));
+    await sql(db.url, 'UPDATE oh_hai_schema SET version = $1', [SCHEMA_VERSION]);
   });
 });

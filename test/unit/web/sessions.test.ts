@@ -1,61 +1,127 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
-import { describe, expect, it } from 'vitest';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Store } from '../../../src/hub/server/sql.js';
+import { openStore, sqliteStore } from '../../../src/hub/server/store.js';
 import { fakeClock } from '../../../src/util/clock.js';
+
+type FakeClock = ReturnType<typeof fakeClock>;
 import { checkSameOrigin } from '../../../src/hub/server/web/http.js';
 import { readSessionCookie, sameSecret, SessionStore, sessionCookie, clearedSessionCookie } from '../../../src/hub/server/web/sessions.js';
 import { LoginForms, SignInThrottle } from '../../../src/hub/server/web/sign-in.js';
 
 const signedIn = { token: 'human-token', accountId: 'acct_1', accountLabel: null };
 
+// Sessions live in the Hub's store: these run on a real SQLite store in a temp dir, on a fake clock.
+const dirs: string[] = [];
+const opened: Store[] = [];
+afterAll(async () => {
+  for (const s of opened) await s.close();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function sessionStore(opts: { clock?: FakeClock; maxSessions?: number; signingKey?: string; store?: Store } = {}) {
+  const clock = opts.clock ?? fakeClock(0);
+  let store = opts.store;
+  if (store === undefined) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-web-sessions-'));
+    dirs.push(dir);
+    store = sqliteStore(openStore(dir), {
+      clock,
+      wake: () => undefined,
+      committed: () => undefined,
+      effectFailed: (e) => {
+        throw e;
+      },
+    });
+    opened.push(store);
+  }
+  const held = store;
+  return {
+    store: held,
+    sessions: new SessionStore({ store: () => held, clock, signingKey: opts.signingKey ?? 'key-1', idleMs: 60_000, maxSessions: opts.maxSessions ?? 10 }),
+  };
+}
+
 describe('SessionStore', () => {
-  it('mints random ids and CSRF tokens, distinct per session', () => {
-    const store = new SessionStore(fakeClock(0), 60_000, 10);
-    const a = store.signIn(null, signedIn);
-    const b = store.signIn(null, signedIn);
+  it('mints random ids and CSRF tokens, distinct per session', async () => {
+    const { sessions } = sessionStore();
+    const a = await sessions.signIn(null, signedIn);
+    const b = await sessions.signIn(null, signedIn);
     expect(a.id).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(a.csrf).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(new Set([a.id, b.id, a.csrf, b.csrf]).size).toBe(4);
   });
 
-  it('replaces the session on sign-in, so an id the browser held before is worthless', () => {
-    const store = new SessionStore(fakeClock(0), 60_000, 10);
-    const anon = store.signIn(null, signedIn);
-    const s = store.signIn(anon, signedIn);
+  it('replaces the session on sign-in, so an id the browser held before is worthless', async () => {
+    const { sessions } = sessionStore();
+    const anon = await sessions.signIn(null, signedIn);
+    const s = await sessions.signIn(anon, signedIn);
     expect(s.id).not.toBe(anon.id);
     expect(s.csrf).not.toBe(anon.csrf);
-    expect(store.get(anon.id)).toBeNull();
-    expect(store.get(s.id)?.signedIn?.token).toBe('human-token');
+    expect(await sessions.get(anon.id)).toBeNull();
+    expect((await sessions.get(s.id))?.signedIn?.token).toBe('human-token');
   });
 
-  it('forgets a session idle for longer than the idle bound, and keeps one in use', () => {
+  it('forgets a session idle for longer than the idle bound, and keeps one in use', async () => {
     const clock = fakeClock(0);
-    const store = new SessionStore(clock, 60_000, 10);
-    const used = store.signIn(null, signedIn);
-    const idle = store.signIn(null, signedIn);
+    const { sessions } = sessionStore({ clock });
+    const used = await sessions.signIn(null, signedIn);
+    const idle = await sessions.signIn(null, signedIn);
     clock.advance(50_000);
-    expect(store.get(used.id)).not.toBeNull();
+    expect(await sessions.get(used.id)).not.toBeNull();
     clock.advance(50_000);
-    expect(store.get(idle.id)).toBeNull();
-    expect(store.get(used.id)).not.toBeNull();
+    expect(await sessions.get(idle.id)).toBeNull();
+    expect(await sessions.get(used.id)).not.toBeNull();
   });
 
-  it('is bounded: past the limit the least recently used session goes first', () => {
-    const store = new SessionStore(fakeClock(0), 60_000, 2);
-    const a = store.signIn(null, signedIn);
-    const b = store.signIn(null, signedIn);
-    store.get(a.id);
-    const c = store.signIn(null, signedIn);
-    expect(store.get(b.id)).toBeNull();
-    expect(store.get(a.id)).not.toBeNull();
-    expect(store.get(c.id)).not.toBeNull();
+  it('is bounded: past the limit the least recently used session goes first', async () => {
+    const clock = fakeClock(0);
+    const { sessions } = sessionStore({ clock, maxSessions: 2 });
+    const a = await sessions.signIn(null, signedIn);
+    clock.advance(10_000);
+    const b = await sessions.signIn(null, signedIn);
+    clock.advance(10_000);
+    await sessions.get(a.id);
+    clock.advance(10_000);
+    const c = await sessions.signIn(null, signedIn);
+    expect(await sessions.get(b.id)).toBeNull();
+    expect(await sessions.get(a.id)).not.toBeNull();
+    expect(await sessions.get(c.id)).not.toBeNull();
   });
 
-  it('destroys a session on sign-out', () => {
-    const store = new SessionStore(fakeClock(0), 60_000, 10);
-    const s = store.signIn(null, signedIn);
-    store.destroy(s.id);
-    expect(store.get(s.id)).toBeNull();
-    expect(store.get(undefined)).toBeNull();
+  it('destroys a session on sign-out', async () => {
+    const { sessions } = sessionStore();
+    const s = await sessions.signIn(null, signedIn);
+    await sessions.destroy(s.id);
+    expect(await sessions.get(s.id)).toBeNull();
+    expect(await sessions.get(undefined)).toBeNull();
+  });
+
+  it('keeps a flash for the next view only, and shares it with every reader of the store (another instance)', async () => {
+    const { sessions, store } = sessionStore();
+    const other = sessionStore({ store }).sessions;
+    const s = await sessions.signIn(null, signedIn);
+    await sessions.setFlash(s, { kind: 'ok', text: 'minted', secret: 'agent-token' });
+    const seen = (await other.get(s.id))!;
+    expect(await other.takeFlash(seen)).toEqual({ kind: 'ok', text: 'minted', secret: 'agent-token' });
+    expect((await sessions.get(s.id))!.flash).toBeNull();
+  });
+
+  it('stores no secret in the clear: the row holds a hash of the cookie id, and the sealed part opens only under the same signing key', async () => {
+    const { sessions, store } = sessionStore();
+    const s = await sessions.signIn(null, signedIn);
+    await sessions.setFlash(s, { kind: 'ok', text: 'minted', secret: 'agent-token' });
+    const rows = await store.read.all<Record<string, unknown>>('SELECT * FROM web_sessions');
+    const dump = JSON.stringify(rows);
+    expect(rows).toHaveLength(1);
+    for (const secret of [s.id, s.csrf, 'human-token', 'agent-token', 'acct_1']) expect(dump).not.toContain(secret);
+    // Another deployment's key opens nothing, and the unreadable session is dropped.
+    const foreign = sessionStore({ store, signingKey: 'key-2' }).sessions;
+    expect(await foreign.get(s.id)).toBeNull();
+    expect(await store.read.all('SELECT * FROM web_sessions')).toHaveLength(0);
   });
 });
 

@@ -6,6 +6,7 @@ import { resolveDataDir } from './data-dir.js';
 import { hubLogSink, type LogFormat } from './serve-log.js';
 import type { ServeFlags } from './register.js';
 import type { HubConfig } from '../../../hub/server/index.js';
+import type { Store } from '../../../hub/server/sql.js';
 import type { DatabaseUrl } from '../../../hub/server/postgres/url.js';
 
 type Built = { ok: true; config: HubConfig; randomKey: boolean } | { ok: false; outcome: Outcome };
@@ -140,9 +141,15 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   const { createHubServer, STORE_IN_USE, DATABASE_REFUSED, SQLITE_UNAVAILABLE } = await import('../../../hub/server/index.js');
   const { mountWebInbox } = await import('../../../hub/server/web/index.js');
   let url = '';
+  let store: Store | null = null;
   const web = mountWebInbox({
     clock: io.clock,
     baseUrl: () => url,
+    store: () => {
+      if (store === null) throw new Error('the web inbox was asked for its store before the Hub had started');
+      return store;
+    },
+    signingKey: config.signingKey,
     ...(flags.webSigninDelaySeconds === undefined ? {} : { signInDelaySeconds: flags.webSigninDelaySeconds }),
   });
   let server;
@@ -157,6 +164,7 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
       ...(adminListen ? { adminListen } : {}),
     });
     url = server.url;
+    store = server.core.store;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === STORE_IN_USE) return usageError((e as Error).message, 'data_dir_in_use');

@@ -5,6 +5,13 @@ import { SCHEMA_TOO_NEW } from '../database-errors.js';
  * The PostgreSQL schema, as numbered migrations. Instants are integer milliseconds on the
  * deployment's clock (the database's), like the SQLite store's, so one set of queries
  * serves both. A migration never changes once released: a new one is appended.
+ *
+ * The SQLite store's schema (../store.ts) is the other text of the same tables. They are kept
+ * two texts on purpose (SQLite evolves in place with IF NOT EXISTS, PostgreSQL by numbered
+ * migrations that never change once released, so neither can be generated from the other's
+ * latest form); test/integration/cluster/schema.test.ts migrates both from empty and proves
+ * they agree: the same tables, columns, types, nullability, keys, unique constraints and
+ * indexes. A change to one that is not made to the other fails there.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -101,6 +108,26 @@ CREATE INDEX entries_by_mailbox ON entries (to_agent, to_session, state);
 CREATE INDEX entries_by_claim ON entries (claimed_session, state);
 CREATE INDEX entries_open ON entries (state, created_at);
 `,
+  // 2: mailbox pages are keyset reads (entries.ts pendingSeqs), as on the SQLite store: each
+  // index ends in seq, so a page is one range scan in seq order that reads no row it skips.
+  `
+DROP INDEX entries_by_session;
+DROP INDEX entries_by_mailbox;
+DROP INDEX entries_by_claim;
+CREATE INDEX entries_own ON entries (to_session, state, seq);
+CREATE INDEX entries_free ON entries (to_agent, to_session, state, claimed_session, seq);
+CREATE INDEX entries_claimed ON entries (claimed_session, state, seq);
+`,
+  // 3: signed-in web inbox sessions live in the database, so a sign-in holds on every instance.
+  `
+CREATE TABLE web_sessions (
+  id_hash TEXT PRIMARY KEY,
+  sealed TEXT NOT NULL,
+  last_seen_at BIGINT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX web_sessions_by_seen ON web_sessions (last_seen_at);
+`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -113,7 +140,7 @@ const MIGRATION_LOCK = 0x6f68_6169;
  * advisory lock. A database at a higher version was migrated by a newer Hub: refused,
  * since this code would misread its tables.
  */
-export async function migrate(client: PoolClient): Promise<{ from: number; to: number }> {
+export async function migrate(client: Pick<PoolClient, 'query'>): Promise<{ from: number; to: number }> {
   await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
   try {
     await client.query('CREATE TABLE IF NOT EXISTS oh_hai_schema (version INTEGER NOT NULL)');

@@ -1,5 +1,6 @@
 // The web inbox: the human's side of the reference Hub, served at `/` beside the API.
 import type { Clock } from '../../../util/clock.js';
+import type { Store } from '../sql.js';
 import { hubApiClient } from './port.js';
 import { createWebInbox, type WebHandler } from './routes.js';
 
@@ -8,12 +9,22 @@ export { hubApiClient, type WebHub, type ApiAnswer, type ApiRefusal } from './po
 
 /**
  * The web inbox as `createHubServer`'s `extraRoutes`, calling the API of the server it is
- * mounted on. `baseUrl` is read per call, since the port is known only after listening.
+ * mounted on. `baseUrl` and `store` are read per call: the port and the store are known only
+ * once the Hub has started.
  */
-export function mountWebInbox(o: { clock: Clock; baseUrl: () => string; signInDelaySeconds?: number }): { routes: WebHandler; close(): Promise<void> } {
+export function mountWebInbox(o: { clock: Clock; baseUrl: () => string; store: () => Store; signingKey: string; signInDelaySeconds?: number }): {
+  routes: WebHandler;
+  close(): Promise<void>;
+} {
   const hub = hubApiClient(o.baseUrl);
   return {
-    routes: createWebInbox({ hub, clock: o.clock, ...(o.signInDelaySeconds === undefined ? {} : { signInDelaySeconds: o.signInDelaySeconds }) }),
+    routes: createWebInbox({
+      hub,
+      store: o.store,
+      signingKey: o.signingKey,
+      clock: o.clock,
+      ...(o.signInDelaySeconds === undefined ? {} : { signInDelaySeconds: o.signInDelaySeconds }),
+    }),
     close: () => hub.close(),
   };
 }

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../../../util/clock.js';
+import type { Store } from '../sql.js';
 import { html, type SafeHtml } from './html.js';
 import { renderPage, type NavKey } from './layout.js';
 import { agentsPage, revokeConfirmPage } from './pages/agents.js';
@@ -17,10 +18,14 @@ import { STYLESHEET } from './style.js';
 export interface WebInboxOptions {
   /** The Hub's JSON API as the pages call it. */
   hub: WebHub;
+  /** The Hub's store, where signed-in sessions are kept (read once the Hub has started). */
+  store: () => Store;
+  /** The deployment's signing key: a session's secrets are sealed with a key derived from it. */
+  signingKey: string;
   clock: Clock;
   /** A signed-in browser session ends after this long without a request (default 12 h). */
   idleSeconds?: number;
-  /** Bound on signed-in browser sessions held in memory (default 1000; the least recently used go first). */
+  /** Bound on signed-in browser sessions held (default 1000; the least recently used go first). */
   maxSessions?: number;
   /** A refused sign-in is answered after this, doubling per recent failure from its source (default 1 s). */
   signInDelaySeconds?: number;
@@ -44,6 +49,8 @@ interface Ctx {
 interface Signed extends Ctx {
   s: WebSession;
   token: string;
+  /** The session's flash, taken for this page view (GET only; a POST leaves it for the page it leads to). */
+  flash: Flash | null;
 }
 
 type PageHandler = (c: Signed) => Promise<void>;
@@ -60,19 +67,19 @@ const TOKEN_REFUSED = 'token_refused';
 const sessionCsrf = (s: WebSession | null): ((csrf: string) => boolean) | null => (s ? (csrf) => sameSecret(csrf, s.csrf) : null);
 
 export function createWebInbox(o: WebInboxOptions): WebHandler {
-  const sessions = new SessionStore(o.clock, (o.idleSeconds ?? 12 * 3600) * 1000, o.maxSessions ?? 1000);
+  const sessions = new SessionStore({
+    store: o.store,
+    clock: o.clock,
+    signingKey: o.signingKey,
+    idleMs: (o.idleSeconds ?? 12 * 3600) * 1000,
+    maxSessions: o.maxSessions ?? 1000,
+  });
   const forms = new LoginForms(o.clock);
   const throttle = new SignInThrottle(o.clock, (o.signInDelaySeconds ?? 1) * 1000);
   const hub = o.hub;
   const inboxLimit = o.inboxLimit ?? 100;
 
-  const take = (s: WebSession): Flash | null => {
-    const f = s.flash;
-    s.flash = null;
-    return f;
-  };
-
-  const show = (c: Signed, title: string, active: NavKey | null, body: SafeHtml, status = 200, flash: Flash | null = take(c.s)): void => {
+  const show = (c: Signed, title: string, active: NavKey | null, body: SafeHtml, status = 200, flash: Flash | null = c.flash): void => {
     const account = c.s.signedIn.accountLabel ?? c.s.signedIn.accountId;
     sendHtml(c.res, status, renderPage({ title, body, flash, chrome: { active, csrf: c.s.csrf, account } }));
   };
@@ -80,16 +87,16 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
   const refusalText = (r: ApiRefusal): string => `${r.code}: ${r.message}`;
 
   /** The Hub stopped accepting the token: forget the session and say so on the sign-in page. */
-  const signOut = (c: Signed): void => {
-    sessions.destroy(c.s.id);
+  const signOut = async (c: Signed): Promise<void> => {
+    await sessions.destroy(c.s.id);
     redirect(c.res, `/login?why=${TOKEN_REFUSED}`, { 'set-cookie': clearedSessionCookie(c.secure) });
   };
 
   /** A Hub answer, or null after the page has already told the browser what went wrong. */
-  const need = <T>(c: Signed, a: ApiAnswer<T>): T | null => {
+  const need = async <T>(c: Signed, a: ApiAnswer<T>): Promise<T | null> => {
     if (a.ok) return a.value;
     if (a.status === 401) {
-      signOut(c);
+      await signOut(c);
       return null;
     }
     show(
@@ -104,27 +111,28 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
   };
 
   /** After a POST: a flash for the next page view, then See Other (so a reload repeats nothing). */
-  const after = (c: Signed, location: string, flash: Flash): void => {
-    c.s.flash = flash;
+  const after = async (c: Signed, location: string, flash: Flash): Promise<void> => {
+    // Stored before the redirect leaves: the next page may be served by another instance.
+    await sessions.setFlash(c.s, flash);
     redirect(c.res, location);
   };
 
   /** An action's answer as the flash on `location`: what was done, or the API's refusal after `failed`. */
-  const settle = (c: Signed, a: ApiAnswer<unknown>, location: string, done: string, failed: string): void => {
-    if (a.ok) after(c, location, { kind: 'ok', text: done });
-    else if (a.status === 401) signOut(c);
-    else after(c, location, { kind: 'error', text: `${failed} ${refusalText(a)}` });
+  const settle = async (c: Signed, a: ApiAnswer<unknown>, location: string, done: string, failed: string): Promise<void> => {
+    if (a.ok) await after(c, location, { kind: 'ok', text: done });
+    else if (a.status === 401) await signOut(c);
+    else await after(c, location, { kind: 'error', text: `${failed} ${refusalText(a)}` });
   };
 
   const routes: Record<string, Route> = {
     '/fleet': {
       get: async (c) => {
         const [fleet, stops, account] = await Promise.all([hub.fleet(c.token), hub.operatorStops(c.token), hub.account(c.token)]);
-        const rows = need(c, fleet);
+        const rows = await need(c, fleet);
         if (!rows) return;
-        const stopRows = need(c, stops);
+        const stopRows = await need(c, stops);
         if (!stopRows) return;
-        const acct = need(c, account);
+        const acct = await need(c, account);
         if (!acct) return;
         show(c, 'Fleet', 'fleet', fleetPage({ rows, stops: stopRows, csrf: c.s.csrf, messagingOn: acct.agent_messaging }));
       },
@@ -132,7 +140,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     '/fleet/close': {
       get: async (c) => {
         const id = c.url.searchParams.get('session') ?? '';
-        const rows = need(c, await hub.fleet(c.token));
+        const rows = await need(c, await hub.fleet(c.token));
         if (!rows) return;
         const row = rows.find((r) => r.session_id === id);
         if (!row) {
@@ -150,7 +158,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
       },
       post: async (c, form) => {
         const id = form.get('session') ?? '';
-        settle(
+        await settle(
           c,
           await hub.operatorClose(c.token, id),
           '/fleet',
@@ -164,7 +172,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
         const agent_id = form.get('agent_id') ?? '';
         const client_key = form.get('client_key');
         const name = form.get('name');
-        settle(
+        await settle(
           c,
           await hub.liftStop(c.token, { agent_id, ...(client_key ? { client_key } : {}), ...(name ? { name } : {}) }),
           '/fleet',
@@ -175,7 +183,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     },
     '/inbox': {
       get: async (c) => {
-        const list = need(c, await hub.sentDirectives(c.token, inboxLimit));
+        const list = await need(c, await hub.sentDirectives(c.token, inboxLimit));
         if (!list) return;
         show(c, 'Inbox', 'inbox', inboxPage({ messages: list.messages, more: list.next !== null }));
       },
@@ -192,7 +200,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
         const a = await hub.directive(c.token, to, text);
         if (a.ok) {
           const snap = a.value.destination?.snapshot ?? 'unknown';
-          after(c, '/inbox', {
+          await after(c, '/inbox', {
             kind: 'ok',
             text: `Queued directive ${a.value.id} to ${to}; the destination was ${snap} when sent${
               snap === 'unknown' ? ' (the Hub has no presence signal for it, which does not mean it is down)' : ''
@@ -211,7 +219,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     },
     '/agents': {
       get: async (c) => {
-        const agents = need(c, await hub.agents(c.token));
+        const agents = await need(c, await hub.agents(c.token));
         if (!agents) return;
         show(c, 'Agents', 'agents', agentsPage({ agents, csrf: c.s.csrf, label: '' }));
       },
@@ -219,7 +227,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
         const label = (form.get('label') ?? '').trim();
         const a = await hub.mintAgent(c.token, label);
         if (a.ok) {
-          after(c, '/agents', {
+          await after(c, '/agents', {
             kind: 'ok',
             text: `Minted agent ${a.value.agent.label ?? ''} (${a.value.agent.id}). Copy its token now: this page shows it once and the Hub cannot show it again.`,
             secret: a.value.token,
@@ -227,7 +235,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
           return;
         }
         if (a.status === 401) return signOut(c);
-        const agents = need(c, await hub.agents(c.token));
+        const agents = await need(c, await hub.agents(c.token));
         if (!agents) return;
         show(c, 'Agents', 'agents', agentsPage({ agents, csrf: c.s.csrf, label }), a.status, {
           kind: 'error',
@@ -238,7 +246,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     '/agents/revoke': {
       get: async (c) => {
         const id = c.url.searchParams.get('agent') ?? '';
-        const agents = need(c, await hub.agents(c.token));
+        const agents = await need(c, await hub.agents(c.token));
         if (!agents) return;
         const agent = agents.find((a) => a.id === id && a.source === 'account' && !a.revoked);
         if (!agent) {
@@ -255,22 +263,28 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
       },
       post: async (c, form) => {
         const id = form.get('agent') ?? '';
-        settle(c, await hub.revokeAgent(c.token, id), '/agents', `Revoked agent ${id}: its token is refused from now on.`, `Agent ${id} was not revoked.`);
+        await settle(
+          c,
+          await hub.revokeAgent(c.token, id),
+          '/agents',
+          `Revoked agent ${id}: its token is refused from now on.`,
+          `Agent ${id} was not revoked.`,
+        );
       },
     },
     '/settings': {
       get: async (c) => {
-        const acct = need(c, await hub.account(c.token));
+        const acct = await need(c, await hub.account(c.token));
         if (!acct) return;
         show(c, 'Settings', 'settings', settingsPage({ messagingOn: acct.agent_messaging !== false, csrf: c.s.csrf }));
       },
       post: async (c, form) => {
         const choice = form.get('agent_messaging');
         if (choice !== 'on' && choice !== 'off') {
-          after(c, '/settings', { kind: 'error', text: 'Choose On or Off for Agent messaging.' });
+          await after(c, '/settings', { kind: 'error', text: 'Choose On or Off for Agent messaging.' });
           return;
         }
-        settle(
+        await settle(
           c,
           await hub.setMessaging(c.token, choice === 'on'),
           '/settings',
@@ -285,9 +299,9 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
 
   async function addressChoices(c: Signed): Promise<AddressChoice[] | null> {
     const [fleet, agents] = await Promise.all([hub.fleet(c.token), hub.agents(c.token)]);
-    const rows = need(c, fleet);
+    const rows = await need(c, fleet);
     if (!rows) return null;
-    const list = need(c, agents);
+    const list = await need(c, agents);
     if (!list) return null;
     return [
       ...list.filter((a) => !a.revoked).map((a) => ({ address: `agent:${a.id}`, describes: `${a.label ?? a.id}: whichever live session claims it first` })),
@@ -325,7 +339,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
       }
       if (who.value.kind !== 'human') return refuse('That is an agent token. Sign in with the account’s human token.', 403);
       throttle.succeeded(source);
-      const s = sessions.signIn(current, { token, accountId: who.value.account.id, accountLabel: who.value.account.label });
+      const s = await sessions.signIn(current, { token, accountId: who.value.account.id, accountLabel: who.value.account.label });
       redirect(c.res, '/fleet', { 'set-cookie': sessionCookie(s.id, c.secure) });
     });
     if (turn.kind === 'busy') {
@@ -384,7 +398,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     if (!isWebPath) return false;
     const c: Ctx = { req, res, url, secure: reachedOverHttps(req) };
     const method = req.method ?? 'GET';
-    const current = sessions.get(readSessionCookie(req.headers.cookie));
+    const current = await sessions.get(readSessionCookie(req.headers.cookie));
 
     if (path === '/web.css') {
       if (method !== 'GET') return methodNotAllowed(c, 'GET');
@@ -404,7 +418,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     if (path === '/logout') {
       if (method !== 'POST') return methodNotAllowed(c, 'POST');
       if (await guardPost(c, sessionCsrf(current))) {
-        if (current) sessions.destroy(current.id);
+        if (current) await sessions.destroy(current.id);
         redirect(res, '/login', { 'set-cookie': clearedSessionCookie(c.secure) });
       }
       return true;
@@ -419,7 +433,8 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
       redirect(res, '/login');
       return true;
     }
-    const signed: Signed = { ...c, s: current, token: current.signedIn.token };
+    const flash = method === 'GET' ? await sessions.takeFlash(current) : null;
+    const signed: Signed = { ...c, s: current, token: current.signedIn.token, flash };
     if (method === 'GET') await route.get!(signed);
     else {
       const form = await guardPost(c, sessionCsrf(current));
