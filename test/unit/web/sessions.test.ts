@@ -126,16 +126,18 @@ describe('SessionStore', () => {
 });
 
 describe('LoginForms: the stateless sign-in CSRF token', () => {
-  it('accepts a token it issued within the hour, and nothing else', () => {
+  it('accepts a token its deployment issued within the hour (on any instance), and nothing else', () => {
     const clock = fakeClock(1_000_000);
-    const forms = new LoginForms(clock);
+    const forms = new LoginForms(clock, 'deployment-key');
     const t = forms.issue();
     expect(forms.check(t)).toBe(true);
     expect(forms.check(t.slice(0, -1) + (t.endsWith('A') ? 'B' : 'A'))).toBe(false);
     expect(forms.check(`${Number(t.split('.')[0]) + 1}.${t.split('.')[1]}`)).toBe(false);
     expect(forms.check('')).toBe(false);
     expect(forms.check('.')).toBe(false);
-    expect(new LoginForms(clock).check(t)).toBe(false);
+    // Another instance of the deployment (same signing key) accepts it; another deployment does not.
+    expect(new LoginForms(clock, 'deployment-key').check(t)).toBe(true);
+    expect(new LoginForms(clock, 'other-key').check(t)).toBe(false);
     clock.advance(3600_000);
     expect(forms.check(t)).toBe(true);
     clock.advance(1);

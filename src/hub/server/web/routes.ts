@@ -74,7 +74,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     idleMs: (o.idleSeconds ?? 12 * 3600) * 1000,
     maxSessions: o.maxSessions ?? 1000,
   });
-  const forms = new LoginForms(o.clock);
+  const forms = new LoginForms(o.clock, o.signingKey);
   const throttle = new SignInThrottle(o.clock, (o.signInDelaySeconds ?? 1) * 1000);
   const hub = o.hub;
   const inboxLimit = o.inboxLimit ?? 100;

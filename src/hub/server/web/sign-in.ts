@@ -1,34 +1,43 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, hkdfSync } from 'node:crypto';
 import type { Clock } from '../../../util/clock.js';
 import { sameSecret } from './sessions.js';
 
 /** How long a sign-in form stays good after it was served. */
 const FORM_TTL_MS = 3600_000;
 
+/** Instances' clocks may differ this much: a form issued by one is not refused by another as from the future. */
+const CLOCK_SKEW_MS = 60_000;
+
 /**
  * The sign-in form's CSRF token without a server-side session: the instant it was issued and an
- * HMAC of it under a key that lives only in this process's memory. Serving the form stores
- * nothing, so a flood of anonymous GET /login cannot push a signed-in operator out of the
- * session store (issue 18, finding 6); a browser session is created only by a sign-in.
+ * HMAC of it under a key derived (HKDF) from the deployment's signing key, so a form served by
+ * one instance signs in through any other behind the balancer. Serving the form stores nothing,
+ * so a flood of anonymous GET /login cannot push a signed-in operator out of the session store
+ * (issue 18, finding 6); a browser session is created only by a sign-in.
  */
 export class LoginForms {
-  private readonly key = randomBytes(32);
+  private readonly key: Buffer;
 
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    signingKey: string,
+  ) {
+    this.key = Buffer.from(hkdfSync('sha256', signingKey, '', 'oh-hai web sign-in forms', 32));
+  }
 
   issue(): string {
     const at = String(this.clock.now());
     return `${at}.${this.mac(at)}`;
   }
 
-  /** Whether `token` is one this process issued within the last hour. */
+  /** Whether `token` is one this deployment issued within the last hour. */
   check(token: string): boolean {
     const dot = token.indexOf('.');
     if (dot <= 0) return false;
     const at = token.slice(0, dot);
     if (!/^\d{1,16}$/.test(at) || !sameSecret(token.slice(dot + 1), this.mac(at))) return false;
     const age = this.clock.now() - Number(at);
-    return age >= 0 && age <= FORM_TTL_MS;
+    return age >= -CLOCK_SKEW_MS && age <= FORM_TTL_MS;
   }
 
   private mac(at: string): string {
