@@ -171,8 +171,23 @@ export async function streamEnded(tx: Tx, id: string, consumerHome: string | nul
  * shared store this is how other instances learn a stream is open here.
  */
 export async function streamsSeen(tx: Tx, held: ReadonlyArray<{ sessionId: string; home: string | null }>): Promise<void> {
-  for (const h of held) await streamEnded(tx, h.sessionId, h.home);
+  // Set-based, a chunk per statement: at 10,000 streams a statement per stream would be 20,000
+  // round trips per refresh on PostgreSQL.
+  for (let i = 0; i < held.length; i += SEEN_CHUNK) {
+    const chunk = held.slice(i, i + SEEN_CHUNK);
+    await tx.run(`UPDATE sessions SET seen_at = ? WHERE id IN (${chunk.map(() => '?').join(', ')})`, tx.now, ...chunk.map((h) => h.sessionId));
+    const holders = chunk.filter((h): h is { sessionId: string; home: string } => h.home !== null);
+    if (holders.length === 0) continue;
+    await tx.run(
+      `UPDATE sessions SET holder_seen_at = ? WHERE ${holders.map(() => '(id = ? AND holder_home = ?)').join(' OR ')}`,
+      tx.now,
+      ...holders.flatMap((h) => [h.sessionId, h.home]),
+    );
+  }
 }
+
+/** Sessions per presence statement: well under SQLite's 32,766 parameters and PostgreSQL's 65,535. */
+const SEEN_CHUNK = 500;
 
 export interface Registered {
   status: 200 | 201;

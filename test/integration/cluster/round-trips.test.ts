@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
-import { freshDatabase } from '../../helpers/postgres.js';
+import { freshDatabase, sql } from '../../helpers/postgres.js';
 import { waitFor } from '../../helpers/wait.js';
 import { openSse, type SseConn } from '../hub/sse.js';
 
@@ -117,6 +117,56 @@ describe('database round trips per send and per pushed page (PostgreSQL)', () =>
       }
     } finally {
       stream.close();
+    }
+  });
+});
+
+describe('the presence refresh of held streams is set-based (PostgreSQL)', () => {
+  let db: Awaited<ReturnType<typeof freshDatabase>>;
+  let h: TestHub;
+  beforeAll(async () => {
+    db = await freshDatabase();
+    // A refresh every 1/3 s; a holder unseen for 1 s is stale.
+    h = await startHub({ database: db.url, args: ['--holder-stale-seconds', '1', '--presence-seconds', '1', '--stream-max-hold-seconds', '60'] });
+  });
+  afterAll(async () => {
+    await h?.dispose();
+    await db?.drop();
+  });
+
+  it('keeps the sessions and the holders of open streams seen (three streams, one statement each for sessions and holders)', async () => {
+    const reader = await h.mintAgent('reader');
+    const streams: SseConn[] = [];
+    try {
+      const names = ['n1', 'n2', 'n3'];
+      for (const [i, name] of names.entries()) {
+        const home = `holder-${i}`;
+        const r = await hubCall(h, 'POST', '/v1/sessions', {
+          token: reader.token,
+          body: { client_key: `k-${name}`, name, home, host: 'hostA', pid: 100 + i, lease_seconds: 300 },
+        });
+        expect(r.status, r.text).toBe(201);
+        streams.push(
+          await openSse(`${h.url}/v1/inbox/stream?session=${r.body.session.id}`, {
+            token: reader.token,
+            headers: { 'MA2H-Consumer': `home=${home}; host=hostA; pid=${100 + i}` },
+          }),
+        );
+      }
+      // Refreshed by the instance, statement by statement for all three: each session and each
+      // holder (matched on its home) is seen well after it registered, while no request touched it.
+      await waitFor(
+        async () => {
+          const rows = await sql<{ ok: boolean }>(
+            db.url,
+            'SELECT (seen_at - created_at >= 1500 AND holder_seen_at - holder_since >= 1500) AS ok FROM sessions',
+          );
+          return rows.length === 3 && rows.every((r) => r.ok);
+        },
+        { timeoutMs: 30_000 },
+      );
+    } finally {
+      for (const c of streams) c.close();
     }
   });
 });
