@@ -1,10 +1,10 @@
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
-import { findNginx, startBalancer, type Balancer } from '../../helpers/nginx.js';
-import { freshDatabase, sql } from '../../helpers/postgres.js';
+import { hubCall, type TestHub } from '../../helpers/hub.js';
+import { startPair, type Pair } from '../../helpers/cluster.js';
+import { findNginx, type Balancer } from '../../helpers/nginx.js';
+import { sql } from '../../helpers/postgres.js';
 import { waitFor } from '../../helpers/wait.js';
 import { agent, bridge, entryDir, registered, sessionIdOf, stopConsumers, type Agent } from '../bridge/world.js';
 import { openSse, type SseConn } from '../hub/sse.js';
@@ -23,30 +23,9 @@ const ARGS = ['--stream-max-hold-seconds', String(HOLD_SECONDS), '--lease-min-se
 const PUSH_DEADLINE_MS = 15_000;
 
 describe.skipIf(noNginx !== null)('two Hub instances on one PostgreSQL, behind nginx', () => {
-  let db: Awaited<ReturnType<typeof freshDatabase>>;
-  let a: TestHub;
-  let b: TestHub;
-  let lb: Balancer;
-  let dirB: string;
-
-  beforeAll(async () => {
-    db = await freshDatabase();
-    const env = { OH_HAI_HUB_LISTEN_RETRY_MS: '300' };
-    a = await startHub({ database: db.url, args: ARGS, env });
-    // The second instance joins the account the first made: it gets the same key and a copy of the token file.
-    dirB = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-hub-b-'));
-    mkdirSync(path.join(dirB, 'data'), { mode: 0o700 });
-    copyFileSync(path.join(a.dataDir, 'human-token'), path.join(dirB, 'data', 'human-token'));
-    b = await startHub({ database: db.url, args: ARGS, env, signingKey: a.signingKey, dataDir: path.join(dirB, 'data') });
-    lb = await startBalancer([a.port, b.port]);
-  });
-  afterAll(async () => {
-    await lb?.stop();
-    await b?.dispose();
-    await a?.dispose();
-    await db?.drop();
-    if (dirB) rmSync(dirB, { recursive: true, force: true });
-  });
+  let pair: Pair, db: Pair['db'], a: TestHub, b: TestHub, lb: Balancer;
+  beforeAll(async () => void ({ db, a, b, lb } = pair = await startPair({ args: ARGS, env: { OH_HAI_HUB_LISTEN_RETRY_MS: '300' } })));
+  afterAll(() => pair?.dispose());
 
   const adminUrl = (h: TestHub): string => {
     const all = [...h.output().stdout.matchAll(/^hub: admin \(healthz, readyz, metrics\) at (\S+)$/gm)];

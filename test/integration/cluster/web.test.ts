@@ -1,10 +1,8 @@
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHub, type TestHub } from '../../helpers/hub.js';
-import { findNginx, startBalancer, type Balancer } from '../../helpers/nginx.js';
-import { freshDatabase, sql } from '../../helpers/postgres.js';
+import { startPair, type Pair } from '../../helpers/cluster.js';
+import type { TestHub } from '../../helpers/hub.js';
+import { findNginx, type Balancer } from '../../helpers/nginx.js';
+import { sql } from '../../helpers/postgres.js';
 
 // Issue 14: a web inbox sign-in is kept in the shared database, so it holds on every instance
 // behind the shipped nginx config: a browser signed in through one instance is served by the
@@ -18,28 +16,9 @@ interface Browser {
 }
 
 describe.skipIf(noNginx !== null)('web inbox sign-in across two Hub instances behind nginx', () => {
-  let db: Awaited<ReturnType<typeof freshDatabase>>;
-  let a: TestHub;
-  let b: TestHub;
-  let lb: Balancer;
-  let dirB: string;
-
-  beforeAll(async () => {
-    db = await freshDatabase();
-    a = await startHub({ database: db.url });
-    dirB = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-hub-b-'));
-    mkdirSync(path.join(dirB, 'data'), { mode: 0o700 });
-    copyFileSync(path.join(a.dataDir, 'human-token'), path.join(dirB, 'data', 'human-token'));
-    b = await startHub({ database: db.url, signingKey: a.signingKey, dataDir: path.join(dirB, 'data') });
-    lb = await startBalancer([a.port, b.port]);
-  });
-  afterAll(async () => {
-    await lb?.stop();
-    await b?.dispose();
-    await a?.dispose();
-    await db?.drop();
-    if (dirB) rmSync(dirB, { recursive: true, force: true });
-  });
+  let pair: Pair, db: Pair['db'], a: TestHub, b: TestHub, lb: Balancer;
+  beforeAll(async () => void ({ db, a, b, lb } = pair = await startPair()));
+  afterAll(() => pair?.dispose());
 
   /** One request as a browser makes it to `base` (a form POST carries that page's Origin). */
   const request = async (base: string, br: Browser, method: 'GET' | 'POST', p: string, form?: Record<string, string>) => {

@@ -1,0 +1,43 @@
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startHub, type TestHub } from './hub.js';
+import { startBalancer, type Balancer } from './nginx.js';
+import { freshDatabase } from './postgres.js';
+
+/** Two Hub instances of one deployment on a fresh PostgreSQL database, behind the shipped nginx config. */
+export interface Pair {
+  db: Awaited<ReturnType<typeof freshDatabase>>;
+  a: TestHub;
+  b: TestHub;
+  lb: Balancer;
+  dispose(): Promise<void>;
+}
+
+/**
+ * The second instance joins the account the first made, as an operator deploys it: the same
+ * signing key and a copy of the human-token file (docs/deploy.md).
+ */
+export async function startPair(opts: { args?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<Pair> {
+  const db = await freshDatabase();
+  const common = { database: db.url, ...(opts.args ? { args: opts.args } : {}), ...(opts.env ? { env: opts.env } : {}) };
+  const a = await startHub(common);
+  const dirB = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-hub-b-'));
+  mkdirSync(path.join(dirB, 'data'), { mode: 0o700 });
+  copyFileSync(path.join(a.dataDir, 'human-token'), path.join(dirB, 'data', 'human-token'));
+  const b = await startHub({ ...common, signingKey: a.signingKey, dataDir: path.join(dirB, 'data') });
+  const lb = await startBalancer([a.port, b.port]);
+  return {
+    db,
+    a,
+    b,
+    lb,
+    async dispose() {
+      await lb.stop();
+      await b.dispose();
+      await a.dispose();
+      await db.drop();
+      rmSync(dirB, { recursive: true, force: true });
+    },
+  };
+}
