@@ -22,7 +22,12 @@ const ITEM_FORMS = `${ANY_IN_ACCOUNT}, agent:<id>, or agent:<id>#<session id>`;
 function parseItem(item: string): Result<{ kind: 'any' } | { kind: 'agent'; id: string } | { kind: 'session'; id: string; session: string }> {
   if (item === ANY_IN_ACCOUNT) return ok({ kind: 'any' });
   if (item.startsWith('human:')) return fail(`${showId(item)} names a human; humans send directives, which are always delivered — use ${ITEM_FORMS}`);
-  if (!item.startsWith('agent:')) return fail(`${showId(item)} is not a sender policy item; use ${ITEM_FORMS}`);
+  // A policy names ids, never labels (docs/messaging.md "Names"): a label would cost a directory
+  // lookup on every connection start, and relabelling an agent could widen the policy.
+  if (!item.startsWith('agent:'))
+    return fail(
+      `${showId(item)} is not a sender policy item; use ${ITEM_FORMS} (a policy names agents by id: \`oh-hai fleet ls\` shows each label's agent:<id>)`,
+    );
   const address = parseAddress(item, 'item');
   if (!address.ok) return fail(`${address.reason}, so it could never match a sender`);
   const { agentId, sessionId } = address.value;

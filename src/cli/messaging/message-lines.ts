@@ -1,29 +1,39 @@
 import type { Message } from '../../hub/contract/index.js';
 import { plain, quoteText, UNTRUSTED } from '../../reader/index.js';
 import { excerpt, formatTrack, priorMeaning, snapshotMeaning } from './format.js';
+import { labelFor } from './directory.js';
 
 export type Direction = 'sent' | 'received';
 
+/** Agent id → label, from the directory cache (directory.ts); empty prints ids alone. */
+type Labels = ReadonlyMap<string, string>;
+
+/** An address, with the agent's label beside it when the cache knows it: `agent:agt_1 (reviewer)`. */
+const party = (labels: Labels, address: string): string => {
+  const label = labelFor(labels, address);
+  return label === null ? plain(address) : `${plain(address)} (${plain(label)})`;
+};
+
 /** One line per message: id, intent, the other party, the state, the track (the Hub's instants verbatim), an excerpt. */
-export function listLine(m: Message, direction: Direction): string {
-  const party = direction === 'sent' ? `→ ${plain(m.to)}` : `← ${plain(m.from)}`;
+export function listLine(m: Message, direction: Direction, labels: Labels = new Map()): string {
+  const other = direction === 'sent' ? `→ ${party(labels, m.to)}` : `← ${party(labels, m.from)}`;
   const answered = m.response !== null ? ` · answered at ${m.response.at} (oh-hai messages show ${plain(m.id)})` : '';
-  return `${plain(m.id)} · ${m.intent} ${party} · ${m.state} · ${formatTrack(m)}${answered} · ${excerpt(m.text)}`;
+  return `${plain(m.id)} · ${m.intent} ${other} · ${m.state} · ${formatTrack(m)}${answered} · ${excerpt(m.text)}`;
 }
 
-export function listText(messages: readonly Message[], direction: Direction, next: string | null): string {
+export function listText(messages: readonly Message[], direction: Direction, next: string | null, labels: Labels = new Map()): string {
   if (messages.length === 0) return direction === 'sent' ? 'nothing sent yet from this agent\n' : 'nothing received yet by this agent\n';
-  const lines = messages.map((m) => listLine(m, direction));
+  const lines = messages.map((m) => listLine(m, direction, labels));
   if (next !== null) lines.push(`(older messages: oh-hai messages list${direction === 'received' ? ' --received' : ''} --before ${plain(next)})`);
   return lines.join('\n') + '\n';
 }
 
-export function showText(m: Message): string {
+export function showText(m: Message, labels: Labels = new Map()): string {
   const state = m.prior !== null && (m.state === 'bounced' || m.state === 'expired') ? `${m.state} (${priorMeaning(m.prior)})` : m.state;
   const lines = [
     `message ${plain(m.id)} · ${m.intent}`,
-    `from: ${plain(m.from)}`,
-    `to: ${plain(m.to)}`,
+    `from: ${party(labels, m.from)}`,
+    `to: ${party(labels, m.to)}`,
     `created: ${m.created_at} (Hub's clock)`,
     `state: ${state}`,
     `track: ${formatTrack(m)}`,

@@ -20,6 +20,9 @@ describe('sending to an agent by its label', () => {
     const list = await as(world.bob, null, ['messages', 'list', '--received', '--json']);
     expect(list.stdout).toContain('hello by name');
     expect(list.stdout).toContain(`"to":"${world.bob.address}"`);
+    // Summaries print the label beside the id from the cache, with no directory call of their own.
+    const lines = await as(world.alice, null, ['messages', 'list']);
+    expect(lines.stdout).toMatch(new RegExp(`^msg_\\S+ · notify → ${world.bob.address} \\(bob\\) · `, 'm'));
   });
 
   it('a bare agent id resolves like a label; agent:<label> stays an address and its 404 says to drop the prefix', async () => {
