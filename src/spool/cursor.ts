@@ -2,7 +2,7 @@ import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { type Result } from '../core/index.js';
 import { writeFileAtomic } from '../util/fs-durable.js';
-import { Fields } from './fields.js';
+import { Fields } from '../util/shape.js';
 import { ENTRY_FILES, readRecord, type RecordRead } from './records.js';
 import type { SpoolReader } from './spool.js';
 

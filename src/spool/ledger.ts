@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { ok, type Result } from '../core/index.js';
 import { AppendLog, type AppendLogFailure } from './append-log.js';
-import { Fields } from './fields.js';
+import { Fields } from '../util/shape.js';
 import { openLine, readLines, sealLine } from './line.js';
 import { ENTRY_FILES } from './records.js';
 

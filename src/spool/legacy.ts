@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { fsyncDir, writeFileAtomic } from '../util/fs-durable.js';
 import { fail, ok, type Result } from '../core/index.js';
 import { NO_CURSOR, writeCursor, type Cursor } from './cursor.js';
-import { Fields } from './fields.js';
+import { Fields } from '../util/shape.js';
 import { openLine, readLines, sealLine } from './line.js';
 import { hubOrigin } from './paths.js';
 import { ENTRY_FILES, readRecord, writeRecord, type RecordRead, type SessionHistoryItem } from './records.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { writeFileAtomic } from '../util/fs-durable.js';
 import { type Result } from '../core/index.js';
-import { Fields } from './fields.js';
+import { Fields } from '../util/shape.js';
 import { NotRegularFileError, readStateBytes } from './safe-open.js';
 
 /** The files of a state entry (docs/internals.md "The state entry"). */

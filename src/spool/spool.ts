@@ -4,7 +4,7 @@ import type { Clock } from '../util/clock.js';
 import { fsyncDir } from '../util/fs-durable.js';
 import { fail, ok, type Result } from '../core/index.js';
 import { AppendLog, type AppendLogFailure, type TailCut } from './append-log.js';
-import { Fields } from './fields.js';
+import { Fields } from '../util/shape.js';
 import { lineEndingAt, openLine, readLines, sealLine, type RawLine } from './line.js';
 import { ENTRY_FILES } from './records.js';
 import { sealedSegmentName, sealedSegments } from './segments.js';

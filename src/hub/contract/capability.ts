@@ -1,5 +1,5 @@
 import { fail, type Result } from '../../core/index.js';
-import { bad, describe, guard, isObj, obj, optInstant, optPositive, optStr, str, type Obj } from './shape.js';
+import { bad, describe, guard, isObj, obj, optInstant, optPositive, optStr, str, type Obj } from '../../util/shape.js';
 import { SIGNATURE_ALG } from './signature.js';
 import type { Capability } from './types.js';
 

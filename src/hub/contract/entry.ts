@@ -1,6 +1,6 @@
 import { fail, ok, type Result } from '../../core/index.js';
 import { parseAddress, validateId, validateSender } from './ids.js';
-import { bad, describe, guard, isIsoInstant, isObj, must, str, utf8Bytes, type Obj } from './shape.js';
+import { bad, describe, guard, isIsoInstant, isObj, must, str, utf8Bytes, type Obj } from '../../util/shape.js';
 import type { Entry, EntryKind, MessageIntent, PriorState, ReceiptStatus } from './types.js';
 
 /** MA2H §7: `text` is at most 65,536 bytes of UTF-8. */

@@ -1,5 +1,5 @@
 import { fail, ok, type Result } from '../../core/index.js';
-import { describe, utf8Bytes } from './shape.js';
+import { describe, utf8Bytes } from '../../util/shape.js';
 
 /** MA2H §0: ids are opaque, at most 128 bytes (agent ids 512), no `#`, whitespace or control characters. */
 export const MAX_ID_BYTES = 128;

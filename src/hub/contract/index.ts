@@ -70,4 +70,4 @@ export {
   type RequestCheck,
 } from './requests.js';
 export { HUB_ERROR_STATUS, sessionEndedCode, type HubErrorCode } from './errors.js';
-export { isIsoInstant, utf8Bytes } from './shape.js';
+export { isIsoInstant, utf8Bytes } from '../../util/shape.js';

@@ -1,6 +1,6 @@
 import { MAX_TEXT_BYTES } from './entry.js';
 import { MAX_AGENT_ID_BYTES, MAX_ID_BYTES } from './ids.js';
-import { utf8Bytes } from './shape.js';
+import { utf8Bytes } from '../../util/shape.js';
 import { formatSignature, SIGNATURE_ALG } from './signature.js';
 import type { Delivery, MessageEntry } from './types.js';
 

@@ -1,7 +1,7 @@
 import type { Result } from '../../core/index.js';
 import { MAX_TEXT_BYTES, MESSAGE_INTENTS } from './entry.js';
 import { parseAddress, validateAgentId, validateId, validateSessionName } from './ids.js';
-import { bad, describe, isObj, must, ShapeError, utf8Bytes, type Obj } from './shape.js';
+import { bad, describe, isObj, must, ShapeError, utf8Bytes, type Obj } from '../../util/shape.js';
 import type {
   AccountPatch,
   AckRequest,

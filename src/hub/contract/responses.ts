@@ -1,6 +1,6 @@
 import { type Result } from '../../core/index.js';
 import { validateAgentId, validateId } from './ids.js';
-import { arr, bad, bool, describe, guard, instant, int, isObj, must, num, obj, oneOf, optInstant, optOneOf, optStr, str, type Obj } from './shape.js';
+import { arr, bad, bool, describe, guard, instant, int, isObj, must, num, obj, oneOf, optInstant, optOneOf, optStr, str, type Obj } from '../../util/shape.js';
 import type {
   AccountState,
   AckResult,

@@ -1,9 +1,12 @@
-import { fail, ok, type Result } from '../../core/index.js';
+import { fail, ok, type Result } from '../core/index.js';
 
 /**
- * Field readers for wire data. Inside a parser they throw `ShapeError`; `guard` turns
- * that into a Result at the parser's boundary, so each parser reads as a plain list of
- * fields instead of a ladder of early returns.
+ * The one validator kit (parse, don't cast): wire data (src/hub/contract) and state-entry
+ * records (src/spool) are read with these field readers, with one wording of what is wrong.
+ * Inside a parser they throw `ShapeError`; `guard` turns that into a Result at the parser's
+ * boundary, so each parser reads as a plain list of fields instead of a ladder of early
+ * returns. `Fields` is the same readers for a parser that builds its value in one
+ * expression: it keeps the first problem and hands out placeholders after it.
  */
 export class ShapeError extends Error {}
 
@@ -130,4 +133,118 @@ export function instant(o: Obj, key: string, where: string): string {
 export function optInstant(o: Obj, key: string, where: string): string | null {
   if (o[key] === undefined || o[key] === null) return null;
   return instant(o, key, where);
+}
+
+/**
+ * The readers above over one object, for the state-entry parsers: the first problem is kept
+ * and reported by `done`; later reads return placeholders. Fields not named are dropped: a
+ * parsed record holds only what we know. `…OrNull` means the key is required and may be null.
+ */
+export class Fields {
+  private problem: string | null = null;
+  private readonly o: Obj;
+
+  constructor(
+    value: unknown,
+    private readonly what: string,
+  ) {
+    if (isObj(value)) this.o = value;
+    else {
+      this.o = {};
+      this.problem = `${what} must be a JSON object, got ${describe(value)}`;
+    }
+  }
+
+  private read<T>(placeholder: T, reader: () => T): T {
+    try {
+      return reader();
+    } catch (e) {
+      if (!(e instanceof ShapeError)) throw e;
+      this.problem ??= e.message;
+      return placeholder;
+    }
+  }
+
+  /** The value as parsed, for a field kept verbatim (e.g. a spooled entry). */
+  raw(key: string): unknown {
+    return this.o[key];
+  }
+
+  str(key: string, pattern?: RegExp): string {
+    return this.read('', () => {
+      const v = str(this.o, key, this.what);
+      if (pattern !== undefined && !pattern.test(v)) bad(`${this.what} field '${key}' must match ${String(pattern)}, got ${describe(v)}`);
+      return v;
+    });
+  }
+
+  strOrNull(key: string, pattern?: RegExp): string | null {
+    return this.o[key] === null ? null : this.str(key, pattern);
+  }
+
+  num(key: string): number {
+    return this.read(0, () => num(this.o, key, this.what));
+  }
+
+  numOrNull(key: string): number | null {
+    return this.o[key] === null ? null : this.num(key);
+  }
+
+  int(key: string, min = 0): number {
+    return this.read(min, () => {
+      const v = int(this.o, key, this.what);
+      if (v < min) bad(`${this.what} field '${key}' must be an integer ≥ ${min}, got ${describe(v)}`);
+      return v;
+    });
+  }
+
+  intOrNull(key: string, min = 0): number | null {
+    return this.o[key] === null ? null : this.int(key, min);
+  }
+
+  bool(key: string): boolean {
+    return this.read(false, () => bool(this.o, key, this.what));
+  }
+
+  oneOf<const T extends string>(key: string, choices: readonly T[]): T {
+    return this.read(choices[0] as T, () => oneOf(this.o, key, choices, this.what));
+  }
+
+  oneOfOrNull<const T extends string>(key: string, choices: readonly T[]): T | null {
+    return this.o[key] === null ? null : this.oneOf(key, choices);
+  }
+
+  strings(key: string): string[] {
+    return this.read([], () => {
+      const v = arr(this.o, key, this.what);
+      if (!v.every((x) => typeof x === 'string')) bad(`${this.what} field '${key}' must be an array of strings`);
+      return [...(v as string[])];
+    });
+  }
+
+  stringsOrNull(key: string): string[] | null {
+    return this.o[key] === null ? null : this.strings(key);
+  }
+
+  /** A nested object, read by `each` with its own Fields. */
+  obj<T>(key: string, each: (f: Fields) => T): T {
+    if (this.o[key] === undefined) this.problem ??= `${this.what} is missing required field '${key}'`;
+    return this.nested(new Fields(this.o[key], `${this.what} ${key}`), each);
+  }
+
+  /** An array of objects, each read by `each` with its own Fields. */
+  list<T>(key: string, each: (f: Fields) => T): T[] {
+    const v = this.read<unknown[]>([], () => arr(this.o, key, this.what));
+    return v.map((item, i) => this.nested(new Fields(item, `${this.what} ${key}[${i}]`), each));
+  }
+
+  private nested<T>(f: Fields, each: (f: Fields) => T): T {
+    const value = each(f);
+    this.problem ??= f.problem;
+    return value;
+  }
+
+  done<T>(value: T): Result<T> {
+    return this.problem === null ? ok(value) : fail(this.problem);
+  }
 }
