@@ -63,6 +63,20 @@ module.exports = {
       to: { path: '^src/reader/', pathNot: '^src/reader/index\\.ts$' },
     },
     {
+      name: 'consumer-hub-through-its-port',
+      comment: 'the consumer reaches the Hub only through the port it is given (src/consumer/hub-port.ts, ConsumerOptions.hub), so its unit tests run on a fake Hub; elsewhere it may import the client\'s types only',
+      severity: 'error',
+      from: { path: '^src/consumer/', pathNot: '^src/consumer/hub-port\\.ts$' },
+      to: { path: '^src/hub/client/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'reader-never-talks-to-the-hub',
+      comment: 'the reader reads the state entry only: the background connection is the one process that talks to the Hub for it',
+      severity: 'error',
+      from: { path: '^src/reader/' },
+      to: { path: '^src/hub/client/' },
+    },
+    {
       name: 'no-circular-layers',
       comment: 'no import cycle across folders',
       severity: 'error',
