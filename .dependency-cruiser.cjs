@@ -64,7 +64,8 @@ module.exports = {
     },
     {
       name: 'consumer-hub-through-its-port',
-      comment: 'the consumer reaches the Hub only through the port it is given (src/consumer/hub-port.ts, ConsumerOptions.hub), so its unit tests run on a fake Hub; elsewhere it may import the client\'s types only',
+      comment:
+        "the consumer reaches the Hub only through the port it is given (src/consumer/hub-port.ts, ConsumerOptions.hub), so its unit tests run on a fake Hub; elsewhere it may import the client's types only",
       severity: 'error',
       from: { path: '^src/consumer/', pathNot: '^src/consumer/hub-port\\.ts$' },
       to: { path: '^src/hub/client/', dependencyTypesNot: ['type-only'] },
