@@ -287,6 +287,11 @@ export class Consumer {
           return false;
         }
         this.log(`${d.message}; retry ${decision.attempt} of ${this.settings?.max_retries ?? '?'} in ${Math.round(decision.delayMs)} ms`);
+        this.record = {
+          ...this.record,
+          retrying: { attempt: decision.attempt, of: this.settings?.max_retries ?? 0, at: this.opts.clock.now() + decision.delayMs },
+        };
+        this.writeRecord();
         await this.opts.clock.sleep(decision.delayMs, this.abort.signal);
         return !this.stopped;
       }
@@ -460,6 +465,12 @@ export class Consumer {
 
   private connected(): void {
     this.budget.succeeded();
+    if (this.record.retrying !== undefined) {
+      const record = { ...this.record };
+      delete record.retrying;
+      this.record = record;
+      this.writeRecord();
+    }
     this.markRunning();
   }
 

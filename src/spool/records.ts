@@ -90,6 +90,11 @@ export interface ConsumerRecord extends ProcessStamp {
   stop_reason: string | null;
   stop_message: string | null;
   stopped_at: number | null;
+  /**
+   * While the connection waits out a Hub fault: the retry it is on, of how many, and when it
+   * tries (our clock, ms). Absent while connected. Read by a reader's status line on a terminal.
+   */
+  retrying?: { attempt: number; of: number; at: number };
 }
 
 export interface ReaderRecord extends ProcessStamp {
@@ -226,6 +231,7 @@ export function parseConsumerRecord(x: unknown): Result<ConsumerRecord> {
     stop_reason: f.strOrNull('stop_reason'),
     stop_message: f.strOrNull('stop_message'),
     stopped_at: f.numOrNull('stopped_at'),
+    ...(f.raw('retrying') === undefined ? {} : { retrying: f.obj('retrying', (r) => ({ attempt: r.int('attempt'), of: r.int('of'), at: r.num('at') })) }),
   });
 }
 

@@ -15,16 +15,24 @@ const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 /**
  * Run the real oh-hai CLI with stdout and stderr on a pseudo-terminal `cols` wide
  * (`script -qefc`). `redirect` is appended to the command line as shell text (e.g.
- * `> /path/out.txt` to send stdout to a file while stderr stays on the terminal).
+ * `> /path/out.txt` to send stdout to a file while stderr stays on the terminal). `onOutput`
+ * sees everything so far after each chunk.
  */
-export function runOnPty(args: string[], opts: { env: NodeJS.ProcessEnv; cols?: number; redirect?: string; timeoutMs?: number }): Promise<PtyResult> {
+export function runOnPty(
+  args: string[],
+  opts: { env: NodeJS.ProcessEnv; cols?: number; redirect?: string; timeoutMs?: number; onOutput?: (tty: string) => void },
+): Promise<PtyResult> {
   const cmd = [process.execPath, ohHaiBin, ...args].map(quote).join(' ');
   const inner = `stty cols ${opts.cols ?? 80} rows 24 2>/dev/null; exec ${cmd} ${opts.redirect ?? ''}`;
   const child = spawn('script', ['-qefc', inner, '/dev/null'], { env: opts.env, cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdin.end();
   let tty = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (tty += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (tty += d));
+  const take = (d: string) => {
+    tty += d;
+    opts.onOutput?.(tty);
+  };
+  child.stdout.setEncoding('utf8').on('data', take);
+  child.stderr.setEncoding('utf8').on('data', take);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');

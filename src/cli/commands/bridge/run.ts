@@ -1,6 +1,7 @@
 import { hostName } from '../../../spool/index.js';
 import { exitTableCells, type Result, success, toOutcome, type Outcome } from '../../../core/index.js';
 import { type CliIO } from '../../io.js';
+import { startReadingStatus } from '../../reading-status.js';
 import { formatTable, PLAIN } from '../../terminal/index.js';
 import { writeFlushed } from '../../../util/output.js';
 import { processInspector, resolveBridge } from '../../resolve/index.js';
@@ -55,14 +56,14 @@ export async function run(opts: BridgeOptions, io: CliIO, deps: BridgeDeps = def
       interval: opts.interval !== undefined,
       maxRetries: opts.maxRetries !== undefined,
     };
-    return await new EntryReader({
-      leg: sessionLeg(resolved.value, named, opts.agent ?? null, io),
-      io,
-      stop,
-      knobs: knobs.value,
-      raw: opts.raw === true || opts.json === true,
-      launch: deps.launch,
-    }).execute();
+    const leg = sessionLeg(resolved.value, named, opts.agent ?? null, io);
+    const raw = opts.raw === true || opts.json === true;
+    const stopStatus = startReadingStatus(io, NAME, leg.entry, leg.waitMs, raw);
+    try {
+      return await new EntryReader({ leg, io, stop, knobs: knobs.value, raw, launch: deps.launch }).execute();
+    } finally {
+      stopStatus();
+    }
   } finally {
     stop.dispose();
   }

@@ -2,6 +2,7 @@ import { openStateEntry, type IdentityRecord } from '../../../spool/index.js';
 import { formatAddress } from '../../../hub/contract/index.js';
 import { EXIT, type Result, toOutcome, type Outcome } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
+import { startReadingStatus } from '../../reading-status.js';
 import { launchDetached, type LaunchRequest } from '../../../spawn/index.js';
 import { readReaderKnobs, processSignals, StopRequest, type SignalSource, watchPrincipal, WATCH_NAME as NAME } from '../../../reader/index.js';
 import { connectionSettings, resolveAgent } from '../../resolve/index.js';
@@ -63,17 +64,24 @@ export async function runWatch(opts: WatchOptions, io: CliIO, deps: WatchDeps = 
     const have = entry.read('identity');
     if (have.state !== 'ok' || JSON.stringify(have.value) !== JSON.stringify(identity)) entry.write('identity', identity);
 
-    return await watchPrincipal({
-      entry,
-      address: formatAddress(a.agentId),
-      wanted: connectionSettings(a, 'principal', opts.agent ?? null),
-      waitMs: a.settings.bridge.waitSeconds * 1000,
-      io,
-      stop,
-      knobs: knobs.value,
-      raw: opts.raw === true || opts.json === true,
-      launch: deps.launch,
-    });
+    const waitMs = a.settings.bridge.waitSeconds * 1000;
+    const raw = opts.raw === true || opts.json === true;
+    const stopStatus = startReadingStatus(io, NAME, entry, waitMs, raw);
+    try {
+      return await watchPrincipal({
+        entry,
+        address: formatAddress(a.agentId),
+        wanted: connectionSettings(a, 'principal', opts.agent ?? null),
+        waitMs,
+        io,
+        stop,
+        knobs: knobs.value,
+        raw,
+        launch: deps.launch,
+      });
+    } finally {
+      stopStatus();
+    }
   } finally {
     stop.dispose();
   }

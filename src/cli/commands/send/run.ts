@@ -1,6 +1,7 @@
 import type { MessageIntent } from '../../../hub/contract/index.js';
 import { formatDuration } from '../../../util/duration.js';
 import { type CliIO } from '../../io.js';
+import { startAnswerStatus } from '../../reading-status.js';
 import { writeFlushed } from '../../../util/output.js';
 import { success, toOutcome, usageError, type Outcome } from '../../../core/index.js';
 import {
@@ -55,7 +56,8 @@ export async function runSend(intent: MessageIntent, textArg: string | undefined
       return success();
     }
     if (!opts.json) await writeFlushed(io.stdout, queuedLines(message, route, dest.value.label));
-    const end = await waitForResponse(a.client, message, { waitMs, pollMs: knobs.value.askPollMs, clock: io.clock });
+    const stopStatus = startAnswerStatus(io, command, message.id, waitMs, opts.json === true);
+    const end = await waitForResponse(a.client, message, { waitMs, pollMs: knobs.value.askPollMs, clock: io.clock }).finally(stopStatus);
     await writeFlushed(
       io.stdout,
       opts.json ? JSON.stringify(end.message) + '\n' : waitResultLine(end.message, waitMs >= 1000 ? formatDuration(waitMs) : `${waitMs / 1000}s`),
