@@ -9,14 +9,15 @@
 //
 //   node bench/send-cost.mjs [--sends 500] [--rounds 3] [--sessions 4] [--concurrency 1]
 //                            [--warmup 300] [--against /path/to/other/checkout] [--callgrind]
-//                            [--cpu-prof <dir>]   (this build's Hub writes a V8 CPU profile there)
+//                            [--cpu-prof <dir>]   (this build's Hub writes a V8 CPU profile there,
+//                            and the bench the send phases' time windows: bench/cpu-profile-breakdown.mjs <dir>)
 //
 // Each send goes to one session address (round robin over --sessions sessions of ONE recipient
 // agent, each holding a stream), so every send is one insert, one commit and one push. The
 // client keeps its connections alive (one per in-flight send), as a bridge's sender would in a
 // long-running process; a CLI `oh-hai send` pays a TCP connect besides.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -173,10 +174,15 @@ async function measure(hub, n, fn) {
     return ir / n;
   }
   const before = cpuNs(hub.pid);
+  const started = process.hrtime.bigint();
   await fn(hub, n);
+  // The profile's timestamps are CLOCK_MONOTONIC µs too: the breakdown keeps the send phases.
+  if (CPU_PROF !== null && hub.checkout === root && fn === sends) windows.push([Number(started / 1000n), Number(process.hrtime.bigint() / 1000n)]);
   return (cpuNs(hub.pid) - before) / n;
 }
 
+/** The send phases of this build's Hub, for bench/cpu-profile-breakdown.mjs. */
+const windows = [];
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const unit = CALLGRIND ? 'instructions' : 'CPU µs';
 const fmt = (v) => (CALLGRIND ? `${(v / 1e6).toFixed(2)} M` : `${(v / 1000).toFixed(0)} µs`);
@@ -215,6 +221,7 @@ try {
     console.log(`this build / against: send ${(a / b).toFixed(2)}×, floor ${(fa / fb).toFixed(2)}×`);
   }
   console.log(`load average at the end ${loadavg()}`);
+  if (CPU_PROF !== null) writeFileSync(path.join(path.resolve(CPU_PROF), 'send-phases.json'), JSON.stringify(windows));
 } finally {
   for (const hub of hubs) {
     for (const req of hub.streams.flat()) req.destroy();

@@ -10,17 +10,41 @@ type Listener = () => void;
 
 class Topic {
   private readonly listeners = new Map<string, Set<Listener>>();
+  /** Keys of the form `<head>#<rest>` listened on, by head (see {@link Topic.emitFamily}). */
+  private readonly families = new Map<string, Set<string>>();
   private readonly pending = new Set<string>();
   private scheduled = false;
 
   on(key: string, fn: Listener): () => void {
     let set = this.listeners.get(key);
-    if (!set) this.listeners.set(key, (set = new Set()));
+    if (!set) {
+      this.listeners.set(key, (set = new Set()));
+      this.family(key, (keys) => keys.add(key));
+    }
     set.add(fn);
     return () => {
       set.delete(fn);
-      if (set.size === 0 && this.listeners.get(key) === set) this.listeners.delete(key);
+      if (set.size === 0 && this.listeners.get(key) === set) {
+        this.listeners.delete(key);
+        this.family(key, (keys) => keys.delete(key));
+      }
     };
+  }
+
+  private family(key: string, change: (keys: Set<string>) => unknown): void {
+    const cut = key.indexOf('#');
+    if (cut < 0) return;
+    const head = key.slice(0, cut);
+    let keys = this.families.get(head);
+    if (!keys) this.families.set(head, (keys = new Set()));
+    change(keys);
+    if (keys.size === 0) this.families.delete(head);
+  }
+
+  /** Wake `head` and every `<head>#…` key someone listens on. */
+  emitFamily(head: string): void {
+    this.emit(head);
+    for (const key of this.families.get(head) ?? []) this.emit(key);
   }
 
   emit(key: string): void {
@@ -46,7 +70,10 @@ class Topic {
 }
 
 export class Bus {
-  /** Keyed by agent id: an entry for the agent (any of its mailboxes) was queued or released. */
+  /**
+   * Keyed by agent id (drains wait there), and by mailbox, `<agent>#<session>` or `<agent>#`
+   * (streams wait there): an entry for the agent was queued, woken on both keys.
+   */
   readonly mail = new Topic();
   /**
    * Keyed by agent id: an entry older than a reader's keyset cursor became pending for it

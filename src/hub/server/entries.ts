@@ -33,8 +33,17 @@ export async function insertEntry(tx: Tx, entry: Entry, to: { agentId: string; s
     messageId,
     Date.parse(entry.created_at),
   );
+  // Drains (and Hubs of earlier builds) wait on the agent; a stream waits on its own mailbox
+  // only, so a send to one session wakes that session's stream, not every stream of the agent.
   tx.wake('mail', to.agentId);
+  tx.wake('mail', mailboxKey(to.agentId, to.sessionId));
 }
+
+/**
+ * The `mail` wake-up key of one mailbox: `<agent>#<session>`, or `<agent>#` for the principal
+ * mailbox (ids never hold a `#`). Beside the agent's own key, which every insert wakes too.
+ */
+export const mailboxKey = (agentId: string, sessionId: string | null): string => `${agentId}#${sessionId ?? ''}`;
 
 export const entryOf = (row: EntryRow): Entry => JSON.parse(row.body) as Entry;
 

@@ -138,7 +138,9 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
       if (remote) void reconcile(key).catch(onReconcileError);
       return;
     }
-    bus[topic].emit(key);
+    // An instance of an earlier build wakes only the agent's key: every mailbox of it may have mail.
+    if (topic === 'mail' && remote && !key.includes('#')) bus.mail.emitFamily(key);
+    else bus[topic].emit(key);
   };
   const resync = () => {
     // `released` rewinds each stream's cursor: a missed release may have put mail behind it.

@@ -5,7 +5,7 @@ import { holdMs } from './config.js';
 import type { HubCore } from './core.js';
 import type { Signer } from './delivery.js';
 import { runAs, type Work } from './work.js';
-import { claimPage, needsClaim, readPage } from './entries.js';
+import { claimPage, mailboxKey, needsClaim, readPage } from './entries.js';
 import { errorReply, type Reply } from './http.js';
 import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
@@ -192,7 +192,9 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   res.on('drain', wake);
   wake();
   cleanups.push(
-    core.bus.mail.on(sr.agentId, wake),
+    // Its own entries, and principal entries it may claim; not the agent's other sessions' mail.
+    core.bus.mail.on(mailboxKey(sr.agentId, sr.sessionId), wake),
+    core.bus.mail.on(mailboxKey(sr.agentId, null), wake),
     core.bus.released.on(sr.agentId, () => {
       rewind = true;
       wake();

@@ -1,0 +1,65 @@
+// Where a send's time goes on the Hub, from the V8 CPU profile that `bench/send-cost.mjs
+// --cpu-prof <dir>` leaves in <dir> with the send phases' time windows: each sample taken in a
+// send phase goes to the innermost frame on its stack that belongs to one of the steps below
+// (parse, auth, validation, insert, commit, sign, push fan-out, respond, routing), else to
+// "node (event loop, sockets, GC)"; idle samples are left out. A profile samples wall time on
+// the main thread: time blocked in a system call counts (the COMMIT's fsync is under commit).
+// Never run by CI.   node bench/cpu-profile-breakdown.mjs <dir> [--top 25]
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+const dir = process.argv[2];
+if (!dir) throw new Error('usage: node bench/cpu-profile-breakdown.mjs <dir written by send-cost.mjs --cpu-prof>');
+const topAt = process.argv.indexOf('--top');
+const topN = topAt === -1 ? 25 : Number(process.argv[topAt + 1]);
+const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+if (file === undefined) throw new Error(`no .cpuprofile in ${dir}`);
+const prof = JSON.parse(readFileSync(path.join(dir, file), 'utf8'));
+const windows = JSON.parse(readFileSync(path.join(dir, 'send-phases.json'), 'utf8'));
+
+/** Steps by the names of the functions that do them (the bundle keeps names; esbuild may add a digit). */
+const STEPS = [
+  ['parse', ['readBody', 'parserOnHeadersComplete', 'parserOnIncoming', 'parserOnBody', 'parserOnMessageComplete', 'URL']],
+  ['auth', ['authenticate', 'tokenInUrl', 'agentByToken', 'presentedTokenHash', 'hashToken', 'checkKind', 'messagingEnabled']],
+  ['validation', ['bodyOf', 'validateSend']],
+  ['insert', ['sendMessage', 'insertMessage', 'insertEntry', 'resolveRecipient', 'messageById', 'findAgent', 'presentSession']],
+  ['commit', ['flush', 'runUnit']],
+  ['sign', ['sign', 'deliveryJson', 'signEntry', 'macHex', 'canonicalJson', 'newJti', 'entryOf']],
+  ['push fan-out', ['page', 'pendingPage', 'pendingSeqs', 'push', 'wake']],
+  ['respond', ['send', 'sentBody', 'messageJson']],
+  ['routing', ['dispatch', 'route', 'match']],
+];
+const stepOf = new Map(STEPS.flatMap(([step, names]) => names.map((n) => [n, step])));
+const nodes = new Map(prof.nodes.map((n) => [n.id, n]));
+const parent = new Map();
+for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+const name = (n) => n.callFrame.functionName.replace(/\d+$/, '');
+
+const inWindow = (t) => windows.some(([a, b]) => t >= a && t <= b);
+const byStep = new Map();
+const bySelf = new Map();
+let total = 0;
+let t = prof.startTime;
+for (let i = 0; i < prof.samples.length; i++) {
+  t += prof.timeDeltas[i];
+  const dt = prof.timeDeltas[i + 1] ?? 0;
+  const leaf = nodes.get(prof.samples[i]);
+  if (!inWindow(t) || name(leaf) === '(idle)') continue;
+  total += dt;
+  let step = 'node (event loop, sockets, GC)';
+  for (let id = leaf.id; id !== undefined; id = parent.get(id)) {
+    const s = stepOf.get(name(nodes.get(id)));
+    if (s !== undefined) {
+      step = s;
+      break;
+    }
+  }
+  byStep.set(step, (byStep.get(step) ?? 0) + dt);
+  const self = `${leaf.callFrame.functionName || '(anonymous)'} (${leaf.callFrame.url.split('/').pop() || 'native'})`;
+  bySelf.set(self, (bySelf.get(self) ?? 0) + dt);
+}
+const pct = (v) => `${((100 * v) / total).toFixed(1)}%`.padStart(6);
+console.log(`${file}: ${(total / 1000).toFixed(0)} ms of samples in ${windows.length} send phases (idle left out)`);
+for (const [step, v] of [...byStep].sort((a, b) => b[1] - a[1])) console.log(`  ${pct(v)}  ${step}`);
+console.log(`top ${topN} functions by self time:`);
+for (const [fn, v] of [...bySelf].sort((a, b) => b[1] - a[1]).slice(0, topN)) console.log(`  ${pct(v)}  ${fn}`);

@@ -1,0 +1,97 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultHubConfig } from '../../../src/hub/server/config.js';
+import { createHubServer, type HubServer } from '../../../src/hub/server/server.js';
+import type { Param, Sql, Store } from '../../../src/hub/server/sql.js';
+import { systemClock } from '../../../src/util/clock.js';
+import { waitFor } from '../../helpers/wait.js';
+import { openSse, type SseConn } from './sse.js';
+
+// Issue 19 (CPU per send): a send to one session used to wake every stream of the agent, and
+// each woken stream read its mailbox twice (the second page always empty), each read a unit of
+// the group commit. Counted, never timed: with streams open on four sessions of the recipient,
+// N sends to one of them read N mailbox pages, one per push.
+
+const SENDS = 12;
+const SESSIONS = 4;
+
+describe('a push reads one page, on the one stream it is for', () => {
+  let dir: string;
+  let hub: HubServer;
+  let human: string;
+  const streams: SseConn[] = [];
+
+  const call = async (token: string, method: string, p: string, body?: unknown): Promise<Record<string, any>> => {
+    const res = await fetch(hub.url + p, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const json = (await res.json()) as Record<string, any>;
+    expect(res.status, JSON.stringify(json)).toBeLessThan(300);
+    return json;
+  };
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-push-cost-'));
+    hub = await createHubServer({
+      config: { ...defaultHubConfig({ dataDir: path.join(dir, 'hub'), signingKey: 'k', version: 'test' }), port: 0 },
+      clock: systemClock,
+      pid: process.pid,
+      log: () => undefined,
+    });
+    human = readFileSync(hub.humanTokenPath!, 'utf8').trim();
+  });
+
+  afterAll(async () => {
+    for (const s of streams) s.close();
+    await hub?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it(`${SENDS} sends to one of ${SESSIONS} streamed sessions of an agent read ${SENDS} mailbox pages`, async () => {
+    const sender = await call(human, 'POST', '/v1/account/agents', { label: 'sender' });
+    const recipient = await call(human, 'POST', '/v1/account/agents', { label: 'recipient' });
+    const sessions = [];
+    for (let i = 0; i < SESSIONS; i++) sessions.push((await call(recipient.token, 'POST', '/v1/sessions', { client_key: `s${i}` })).session);
+    // Every statement passes here, in a unit or outside one: a mailbox page is the read of its pending seqs.
+    let pages = 0;
+    const counting = (q: Sql): Sql => ({
+      ...q,
+      all: async <T>(sql: string, ...p: Param[]) => {
+        if (/ AS pending /.test(sql)) pages += 1;
+        return q.all<T>(sql, ...p);
+      },
+    });
+    const store = hub.core.store as { write: Store['write']; read: Sql };
+    const write = store.write.bind(store);
+    const read = store.read;
+    store.write = (unit) => write((tx) => unit({ ...tx, ...counting(tx) }));
+    store.read = counting(read);
+    for (const s of sessions) {
+      const conn = await openSse(`${hub.url}/v1/inbox/stream?session=${s.id}`, { token: recipient.token });
+      await conn.next((e) => e.event === 'open');
+      streams.push(conn);
+    }
+    // Each connect reads its first page (empty).
+    await waitFor(() => pages === SESSIONS || undefined, { what: 'the first pages' });
+    pages = 0;
+    const pushed = () => streams[0]!.events.filter((e) => e.event === 'entries').length;
+    try {
+      for (let i = 0; i < SENDS; i++) {
+        await call(sender.token, 'POST', '/v1/messages', { to: sessions[0].address, intent: 'notify', text: `push ${i}` });
+        await waitFor(() => pushed() === i + 1 || undefined, { what: `push ${i}` });
+      }
+      // One more turn for any page a wake-up might still run.
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      store.write = write;
+      store.read = read;
+    }
+    console.log(`${SENDS} sends, ${SESSIONS} streams of the recipient open: ${pages} mailbox pages read`);
+    expect(streams.slice(1).map((s) => s.events.filter((e) => e.event === 'entries').length)).toEqual([0, 0, 0]);
+    expect(pages).toBe(SENDS);
+  });
+});
