@@ -4,13 +4,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Entry } from '../../../src/hub/contract/index.js';
 import { formatAddress } from '../../../src/hub/contract/index.js';
-import { defaultHubConfig } from '../../../src/hub/server/config.js';
 import type { HubCore } from '../../../src/hub/server/core.js';
 import { deliveryBytes, insertEntry, pendingPage, type EntryRow, type Mailbox } from '../../../src/hub/server/entries.js';
 import { newId } from '../../../src/hub/server/ids.js';
-import { createHubServer, type HubServer } from '../../../src/hub/server/server.js';
+import type { HubServer } from '../../../src/hub/server/server.js';
 import type { Param, Tx } from '../../../src/hub/server/sql.js';
-import { systemClock } from '../../../src/util/clock.js';
+import { inProcessHub } from './in-process.js';
 
 // Issue 19: a backlog of n used to cost O(n²) rows read (every page re-read and sorted the whole
 // mailbox). Pages are keyset reads now. Counted, never timed: the rows each page's statements
@@ -81,12 +80,7 @@ describe('mailbox pages are keyset reads: rows read per page are bounded by the 
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-paging-'));
-    hub = await createHubServer({
-      config: { ...defaultHubConfig({ dataDir: path.join(dir, 'hub'), signingKey: 'k', version: 'test' }), port: 0 },
-      clock: systemClock,
-      pid: process.pid,
-      log: () => undefined,
-    });
+    hub = await inProcessHub(dir);
     core = hub.core;
     await core.store.write(async (tx) => {
       // The backlog: principal entries, the session's own entries, and noise the page must not

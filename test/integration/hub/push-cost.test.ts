@@ -2,11 +2,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultHubConfig } from '../../../src/hub/server/config.js';
-import { createHubServer, type HubServer } from '../../../src/hub/server/server.js';
+import type { HubServer } from '../../../src/hub/server/server.js';
 import type { Param, Sql, Store } from '../../../src/hub/server/sql.js';
-import { systemClock } from '../../../src/util/clock.js';
 import { waitFor } from '../../helpers/wait.js';
+import { inProcessHub } from './in-process.js';
 import { openSse, type SseConn } from './sse.js';
 
 // Issue 19 (CPU per send): a send to one session used to wake every stream of the agent, and
@@ -36,12 +35,7 @@ describe('a push reads one page, on the one stream it is for', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-push-cost-'));
-    hub = await createHubServer({
-      config: { ...defaultHubConfig({ dataDir: path.join(dir, 'hub'), signingKey: 'k', version: 'test' }), port: 0 },
-      clock: systemClock,
-      pid: process.pid,
-      log: () => undefined,
-    });
+    hub = await inProcessHub(dir);
     human = readFileSync(hub.humanTokenPath!, 'utf8').trim();
   });
 
