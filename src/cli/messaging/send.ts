@@ -8,7 +8,7 @@ import { hubFailureError, type FailureContext } from './failures.js';
 import type { MessagingKnobs } from './access.js';
 import type { ReplyRoute } from './send-lines.js';
 import { fetchAgentDirectory, readDirectoryCache } from './directory.js';
-import { isName, resolveName, type Resolved } from './names.js';
+import { isName, resolveName, type Resolved } from '../../hub/contract/index.js';
 
 export interface Queued {
   message: Message;

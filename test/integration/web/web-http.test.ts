@@ -175,6 +175,21 @@ describe('web inbox over HTTP: sign-in, cookies, CSRF and origin checks', () => 
     expect(r.body).toContain('value="agent:agt_nobody"');
   });
 
+  it('takes an agent label in To, resolved through the directory; an unknown one is refused naming the agents', async () => {
+    const agent = await hub.mintAgent('web-target');
+    const b = await signIn();
+    const csrf = csrfOf((await request(b, 'GET', '/send')).body);
+    const ok = await request(b, 'POST', '/send', { to: 'web-target', text: 'by label', csrf });
+    expect(ok.status).toBe(303);
+    const list = await fetch(`${hub.url}/v1/messages?direction=sent`, { headers: { authorization: `Bearer ${hub.humanToken}` } });
+    const sent = ((await list.json()) as { messages: { to: string; text: string }[] }).messages.find((m) => m.text === 'by label');
+    expect(sent?.to).toBe(`agent:${agent.id}`);
+    const unknown = await request(b, 'POST', '/send', { to: 'no-such-label', text: 'x', csrf });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toContain('is no agent&#39;s label or id');
+    expect(unknown.body).toContain(`web-target (agent:${agent.id})`);
+  });
+
   it("puts the product doc's advice on writing directives beside the Send form", async () => {
     const b = await signIn();
     const page = (await request(b, 'GET', '/send')).body;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { labelFor, withLabel } from '../../../src/cli/messaging/directory.js';
 import { checkDestination } from '../../../src/cli/messaging/send.js';
-import { resolveName } from '../../../src/cli/messaging/names.js';
+import { resolveName } from '../../../src/hub/contract/index.js';
 import type { AgentRow } from '../../../src/hub/contract/index.js';
 
 const row = (id: string, label: string | null, revoked = false): AgentRow => ({ id, label, revoked, source: 'account' });

@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../../../util/clock.js';
+import type { Coded } from '../../../core/index.js';
+import { resolveName, type Resolved } from '../../contract/index.js';
 import type { Store } from '../sql.js';
 import { html, type SafeHtml } from './html.js';
 import { renderPage, type NavKey } from './layout.js';
@@ -197,12 +199,25 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
       post: async (c, form) => {
         const to = (form.get('to') ?? '').trim();
         const text = form.get('text') ?? '';
-        const a = await hub.directive(c.token, to, text);
+        // A label (or bare id) resolves through the directory this human reads, as `oh-hai hub directive --to` does.
+        const dest = await resolveTo(c, to);
+        if (dest === null) return;
+        if (!dest.ok) {
+          const choices = await addressChoices(c);
+          if (!choices) return;
+          show(c, 'Send directive', 'send', sendPage({ csrf: c.s.csrf, choices, to, text }), 400, {
+            kind: 'error',
+            text: `The directive was not sent. ${dest.error.message}.`,
+          });
+          return;
+        }
+        const shown = dest.value.label === null ? dest.value.address : `${dest.value.address} (${dest.value.label})`;
+        const a = await hub.directive(c.token, dest.value.address, text);
         if (a.ok) {
           const snap = a.value.destination?.snapshot ?? 'unknown';
           await after(c, '/inbox', {
             kind: 'ok',
-            text: `Queued directive ${a.value.id} to ${to}; the destination was ${snap} when sent${
+            text: `Queued directive ${a.value.id} to ${shown}; the destination was ${snap} when sent${
               snap === 'unknown' ? ' (the Hub has no presence signal for it, which does not mean it is down)' : ''
             }. Queued is not read: watch its track below for acknowledged.`,
           });
@@ -296,6 +311,13 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
       },
     },
   };
+
+  /** The form's To: an address as written (labelled when the directory knows it), or a name resolved; null when the page was already answered. */
+  async function resolveTo(c: Signed, to: string): Promise<Coded<Resolved> | null> {
+    const agents = await need(c, await hub.agents(c.token));
+    if (!agents) return null;
+    return resolveName(to, agents, 'To');
+  }
 
   async function addressChoices(c: Signed): Promise<AddressChoice[] | null> {
     const [fleet, agents] = await Promise.all([hub.fleet(c.token), hub.agents(c.token)]);

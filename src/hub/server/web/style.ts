@@ -16,7 +16,7 @@ header .who { color: var(--muted); font-size: .9rem; }
 nav ul { list-style: none; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
 nav a[aria-current="page"] { font-weight: 700; text-decoration-thickness: 3px; }
 header form { margin-left: auto; }
-main { padding: 1rem; max-width: 90rem; }
+main { padding: 1rem; max-width: 90rem; overflow-x: auto; }
 h1 { font-size: 1.5rem; margin: .5rem 0 1rem; }
 h2 { font-size: 1.15rem; margin: 1.5rem 0 .5rem; }
 p.lead { color: var(--muted); margin-top: 0; max-width: 48rem; }
@@ -24,7 +24,7 @@ table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; }
 th, td { border: 1px solid var(--line); padding: .35rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
 td.text, .text { white-space: pre-wrap; overflow-wrap: anywhere; }
-code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: .9em; overflow-wrap: anywhere; }
+code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: .9em; overflow-wrap: normal; word-break: keep-all; }
 .state { display: inline-block; border: 1px solid currentColor; border-radius: .25rem; padding: 0 .35rem; font-size: .85rem; font-weight: 600; }
 .state-online, .state-acknowledged, .state-on { color: var(--good); }
 .state-offline, .state-bounced, .state-expired, .state-off, .state-revoked { color: var(--bad); }

@@ -11,7 +11,7 @@ export function sendPage(d: { csrf: string; choices: AddressChoice[]; to: string
   return html`<div class="cols">
 <form class="stack" method="post" action="/send">${csrfField(d.csrf)}
 <label for="to">To</label>
-<span class="hint" id="to-hint"><code>agent:&lt;id&gt;</code> reaches whichever live session of that agent claims it first;
+<span class="hint" id="to-hint">An agent's label, or <code>agent:&lt;id&gt;</code>, reaches whichever live session of that agent claims it first;
 <code>agent:&lt;id&gt;#sess_&hellip;</code> reaches one run.</span>
 <input type="text" id="to" name="to" required list="addresses" aria-describedby="to-hint" value="${d.to}" autocomplete="off" spellcheck="false">
 <datalist id="addresses">${d.choices.map((c) => html`<option value="${c.address}">${c.describes}</option>`)}</datalist>

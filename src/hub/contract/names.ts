@@ -1,5 +1,6 @@
 import { EXIT, type Coded, type CodedError } from '../../core/index.js';
-import { formatAddress, isSessionId, parseAddress, type AgentRow } from '../../hub/contract/index.js';
+import { formatAddress, isSessionId, parseAddress } from './ids.js';
+import type { AgentRow } from './types.js';
 
 /**
  * Agent names (docs/messaging.md "Names"): where an address is taken, a value that does not
@@ -30,14 +31,14 @@ function splitName(to: string, where: string): Coded<{ name: string; session: st
   const hash = to.indexOf('#');
   const name = hash < 0 ? to : to.slice(0, hash);
   const session = hash < 0 ? null : to.slice(hash + 1);
-  if (name.trim() === '') return usage('bad_address', `${where} ${JSON.stringify(to)} names no agent; ${FORMS}`);
+  if (name.trim() === '') return usage('bad_address', `${where} ${JSON.stringify(to)} names no agent; ${NAME_FORMS}`);
   if (session !== null && !isSessionId(session)) {
-    return usage('bad_address', `${where} ${JSON.stringify(to)}: after '#' comes a session id (sess_…, from \`oh-hai fleet ls --sessions\`); ${FORMS}`);
+    return usage('bad_address', `${where} ${JSON.stringify(to)}: after '#' comes a session id (sess_…, from \`oh-hai fleet ls --sessions\`); ${NAME_FORMS}`);
   }
   return { ok: true, value: { name, session } };
 }
 
-export const FORMS = 'give an agent label (reviewer), or an address agent:<id> or agent:<id>#sess_… (see `oh-hai fleet ls`)';
+export const NAME_FORMS = 'give an agent label (reviewer), or an address agent:<id> or agent:<id>#sess_… (see `oh-hai fleet ls`)';
 
 const usage = (code: string, message: string): { ok: false; error: CodedError } => ({ ok: false, error: { code, exit: EXIT.usage, message } });
 
@@ -57,7 +58,7 @@ function nameList(rows: readonly AgentRow[]): string {
 export function resolveName(to: string, rows: readonly AgentRow[], where: string): Coded<Resolved> {
   if (!isName(to)) {
     const parsed = parseAddress(to, where);
-    if (!parsed.ok) return usage('bad_address', `${parsed.reason}; ${FORMS}`);
+    if (!parsed.ok) return usage('bad_address', `${parsed.reason}; ${NAME_FORMS}`);
     const row = rows.find((r) => r.id === parsed.value.agentId);
     return { ok: true, value: { address: to, agentId: parsed.value.agentId, label: row?.label ?? null, byName: false } };
   }
