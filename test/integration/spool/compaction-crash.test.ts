@@ -7,6 +7,7 @@ import { SpoolReader, readCursor, sealedSegments, validateCursor, writeCursor, t
 import { repoRoot } from '../../helpers/cli.js';
 import { tempEnv } from '../../helpers/env.js';
 import { onLines } from '../../helpers/process.js';
+import { withSeed } from '../../helpers/seed.js';
 
 /**
  * Segments sealed and removed under kill -9 (docs/spool.md "Crash safety"): a stand-in
@@ -22,17 +23,6 @@ import { onLines } from '../../helpers/process.js';
 
 const compactor = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'compactor.mjs');
 const KILLS = 20;
-
-function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Run {
   /** The highest seq the connection reported durable. */
@@ -115,12 +105,10 @@ describe('spool segments under kill -9', () => {
 
   it(`lose nothing unprinted and re-print only one per reader death across ${KILLS} kills of sealing and compacting`, async () => {
     expect(existsSync(path.join(repoRoot, 'dist', 'consumer', 'state.js'))).toBe(true);
-    const seed = Number(process.env.OH_HAI_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31));
-    const rand = mulberry32(seed);
-    const dir = path.join(env.root, 'entry');
-    mkdirSync(dir, { mode: 0o700 });
-    const run: Run = { spooled: 0, compactions: 0, seals: 0, printed: [], readerDeaths: 0 };
-    try {
+    await withSeed('compaction crash run', async (rand) => {
+      const dir = path.join(env.root, 'entry');
+      mkdirSync(dir, { mode: 0o700 });
+      const run: Run = { spooled: 0, compactions: 0, seals: 0, printed: [], readerDeaths: 0 };
       const reader = new Reader(dir, run, rand);
       for (let kill = 0; kill < KILLS; kill++) {
         await runAndKill(dir, Math.floor(rand() * 2 ** 31), 1 + Math.floor(rand() * 150), run, reader);
@@ -143,8 +131,6 @@ describe('spool segments under kill -9', () => {
       // the run did seal and remove segments, often
       expect(run.seals).toBeGreaterThan(16);
       expect(run.compactions).toBeGreaterThan(KILLS / 4);
-    } catch (e) {
-      throw new Error(`compaction crash run failed with seed ${seed} (repeat it with OH_HAI_CRASH_SEED=${seed}): ${(e as Error).message}`);
-    }
+    });
   }, 300_000);
 });
