@@ -1,4 +1,5 @@
 import { describePolicy, parsePolicy, policyEquals, type Policy } from '../config/index.js';
+import { EXIT } from '../core/index.js';
 import type { ConsumerRecord, ConsumerSettings, RecordRead, Liveness, ReportedStop } from '../spool/index.js';
 
 /**
@@ -85,6 +86,11 @@ export function planConnection(f: ConnectionFacts): ConnectionPlan {
   }
   const r = c.value;
   if (r.state === 'stopped') {
+    // 13 says "try again later", and this run is the later: relaying it would stop the run on an
+    // outage that may be over, without asking the Hub (issue 17, point 7).
+    if (r.exit_code === EXIT.unreachable && !isReported(r, f.reported)) {
+      return { kind: 'start', note: `the previous background connection (pid ${r.pid}) gave up on an unreachable Hub (exit 13); trying the Hub again` };
+    }
     if (r.exit_code !== null && r.exit_code !== 0 && !isReported(r, f.reported)) return { kind: 'report', record: r };
     return { kind: 'start', note: `the previous background connection (pid ${r.pid}) stopped (${r.stop_reason ?? 'no reason recorded'}); starting a new one` };
   }

@@ -77,11 +77,17 @@ describe('one consumer per entry: adopt, report or start', () => {
   });
 
   it('a stopped one with a failure code not yet relayed is reported (its leftovers, then its code)', () => {
-    const stopped = rec({ state: 'stopped', exit_code: 13, stop_reason: 'unreachable', stopped_at: 9 });
+    const stopped = rec({ state: 'stopped', exit_code: 12, stop_reason: 'verification_failed', stopped_at: 9 });
     expect(planConnection(facts({ consumer: { state: 'ok', value: stopped } }))).toEqual({ kind: 'report', record: stopped });
     // Once relayed, the next run starts afresh.
     const again = planConnection(facts({ consumer: { state: 'ok', value: stopped }, reported: { pid: 777, start_time: '5', stopped_at: 9 } }));
     expect(again.kind).toBe('start');
+  });
+
+  it('a 13 nobody relayed is history: the run tries the Hub again instead of exiting 13 about it', () => {
+    const gaveUp = rec({ state: 'stopped', exit_code: 13, stop_reason: 'unreachable', stopped_at: 9 });
+    const p = planConnection(facts({ consumer: { state: 'ok', value: gaveUp } }));
+    expect(p).toEqual({ kind: 'start', note: 'the previous background connection (pid 777) gave up on an unreachable Hub (exit 13); trying the Hub again' });
   });
 
   it('a clean stop (exit 0) and a crash are replaced at once', () => {
