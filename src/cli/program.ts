@@ -8,6 +8,7 @@ import { processIO, type CliIO } from './io.js';
 import { escapeUnsafe } from '../util/escape.js';
 import { writeFlushed } from '../util/output.js';
 import { VERSION } from './version.js';
+import { arrangeHelp } from './help.js';
 
 /**
  * The CLI's machinery, for a given set of command groups: main.ts runs it with every group,
@@ -50,6 +51,7 @@ export async function buildProgramOf(groups: readonly CommandGroup[], io: CliIO,
     forward: (args) => runCliOf(groups, args, io),
   };
   for (const register of registrations) register(program, host);
+  arrangeHelp(program);
   program.commands.forEach(function propagate(c: Command) {
     c.exitOverride();
     c.configureOutput(program.configureOutput());

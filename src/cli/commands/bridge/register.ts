@@ -35,7 +35,7 @@ export const register: Registration = (program, host) => {
     });
 
   bridge
-    .command('consume')
+    .command('consume', { hidden: true })
     .description('retired: the old spelling of the private connection entrypoint (warns and forwards)')
     .helpOption(false)
     .allowUnknownOption()
@@ -47,7 +47,7 @@ export const register: Registration = (program, host) => {
     });
 
   bridge
-    .command('status')
+    .command('status', { hidden: true })
     .description('retired: forwards to the bridge checks of oh-hai doctor --self-test')
     .option('--session <name|sess_id>', 'the agent session whose bridge to check (carried over to oh-hai doctor --self-test)')
     .option('--state-home <absolute path>', 'the state root it runs under (carried over to oh-hai doctor --self-test)')
@@ -58,7 +58,7 @@ export const register: Registration = (program, host) => {
     });
 
   bridge
-    .command('stop')
+    .command('stop', { hidden: true })
     .description('retired: forwards to oh-hai session close (--keep-session: --keep-connection; --purge: session close --purge)')
     .option('--keep-session', 'forward to oh-hai session close --keep-connection: the connection stops, the session stays open')
     .option('--purge', "forward to oh-hai session close, then clear this agent session's state entry")
