@@ -195,7 +195,8 @@ export class EntryReader {
         break;
       }
     }
-    if (policy === null) this.say(leg.noPolicyLine());
+    // Said once per connection start (doctor's policy check says it too), not on every re-run that adopts it.
+    if (policy === null && plan.kind === 'start') this.say(leg.noPolicyLine());
 
     this.heartbeat = new Heartbeat(this.entry, claimed.record, io.clock);
     this.heartbeat.start(

@@ -3,7 +3,7 @@ import { BRIDGE_EXIT_TABLE } from '../../../src/core/exit.js';
 import { runOhHai, startOhHai, collect } from '../../helpers/cli.js';
 import { tempEnv } from '../../helpers/env.js';
 import { waitFor } from '../../helpers/wait.js';
-import { useParties, as } from '../messaging/world.js';
+import { useParties, as, sessionOf } from '../messaging/world.js';
 
 /** Issue 17, point 6: each "small wrong" a new user tripped over, one test each. */
 describe('without a Hub', () => {
@@ -52,6 +52,18 @@ describe('with a Hub', () => {
     const json = await as(world.bob, 'bob-never', ['session', 'status', '--json']);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ session_id: null, hub: null, local: null, hub_error: expect.stringMatching(/holds no session/) });
+  });
+
+  it('the no-sender-policy notice is said once per connection start, not on every run', async () => {
+    const env = { ...world.bob.env, MA2H_AGENT_SESSION_ID: 'bob-notice' };
+    const first = await runOhHai(['bridge', '--wait', '0'], { env });
+    await waitFor(() => sessionOf(world.bob, world.hub, 'bob-notice'), { what: 'the connection to register its session' });
+    const again = await runOhHai(['bridge', '--wait', '0'], { env });
+    expect(first.stderr).toMatch(/started the background connection/);
+    expect(first.stderr).toMatch(/^oh-hai bridge: no sender policy is declared: /m);
+    expect(again.stderr).toMatch(/adopting the running background connection/);
+    expect(again.stderr).not.toMatch(/no sender policy is declared/);
+    await as(world.bob, 'bob-notice', ['session', 'close']);
   });
 
   it('Ctrl-C stops the bridge with exit 130 and a STOPPED line, not FATAL', async () => {
