@@ -6,12 +6,13 @@ import { KNOBS, type KnobName } from '../../src/core/index.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** The rows of docs/internals.md's "Knobs" table: variable → default cell. */
+/** The rows of docs/internals.md's "Knobs" table (the section's first; the bench- and test-only tables follow it): variable → default cell. */
 function documentedKnobs(): Map<string, string> {
   const text = readFileSync(path.join(repoRoot, 'docs/internals.md'), 'utf8');
   const section = text.slice(text.indexOf('## Knobs'), text.indexOf('\n## ', text.indexOf('## Knobs') + 1));
+  const table = /(?:^\|.*\n)+/m.exec(section)?.[0] ?? '';
   const rows = new Map<string, string>();
-  for (const m of section.matchAll(/^\| `(OH_HAI_[A-Z_]+)` *\| *([^|]*?) *\|/gm)) rows.set(m[1] ?? '', (m[2] ?? '').trim());
+  for (const m of table.matchAll(/^\| `(OH_HAI_[A-Z_]+)` *\| *([^|]*?) *\|/gm)) rows.set(m[1] ?? '', (m[2] ?? '').trim());
   return rows;
 }
 
