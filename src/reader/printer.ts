@@ -50,6 +50,8 @@ export class Printer {
   /** Sessions this entry moved away from: entries that arrived under them may have bounced. */
   private readonly replaced = new Set<string>();
   printed = 0;
+  /** Of those, entries: mail, as opposed to news about the address (a transition). */
+  mail = 0;
 
   constructor(
     private readonly entry: StateEntry,
@@ -88,7 +90,7 @@ export class Printer {
         if (this.stopRequested()) return;
         this.cursor = { seq: item.record.seq, offset: item.end };
         this.collected.took({ item, ...this.summary(item, current) }, this.cursor, this.entry.dir);
-        this.printed += 1;
+        this.count(item);
       }
       return;
     }
@@ -100,11 +102,16 @@ export class Printer {
         if (TRACE && item.record.type === 'entry') hop('reader.printed', (item.record.entry as { message_id?: unknown }).message_id);
         this.cursor = { seq: item.record.seq, offset: item.end };
         cursorFile.step(this.cursor);
-        this.printed += 1;
+        this.count(item);
       }
     } finally {
       cursorFile.commit();
     }
+  }
+
+  private count(item: SpoolItem): void {
+    this.printed += 1;
+    if (item.record.type === 'entry') this.mail += 1;
   }
 
   private summary(item: SpoolItem, current: string): { text: string; possiblyBounced: boolean } {

@@ -211,27 +211,34 @@ export class EntryReader {
     const printer = new Printer(this.entry, io.stdout, this.run.raw, this.run.stop.requested, this.run.collect);
     const failed = await this.print(printer);
     if (failed) return failed;
-    if (printer.printed > 0 || this.run.stop.requested()) return this.finished();
-
-    const end = await this.waitForNews(printer, watch);
-    switch (end.kind) {
-      case 'deadline':
-        return success();
-      case 'signal':
-        return this.finished();
-      case 'attendance':
-        return end.end.kind === 'displaced' ? displacedOutcome(end.end.by) : orphanedOutcome(end.end.starterPid);
-      case 'records':
-        return (await this.print(printer)) ?? this.finished();
-      case 'consumer': {
-        const failedLeftovers = await this.print(printer);
-        if (failedLeftovers) return failedLeftovers;
-        const logPath = this.entry.path(ENTRY_FILES.log);
-        if (end.end.kind === 'died') return consumerDiedOutcome(end.end.pid, logPath);
-        this.markReported(end.end.record);
-        return consumerStopOutcome(end.end.record, this.entry.read('session'), io.clock.now(), logPath);
+    // A transition alone is news about the address, not mail: the run goes on waiting for mail
+    // within its bound, so the run after a stand-down prints the new address AND the mail that
+    // follows it, not the address in one run and the mail in the next (issue 17, point 8).
+    while (printer.mail === 0 && !this.run.stop.requested()) {
+      const end = await this.waitForNews(printer, watch);
+      switch (end.kind) {
+        case 'deadline':
+          return success();
+        case 'signal':
+          return this.finished();
+        case 'attendance':
+          return end.end.kind === 'displaced' ? displacedOutcome(end.end.by) : orphanedOutcome(end.end.starterPid);
+        case 'records': {
+          const failedRecords = await this.print(printer);
+          if (failedRecords) return failedRecords;
+          break;
+        }
+        case 'consumer': {
+          const failedLeftovers = await this.print(printer);
+          if (failedLeftovers) return failedLeftovers;
+          const logPath = this.entry.path(ENTRY_FILES.log);
+          if (end.end.kind === 'died') return consumerDiedOutcome(end.end.pid, logPath);
+          this.markReported(end.end.record);
+          return consumerStopOutcome(end.end.record, this.entry.read('session'), io.clock.now(), logPath);
+        }
       }
     }
+    return this.finished();
   }
 
   /** Print what is after the cursor; an Outcome only when stdout failed under us. */

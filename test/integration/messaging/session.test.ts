@@ -117,6 +117,32 @@ describe('oh-hai session close and status', () => {
     expect(fresh.address).not.toBe(s.address);
   });
 
+  it('after a stand-down, the run that registers the new session prints the address change AND the mail that follows, in one run', async () => {
+    const s = await register(world.bob, world.hub, 'bob-again');
+    const close = await as(world.bob, 'bob-again', ['session', 'close']);
+    expect(close.code, close.stderr).toBe(0);
+    const relayed = await as(world.bob, 'bob-again', ['bridge', '--wait', '0.2']);
+    expect(relayed.code, relayed.stderr).toBe(15);
+
+    const run = startBridge(world.bob, 'bob-again', 60);
+    const done = collect(run);
+    const fresh = await waitFor(
+      () => {
+        const now = sessionOf(world.bob, world.hub, 'bob-again');
+        return now !== null && now.id !== s.id ? now : null;
+      },
+      { what: 'the new session' },
+    );
+    const sent = await as(world.alice, null, ['send', '--json', '--to', fresh.address, 'to the new address']);
+    expect(sent.code, sent.stderr).toBe(0);
+    const r = await done;
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.split('\n').filter((l) => l !== '');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(new RegExp(`^\\[mail \\d+\\] address changed \\(session_closed\\): ${s.address} → ${fresh.address} `));
+    expect(lines[1]).toMatch(/^\[mail \d+\] notify from .*"to the new address"$/);
+  });
+
   it('mail of the closed session left unread is replayed as possibly bounced, never as fresh mail, and session close says it left it', async () => {
     const s = await register(world.bob, world.hub, 'bob-unread');
     const dir = entryDirOf(world.bob, world.hub, 'bob-unread');
