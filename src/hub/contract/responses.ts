@@ -50,7 +50,12 @@ function id(o: Obj, key: string, where: string): string {
   return must(validateId(str(o, key, where), `${where} field '${key}'`));
 }
 
-/** Agent ids become state-entry keys and addresses: one that breaks the id grammar is refused here, at the edge. */
+/**
+ * This agent's own id (whoami, a mint, its session) becomes a state-entry key and its address:
+ * one that breaks the id grammar is refused here, at the edge. Lists (the directory, the fleet)
+ * keep such rows: a Hub's configured token store may hold them, and their readers drop them
+ * one by one, saying why (the policy writer's "dropped agent …").
+ */
 function agentId(o: Obj, key: string, where: string): string {
   return must(validateAgentId(str(o, key, where), `${where} field '${key}'`));
 }
@@ -160,7 +165,7 @@ export const parseFleet = (x: unknown): Result<FleetRow[]> =>
       const holder = nullableObj(o, 'holder', where);
       return {
         address: str(o, 'address', where),
-        agent_id: agentId(o, 'agent_id', where),
+        agent_id: str(o, 'agent_id', where),
         agent_label: optStr(o, 'agent_label', where),
         session_id: str(o, 'session_id', where),
         name: optStr(o, 'name', where),
@@ -176,7 +181,7 @@ export const parseFleet = (x: unknown): Result<FleetRow[]> =>
 function readAgentRow(x: unknown, where: string): AgentRow {
   const o = obj(x, where);
   return {
-    id: agentId(o, 'id', where),
+    id: str(o, 'id', where),
     label: optStr(o, 'label', where),
     revoked: bool(o, 'revoked', where),
     source: oneOf(o, 'source', ['account', 'config'] as const, where),
@@ -245,7 +250,7 @@ export const parseOperatorStops = (x: unknown): Result<OperatorStop[]> =>
       const where = `stops[${i}]`;
       const o = obj(row, where);
       return {
-        agent_id: agentId(o, 'agent_id', where),
+        agent_id: str(o, 'agent_id', where),
         agent_label: optStr(o, 'agent_label', where),
         client_key: optStr(o, 'client_key', where),
         name: optStr(o, 'name', where),

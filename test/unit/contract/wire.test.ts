@@ -123,10 +123,11 @@ describe('response parsers', () => {
     ['whoami', () => parseWhoami({ kind: 'agent', agent: { id: 'agt_1#sess_2', label: 'b', account_id: 'acct_1' } })],
     ['whoami (account)', () => parseWhoami({ kind: 'agent', agent: { id: 'agt_1', label: 'b', account_id: 'acct 1' } })],
     ['a minted agent', () => parseMintedAgent({ agent: { id: 'agt 9', label: 'new' }, token: 'tok' })],
-    ['the agent directory', () => parseAgents({ agents: [{ id: `agt_${'x'.repeat(600)}`, label: 'b', revoked: false, source: 'account' }] })],
-    ['the fleet', () => parseFleet({ sessions: [{ address: 'agent:a', agent_id: 'agt\u0001', session_id: 'sess_1', state: 'live' }] })],
   ])('refuses an agent or account id outside the id grammar in %s, naming the field', (_what, parse) => {
     expect(failing(parse())).toMatch(/field '(id|agent_id|account_id)'.*(contains|bytes; the limit is 512)/);
+  });
+  it('keeps directory rows outside the id grammar for their readers to drop one by one', () => {
+    expect(parseAgents({ agents: [{ id: 'cfg#hash', label: null, revoked: false, source: 'config' }] })).toMatchObject({ ok: true });
   });
   it('drain and ack keep what the consumer needs', () => {
     const d = parseDrain({ session: { id: 'sess_1', expires_at: at, lease_seconds: 900 }, messages: [{ anything: 1 }, 'junk'] });
