@@ -10,9 +10,16 @@ export interface SignalSource {
   off(signal: HandledSignal, handler: () => void): void;
 }
 
+/**
+ * The process's own signals, for a reader whose process ends with its run (the bridge, `inbox
+ * watch`). `off` leaves the handler in place until exit: a displacing reader's SIGTERM can land
+ * after this one already saw the displacement in reader.json and finished, while it prints its
+ * stop line and epilogue, and without a handler Node's default would kill it there, turning a
+ * clean exit 0 into death by SIGTERM (seen in CI as exit code null).
+ */
 export const processSignals: SignalSource = {
   on: (s, h) => void process.on(s, h),
-  off: (s, h) => void process.off(s, h),
+  off: () => undefined,
 };
 
 export class StopRequest {
