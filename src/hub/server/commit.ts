@@ -80,6 +80,17 @@ export class GroupCommit {
   }
 
   /**
+   * Resolves once every unit queued so far has been committed or refused. {@link idle} only
+   * waits for a batch already running; a unit queued in this turn of the event loop has its
+   * batch scheduled but not started, and closing the store under it rejects it unhandled.
+   */
+  async drain(): Promise<void> {
+    while (this.scheduled || this.flushing) {
+      await (this.flushing ?? new Promise<void>((resolve) => setImmediate(resolve)));
+    }
+  }
+
+  /**
    * Tell the outside world (an open stream) about a write only once it is durable: inside
    * a unit, after the batch commits, and never if the unit or the batch fails. Outside a
    * batch the caller has committed already, so it runs at once.

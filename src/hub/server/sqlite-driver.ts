@@ -153,6 +153,7 @@ interface NodeDatabaseSync {
   prepare(sql: string): NodeStatementSync;
   exec(sql: string): void;
   readonly isTransaction: boolean;
+  readonly isOpen: boolean;
   close(): void;
 }
 type NodeDatabaseSyncClass = new (file: string) => NodeDatabaseSync;
@@ -182,7 +183,9 @@ class NodeEngine extends Engine {
     super();
   }
   get inTransaction(): boolean {
-    return this.db.isTransaction;
+    // isTransaction throws on a closed database; better-sqlite3 answers false, and a batch
+    // that failed because the store closed under it must be able to ask.
+    return this.db.isOpen && this.db.isTransaction;
   }
   prepare(sql: string): SqliteStatement {
     return new NodeStatement(this.db.prepare(sql));

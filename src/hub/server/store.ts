@@ -238,7 +238,7 @@ export function sqliteStore(db: Db, hooks: SqliteStoreHooks): Store {
       }
     },
     close: async () => {
-      await commits.idle();
+      await commits.drain();
       db.close();
     },
   };

@@ -92,6 +92,24 @@ describe.each(eachSqliteDriver())('GroupCommit on a real SQLite store (WAL, sync
     expect(notes()).toEqual(['after']);
   });
 
+  it('drain() waits for a batch queued but not yet started, so a store closed after it loses nothing', async () => {
+    // idle() alone resolved at once here: the batch was only scheduled, and the store was
+    // closed under it (an unhandled "database is not open" on node:sqlite).
+    const queued = commits.run(() => insert('queued before close'));
+    await commits.drain();
+    await expect(queued).resolves.toBeDefined();
+    expect(notes()).toEqual(['queued before close']);
+  });
+
+  it('a unit whose store closed before its batch ran is refused with the store error, never left unhandled', async () => {
+    const late = commits.run(() => insert('too late'));
+    db.close();
+    // Each driver words it its own way (better-sqlite3: not open; node:sqlite: statement finalized).
+    await expect(late).rejects.toThrow(/not open|finalized|closed/i);
+    db = openSqlite(path.join(dir, 'test.sqlite'), driver);
+    expect(notes()).toEqual([]);
+  });
+
   it('runs after-commit effects once the batch is durable, only for units that succeeded, before their answers', async () => {
     const log: string[] = [];
     const ok = commits.run(() => {
