@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { collect, ohHaiBin, repoRoot, type RunResult } from '../../helpers/cli.js';
+import { hubCall } from '../../helpers/hub.js';
 import { useParties, type Party } from '../messaging/world.js';
 
 /**
@@ -67,6 +68,10 @@ describe('piped output is what it was', () => {
       transcript += `## ${title}: exit ${r.code}\n-- stdout\n${r.stdout}-- stderr\n${r.stderr}`;
     };
     for (const [title, who, args, env] of steps) await record(title, who, args, env);
+    // Two stops that warrant the epilogue's ⚠️: the stand-down relayed, then a dead credential (exit 3).
+    await record('the bridge after session close', reviewer, ['bridge', '--wait', '30'], session);
+    expect((await hubCall(hub, 'POST', `/v1/account/agents/${reviewer.id}/revoke`, { token: hub.humanToken })).status).toBe(200);
+    await record('the bridge with a revoked credential', reviewer, ['bridge', '--wait', '30'], session);
     await hub.stop();
     await record('send with the Hub down', builder, ['send', '--to', reviewer.address, 'anyone there?']);
     const got = normalise(transcript, [builder, reviewer], hub.url);
