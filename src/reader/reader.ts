@@ -70,8 +70,8 @@ export interface ReaderLeg {
   /** Exit 10 for a live holder this run may not displace. */
   refusal(facts: HolderFacts): Outcome;
   noPolicyLine(): string;
-  /** The lines after the stop line, read off the entry. */
-  epilogue(consumer: ConsumerView, nowMs: number): string[];
+  /** The one line after the stop line, read off the entry. */
+  epilogue(consumer: ConsumerView, nowMs: number): string;
 }
 
 /** What a reading run touches of the outside world (the CLI's CliIO is one). */
@@ -141,10 +141,10 @@ export class EntryReader {
     } finally {
       this.heartbeat?.stop();
     }
-    return { ...outcome, after: [...(outcome.after ?? []), ...this.epilogue()] };
+    return { ...outcome, after: [...(outcome.after ?? []), this.epilogue()] };
   }
 
-  private epilogue(): string[] {
+  private epilogue(): string {
     const consumer = this.entry.read('consumer');
     const alive = consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown';
     const s = this.started;
