@@ -2,7 +2,8 @@
  * The layering (issue 13, docs/internals.md "Layers"):
  *   core ← util ← contract ← (spool, config, client, spawn) ← (consumer, reader) ← cli
  * A module may import only from its own layer or below. No command folder imports another
- * command folder (shared code lives in src/cli/messaging, src/cli/resolve or a lower layer),
+ * command folder (shared code lives in src/cli/messaging, src/cli/resolve or a lower layer), a
+ * command folder holds only register.ts and run.ts,
  * and the reference Hub server never imports the CLI. `npm run lint:layers` runs it; .ci/run
  * fails on a violation.
  */
@@ -40,6 +41,28 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/cli/commands/([^/]+)/' },
       to: { path: '^src/cli/commands/[^/]+/', pathNot: '^src/cli/commands/$1/' },
+    },
+    {
+      name: 'thin-command-folders',
+      comment:
+        'a command folder holds register.ts and run.ts only: library code lives in its library folder (src/reader, src/spool, src/config, src/hub/…) or a shared src/cli module',
+      severity: 'error',
+      from: { path: '^src/cli/commands/[^/]+/', pathNot: '^src/cli/commands/[^/]+/(register|run)\\.ts$' },
+      to: {},
+    },
+    {
+      name: 'thin-command-folders-imported',
+      comment: 'nothing imports a module of a command folder but its register.ts and run.ts (see thin-command-folders)',
+      severity: 'error',
+      from: {},
+      to: { path: '^src/cli/commands/[^/]+/', pathNot: '^src/cli/commands/[^/]+/(register|run)\\.ts$' },
+    },
+    {
+      name: 'thin-command-folders-orphan',
+      comment: 'a module in a command folder that imports nothing and nothing imports is still library code out of place (see thin-command-folders)',
+      severity: 'error',
+      from: { orphan: true, path: '^src/cli/commands/[^/]+/', pathNot: '^src/cli/commands/[^/]+/(register|run)\\.ts$' },
+      to: {},
     },
     {
       name: 'hub-server-not-cli',

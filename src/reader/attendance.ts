@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import { isSameProcessAlive, parentPid, processStartTime, type ProcessStamp, type ReaderRecord, type StateEntry } from '../spool/index.js';
+import { isSameProcessAlive, parentPid, processStartTime, sameProcess, type ProcessStamp, type ReaderRecord, type StateEntry } from '../spool/index.js';
 import type { Clock, Timers } from '../util/clock.js';
 import { decideHolder, type HolderDecision, type HolderFacts } from './holder.js';
 
@@ -20,8 +20,6 @@ export interface Me {
   host: string;
   declared: boolean;
 }
-
-export const sameProcess = (a: ProcessStamp, b: ProcessStamp): boolean => a.pid === b.pid && a.host === b.host && a.start_time === b.start_time;
 
 /** Tell the live reader about to be signalled that its SIGTERM is a displacement (see ReaderDisplaced). */
 export function noteDisplaced(entry: StateEntry, holder: ProcessStamp, by: ProcessStamp): void {

@@ -1,5 +1,4 @@
-import { isSameProcessAlive, type ConsumerRecord, type ProcessStamp, type StateEntry } from '../spool/index.js';
-import { sameProcess } from './attendance.js';
+import { isSameProcessAlive, sameProcess, type ConsumerRecord, type ProcessStamp, type StateEntry } from '../spool/index.js';
 
 export type ConsumerEnd = { kind: 'stopped'; record: ConsumerRecord } | { kind: 'died'; pid: number };
 

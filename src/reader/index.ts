@@ -8,7 +8,7 @@ export { NAME as WATCH_NAME } from './principal-words.js';
 export { processSignals, StopRequest, type HandledSignal, type SignalSource } from './signals.js';
 export { leaseEpilogue, warningWindowMs, type ConsumerView } from './epilogue.js';
 export { readerRefusal, decideHolder, type HolderFacts } from './holder.js';
-export { displacedBy, sameProcess } from './attendance.js';
+export { displacedBy } from './attendance.js';
 export { Collected, type TakenRecord } from './printer.js';
 export { type NamedFlags } from './connection.js';
 export { plain, quoteText, UNTRUSTED, entrySummary, transitionSummary } from './summary.js';

@@ -12,13 +12,14 @@ import {
   type ReaderRecord,
   type ReportedStop,
   type StateEntry,
+  sameProcess,
 } from '../spool/index.js';
 import { type Coded, CONNECTION_KNOBS, EXIT, readKnobs, type Result, success, type Outcome } from '../core/index.js';
 import type { Output } from '../util/output.js';
 import type { Timers } from '../util/clock.js';
 import type { LaunchRequest } from '../spawn/index.js';
 import { CONSUMER_NODE_FLAGS } from './consumer-flags.js';
-import { Heartbeat, judgeHolder, myRecord, displacedBy, noteDisplaced, sameProcess, type AttendanceEnd } from './attendance.js';
+import { Heartbeat, judgeHolder, myRecord, displacedBy, noteDisplaced, type AttendanceEnd } from './attendance.js';
 import { isReported, planConnection, type NamedFlags } from './connection.js';
 import { ConsumerWatch, type ConsumerEnd } from './consumer-watch.js';
 import type { ConsumerView } from './epilogue.js';

@@ -11,4 +11,5 @@ export * from './ledger.js';
 export * from './seen-jti.js';
 export * from './lock.js';
 export * from './stand-down.js';
+export * from './stop-connection.js';
 export { NotRegularFileError, openStateFile, readStateFile } from './safe-open.js';

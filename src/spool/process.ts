@@ -97,6 +97,9 @@ export function stampOf(pid: number): ProcessStamp {
 
 export const selfStamp = (pid: number = process.pid): ProcessStamp => stampOf(pid);
 
+/** The same process: pid, host AND start time (a reused pid is another process). */
+export const sameProcess = (a: ProcessStamp, b: ProcessStamp): boolean => a.pid === b.pid && a.host === b.host && a.start_time === b.start_time;
+
 /** Whether a stamped process still runs: the one answer every judge of a record uses. */
 export type Liveness = 'alive' | 'dead' | 'unknown';
 

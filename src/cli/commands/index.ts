@@ -21,7 +21,7 @@ export interface CommandGroup {
   load(): Promise<Registration>;
   /**
    * Runs the group's plain invocation without commander, or answers null to let commander
-   * parse argv: the bridge, re-run after every exit, spares itself commander (bridge/options.ts).
+   * parse argv: the bridge, re-run after every exit, spares itself commander (src/cli/bridge-options.ts).
    */
   fast?(argv: readonly string[], io: CliIO): Promise<{ name: string; outcome: Outcome } | null>;
 }
@@ -31,7 +31,7 @@ export interface CommandGroup {
 const bridge: CommandGroup = {
   commands: ['bridge'],
   load: async () => (await import('./bridge/register.js')).register,
-  fast: async (argv, io) => (await import('./bridge/fast.js')).runFast(argv, io),
+  fast: async (argv, io) => (await import('./bridge/run.js')).runFast(argv, io),
 };
 const consumer: CommandGroup = { commands: ['__consumer'], load: async () => (await import('./consumer/register.js')).register };
 const session: CommandGroup = { commands: ['session'], load: async () => (await import('./session/register.js')).register };

@@ -1,13 +1,12 @@
 import { unlinkSync } from 'node:fs';
 import type { CallToolResult, McpServer, ServerContext } from '@modelcontextprotocol/server';
-import { ENTRY_FILES, hostName, processStartTime, type StateEntry } from '../../spool/index.js';
+import { ENTRY_FILES, hostName, processStartTime, sameProcess, type StateEntry } from '../../spool/index.js';
 import { formatDuration } from '../../util/duration.js';
 import {
   Collected,
   displacedBy,
   EntryReader,
   readReaderKnobs,
-  sameProcess,
   StopRequest,
   type HandledSignal,
   type HolderFacts,

@@ -1,4 +1,6 @@
 import { chmodSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { defaultStateRoot } from '../../core/index.js';
 import { ensureDir } from '../../util/fs-durable.js';
 
 /**
@@ -12,4 +14,14 @@ export function privateDataDir(dir: string): number | null {
   if ((mode & 0o077) === 0) return null;
   chmodSync(dir, (mode & 0o700) | 0o700);
   return mode;
+}
+
+/** The Hub's store lives under the state root, never in the cwd: `<state root>/oh-hai/hub`. */
+export function defaultHubDataDir(env: NodeJS.ProcessEnv): string {
+  return path.join(defaultStateRoot(env), 'oh-hai', 'hub');
+}
+
+/** `--data` if given (relative paths resolve against the cwd the user typed them in), else the default. */
+export function resolveDataDir(flag: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string {
+  return flag === undefined ? defaultHubDataDir(env) : path.resolve(cwd, flag);
 }

@@ -69,7 +69,7 @@ function expectModulesLogged(loaded: string[]): void {
 }
 
 const NEVER = [
-  // commander too: the plain re-run is parsed by bridge/options.ts.
+  // commander too: the plain re-run is parsed by src/cli/bridge-options.ts.
   /^node_modules\/(undici|eventsource-parser|better-sqlite3|proper-lockfile|graceful-fs|commander)\//,
   /^dist\/hub\/(server|client)\//,
   /^dist\/spawn\//,

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { BRIDGE_OPTIONS, parseBridgeArgv } from '../../../src/cli/commands/bridge/options.js';
+import { BRIDGE_OPTIONS, parseBridgeArgv } from '../../../src/cli/bridge-options.js';
 import { register } from '../../../src/cli/commands/bridge/register.js';
 import type { CliIO } from '../../../src/cli/io.js';
 

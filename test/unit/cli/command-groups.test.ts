@@ -42,7 +42,7 @@ describe('command groups (main.ts registers only the group a run names)', () => 
 describe('the bridge entry (bridge-main.ts) runs a subset of the same groups', () => {
   it('holds the bridge and every command its retired subcommands forward to, as the same group objects', () => {
     for (const g of bridgeCommandGroups) expect(commandGroups).toContain(g);
-    // bridge consume → __consumer, bridge stop → session close (retired.ts).
+    // bridge consume → __consumer, bridge stop → session close (src/cli/retired.ts).
     expect(bridgeCommandGroups.flatMap((g) => g.commands).sort()).toEqual(['__consumer', 'bridge', 'session']);
   });
 });

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { CliIO } from '../../../src/cli/io.js';
-import { readToken } from '../../../src/cli/commands/account/token-input.js';
+import { readToken } from '../../../src/cli/account/token-input.js';
 import { fakeClock } from '../../../src/util/clock.js';
 
 function terminal(isTTY: boolean) {

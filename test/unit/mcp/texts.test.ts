@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mcpSnippet } from '../../../src/cli/commands/teach/mcp-snippet.js';
+import { mcpSnippet } from '../../../src/cli/teach/mcp-snippet.js';
 import { BRIDGE_EXIT_TABLE, EXIT } from '../../../src/core/index.js';
 import { serverInstructions } from '../../../src/cli/mcp/instructions.js';
 import { errorFacts, errorText, toolError } from '../../../src/cli/mcp/results.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BRIDGE_EXIT_TABLE } from '../../../src/core/exit.js';
-import { teachSnippet } from '../../../src/cli/commands/teach/snippet.js';
+import { teachSnippet } from '../../../src/cli/teach/snippet.js';
 
 describe('teach snippet', () => {
   const text = teachSnippet();

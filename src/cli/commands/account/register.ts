@@ -15,8 +15,8 @@ export const register: Registration = (program, host) => {
     .option('--json', 'also print what setup did as one JSON object on stdout (fields: JSON OUTPUT in the man page)')
     .addOption(tokenTrap())
     .action(async (opts: { hub?: string; tokenStdin?: boolean; agent?: string; token?: string; json?: boolean }) => {
-      const { run } = await import('./setup.js');
-      host.finish('oh-hai setup', await run(opts, host.io));
+      const { runSetup } = await import('./run.js');
+      host.finish('oh-hai setup', await runSetup(opts, host.io));
     });
 
   program
@@ -30,8 +30,8 @@ export const register: Registration = (program, host) => {
     .option('--json', 'also print whose token was stored as one JSON object on stdout (fields: JSON OUTPUT in the man page)')
     .addOption(tokenTrap())
     .action(async (opts: { hub?: string; tokenStdin?: boolean; human?: boolean; token?: string; json?: boolean }) => {
-      const { run } = await import('./login.js');
-      host.finish('oh-hai login', await run(opts, host.io));
+      const { runLogin } = await import('./run.js');
+      host.finish('oh-hai login', await runLogin(opts, host.io));
     });
 
   program
@@ -41,8 +41,8 @@ export const register: Registration = (program, host) => {
     .option('--human', "forget the account's human token")
     .option('--agent <id>', "forget this agent's token")
     .action(async (opts: { hub?: string; human?: boolean; agent?: string }) => {
-      const { run } = await import('./logout.js');
-      host.finish('oh-hai logout', await run(opts, host.io));
+      const { runLogout } = await import('./run.js');
+      host.finish('oh-hai logout', await runLogout(opts, host.io));
     });
 
   program
@@ -53,7 +53,7 @@ export const register: Registration = (program, host) => {
     .option('--hub <url>', 'the Hub origin (else MA2H_HUB_URL, else [hub] url in the config)')
     .option('--agent <id>', 'which agent identity reads the directory where several resolve')
     .action(async (opts: { hub?: string; agent?: string }) => {
-      const { run } = await import('./upgrade.js');
-      host.finish('oh-hai upgrade', await run(opts, host.io));
+      const { runUpgrade } = await import('./run.js');
+      host.finish('oh-hai upgrade', await runUpgrade(opts, host.io));
     });
 };

@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import type { Registration } from '../index.js';
-import { BRIDGE_OPTIONS } from './options.js';
+import { BRIDGE_OPTIONS } from '../../bridge-options.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -42,7 +42,7 @@ export const register: Registration = (program, host) => {
     .allowExcessArguments()
     .argument('[args...]')
     .action(async (args: string[], _opts, cmd: Command) => {
-      const { consume } = await import('./retired.js');
+      const { consume } = await import('../../retired.js');
       finish(await consume(args, parentFlags(cmd), host.io, host.forward));
     });
 
@@ -53,7 +53,7 @@ export const register: Registration = (program, host) => {
     .option('--state-home <absolute path>', 'the state root it runs under (carried over to oh-hai doctor --self-test)')
     .option('--json', "doctor's --json envelope (carried over)")
     .action(async (_opts, cmd: Command) => {
-      const { status } = await import('./retired.js');
+      const { status } = await import('../../retired.js');
       finish(await status(cmd.optsWithGlobals(), host.io));
     });
 
@@ -67,7 +67,7 @@ export const register: Registration = (program, host) => {
     .option('--hub <url>', 'the Hub URL (carried over to oh-hai session close)')
     .option('--agent <id>', 'which identity, when several tokens are configured (carried over to oh-hai session close)')
     .action(async (_opts, cmd: Command) => {
-      const { stop } = await import('./retired.js');
+      const { stop } = await import('../../retired.js');
       finish(await stop(cmd.optsWithGlobals(), host.io, host.forward));
     });
 };

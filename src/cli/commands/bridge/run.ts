@@ -8,23 +8,8 @@ import { processInspector, resolveBridge } from '../../resolve/index.js';
 import { BRIDGE_NAME as NAME, sessionLeg } from '../../session-leg.js';
 import type { LaunchRequest } from '../../../spawn/index.js';
 import { EntryReader, processSignals, readReaderKnobs, StopRequest, type NamedFlags, type SignalSource } from '../../../reader/index.js';
-import { retiredFlagWarnings, type RetiredFlagValues } from './retired.js';
-
-/** `oh-hai bridge` flags as commander hands them over. */
-export interface BridgeOptions extends RetiredFlagValues {
-  wait?: string;
-  session?: string;
-  stateHome?: string;
-  raw?: boolean;
-  json?: boolean;
-  allowFrom?: string[];
-  transport?: string;
-  interval?: string;
-  maxRetries?: string;
-  hub?: string;
-  agent?: string;
-  exitCodes?: boolean;
-}
+import { retiredFlagWarnings } from '../../retired.js';
+import { parseBridgeArgv, type BridgeOptions } from '../../bridge-options.js';
 
 export interface BridgeDeps {
   signals: SignalSource;
@@ -67,4 +52,10 @@ export async function run(opts: BridgeOptions, io: CliIO, deps: BridgeDeps = def
   } finally {
     stop.dispose();
   }
+}
+
+/** The plain run of the bridge without commander; null when argv needs commander (src/cli/bridge-options.ts). */
+export async function runFast(argv: readonly string[], io: CliIO): Promise<{ name: string; outcome: Outcome } | null> {
+  const opts = parseBridgeArgv(argv);
+  return opts === null ? null : { name: 'oh-hai bridge', outcome: await run(opts, io) };
 }

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { Registration } from '../index.js';
-import type { LogFormat } from './serve-log.js';
+import type { LogFormat } from '../../../hub/server/log-sink.js';
+import type { AdminFlags } from '../../hub-admin.js';
 
 /** A number of seconds (fractional allowed: test Hubs use sub-second holds); above 0 unless `allowZero`. */
 function seconds(flag: string, allowZero = false) {
@@ -52,12 +53,6 @@ export interface ServeFlags {
   database?: string;
   adminListen?: string;
   logFormat?: LogFormat;
-}
-
-export interface AdminFlags {
-  data?: string;
-  hub?: string;
-  json?: boolean;
 }
 
 export const register: Registration = (program, host) => {
@@ -114,24 +109,24 @@ export const register: Registration = (program, host) => {
     .option('--log-format <text|json>', 'text (default) or one JSON object per line, with a record per request')
     .option('--no-agent-directory', 'advertise no account.agent_directory and refuse it to agent tokens (plays a Hub before 0.12.2)')
     .action(async (opts: ServeFlags) => {
-      const { runServe } = await import('./serve.js');
+      const { runServe } = await import('./run.js');
       host.finish('oh-hai hub serve', await runServe(opts, host.io));
     });
 
   const agent = hub.command('agent').description('mint, list and revoke agents');
   adminFlags(agent.command('add').description('mint an agent and print its token (shown once)').argument('<label>', 'a name people recognise')).action(
     async (label: string, opts: AdminFlags) => {
-      const { runAgentAdd } = await import('./admin.js');
+      const { runAgentAdd } = await import('../../hub-admin.js');
       host.finish('oh-hai hub agent add', await runAgentAdd(label, opts, host.io));
     },
   );
   adminFlags(agent.command('ls').description('list the account agents and the configured identities')).action(async (opts: AdminFlags) => {
-    const { runAgentLs } = await import('./admin.js');
+    const { runAgentLs } = await import('../../hub-admin.js');
     host.finish('oh-hai hub agent ls', await runAgentLs(opts, host.io));
   });
   adminFlags(agent.command('revoke').description('revoke an agent: its token stops working').argument('<id>', 'agent id')).action(
     async (id: string, opts: AdminFlags) => {
-      const { runAgentRevoke } = await import('./admin.js');
+      const { runAgentRevoke } = await import('../../hub-admin.js');
       host.finish('oh-hai hub agent revoke', await runAgentRevoke(id, opts, host.io));
     },
   );
@@ -143,7 +138,7 @@ export const register: Registration = (program, host) => {
       .requiredOption('--to <agent>', "an agent's label (looked up in the directory), agent:<id> or agent:<id>#<session id>")
       .argument('<text...>', 'the directive: one action, and what "done" looks like'),
   ).action(async (words: string[], opts: AdminFlags & { to: string }) => {
-    const { runDirective } = await import('./admin.js');
+    const { runDirective } = await import('../../hub-admin.js');
     host.finish('oh-hai hub directive', await runDirective(opts.to, words.join(' '), opts, host.io));
   });
 
@@ -154,7 +149,7 @@ export const register: Registration = (program, host) => {
       .description('close a session as the operator: its mail bounces and re-registering is refused until lifted')
       .argument('<id>', 'session id (sess_…)'),
   ).action(async (id: string, opts: AdminFlags) => {
-    const { runOperatorClose } = await import('./admin.js');
+    const { runOperatorClose } = await import('../../hub-admin.js');
     host.finish('oh-hai hub session close', await runOperatorClose(id, opts, host.io));
   });
 
@@ -166,13 +161,13 @@ export const register: Registration = (program, host) => {
       .option('--client-key <k>', 'only the stop for this client_key')
       .option('--name <n>', 'only the stop for this session name'),
   ).action(async (opts: AdminFlags & { agent: string; clientKey?: string; name?: string }) => {
-    const { runLift } = await import('./admin.js');
+    const { runLift } = await import('../../hub-admin.js');
     host.finish('oh-hai hub lift', await runLift(opts, host.io));
   });
 
   adminFlags(hub.command('messaging').description('switch agent messaging on or off for the account').argument('<state>', 'on or off')).action(
     async (state: string, opts: AdminFlags) => {
-      const { runMessaging } = await import('./admin.js');
+      const { runMessaging } = await import('../../hub-admin.js');
       host.finish('oh-hai hub messaging', await runMessaging(state, opts, host.io));
     },
   );

@@ -74,7 +74,7 @@ Exit codes: 0 queued · 2 usage, or that message takes no (more) answers · 3 th
 dead, or agent messaging is switched off · 4 no such message · 13 the Hub is unreachable.`,
     );
   addAgentFlags(reply, { session: true }).action(async (id: string, text: string | undefined, opts: Record<string, string | boolean | undefined>) => {
-    const { runReply } = await import('./reply.js');
+    const { runReply } = await import('./run.js');
     host.finish('oh-hai reply', await runReply(id, text, opts, host.io));
   });
 };

@@ -4,7 +4,9 @@ import { type CliIO } from '../../io.js';
 import { startAnswerStatus } from '../../reading-status.js';
 import { writeFlushed } from '../../../util/output.js';
 import { success, toOutcome, usageError, type Outcome } from '../../../core/index.js';
+import { plain } from '../../../reader/index.js';
 import {
+  answerMessage,
   checkDestination,
   failureContext,
   hubFailureError,
@@ -66,6 +68,29 @@ export async function runSend(intent: MessageIntent, textArg: string | undefined
       const e = hubFailureError(end.failure, failureContext(a, `waiting for the answer to ${message.id}`));
       return { ...toOutcome(e), message: `${e.message}; the ask is queued at the Hub — check later with: oh-hai messages show ${message.id}` };
     }
+    return success();
+  });
+}
+
+const REPLY_COMMAND = 'oh-hai reply';
+
+export async function runReply(id: string, textArg: string | undefined, opts: AgentFlagValues, io: CliIO): Promise<Outcome> {
+  const knobs = readMessagingKnobs(io.env);
+  if (!knobs.ok) return toOutcome(knobs.error);
+  const text = await readMessageText(textArg, io, REPLY_COMMAND);
+  if (!text.ok) return usageError(text.reason, 'bad_text');
+  return withAgentAccess(REPLY_COMMAND, opts, io, async (a) => {
+    const answered = await answerMessage(a, knobs.value, (line) => io.stderr.write(`${REPLY_COMMAND}: ${line}\n`), { id, text: text.value });
+    if (!answered.ok) return toOutcome(answered.error);
+    const r = answered.value;
+    if (r.kind === 'earlier') {
+      await writeFlushed(
+        io.stdout,
+        `answered ${plain(r.messageId)} (an earlier attempt of this command reached the Hub): response ${plain(r.response.message_id)} at ${r.response.at}\n`,
+      );
+      return success();
+    }
+    await writeFlushed(io.stdout, opts.json ? JSON.stringify(r.message) + '\n' : `answering ${plain(r.messageId)}:\n` + queuedLines(r.message, r.route));
     return success();
   });
 }

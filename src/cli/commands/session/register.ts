@@ -25,7 +25,7 @@ Exit codes: 0 stood down (or, with --keep-connection, stopped) · 4 nothing to s
 (the session was not closed and stays recorded: run it again).`,
     );
   addAgentFlags(close, { session: true }).action(async (opts: Record<string, string | boolean | undefined>) => {
-    const { runClose } = await import('./close.js');
+    const { runClose } = await import('./run.js');
     host.finish('oh-hai session close', await runClose(opts, host.io));
   });
 
@@ -41,7 +41,7 @@ renewed 2m 10s ago") are measured on this machine's clock. Nothing is "time rema
 Exit codes: 0 · 4 no session recorded, or the Hub does not know it · 3 · 13.`,
     );
   addAgentFlags(status, { session: true }).action(async (opts: Record<string, string | boolean | undefined>) => {
-    const { runStatus } = await import('./status.js');
+    const { runStatus } = await import('./run.js');
     host.finish('oh-hai session status', await runStatus(opts, host.io));
   });
 };

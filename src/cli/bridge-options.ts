@@ -1,4 +1,20 @@
-import type { BridgeOptions } from './run.js';
+import type { RetiredFlagValues } from './retired.js';
+
+/** `oh-hai bridge` flags as commander (or parseBridgeArgv) hands them over. */
+export interface BridgeOptions extends RetiredFlagValues {
+  wait?: string;
+  session?: string;
+  stateHome?: string;
+  raw?: boolean;
+  json?: boolean;
+  allowFrom?: string[];
+  transport?: string;
+  interval?: string;
+  maxRetries?: string;
+  hub?: string;
+  agent?: string;
+  exitCodes?: boolean;
+}
 
 /**
  * The options `oh-hai bridge` declares, once: register.ts hands them to commander, and

@@ -1,7 +1,8 @@
-import { isSameProcessAlive, stopAndWait, type ConsumerRecord, type StateEntry } from '../../../spool/index.js';
-import type { Timers } from '../../../util/clock.js';
-import { fail, ok, type Result } from '../../../core/index.js';
-import { sameProcess } from '../../../reader/index.js';
+import { isSameProcessAlive, sameProcess, stopAndWait } from './process.js';
+import type { ConsumerRecord } from './records.js';
+import type { StateEntry } from './entry.js';
+import type { Timers } from '../util/clock.js';
+import { fail, ok, type Result } from '../core/index.js';
 
 export type Running = { kind: 'none'; why: string } | { kind: 'local'; record: ConsumerRecord } | { kind: 'elsewhere'; record: ConsumerRecord };
 

@@ -1,4 +1,4 @@
-import type { Whoami } from '../../../hub/contract/index.js';
+import type { Whoami } from '../../hub/contract/index.js';
 import {
   type PolicyWriteResult,
   type ResolvedSettings,
@@ -8,10 +8,10 @@ import {
   resolveSettings,
   updateCredentials,
   writeAllowFromIfAbsent,
-} from '../../../config/index.js';
-import { done, type Coded } from '../../../core/index.js';
-import type { CliIO } from '../../io.js';
-import { writeFlushed } from '../../../util/output.js';
+} from '../../config/index.js';
+import { done, type Coded } from '../../core/index.js';
+import type { CliIO } from '../io.js';
+import { writeFlushed } from '../../util/output.js';
 import { fetchDirectory } from './hub-access.js';
 
 /** Progress and results go to stderr, one line each; stdout stays free for a program. */

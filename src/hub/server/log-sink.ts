@@ -1,5 +1,6 @@
-import type { CliIO } from '../../io.js';
-import type { AccessRecord } from '../../../hub/server/core.js';
+import type { Clock } from '../../util/clock.js';
+import type { Output } from '../../util/output.js';
+import type { AccessRecord } from './core.js';
 
 export type LogFormat = 'text' | 'json';
 
@@ -20,7 +21,7 @@ const TOKEN = /ohh_[ah]_[A-Za-z0-9_-]+/g;
  * (`--log-format json`): `{"ts","level","msg"}`, plus request records. Every line goes
  * through `redact` (the database URL and password) and loses any token.
  */
-export function hubLogSink(format: LogFormat, io: CliIO, redact: (text: string) => string): HubLogSink {
+export function hubLogSink(format: LogFormat, io: { stdout: Output; stderr: Output; clock: Clock }, redact: (text: string) => string): HubLogSink {
   const clean = (text: string) => redact(text).replace(TOKEN, 'ohh_[redacted]');
   if (format === 'text') {
     return { out: (l) => io.stdout.write(clean(l) + '\n'), err: (l) => io.stderr.write(clean(l) + '\n'), access: undefined };

@@ -1,4 +1,4 @@
-import { BRIDGE_EXIT_TABLE, type ExitRow } from '../../../core/index.js';
+import { BRIDGE_EXIT_TABLE, type ExitRow } from '../../core/index.js';
 
 /**
  * The red flags of the product doc ("Writing directives to agents"): an entry asking for

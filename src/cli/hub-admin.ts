@@ -1,13 +1,20 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseHubUrl } from '../../../config/hub-url.js';
-import { HubClient, type HubFailure, type HubResult } from '../../../hub/client/index.js';
-import type { AgentRow, Message, Session } from '../../../hub/contract/index.js';
-import { EXIT, toOutcome, usageError, type CodedError, type Outcome } from '../../../core/index.js';
-import { checkDestination, isName, resolveName } from '../../messaging/index.js';
-import type { CliIO } from '../../io.js';
-import { HUB_RECORD_FILE, HUMAN_TOKEN_FILE, resolveDataDir } from './data-dir.js';
-import type { AdminFlags } from './register.js';
+import { parseHubUrl } from '../config/hub-url.js';
+import { HubClient, type HubFailure, type HubResult } from '../hub/client/index.js';
+import type { AgentRow, Message, Session } from '../hub/contract/index.js';
+import { EXIT, toOutcome, usageError, type CodedError, type Outcome } from '../core/index.js';
+import { checkDestination, isName, resolveName } from './messaging/index.js';
+import type { CliIO } from './io.js';
+import { HUB_RECORD_FILE, HUMAN_TOKEN_FILE } from '../hub/server/files.js';
+import { resolveDataDir } from '../hub/server/data-dir.js';
+
+/** The flags every `oh-hai hub admin …` command takes. */
+export interface AdminFlags {
+  data?: string;
+  hub?: string;
+  json?: boolean;
+}
 
 type Admin = { ok: true; client: HubClient; url: string; dataDir: string } | { ok: false; outcome: Outcome };
 

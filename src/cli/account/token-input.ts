@@ -1,6 +1,6 @@
-import type { CliIO } from '../../io.js';
-import { badTokenReason } from '../../../config/index.js';
-import { usageFailure, type Coded } from '../../../core/index.js';
+import type { CliIO } from '../io.js';
+import { badTokenReason } from '../../config/index.js';
+import { usageFailure, type Coded } from '../../core/index.js';
 
 /** Far past any real token; stops `--token-stdin < /dev/urandom` from eating memory. */
 const MAX_STDIN_BYTES = 64 * 1024;

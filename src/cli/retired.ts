@@ -1,5 +1,5 @@
-import type { CliIO } from '../../io.js';
-import type { Outcome } from '../../../core/index.js';
+import type { CliIO } from './io.js';
+import type { Outcome } from '../core/index.js';
 
 /**
  * The surface retired in 0.10.0 (product doc: "Removed and retired in 0.10.0"): flags that
@@ -67,7 +67,7 @@ const carried = (f: { session?: string; stateHome?: string }): string[] => [
 
 export async function status(f: StatusFlags, io: CliIO): Promise<Outcome> {
   warn(io, 'bridge status is retired; forwarding to the bridge checks of oh-hai doctor --self-test (a later release makes it an unknown subcommand, exit 2)');
-  const { runBridgeChecks } = await import('../../doctor/index.js');
+  const { runBridgeChecks } = await import('./doctor/index.js');
   return runBridgeChecks(f, io);
 }
 

@@ -1,7 +1,7 @@
-import { DEFAULT_AGENT_DIRECTORY, HubClient, type HubFailure } from '../../../hub/client/index.js';
-import { agentDirectoryPath, type Whoami } from '../../../hub/contract/index.js';
-import type { DirectoryFetch } from '../../../config/index.js';
-import { type Coded, EXIT, type CodedError } from '../../../core/index.js';
+import { DEFAULT_AGENT_DIRECTORY, HubClient, type HubFailure } from '../../hub/client/index.js';
+import { agentDirectoryPath, type Whoami } from '../../hub/contract/index.js';
+import type { DirectoryFetch } from '../../config/index.js';
+import { type Coded, EXIT, type CodedError } from '../../core/index.js';
 
 /**
  * A Hub failure as the account commands report it: a refused credential is 3, anything else

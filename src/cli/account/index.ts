@@ -1,0 +1,3 @@
+export * from './common.js';
+export { whoami } from './hub-access.js';
+export { canPrompt, promptLine, readToken } from './token-input.js';

@@ -1,0 +1,2 @@
+export { mcpSnippet } from './mcp-snippet.js';
+export { teachSnippet } from './snippet.js';
