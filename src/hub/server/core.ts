@@ -3,6 +3,7 @@ import type { Bus } from './bus.js';
 import type { HubConfig } from './config.js';
 import type { FaultTable } from './faults.js';
 import type { StreamRegistry } from './registry.js';
+import type { StreamEnds } from './seen.js';
 import type { HubMetrics } from './metrics.js';
 import type { Store } from './sql.js';
 
@@ -36,6 +37,8 @@ export interface HubCore {
   clock: Clock;
   bus: Bus;
   streams: StreamRegistry;
+  /** Streams' ends, written in batches (their sessions and holders were seen until then). */
+  ends: StreamEnds;
   faults: FaultTable;
   account: Account;
   /** Agent ids by token hash, from MA2H_AGENT_TOKENS. */

@@ -22,6 +22,7 @@ import { apiRoutes } from './routes.js';
 import { sessionById, streamsSeen, sweepLapsed } from './sessions.js';
 import type { Store, WakeTopic } from './sql.js';
 import { openStore, sqliteStore } from './store.js';
+import { StreamEnds } from './seen.js';
 import { runAs } from './work.js';
 
 /** What `hub.json` in the data dir records, so admin commands find a running Hub. */
@@ -177,6 +178,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     clock: opened.clock,
     bus,
     streams,
+    ends: new StreamEnds(store, o.log),
     faults: new FaultTable(),
     account: boot.account,
     configAgents: new Map(config.configTokens.map((t) => [hashToken(t.token), t.agentId])),
@@ -260,6 +262,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
         clearTimeout(bound);
         server.closeAllConnections();
         await closed;
+        await hub.ends.drain();
         await admin?.close();
         await store.close();
       })();

@@ -6,7 +6,7 @@ import { moveToPrincipal, releaseClaims, setEntryState, type EntryRow } from './
 import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
-import type { Sql, Tx } from './sql.js';
+import type { Param, Sql, Tx } from './sql.js';
 import { markUndeliverable, type EndReason } from './track.js';
 
 export interface SessionRow {
@@ -125,63 +125,94 @@ export interface Presenting {
  * consumer connect applies the one-consumer rule (§4, §12): a live holder of another home
  * is 409, the holder's own home replaces it. The session row is locked for the unit, so
  * two consumers racing on two instances are decided one after the other.
+ *
+ * The common case — an active, unexpired session presented by its holder (or with no holder
+ * yet) — is ONE conditional UPDATE … RETURNING: its WHERE is the whole check, its row lock
+ * the race. Anything else (another holder, a pid change, a lapse due, a wrong id) misses it
+ * and takes the full path below. A stream reconnects once per hold, so at 10,000 streams
+ * this statement count is what bounds the deployment (docs/deploy.md "Round trips").
  */
 export async function presentSession(core: HubCore, tx: Tx, agentId: string, id: string, p: Presenting): Promise<Answer<SessionRow>> {
+  const renewed = await renewIfHeld(tx, agentId, id, p);
+  if (renewed !== null) {
+    registerStream(core, tx, renewed, p, false);
+    return good(renewed);
+  }
   const found = await ownSession(core, tx, agentId, id, true);
   if (!found.ok) return found;
   const r = found.value;
   if (r.state !== 'active') return endedError(r);
-  const now = tx.now;
-  let replaced = false;
-  if (p.consumer) {
-    const c = p.consumer;
-    if (r.holder_home !== null && r.holder_home !== c.home && holderSeen(core, r, now)) return heldError(r);
-    const newHolder = r.holder_home !== c.home || r.holder_pid !== c.pid;
-    replaced = newHolder && r.holder_home !== null;
-    await tx.run(
-      'UPDATE sessions SET holder_home = ?, holder_host = ?, holder_pid = ?, holder_since = ?, holder_seen_at = ? WHERE id = ?',
-      c.home,
-      c.host,
-      c.pid,
-      newHolder ? now : r.holder_since,
-      now,
-      r.id,
-    );
-  }
-  if (p.connect)
-    await tx.run('UPDATE sessions SET expires_at = ?, last_renewed_at = ?, seen_at = ? WHERE id = ?', now + r.lease_seconds * 1000, now, now, r.id);
-  else await tx.run('UPDATE sessions SET expires_at = ?, last_renewed_at = ? WHERE id = ?', now + r.lease_seconds * 1000, now, r.id);
-  const consumer = p.consumer;
-  if (consumer && (replaced || p.stream)) {
-    tx.afterCommit(() => core.streams.supersede(r.id, consumer, p.stream ?? null));
-    // A stream of the old holder may be open on another instance.
-    if (replaced) tx.wake('session', r.id);
-  }
-  return good((await sessionById(tx, r.id))!);
-}
-
-/** A stream ended: the session, and its holder if the stream was the holder's, were seen until now. */
-export async function streamEnded(tx: Tx, id: string, consumerHome: string | null): Promise<void> {
-  await tx.run('UPDATE sessions SET seen_at = ? WHERE id = ?', tx.now, id);
-  if (consumerHome !== null) await tx.run('UPDATE sessions SET holder_seen_at = ? WHERE id = ? AND holder_home = ?', tx.now, id, consumerHome);
+  const c = p.consumer;
+  if (c && r.holder_home !== null && r.holder_home !== c.home && holderSeen(core, r, tx.now)) return heldError(r);
+  const replaced = c !== null && r.holder_home !== null && (r.holder_home !== c.home || r.holder_pid !== c.pid);
+  const row = await renew(tx, r.id, p, c !== null && (r.holder_home !== c.home || r.holder_pid !== c.pid), '');
+  // A stream of the old holder may be open on another instance.
+  if (replaced) tx.wake('session', r.id);
+  registerStream(core, tx, row!, p, replaced);
+  return good(row!);
 }
 
 /**
- * Streams held open on this instance: their sessions (and holders) are seen now. On a
- * shared store this is how other instances learn a stream is open here.
+ * Renew the lease (and, for a consumer, record it as holder, seen now) in one statement,
+ * returning the row. `guard` narrows which rows it touches; `newHolder` restarts `holder_since`.
+ */
+async function renew(tx: Tx, id: string, p: Presenting, newHolder: boolean | 'if unheld', guard: string, ...guardParams: Param[]): Promise<SessionRow | null> {
+  const now = tx.now;
+  const sets = ['expires_at = CAST(? + lease_seconds * 1000 AS BIGINT)', 'last_renewed_at = ?'];
+  const params: Param[] = [now, now];
+  if (p.connect) (sets.push('seen_at = ?'), params.push(now));
+  const c = p.consumer;
+  if (c) {
+    sets.push('holder_home = ?', 'holder_host = ?', 'holder_pid = ?', 'holder_seen_at = ?');
+    params.push(c.home, c.host, c.pid, now);
+    if (newHolder === 'if unheld') (sets.push('holder_since = CASE WHEN holder_home IS NULL THEN ? ELSE holder_since END'), params.push(now));
+    else if (newHolder) (sets.push('holder_since = ?'), params.push(now));
+  }
+  return tx.get<SessionRow>(`UPDATE sessions SET ${sets.join(', ')} WHERE id = ?${guard} RETURNING *`, ...params, id, ...guardParams);
+}
+
+/** The one-statement present: only an active, unexpired session of this agent, held by this consumer or by nobody. */
+function renewIfHeld(tx: Tx, agentId: string, id: string, p: Presenting): Promise<SessionRow | null> {
+  const guard = ` AND agent_id = ? AND state = 'active' AND expires_at > ?`;
+  const c = p.consumer;
+  if (c === null) return renew(tx, id, p, false, guard, agentId, tx.now);
+  return renew(tx, id, p, 'if unheld', `${guard} AND (holder_home IS NULL OR (holder_home = ? AND holder_pid = ?))`, agentId, tx.now, c.home, c.pid);
+}
+
+/**
+ * Once committed: streams this consumer superseded end, and the presenting stream is registered
+ * — in the unit's effects, so an end committed after it (a later unit of the same SQLite batch,
+ * a NOTIFY from another instance) already finds it.
+ */
+function registerStream(core: HubCore, tx: Tx, r: SessionRow, p: Presenting, replaced: boolean): void {
+  const consumer = p.consumer;
+  const stream = p.stream ?? null;
+  if (consumer && (replaced || stream)) tx.afterCommit(() => core.streams.supersede(r.id, consumer, stream));
+  if (stream) tx.afterCommit(() => core.streams.add(stream));
+}
+
+/**
+ * Streams held open on this instance, or ended here since the last write: their sessions (and
+ * holders) are seen now. On a shared store this is how other instances learn a stream is open
+ * here; a stream's end is recorded so presence and the holder rule count it seen until then.
  */
 export async function streamsSeen(tx: Tx, held: ReadonlyArray<{ sessionId: string; home: string | null }>): Promise<void> {
-  // Set-based, a chunk per statement: at 10,000 streams a statement per stream would be 20,000
-  // round trips per refresh on PostgreSQL.
+  // Set-based, ONE statement per chunk: at 10,000 streams a statement per stream would be
+  // 20,000 round trips per refresh on PostgreSQL. A holder counts as seen only when the stream
+  // was its own (same home).
   for (let i = 0; i < held.length; i += SEEN_CHUNK) {
     const chunk = held.slice(i, i + SEEN_CHUNK);
-    await tx.run(`UPDATE sessions SET seen_at = ? WHERE id IN (${chunk.map(() => '?').join(', ')})`, tx.now, ...chunk.map((h) => h.sessionId));
     const holders = chunk.filter((h): h is { sessionId: string; home: string } => h.home !== null);
-    if (holders.length === 0) continue;
+    const holderSet =
+      holders.length === 0
+        ? ''
+        : `, holder_seen_at = CASE WHEN ${holders.map(() => '(id = ? AND holder_home = ?)').join(' OR ')} THEN ? ELSE holder_seen_at END`;
     await tx.run(
-      `UPDATE sessions SET holder_seen_at = ? WHERE ${holders.map(() => '(id = ? AND holder_home = ?)').join(' OR ')}`,
+      `UPDATE sessions SET seen_at = ?${holderSet} WHERE id IN (${chunk.map(() => '?').join(', ')})`,
       tx.now,
       ...holders.flatMap((h) => [h.sessionId, h.home]),
+      ...(holders.length === 0 ? [] : [tx.now]),
+      ...chunk.map((h) => h.sessionId),
     );
   }
 }

@@ -9,7 +9,7 @@ import { claimPage, mailboxKey, needsClaim, readPage } from './entries.js';
 import { errorReply, type Reply } from './http.js';
 import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
-import { endedError, presentSession, sessionById, streamEnded } from './sessions.js';
+import { presentSession } from './sessions.js';
 import { hop, TRACE } from '../../util/trace.js';
 
 /** How many deliveries one `entries` event carries at most (and at most `pageBytes` of them). */
@@ -48,9 +48,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     finished = true;
     for (const c of cleanups) c();
     core.streams.remove(handle);
-    core.store
-      .write((tx) => streamEnded(tx, sr.sessionId, sr.consumer?.home ?? null))
-      .catch((e: unknown) => core.log(`hub: recording the end of a stream failed: ${e instanceof Error ? e.message : String(e)}`));
+    core.ends.record(sr.sessionId, sr.consumer?.home ?? null);
     if (last !== null && !res.destroyed) res.end(last);
     else if (!res.destroyed) res.end();
     // The last event may wait behind a full socket too.
@@ -80,13 +78,18 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     res.once('finish', resolve);
     res.once('close', resolve);
   });
+  // The handle is registered as the connect commits, before `open` is written: an end that
+  // arrives in between waits for `open` and follows it, so the client sees why.
+  let opened = false;
+  const early: { end: (() => void) | null } = { end: null };
+  const then = (end: () => void) => (opened ? end() : (early.end ??= end));
   const handle: OpenStream = {
     sessionId: sr.sessionId,
     consumer: sr.consumer,
-    close: (reason: StreamCloseReason) => finish(frame('closed', { reason })),
-    end: () => finish(null),
+    close: (reason: StreamCloseReason) => then(() => finish(frame('closed', { reason }))),
+    end: () => then(() => finish(null)),
     shutdown: () => {
-      finish(frame('reconnect', { reason: 'shutdown' }));
+      then(() => finish(frame('reconnect', { reason: 'shutdown' })));
       return gone;
     },
   };
@@ -101,12 +104,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     finish(null);
     return { kind: 'handled' };
   }
-  // A unit later in the same batch may have ended the session before this stream was registered to hear it.
-  const session = (await sessionById(core.store.read, sr.sessionId)) ?? presented.value;
-  if (session.state !== 'active') {
-    const ended = endedError<never>(session);
-    if (!ended.ok) return errorReply(ended.error);
-  }
+  const session = presented.value;
   const hold = holdMs(core.config, session.lease_seconds);
 
   res.writeHead(200, {
@@ -127,14 +125,17 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   if (sr.drop) {
     // Fault injection: the client sees `open`, then the socket dies mid-stream (no reconnect event).
     finished = true;
+    core.streams.remove(handle);
     res.write(open, () => res.socket?.destroy());
     return { kind: 'handled' };
   }
-  core.streams.add(handle);
   res.write(open);
+  opened = true;
   // The response's close is the client going away (the request's fires once its body is read).
   res.on('close', () => finish(null));
   res.on('error', () => finish(null));
+  early.end?.();
+  if (finished) return { kind: 'handled' };
 
   // Pages follow the socket: the next is read only once the last has drained into the kernel,
   // one page per turn of the event loop, so a backlog of any size neither sits in memory nor

@@ -18,8 +18,35 @@ const PAGE_READS = 1;
 /** A page of principal entries: the read, then BEGIN+clock, one set-based claim, COMMIT. */
 const CLAIM_UNIT = 3;
 const N = 20;
+/** A stream connect: the credential (one read), then BEGIN+clock, ONE conditional UPDATE … RETURNING (session, lease, holder), COMMIT. */
+const CONNECT_READS = 1;
+const CONNECT_UNIT = 3;
+/** Streams ended together are recorded in batches: one statement per unit, never more units than ends. */
+const END_UNIT = 3;
 
 type Trips = Map<string, { unit: number; read: number }>;
+
+/** The Hub's /metrics (it was started with --admin-listen). */
+async function metricsOf(h: TestHub): Promise<string> {
+  const admin = /^hub: admin \(healthz, readyz, metrics\) at (\S+)$/m.exec(h.output().stdout)![1]!;
+  return (await fetch(`${admin}/metrics`)).text();
+}
+
+/** Round trips so far, by work and kind. */
+async function tripsOf(h: TestHub): Promise<Trips> {
+  const out: Trips = new Map();
+  for (const m of (await metricsOf(h)).matchAll(/^oh_hai_hub_db_round_trips_total\{work="([^"]+)",kind="(unit|read)"\} (\d+)$/gm)) {
+    const n = out.get(m[1]!) ?? { unit: 0, read: 0 };
+    n[m[2] as 'unit' | 'read'] = Number(m[3]);
+    out.set(m[1]!, n);
+  }
+  return out;
+}
+
+const delta = (before: Trips, after: Trips, work: string) => ({
+  unit: (after.get(work)?.unit ?? 0) - (before.get(work)?.unit ?? 0),
+  read: (after.get(work)?.read ?? 0) - (before.get(work)?.read ?? 0),
+});
 
 describe('database round trips per send and per pushed page (PostgreSQL)', () => {
   let db: Awaited<ReturnType<typeof freshDatabase>>;
@@ -33,24 +60,8 @@ describe('database round trips per send and per pushed page (PostgreSQL)', () =>
     await db?.drop();
   });
 
-  const metrics = async (): Promise<string> => {
-    const admin = /^hub: admin \(healthz, readyz, metrics\) at (\S+)$/m.exec(h.output().stdout)![1]!;
-    return (await fetch(`${admin}/metrics`)).text();
-  };
-  const trips = async (): Promise<Trips> => {
-    const text = await metrics();
-    const out: Trips = new Map();
-    for (const m of text.matchAll(/^oh_hai_hub_db_round_trips_total\{work="([^"]+)",kind="(unit|read)"\} (\d+)$/gm)) {
-      const n = out.get(m[1]!) ?? { unit: 0, read: 0 };
-      n[m[2] as 'unit' | 'read'] = Number(m[3]);
-      out.set(m[1]!, n);
-    }
-    return out;
-  };
-  const delta = (before: Trips, after: Trips, work: string) => ({
-    unit: (after.get(work)?.unit ?? 0) - (before.get(work)?.unit ?? 0),
-    read: (after.get(work)?.read ?? 0) - (before.get(work)?.read ?? 0),
-  });
+  const metrics = () => metricsOf(h);
+  const trips = () => tripsOf(h);
   const pages = (c: SseConn) => c.events.filter((e) => e.event === 'entries').length;
 
   it(`a send costs ${SEND_READS + SEND_UNIT} round trips; a pushed page of a session's own mail one; a page of principal mail claims as one set`, async () => {
@@ -120,6 +131,71 @@ describe('database round trips per send and per pushed page (PostgreSQL)', () =>
       }
     } finally {
       stream.close();
+    }
+  });
+});
+
+describe('database round trips per stream connect and end (PostgreSQL)', () => {
+  let db: Awaited<ReturnType<typeof freshDatabase>>;
+  let h: TestHub;
+  beforeAll(async () => {
+    db = await freshDatabase();
+    // No presence refresh during the test (every 200 s), so the `presence` work is the ends alone.
+    h = await startHub({
+      database: db.url,
+      args: ['--admin-listen', '127.0.0.1:0', '--presence-seconds', '600', '--holder-stale-seconds', '600', '--stream-max-hold-seconds', '120'],
+    });
+  });
+  afterAll(async () => {
+    await h?.dispose();
+    await db?.drop();
+  });
+
+  const trips = () => tripsOf(h);
+
+  it(`a connect costs ${CONNECT_READS + CONNECT_UNIT} round trips (first and every reconnect of its holder); ends are written in batches`, async () => {
+    const reader = await h.mintAgent('reader');
+    const K = 8;
+    const sessions: Array<{ id: string }> = [];
+    for (let i = 0; i < K; i++) {
+      const r = await hubCall(h, 'POST', '/v1/sessions', { token: reader.token, body: { client_key: `k${i}`, lease_seconds: 300 } });
+      expect(r.status, r.text).toBe(201);
+      sessions.push(r.body.session);
+    }
+    const connect = (id: string, pid: number) =>
+      openSse(`${h.url}/v1/inbox/stream?session=${id}`, { token: reader.token, headers: { 'MA2H-Consumer': `home=h-${id}; host=hostA; pid=${pid}` } });
+    const opened = async (c: SseConn) => waitFor(() => c.events.some((e) => e.event === 'open') || undefined, { timeoutMs: 20_000 });
+
+    // First connects (no holder yet), then each holder reconnecting over its own stream.
+    for (const pass of [1, 2]) {
+      const before = await trips();
+      const conns: SseConn[] = [];
+      for (const s of sessions) {
+        const c = await connect(s.id, 100);
+        expect(c.status, c.errorBody).toBe(200);
+        await opened(c);
+        conns.push(c);
+      }
+      expect(delta(before, await trips(), 'GET /v1/inbox/stream'), `pass ${pass}`).toEqual({ unit: K * CONNECT_UNIT, read: K * CONNECT_READS });
+      const seenBefore = await sql<{ id: string; seen_at: string; holder_seen_at: string }>(db.url, 'SELECT id, seen_at, holder_seen_at FROM sessions');
+      // The streams end together: their ends (seen until now) are written in batches.
+      const endsBefore = await trips();
+      for (const c of conns) c.close();
+      await waitFor(
+        async () => {
+          const rows = await sql<{ id: string; seen_at: string; holder_seen_at: string }>(db.url, 'SELECT id, seen_at, holder_seen_at FROM sessions');
+          return rows.every((r) => {
+            const b = seenBefore.find((x) => x.id === r.id)!;
+            return Number(r.seen_at) > Number(b.seen_at) && Number(r.holder_seen_at) > Number(b.holder_seen_at);
+          });
+        },
+        { timeoutMs: 20_000, what: 'every ended stream recorded as seen' },
+      );
+      const ends = delta(endsBefore, await trips(), 'presence');
+      expect(ends.read).toBe(0);
+      expect(ends.unit % END_UNIT).toBe(0);
+      expect(ends.unit).toBeLessThanOrEqual(K * END_UNIT);
+      expect(ends.unit).toBeGreaterThanOrEqual(END_UNIT);
     }
   });
 });
