@@ -6,6 +6,7 @@ import type { AgentRow, Message, Session } from '../hub/contract/index.js';
 import { EXIT, toOutcome, usageError, type CodedError, type Outcome } from '../core/index.js';
 import { checkDestination, isName, resolveName } from './messaging/index.js';
 import type { CliIO } from './io.js';
+import { formatTable, PLAIN } from './terminal/index.js';
 import { HUB_RECORD_FILE, HUMAN_TOKEN_FILE } from '../hub/server/files.js';
 import { resolveDataDir } from '../hub/server/data-dir.js';
 
@@ -108,14 +109,20 @@ export const runAgentAdd = (label: string, flags: AdminFlags, io: CliIO): Promis
     ],
   );
 
-const agentLine = (a: AgentRow): string => `${a.id}\t${a.label ?? '-'}\t${a.revoked ? 'revoked' : 'active'}\t${a.source}`;
+const agentRow = (a: AgentRow): string[] => [a.id, a.label ?? '-', a.revoked ? 'revoked' : 'active', a.source];
 
+/** Aligned on a terminal, tab-separated in a pipe (docs/terminal.md). */
 export const runAgentLs = (flags: AdminFlags, io: CliIO): Promise<Outcome> =>
   admin(
     flags,
     io,
     (c) => c.listAgents({ includeConfig: true }),
-    (rows) => (rows.length === 0 ? ['no agents yet; mint one with oh-hai hub agent add <label>'] : ['id\tlabel\tstate\tsource', ...rows.map(agentLine)]),
+    (rows) =>
+      rows.length === 0
+        ? ['no agents yet; mint one with oh-hai hub agent add <label>']
+        : formatTable([['id', 'label', 'state', 'source'], ...rows.map(agentRow)], io.terminal?.stdout ?? PLAIN)
+            .split('\n')
+            .slice(0, -1),
   );
 
 export const runAgentRevoke = (id: string, flags: AdminFlags, io: CliIO): Promise<Outcome> =>

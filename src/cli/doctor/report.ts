@@ -1,3 +1,5 @@
+import { alignRows, PLAIN, type TerminalFacts } from '../terminal/index.js';
+
 /**
  * What doctor found, as data: one Check per line, the self-test's steps, and the overall
  * verdict. Rendering (text or the --json envelope) and the exit code are derived from this
@@ -88,28 +90,46 @@ export const failingNames = (r: DoctorReport): string[] => [
   ...(r.self_test?.steps.filter((s) => s.status === 'fail').map((s) => `self-test ${s.name}`) ?? []),
 ];
 
-function lines(status: string, name: string, width: number, detail: string, fix: string | undefined): string[] {
-  const out = [`${status.padEnd(5)} ${name.padEnd(width)} ${detail}`];
-  if (fix !== undefined) out.push(`${' '.repeat(6 + width + 1)}fix: ${fix}`);
-  return out;
+/** One check or self-test step as table cells: status, name, the detail with its `fix:` on the line below. */
+type Row = { status: string; name: string; detail: string; fix: string | undefined };
+
+/** In a pipe (and for scripts), the layout doctor always had: names padded to the longest, `fix:` under the detail. */
+function pipeLines(rows: readonly (Row | string)[]): string[] {
+  const width = Math.max(0, ...rows.map((x) => (typeof x === 'string' ? 0 : x.name.length)));
+  return rows.flatMap((x) => {
+    if (typeof x === 'string') return [x];
+    const out = [`${x.status.padEnd(5)} ${x.name.padEnd(width)} ${x.detail}`];
+    if (x.fix !== undefined) out.push(`${' '.repeat(6 + width + 1)}fix: ${x.fix}`);
+    return out;
+  });
+}
+
+/** On a terminal, one aligned table (docs/terminal.md): a long detail wraps inside its column instead of running off. */
+function terminalLines(rows: readonly (Row | string)[], columns: number | null): string[] {
+  const checks = rows.filter((x): x is Row => typeof x !== 'string');
+  const laid = alignRows(
+    checks.map((x) => [x.status, x.name, x.fix === undefined ? x.detail : `${x.detail}\nfix: ${x.fix}`]),
+    columns,
+  );
+  let next = 0;
+  return rows.flatMap((x) => (typeof x === 'string' ? [x] : laid[next++]!));
 }
 
 /** One line per check (and a `fix:` line under anything not passing), then the verdict. */
-export function renderText(r: DoctorReport): string {
+export function renderText(r: DoctorReport, facts: TerminalFacts = PLAIN): string {
   const setup = r.checks.filter((c) => !c.name.startsWith('bridge'));
   const bridge = r.checks.filter((c) => c.name.startsWith('bridge'));
-  const width = Math.max(...r.checks.map((c) => c.name.length), ...(r.self_test?.steps.map((s) => s.name.length) ?? []));
-  const out: string[] = [];
-  for (const c of setup) out.push(...lines(c.status, c.name, width, c.detail, c.fix));
+  const rows: (Row | string)[] = setup.map((c) => ({ status: c.status, name: c.name, detail: c.detail, fix: c.fix }));
   if (r.self_test) {
     const t = r.self_test;
-    out.push(`self-test: a throwaway session (client_key ${t.client_key}), closed at the end`);
+    rows.push(`self-test: a throwaway session (client_key ${t.client_key}), closed at the end`);
     for (const s of t.steps) {
       const took = s.ms === null ? '' : `${Math.round(s.ms)} ms — `;
-      out.push(...lines(s.status, s.name, width, `${took}${s.detail}`, s.fix));
+      rows.push({ status: s.status, name: s.name, detail: `${took}${s.detail}`, fix: s.fix });
     }
   }
-  for (const c of bridge) out.push(...lines(c.status, c.name, width, c.detail, c.fix));
+  rows.push(...bridge.map((c) => ({ status: c.status, name: c.name, detail: c.detail, fix: c.fix })));
+  const out = facts.tty ? terminalLines(rows, facts.columns) : pipeLines(rows);
   const failing = failingNames(r);
   const warned = r.checks.filter((c) => c.status === 'warn').map((c) => c.name);
   if (r.status === 'fail') out.push(`doctor: FAIL — failing: ${failing.join(', ')}`);

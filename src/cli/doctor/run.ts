@@ -33,7 +33,7 @@ function prepare(stateHome: string | undefined, io: CliIO): Prepared {
 }
 
 async function emit(report: DoctorReport, json: boolean, io: CliIO, exitIfNotFailed: number = DOCTOR_EXIT.ok): Promise<Outcome> {
-  await writeFlushed(io.stdout, json ? renderJson(report) : renderText(report));
+  await writeFlushed(io.stdout, json ? renderJson(report) : renderText(report, io.terminal?.stdout));
   if (report.status === 'fail')
     return { exit: DOCTOR_EXIT.failed, code: 'check_failed', style: 'plain', message: `failing: ${failingNames(report).join(', ')}` };
   return { exit: exitIfNotFailed, style: 'silent' };

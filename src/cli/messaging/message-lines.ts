@@ -2,6 +2,7 @@ import type { Message } from '../../hub/contract/index.js';
 import { plain, quoteText, UNTRUSTED } from '../../reader/index.js';
 import { excerpt, formatTrack, priorMeaning, snapshotMeaning } from './format.js';
 import { labelFor } from './directory.js';
+import { formatTable, PLAIN, type TerminalFacts } from '../terminal/index.js';
 
 export type Direction = 'sent' | 'received';
 
@@ -14,18 +15,43 @@ const party = (labels: Labels, address: string): string => {
   return label === null ? plain(address) : `${plain(address)} (${plain(label)})`;
 };
 
+/** What a message list says of one message once it was answered: where to read the answer. */
+const answered = (m: Message): string => (m.response !== null ? ` · answered at ${m.response.at} (oh-hai messages show ${plain(m.id)})` : '');
+
 /** One line per message: id, intent, the other party, the state, the track (the Hub's instants verbatim), an excerpt. */
 export function listLine(m: Message, direction: Direction, labels: Labels = new Map()): string {
   const other = direction === 'sent' ? `→ ${party(labels, m.to)}` : `← ${party(labels, m.from)}`;
-  const answered = m.response !== null ? ` · answered at ${m.response.at} (oh-hai messages show ${plain(m.id)})` : '';
-  return `${plain(m.id)} · ${m.intent} ${other} · ${m.state} · ${formatTrack(m)}${answered} · ${excerpt(m.text)}`;
+  return `${plain(m.id)} · ${m.intent} ${other} · ${m.state} · ${formatTrack(m)}${answered(m)} · ${excerpt(m.text)}`;
 }
 
-export function listText(messages: readonly Message[], direction: Direction, next: string | null, labels: Labels = new Map()): string {
+/** The same as table cells for a terminal: a header, then one row per message. */
+function listCells(messages: readonly Message[], direction: Direction, labels: Labels): string[][] {
+  const rows = messages.map((m) => [
+    plain(m.id),
+    m.intent,
+    party(labels, direction === 'sent' ? m.to : m.from),
+    m.state,
+    `${formatTrack(m)}${answered(m)}`,
+    excerpt(m.text),
+  ]);
+  return [['MESSAGE', 'INTENT', direction === 'sent' ? 'TO' : 'FROM', 'STATE', 'TRACK', 'TEXT'], ...rows];
+}
+
+/**
+ * `oh-hai messages list`: on a terminal an aligned table (docs/terminal.md); in a pipe the
+ * line per message it always printed, which scripts and agents already parse.
+ */
+export function listText(
+  messages: readonly Message[],
+  direction: Direction,
+  next: string | null,
+  labels: Labels = new Map(),
+  facts: TerminalFacts = PLAIN,
+): string {
   if (messages.length === 0) return direction === 'sent' ? 'nothing sent yet from this agent\n' : 'nothing received yet by this agent\n';
-  const lines = messages.map((m) => listLine(m, direction, labels));
-  if (next !== null) lines.push(`(older messages: oh-hai messages list${direction === 'received' ? ' --received' : ''} --before ${plain(next)})`);
-  return lines.join('\n') + '\n';
+  const older = next === null ? '' : `(older messages: oh-hai messages list${direction === 'received' ? ' --received' : ''} --before ${plain(next)})\n`;
+  if (facts.tty) return formatTable(listCells(messages, direction, labels), facts) + older;
+  return messages.map((m) => listLine(m, direction, labels) + '\n').join('') + older;
 }
 
 export function showText(m: Message, labels: Labels = new Map()): string {

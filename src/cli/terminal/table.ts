@@ -12,42 +12,55 @@ const GAP = '  ';
 export function formatTable(rows: readonly (readonly string[])[], facts: TerminalFacts): string {
   if (rows.length === 0) return '';
   if (!facts.tty) return rows.map((r) => r.join('\t')).join('\n') + '\n';
-  const count = Math.max(...rows.map((r) => r.length));
-  const natural = Array.from({ length: count }, (_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  const widths = fitWidths(natural, facts.columns === null ? Infinity : facts.columns - GAP.length * (count - 1));
-  const out: string[] = [];
-  for (const row of rows) {
-    const cells = widths.map((w, i) => wrapCell(row[i] ?? '', w));
-    const height = Math.max(...cells.map((c) => c.length));
-    for (let line = 0; line < height; line++) {
-      const parts = cells.map((c, i) => (i === count - 1 ? (c[line] ?? '') : (c[line] ?? '').padEnd(widths[i]!)));
-      out.push(parts.join(GAP).trimEnd());
-    }
-  }
-  return out.join('\n') + '\n';
+  return alignRows(rows, facts.columns).flat().join('\n') + '\n';
 }
 
 /**
- * Column widths within `room`: a column narrower than its fair share keeps its natural width,
- * and what is left is shared evenly among the wider ones (at least 10 columns each: a very
- * narrow terminal gets long lines rather than one word per line).
+ * The terminal layout of a table, as the lines of each row (a row wraps onto several when
+ * it is wider than `columns`): for a command that puts lines of its own between rows and
+ * still wants every row in the same columns (doctor's self-test heading). A line break in a
+ * cell starts a new line inside its column.
  */
-function fitWidths(natural: readonly number[], room: number): number[] {
-  if (natural.reduce((a, b) => a + b, 0) <= room) return [...natural];
-  const widths = [...natural];
-  let open = natural.map((_, i) => i);
-  let left = room;
-  for (;;) {
-    const share = Math.floor(left / open.length);
-    const fitting = open.filter((i) => natural[i]! <= share);
-    if (fitting.length === 0) {
-      for (const i of open) widths[i] = Math.max(10, share);
-      return widths;
+export function alignRows(rows: readonly (readonly string[])[], columns: number | null): string[][] {
+  if (rows.length === 0) return [];
+  const count = Math.max(...rows.map((r) => r.length));
+  const column = (i: number, measure: (line: string) => number[]) => Math.max(...rows.flatMap((r) => (r[i] ?? '').split('\n').flatMap(measure)));
+  const natural = Array.from({ length: count }, (_, i) => column(i, (l) => [l.length]));
+  const least = Array.from({ length: count }, (_, i) => column(i, (l) => l.split(' ').map((w) => w.length)));
+  const widths = fitWidths(natural, least, columns === null ? Infinity : columns - GAP.length * (count - 1));
+  return rows.map((row) => {
+    const cells = widths.map((w, i) => (row[i] ?? '').split('\n').flatMap((l) => wrapCell(l, w)));
+    const height = Math.max(...cells.map((c) => c.length));
+    const lines: string[] = [];
+    for (let line = 0; line < height; line++) {
+      const parts = cells.map((c, i) => (i === count - 1 ? (c[line] ?? '') : (c[line] ?? '').padEnd(widths[i]!)));
+      lines.push(parts.join(GAP).trimEnd());
     }
-    for (const i of fitting) left -= natural[i]!;
-    open = open.filter((i) => natural[i]! > share);
-    if (open.length === 0) return widths;
+    return lines;
+  });
+}
+
+/**
+ * Column widths within `room`. Every column gets at least its longest word (an id or an
+ * address is never broken, so a terminal too narrow for those gets long lines rather than
+ * cut ids); what is left goes, evenly, to the columns that want more, so the widest cells
+ * wrap first.
+ */
+function fitWidths(natural: readonly number[], least: readonly number[], room: number): number[] {
+  if (natural.reduce((a, b) => a + b, 0) <= room) return [...natural];
+  const widths = [...least];
+  let left = room - widths.reduce((a, b) => a + b, 0);
+  let open = widths.map((_, i) => i).filter((i) => natural[i]! > widths[i]!);
+  while (left > 0 && open.length > 0) {
+    const share = Math.max(1, Math.floor(left / open.length));
+    for (const i of open) {
+      const add = Math.min(share, natural[i]! - widths[i]!, left);
+      widths[i]! += add;
+      left -= add;
+    }
+    open = open.filter((i) => natural[i]! > widths[i]!);
   }
+  return widths;
 }
 
 /** A cell's text in lines of at most `width` (a longer word stays whole on its own line). */

@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { colorWanted, formatTable, highlightLine, PLAIN, StatusLine, terminalFacts, wrapLine, type Ticker } from '../../../src/cli/terminal/index.js';
+import {
+  alignRows,
+  colorWanted,
+  formatTable,
+  highlightLine,
+  PLAIN,
+  StatusLine,
+  terminalFacts,
+  wrapLine,
+  type Ticker,
+} from '../../../src/cli/terminal/index.js';
 
 const ESC = '\x1b';
 
@@ -61,6 +71,28 @@ describe('formatTable', () => {
     expect(out.every((l) => l.length <= 34)).toBe(true);
     expect(out[1]).toMatch(/^1  one two three\s+seven eight$/);
     expect(out.length).toBeGreaterThan(2);
+  });
+  it('never breaks a word: each column is at least its longest word wide, and the rest wraps around it', () => {
+    const ids = [
+      ['id', 'text'],
+      ['msg_0123456789abcdef', 'a b c d e f g h i j k l m n o p'],
+    ];
+    const out = formatTable(ids, { tty: true, color: false, columns: 34 }).trimEnd().split('\n');
+    expect(out[1]).toBe('msg_0123456789abcdef  a b c d e f');
+    expect(out.slice(2).every((l) => l.startsWith(' '.repeat(22)) && l.length <= 34)).toBe(true);
+    // Narrower than the longest word: a long line, not a broken id.
+    expect(formatTable(ids, { tty: true, color: false, columns: 12 })).toContain('msg_0123456789abcdef');
+  });
+  it('alignRows: a line break in a cell starts a new line inside its column, every row in the same columns', () => {
+    expect(
+      alignRows(
+        [
+          ['warn', 'policy', 'none declared\nfix: declare one'],
+          ['pass', 'hub', 'answered'],
+        ],
+        null,
+      ),
+    ).toEqual([['warn  policy  none declared', '              fix: declare one'], ['pass  hub     answered']]);
   });
 });
 

@@ -17,7 +17,7 @@ export async function runFleet(opts: FleetOptions, io: CliIO): Promise<Outcome> 
       const view = await fleetView(a, knobs.value, io.clock.now());
       if (!view.ok) return toOutcome(view.error);
       if (!opts.json) {
-        await writeFlushed(io.stdout, formatFleet(view.value));
+        await writeFlushed(io.stdout, formatFleet(view.value, io.terminal?.stdout));
         return success();
       }
       // The array is the document; an entry that matched no row is a diagnostic, said where the text says it.

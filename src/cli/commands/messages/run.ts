@@ -32,7 +32,9 @@ export async function runList(opts: ListOptions, io: CliIO): Promise<Outcome> {
     const r = await a.client.listMessages({ direction, limit, before: opts.before });
     if (!r.ok) return toOutcome(hubFailureError(r.failure, ctx(a, `listing the messages you ${direction === 'sent' ? 'sent' : 'received'}`)));
     const messages = opts.all ? r.value.messages : r.value.messages.filter((m) => !isSelfTestMessage(m));
-    const out = opts.json ? JSON.stringify(messages) + '\n' : listText(messages, direction, r.value.next, readDirectoryCache(a.stateRoot, a.hubUrl, a.agentId));
+    const out = opts.json
+      ? JSON.stringify(messages) + '\n'
+      : listText(messages, direction, r.value.next, readDirectoryCache(a.stateRoot, a.hubUrl, a.agentId), io.terminal?.stdout);
     await writeFlushed(io.stdout, out);
     // The array is the whole stdout document; where the next page starts is said beside it, as in the text.
     if (opts.json && r.value.next !== null) io.stderr.write(`oh-hai messages list: older messages: --before ${r.value.next}\n`);
