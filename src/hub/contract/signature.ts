@@ -66,9 +66,8 @@ export function canonicalJson(v: unknown): string {
 
 /** v1 = hex HMAC-SHA256(utf8(key), "<t>.<jti>.<canonical entry>"). */
 export function macHex(key: string, t: number, jti: string, entry: unknown): string {
-  return createHmac('sha256', Buffer.from(key, 'utf8'))
-    .update(`${t}.${jti}.${canonicalJson(entry)}`, 'utf8')
-    .digest('hex');
+  // Two updates, not one concatenated string: an entry's canonical JSON can be ~400 KB.
+  return createHmac('sha256', Buffer.from(key, 'utf8')).update(`${t}.${jti}.`, 'utf8').update(canonicalJson(entry), 'utf8').digest('hex');
 }
 
 /** The full signature value for one delivery of `entry` (the Hub's side). */

@@ -9,6 +9,8 @@ export interface AdminSources {
   store: Store;
   /** Streams open on this instance now. */
   openStreams: () => number;
+  /** Stream pages' share of the event loop: the most bytes one turn carried, and pages put off to a later turn. */
+  pushTurns: () => { largest: number; deferred: number };
   /** The shared database's pool and round trips (PostgreSQL only). */
   database: DatabaseStats | null;
 }
@@ -85,6 +87,25 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
     registers: [registry],
     collect() {
       this.set(src.openStreams());
+    },
+  });
+  new prom.Gauge({
+    name: 'oh_hai_hub_push_turn_bytes_max',
+    help: 'The most delivery bytes stream pages carried in one turn of the event loop since start (bounded by --page-bytes plus one entry)',
+    registers: [registry],
+    collect() {
+      this.set(src.pushTurns().largest);
+    },
+  });
+  let deferredSeen = 0;
+  new prom.Counter({
+    name: 'oh_hai_hub_push_pages_deferred_total',
+    help: 'Stream pages that waited for a later turn of the event loop, the turn they asked in being full',
+    registers: [registry],
+    collect() {
+      const n = src.pushTurns().deferred;
+      if (n > deferredSeen) this.inc(n - deferredSeen);
+      deferredSeen = n;
     },
   });
   const database = src.database;

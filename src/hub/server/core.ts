@@ -6,6 +6,7 @@ import type { StreamRegistry } from './registry.js';
 import type { StreamEnds } from './seen.js';
 import type { HubMetrics } from './metrics.js';
 import type { Store } from './sql.js';
+import type { TurnBudget } from './turns.js';
 
 /** One answered request, for the access log: the route's pattern, never a token or a query. */
 export interface AccessRecord {
@@ -48,4 +49,6 @@ export interface HubCore {
   /** One record per request answered (`--log-format json`); null = no access log. */
   access: ((r: AccessRecord) => void) | null;
   metrics: HubMetrics;
+  /** Stream pages' share of each turn of the event loop, in bytes (`--page-bytes` a turn). */
+  turns: TurnBudget;
 }

@@ -16,6 +16,7 @@ import { HUB_RECORD_FILE } from './files.js';
 import { hashToken, hubClock, iso } from './ids.js';
 import { sweepExpired } from './inbox.js';
 import { StreamRegistry, type StreamCloseReason } from './registry.js';
+import { TURN_BYTES, TurnBudget } from './turns.js';
 import type { AdminListener, DatabaseStats } from './admin.js';
 import { createRouter, type ExtraRoutes } from './router.js';
 import { apiRoutes } from './routes.js';
@@ -122,6 +123,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   const { config } = o;
   const bus = new Bus();
   const streams = new StreamRegistry();
+  const turns = new TurnBudget(Math.min(config.pageBytes, TURN_BYTES));
   let core: HubCore | null = null;
 
   /** Another instance ended a session, or took it for another consumer: bring the streams here in line. */
@@ -164,7 +166,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     boot = await bootAccount(store, config.dataDir, 'reference hub account');
     if (o.adminListen !== undefined) {
       const { startAdmin } = await import('./admin.js');
-      admin = await startAdmin(o.adminListen, { store, openStreams: () => streams.count(), database: opened.database });
+      admin = await startAdmin(o.adminListen, { store, openStreams: () => streams.count(), pushTurns: () => turns.counts(), database: opened.database });
       metrics.target = admin.metrics;
     }
   } catch (e) {
@@ -185,6 +187,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     log: o.log,
     access: o.access ?? null,
     metrics,
+    turns,
   };
   const hub: HubCore = core;
   const dispatch = createRouter(hub, apiRoutes(hub, new Signer(hub)), o.extraRoutes ?? null, o.log);

@@ -144,7 +144,6 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   let after = 0;
   const pushed = new Set<string>();
   const box = { agentId: sr.agentId, sessionId: sr.sessionId };
-  const pageBound = { limit: PUSH_BATCH, maxBytes: core.config.pageBytes };
   // A released claim puts an entry behind the cursor: the next page starts over.
   let rewind = false;
   /** One page; true when another may follow at once (this one stopped at its bound). */
@@ -154,30 +153,43 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
       rewind = false;
       after = 0;
     }
-    // One read outside a unit; a unit only when the page holds principal entries to claim.
-    const { read, rows } = await runAs(PUSH, () =>
-      pageGate(core).run(async () => {
-        const read = await readPage(core.store.read, box, after, pageBound);
-        return { read, rows: needsClaim(box, read.rows) ? await core.store.write((tx) => claimPage(tx, box, read.rows)) : read.rows };
-      }),
-    );
-    if (TRACE) for (const r of rows) hop('hub.paged', r.message_id);
-    if (finished || read.rows.length === 0) return false;
-    // Past every row read, claimed here or lost to another session.
-    after = Math.max(after, read.rows[read.rows.length - 1]!.seq);
-    const fresh = rows.filter((r) => !pushed.has(r.id));
-    if (fresh.length > 0) {
-      const now = core.clock.now();
-      const messages = fresh.map((r) => {
-        pushed.add(r.id);
-        core.metrics.pushed(now - r.created_at);
-        return signer.deliveryJson(r, 'stream');
-      });
-      write(`event: entries\ndata: {"messages":[${messages.join(',')}]}\n\n`);
-      if (TRACE) for (const r of fresh) hop('hub.written', r.message_id);
+    // The page reads at most what is left of this turn's budget, and waits for a later turn when
+    // nothing is: however many streams are busy, the Hub reaches everyone else's requests.
+    const grant = await core.turns.grant();
+    let settled = false;
+    try {
+      // One read outside a unit; a unit only when the page holds principal entries to claim.
+      const { read, rows } = await runAs(PUSH, () =>
+        pageGate(core).run(async () => {
+          const read = await readPage(core.store.read, box, after, { limit: PUSH_BATCH, maxBytes: grant.bytes });
+          return { read, rows: needsClaim(box, read.rows) ? await core.store.write((tx) => claimPage(tx, box, read.rows)) : read.rows };
+        }),
+      );
+      if (TRACE) for (const r of rows) hop('hub.paged', r.message_id);
+      if (read.rows.length > 0) {
+        // Past every row read, claimed here or lost to another session.
+        after = Math.max(after, read.rows[read.rows.length - 1]!.seq);
+      }
+      const fresh = finished ? [] : rows.filter((r) => !pushed.has(r.id));
+      settled = true;
+      // The page's bytes as read (rows already pushed count too: a rewind is rare).
+      await core.turns.settle(grant, fresh.length > 0 ? read.bytes : 0);
+      if (finished || read.rows.length === 0) return false;
+      if (fresh.length > 0) {
+        const now = core.clock.now();
+        const messages = fresh.map((r) => {
+          pushed.add(r.id);
+          core.metrics.pushed(now - r.created_at);
+          return signer.deliveryJson(r, 'stream');
+        });
+        write(`event: entries\ndata: {"messages":[${messages.join(',')}]}\n\n`);
+        if (TRACE) for (const r of fresh) hop('hub.written', r.message_id);
+      }
+      // A page short of its bound saw everything pending: what arrives later wakes this stream.
+      return read.more;
+    } finally {
+      if (!settled) void core.turns.settle(grant, 0);
     }
-    // A page short of its bound saw everything pending: what arrives later wakes this stream.
-    return read.more;
   };
   // One page at a time per stream, one per turn of the event loop; a wake-up during a page
   // asks for another pass right after it.

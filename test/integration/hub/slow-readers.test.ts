@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_TEXT_BYTES } from '../../../src/hub/contract/index.js';
+import { MAX_TEXT_BYTES, maxDeliveryBytes } from '../../../src/hub/contract/index.js';
+import { TURN_BYTES } from '../../../src/hub/server/turns.js';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -9,8 +10,15 @@ import { waitFor } from '../../helpers/wait.js';
 // client that stopped reading kept it all buffered: 16 unread streams took the Hub from 110 MB to
 // 4.1 GB, each connect stalling everyone 2–6 s. Here 16 streams that never read hold one session
 // whose mailbox is all maximal-escape mail; the Hub's RSS must stay within a bound, every other
-// request must be answered, and the slow readers must be dropped. Figures are printed, and only
-// generous bounds asserted (tests never assert wall-clock times; bench/slow-readers.mjs measures).
+// request must be answered, and the slow readers must be dropped.
+//
+// "Another client is answered within 100 ms throughout" is held by what the Hub can count, not by
+// a wall clock (which a loaded 2-core CI machine stretches at will): stream pages get a byte budget
+// per turn of the event loop (--page-bytes a turn, src/hub/server/turns.ts), so the work any one
+// turn does before the Hub reads the next request is bounded, whatever number of streams is busy.
+// The test asserts the Hub's own count of the most bytes one turn carried (/metrics), and that the
+// budget was exercised (pages were put off to a later turn); the other client's worst wait and the
+// Hub's event-loop delay are printed as figures (docs/reliability.md, "Slow readers").
 
 const STREAMS = 16;
 const MAILBOX = 40;
@@ -25,6 +33,19 @@ const MAILBOX_MIB = (MAILBOX * 6 * MAX_TEXT_BYTES) / 2 ** 20;
  * RSS includes garbage not yet collected, so the peak moves with the machine (seen: +50 to +140 MiB).
  */
 const RSS_BOUND_MIB = STREAMS * MAILBOX_MIB;
+/** What one turn of the Hub's event loop may carry: its budget, plus the one entry a page always holds. */
+const TURN_BOUND = Math.min(PAGE_BYTES, TURN_BYTES) + maxDeliveryBytes();
+
+/** One scrape of the Hub's /metrics (the admin listener it printed at start): a figure by name. */
+async function scrape(hub: TestHub): Promise<(name: string) => number> {
+  const admin = /^hub: admin \(healthz, readyz, metrics\) at (\S+)$/m.exec(hub.output().stdout)![1]!;
+  const text = await (await fetch(`${admin}/metrics`)).text();
+  return (name) => {
+    const line = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    if (!line) throw new Error(`/metrics has no ${name}:\n${text}`);
+    return Number(line[1]);
+  };
+}
 
 const rssMiB = (pid: number): number => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
@@ -54,6 +75,8 @@ describe('16 streams that never read, against a mailbox of maximal-escape mail',
         '1',
         '--lease-min-seconds',
         '1',
+        '--admin-listen',
+        '127.0.0.1:0',
       ],
     });
     victim = await hub.mintAgent('victim');
@@ -106,14 +129,22 @@ describe('16 streams that never read, against a mailbox of maximal-escape mail',
       await probe;
       clearInterval(sampler);
     }
+    const metric = await scrape(hub);
+    const turnBytes = metric('oh_hai_hub_push_turn_bytes_max');
+    const deferred = metric('oh_hai_hub_push_pages_deferred_total');
+    const loopMaxMs = 1000 * metric('oh_hai_hub_process_nodejs_eventloop_lag_max_seconds');
     console.log(
       `16 deaf streams × a ${MAILBOX_MIB.toFixed(0)} MiB mailbox: Hub RSS ${base.toFixed(0)} → peak ${peak.toFixed(0)} MiB (bound: base + ${RSS_BOUND_MIB} MiB); ` +
-        `another client: ${probes} requests, worst ${worstMs.toFixed(0)} ms`,
+        `most bytes one turn carried ${turnBytes} (bound ${TURN_BOUND}), ${deferred} pages put off to a later turn; ` +
+        `another client: ${probes} requests, worst ${worstMs.toFixed(0)} ms; Hub event-loop delay max ${loopMaxMs.toFixed(0)} ms`,
     );
     expect(peak - base).toBeLessThan(RSS_BOUND_MIB);
-    // Answered throughout: each within a deadline far above any honest figure on a loaded machine.
-    expect(worstMs).toBeLessThan(10_000);
+    // Answered throughout: every request of the other client came back 200 while the streams
+    // connected and stalled, and no turn of the Hub's loop carried more than its budget.
     expect(probes).toBeGreaterThan(1);
+    expect(turnBytes).toBeGreaterThan(0);
+    expect(turnBytes).toBeLessThanOrEqual(TURN_BOUND);
+    expect(deferred).toBeGreaterThan(0);
     // The Hub ended the connections it dropped.
     for (const s of deaf) s.resume();
     await waitFor(() => deaf.every((s) => s.destroyed || s.readableEnded), { what: 'every deaf socket to be closed by the Hub', timeoutMs: 30_000 });
