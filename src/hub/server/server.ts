@@ -21,7 +21,7 @@ import type { AdminListener, DatabaseStats } from './admin.js';
 import { createRouter, type ExtraRoutes } from './router.js';
 import { apiRoutes } from './routes.js';
 import { sessionById, streamsSeen, sweepLapsed } from './sessions.js';
-import type { Store, WakeTopic } from './sql.js';
+import type { Store, WakeFrom, WakeTopic } from './sql.js';
 import { openStore, sqliteStore } from './store.js';
 import { StreamEnds } from './seen.js';
 import { runAs } from './work.js';
@@ -79,14 +79,13 @@ interface Opened {
 
 /**
  * The store this Hub runs on: SQLite in the data dir, or the shared PostgreSQL database
- * (its client is loaded only here). `wake` hears every committed wake-up; `remote` marks
- * those another instance committed.
+ * (its client is loaded only here). `wake` hears every committed wake-up, and where from.
  */
 async function openHubStore(
   o: HubServerOptions,
   bus: Bus,
   metrics: HubMetrics,
-  wake: (topic: WakeTopic, key: string, remote: boolean) => void,
+  wake: (topic: WakeTopic, key: string, from: WakeFrom) => void,
   resync: () => void,
 ): Promise<Opened> {
   const { config } = o;
@@ -95,7 +94,7 @@ async function openHubStore(
     const clock = hubClock(o.clock, config.clockOffsetMs);
     const store = sqliteStore(openStore(config.dataDir, config.sqliteDriver), {
       clock,
-      wake: (t, k) => wake(t, k, false),
+      wake: (t, k) => wake(t, k, 'local'),
       committed: () => bus.deliver(),
       effectFailed,
     });
@@ -135,14 +134,13 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     else if (r.holder_home !== null && r.holder_pid !== null) streams.keepHolder(sessionId, { home: r.holder_home, pid: r.holder_pid });
   };
   const onReconcileError = (e: unknown) => o.log(`hub: re-checking a session another instance changed failed: ${e instanceof Error ? e.message : String(e)}`);
-  const wake = (topic: WakeTopic, key: string, remote: boolean) => {
+  const wake = (topic: WakeTopic, key: string, from: WakeFrom) => {
     if (topic === 'session') {
       // This instance's own streams were told in the unit's after-commit effects.
-      if (remote) void reconcile(key).catch(onReconcileError);
+      if (from !== 'local') void reconcile(key).catch(onReconcileError);
       return;
     }
-    // An instance of an earlier build wakes only the agent's key: every mailbox of it may have mail.
-    if (topic === 'mail' && remote && !key.includes('#')) bus.mail.emitFamily(key);
+    if (from === 'agent') bus[topic].emitFamily(key);
     else bus[topic].emit(key);
   };
   const resync = () => {

@@ -22,6 +22,13 @@ export interface Sql {
 /** What wakes a Hub: new mail for an agent, mail back behind readers' cursors (released), a message's track, a session that ended or changed holder. */
 export type WakeTopic = 'mail' | 'released' | 'message' | 'session';
 
+/**
+ * Who committed a wake-up: this process (`local`), another instance (`remote`), or another
+ * instance of an earlier build that named only the agent of new mail (`agent`: every mailbox
+ * of it is woken).
+ */
+export type WakeFrom = 'local' | 'remote' | 'agent';
+
 /** One unit of work: all of it commits, or none of it. */
 export interface Tx extends Sql {
   /**

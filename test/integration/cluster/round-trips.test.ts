@@ -200,6 +200,78 @@ describe('database round trips per stream connect and end (PostgreSQL)', () => {
   });
 });
 
+describe('mail accepted by one instance wakes only the streams on another that it can be for (PostgreSQL)', () => {
+  const SENDS = 12;
+  const SESSIONS = 4;
+  let db: Awaited<ReturnType<typeof freshDatabase>>;
+  let a: TestHub, b: TestHub;
+  beforeAll(async () => {
+    db = await freshDatabase();
+    const args = ['--admin-listen', '127.0.0.1:0', '--stream-max-hold-seconds', '120'];
+    a = await startHub({ database: db.url, args });
+    b = await startHub({ database: db.url, args, signingKey: a.signingKey });
+  });
+  afterAll(async () => {
+    await b?.dispose();
+    await a?.dispose();
+    await db?.drop();
+  });
+
+  it(`${SENDS} sends through A to one of ${SESSIONS} sessions streamed on B read ${SENDS} pages on B; principal mail wakes each claimer once`, async () => {
+    const sender = await a.mintAgent('sender');
+    const recipient = await a.mintAgent('recipient');
+    const streams: SseConn[] = [];
+    const texts = (c: SseConn): string[] =>
+      c.events
+        .filter((e) => e.event === 'entries')
+        .flatMap((e) => (JSON.parse(e.data).messages as Array<{ entry: { text: string } }>).map((m) => m.entry.text));
+    const send = async (to: string, text: string) => {
+      const r = await hubCall(a, 'POST', '/v1/messages', { token: sender.token, body: { to, intent: 'notify', text } });
+      expect(r.status, r.text).toBe(202);
+    };
+    try {
+      const sessions: Array<{ id: string; address: string }> = [];
+      for (let i = 0; i < SESSIONS; i++) {
+        const r = await hubCall(b, 'POST', '/v1/sessions', { token: recipient.token, body: { client_key: `s${i}`, lease_seconds: 300 } });
+        expect(r.status, r.text).toBe(201);
+        sessions.push(r.body.session);
+        const c = await openSse(`${b.url}/v1/inbox/stream?session=${r.body.session.id}`, { token: recipient.token });
+        await c.next((e) => e.event === 'open');
+        streams.push(c);
+      }
+      // Each connect's first page has been read once the streams are open and the counter is still.
+      let before = await tripsOf(b);
+      await waitFor(async () => {
+        const now = await tripsOf(b);
+        const settled = delta(before, now, 'push').read === 0;
+        before = now;
+        return settled;
+      });
+      for (let i = 0; i < SENDS; i++) {
+        await send(sessions[0]!.address, `to s0 ${i}`);
+        await waitFor(() => texts(streams[0]!).length === i + 1, { what: `push ${i} on B` });
+      }
+      // A page a late wake-up might still run would show here.
+      await new Promise((r) => setTimeout(r, 200));
+      const reads = delta(before, await tripsOf(b), 'push').read;
+      console.log(`${SENDS} sends via A, ${SESSIONS} streams of the recipient on B: ${reads} pages read on B (waking every stream of the agent read 89 here)`);
+      expect(streams.slice(1).map((c) => texts(c).length)).toEqual([0, 0, 0]);
+      expect(reads).toBe(SENDS);
+
+      // Principal mail can be for any session of the agent: each stream reads once, one claims it.
+      before = await tripsOf(b);
+      await send(`agent:${recipient.id}`, 'to whoever claims');
+      await waitFor(() => streams.some((c) => texts(c).includes('to whoever claims')), { what: 'the principal entry on one stream' });
+      await waitFor(async () => delta(before, await tripsOf(b), 'push').read >= SESSIONS, { what: 'every claimer woken' });
+      await new Promise((r) => setTimeout(r, 200));
+      expect(delta(before, await tripsOf(b), 'push').read).toBe(SESSIONS);
+      expect(streams.filter((c) => texts(c).includes('to whoever claims')).length).toBe(1);
+    } finally {
+      for (const c of streams) c.close();
+    }
+  });
+});
+
 describe('the presence refresh of held streams is set-based (PostgreSQL)', () => {
   let db: Awaited<ReturnType<typeof freshDatabase>>;
   let h: TestHub;

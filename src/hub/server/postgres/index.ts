@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import type { Clock } from '../../../util/clock.js';
 import type { DatabaseStats } from '../admin.js';
 import type { HubMetrics } from '../metrics.js';
-import type { Store, WakeTopic } from '../sql.js';
+import type { Store, WakeFrom, WakeTopic } from '../sql.js';
 import { trackWork } from '../work.js';
 import { listen } from './listener.js';
 import { migrate } from './schema.js';
@@ -22,7 +22,8 @@ export interface OpenPostgres {
   /** Connections this instance may hold (the listener's is extra). */
   poolMax: number;
   listenRetryMs: number;
-  wake: (topic: WakeTopic, key: string, remote: boolean) => void;
+  /** A committed wake-up: this instance's (`local`), another's, or another's for every mailbox of an agent (`agent`). */
+  wake: (topic: WakeTopic, key: string, from: WakeFrom) => void;
   resync: () => void;
   committed: () => void;
   effectFailed: (error: unknown) => void;
@@ -72,7 +73,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
     instance,
     local: o.local,
     offsetMs: o.offsetMs,
-    wake: (topic, key) => o.wake(topic, key, false),
+    wake: (topic, key) => o.wake(topic, key, 'local'),
     committed: o.committed,
     effectFailed: o.effectFailed,
     retried: (code) => o.metrics.retried(code),
@@ -80,7 +81,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
   const listener = listen({
     connect: () => new pg.Client({ ...config, application_name: 'oh-hai-hub-listen' }),
     instance,
-    wake: (topic, key) => o.wake(topic, key, true),
+    wake: (topic, key, family) => o.wake(topic, key, family ? 'agent' : 'remote'),
     resync: o.resync,
     retryMs: o.listenRetryMs,
     log: (line) => o.log(redact(line)),

@@ -6,8 +6,8 @@ export interface ListenerOptions {
   /** A fresh, unconnected client each time (pg's Client is single-use). */
   connect: () => Client;
   instance: string;
-  /** A wake-up another instance committed. */
-  wake: (topic: WakeTopic, key: string) => void;
+  /** A wake-up another instance committed; `family`: a `mail` key of a whole agent, every mailbox of it (an earlier build's). */
+  wake: (topic: WakeTopic, key: string, family: boolean) => void;
   /** The listener (re)connected after a drop: whatever was notified meanwhile is lost, so re-check everything once. */
   resync: () => void;
   /** How long to wait before re-opening a dropped listener. */
@@ -24,6 +24,17 @@ export interface Listener {
 }
 
 export type { ClientConfig };
+
+/**
+ * What one payload wakes here. A send wakes its agent's key (drains wait there) and its
+ * mailbox's (`<agent>#<session>`, `<agent>#` for principal mail: streams wait there), so a
+ * stream here wakes only for mail it can take. A payload with an agent's key and none of its
+ * mailboxes' comes from a Hub of an earlier build: every mailbox of that agent may have mail.
+ */
+export function remoteWakes(wakes: ReadonlyArray<readonly [WakeTopic, string]>): Array<{ topic: WakeTopic; key: string; family: boolean }> {
+  const withMailbox = new Set(wakes.filter(([t, k]) => t === 'mail' && k.includes('#')).map(([, k]) => k.slice(0, k.indexOf('#'))));
+  return wakes.map(([topic, key]) => ({ topic, key, family: topic === 'mail' && !key.includes('#') && !withMailbox.has(key) }));
+}
 
 /**
  * LISTEN for other instances' wake-ups: a hint only. Payloads carry ids; the durable
@@ -58,7 +69,7 @@ export function listen(o: ListenerOptions): Listener {
       const parsed = parsePayload(n.payload);
       if (!parsed || parsed.instance === o.instance) return;
       o.heard?.(parsed.sentAt);
-      for (const [topic, key] of parsed.wakes) o.wake(topic, key);
+      for (const w of remoteWakes(parsed.wakes)) o.wake(w.topic, w.key, w.family);
     });
     try {
       await c.connect();
