@@ -17,6 +17,7 @@ export function sessionLeg(r: ResolvedBridge, named: NamedFlags, agent: string |
     declared: r.sessionKey.declared,
     waitMs: r.settings.bridge.waitSeconds * 1000,
     wanted: connectionSettings(r, r.sessionKey, agent),
+    directory: { stateRoot: r.stateRoot, hubUrl: r.hubUrl, agentId: r.agentId },
     named,
     warnings: r.warnings,
     refusal: (facts) => ({

@@ -11,4 +11,4 @@ export { readerRefusal, decideHolder, type HolderFacts } from './holder.js';
 export { displacedBy } from './attendance.js';
 export { Collected, type TakenRecord } from './printer.js';
 export { type NamedFlags } from './connection.js';
-export { plain, quoteText, UNTRUSTED, entrySummary, transitionSummary } from './summary.js';
+export { plain, quoteText, UNTRUSTED, entrySummary, transitionSummary, withLabel, NO_LABELS, type Labels } from './summary.js';

@@ -1,4 +1,4 @@
-import type { ConsumerSettings, StateEntry } from '../spool/index.js';
+import type { ConsumerSettings, DirectoryCacheKey, StateEntry } from '../spool/index.js';
 import { EXIT, type Outcome } from '../core/index.js';
 import { EntryReader, type LegRun } from './reader.js';
 import { NAME, noPolicyLine, watchEpilogue, watcherRefusal } from './principal-words.js';
@@ -9,6 +9,8 @@ export interface WatchRun extends Omit<LegRun, 'leg'> {
   /** What the principal leg's connection must run with. */
   wanted: ConsumerSettings;
   waitMs: number;
+  /** Whose directory cache names the senders in summary lines. */
+  directory: DirectoryCacheKey;
 }
 
 /**
@@ -28,6 +30,7 @@ export function watchPrincipal(run: WatchRun): Promise<Outcome> {
       declared: false,
       waitMs: run.waitMs,
       wanted: run.wanted,
+      directory: run.directory,
       named: { allowFrom: false, transport: false, interval: false, maxRetries: false },
       warnings: [],
       refusal: (facts) => ({ exit: EXIT.held, code: 'watcher_held', message: watcherRefusal(facts, address, entry.path('reader.json')) }),

@@ -4,7 +4,7 @@ import { CursorWriter, entryStanding, stoodDownSessions, writeCursor, type Curso
 import type { Output } from '../util/output.js';
 import { writeFlushed } from '../util/output.js';
 import { hop, TRACE } from '../util/trace.js';
-import { entrySummary, plain, transitionSummary } from './summary.js';
+import { entrySummary, type Labels, NO_LABELS, plain, transitionSummary } from './summary.js';
 
 /** A record a collecting reader took: what the bridge would have printed for it, not yet past the cursor. */
 export interface TakenRecord {
@@ -60,6 +60,8 @@ export class Printer {
     /** Asked before each record: a stop request lets the record in flight finish, and no more. */
     private readonly stopRequested: () => boolean,
     private readonly collected: Collected | null = null,
+    /** Senders' labels from the directory cache: read once per batch a summary is written for, never fetched. */
+    private readonly senderLabels: () => Labels = () => NO_LABELS,
   ) {
     const checked = entry.checkedCursor();
     if (checked.rewound) entry.log(`reader: ${checked.rewound}`);
@@ -85,11 +87,12 @@ export class Printer {
     const current = session.state === 'ok' ? session.value.id : '';
     if (session.state === 'ok') for (const h of session.value.history) this.replaced.add(h.id);
     for (const { record } of items) if (record.type === 'transition') this.replaced.add(record.from_session);
+    const labels = this.raw ? NO_LABELS : this.senderLabels();
     if (this.collected) {
       for (const item of items) {
         if (this.stopRequested()) return;
         this.cursor = { seq: item.record.seq, offset: item.end };
-        this.collected.took({ item, ...this.summary(item, current) }, this.cursor, this.entry.dir);
+        this.collected.took({ item, ...this.summary(item, current, labels) }, this.cursor, this.entry.dir);
         this.count(item);
       }
       return;
@@ -98,7 +101,7 @@ export class Printer {
     try {
       for (const item of items) {
         if (this.stopRequested()) return;
-        await writeFlushed(this.out, this.raw ? escapeUnsafe(item.line) + '\n' : this.summary(item, current).text);
+        await writeFlushed(this.out, this.raw ? escapeUnsafe(item.line) + '\n' : this.summary(item, current, labels).text);
         if (TRACE && item.record.type === 'entry') hop('reader.printed', (item.record.entry as { message_id?: unknown }).message_id);
         this.cursor = { seq: item.record.seq, offset: item.end };
         cursorFile.step(this.cursor);
@@ -114,7 +117,7 @@ export class Printer {
     if (item.record.type === 'entry') this.mail += 1;
   }
 
-  private summary(item: SpoolItem, current: string): { text: string; possiblyBounced: boolean } {
+  private summary(item: SpoolItem, current: string, labels: Labels): { text: string; possiblyBounced: boolean } {
     const r = item.record;
     if (r.type === 'transition') return { text: transitionSummary(r), possiblyBounced: false };
     const entry = validateEntry(r.entry);
@@ -124,6 +127,6 @@ export class Printer {
         possiblyBounced: false,
       };
     const bounced = entryStanding(r, current, this.replaced) === 'possibly_bounced' ? { session: r.session } : null;
-    return { text: entrySummary({ seq: r.seq, entry: entry.value, possiblyBounced: bounced }), possiblyBounced: bounced !== null };
+    return { text: entrySummary({ seq: r.seq, entry: entry.value, possiblyBounced: bounced }, labels), possiblyBounced: bounced !== null };
   }
 }

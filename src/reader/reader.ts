@@ -1,4 +1,5 @@
 import {
+  cachedLabels,
   ENTRY_FILES,
   hostName,
   isSameProcessAlive,
@@ -8,6 +9,7 @@ import {
   watchFiles,
   type ConsumerRecord,
   type ConsumerSettings,
+  type DirectoryCacheKey,
   type ProcessStamp,
   type ReaderRecord,
   type ReportedStop,
@@ -71,6 +73,8 @@ export interface ReaderLeg {
   /** Exit 10 for a live holder this run may not displace. */
   refusal(facts: HolderFacts): Outcome;
   noPolicyLine(): string;
+  /** Whose directory cache names the senders in summary lines: read when a line is printed, never fetched. */
+  directory: DirectoryCacheKey;
   /** The one line after the stop line, read off the entry. */
   epilogue(consumer: ConsumerView, nowMs: number): string;
 }
@@ -153,6 +157,11 @@ export class EntryReader {
     return this.leg.epilogue({ record: consumer, alive, started }, this.run.io.clock.now());
   }
 
+  private printer(): Printer {
+    const { io, raw, stop, collect } = this.run;
+    return new Printer(this.entry, io.stdout, raw, stop.requested, collect, () => cachedLabels(this.leg.directory));
+  }
+
   private async body(): Promise<Outcome> {
     const { leg, io } = this.run;
     for (const w of leg.warnings) this.say(w);
@@ -176,7 +185,7 @@ export class EntryReader {
       case 'conflict':
         return { exit: EXIT.usage, code: 'flag_disagrees_with_connection', message: plan.message };
       case 'report': {
-        const printer = new Printer(this.entry, io.stdout, this.run.raw, this.run.stop.requested, this.run.collect);
+        const printer = this.printer();
         const failed = await this.print(printer);
         if (failed) return failed;
         this.markReported(plan.record);
@@ -209,7 +218,7 @@ export class EntryReader {
       () => this.wake?.(),
     );
 
-    const printer = new Printer(this.entry, io.stdout, this.run.raw, this.run.stop.requested, this.run.collect);
+    const printer = this.printer();
     const failed = await this.print(printer);
     if (failed) return failed;
     // A transition alone is news about the address, not mail: the run goes on waiting for mail

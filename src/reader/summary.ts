@@ -1,3 +1,4 @@
+import { labelFor } from '../hub/contract/names.js';
 import type { Entry } from '../hub/contract/types.js';
 import { escapeUnsafe } from '../util/escape.js';
 
@@ -19,6 +20,17 @@ export function plain(s: string): string {
   return /^[\x21-\x7e]+$/.test(s) ? s : quoteText(s);
 }
 
+/** Agent id → label, from the directory cache (src/spool/directory-cache.ts); empty prints ids alone. */
+export type Labels = ReadonlyMap<string, string>;
+
+export const NO_LABELS: Labels = new Map();
+
+/** An address, with the agent's label beside it when the cache knows it: `agent:agt_1 (reviewer)`. */
+export function withLabel(address: string, labels: Labels): string {
+  const label = labelFor(labels, address);
+  return label === null ? plain(address) : `${plain(address)} (${plain(label)})`;
+}
+
 export interface EntryLine {
   seq: number;
   entry: Entry;
@@ -33,32 +45,34 @@ export interface TransitionLine {
   reason: string;
 }
 
-function describeEntry(e: Entry): string {
+function describeEntry(e: Entry, labels: Labels): string {
+  const from = withLabel(e.from, labels);
   const thread = e.thread_id !== undefined ? ` · thread ${plain(e.thread_id)}` : '';
   const text = (t: string): string => ` · ${UNTRUSTED}: ${quoteText(t)}`;
   switch (e.kind) {
     case 'directive':
-      return `directive from ${plain(e.from)} (${plain(e.id)})${thread} · no reply channel${text(e.text)}`;
+      return `directive from ${from} (${plain(e.id)})${thread} · no reply channel${text(e.text)}`;
     case 'message': {
       const inReply = e.in_reply_to !== undefined ? ` in reply to ${plain(e.in_reply_to)}` : '';
       const reply = e.intent === 'notify' ? 'notify: no reply expected' : `reply: oh-hai reply ${plain(e.message_id)}`;
-      return `${e.intent} from ${plain(e.from)} (${plain(e.message_id)})${inReply}${thread} · ${reply}${text(e.text)}`;
+      return `${e.intent} from ${from} (${plain(e.message_id)})${inReply}${thread} · ${reply}${text(e.text)}`;
     }
     case 'response':
-      return `response from ${plain(e.from)} to your ask ${plain(e.in_reply_to)} (${plain(e.message_id)})${thread}${text(e.text)}`;
+      return `response from ${from} to your ask ${plain(e.in_reply_to)} (${plain(e.message_id)})${thread}${text(e.text)}`;
     case 'receipt': {
       const prior = e.prior !== undefined ? ` after ${plain(e.prior)}` : '';
       const reason = e.reason !== undefined ? ` (${plain(e.reason)})` : '';
-      return `receipt: your message ${plain(e.message_id)} to ${plain(e.from)} ${plain(e.status)}${prior}${reason}${thread}`;
+      return `receipt: your message ${plain(e.message_id)} to ${from} ${plain(e.status)}${prior}${reason}${thread}`;
     }
   }
 }
 
-export function entrySummary(r: EntryLine): string {
+/** `labels` put each sender's label beside its address (docs/messaging.md "Names"). */
+export function entrySummary(r: EntryLine, labels: Labels = NO_LABELS): string {
   const bounced = r.possiblyBounced
     ? `POSSIBLY BOUNCED — arrived under ${plain(r.possiblyBounced.session)}, since replaced; its sender may already have had the bounce, so do not treat it as fresh mail · `
     : '';
-  return `[mail ${r.seq}] ${bounced}${describeEntry(r.entry)}\n`;
+  return `[mail ${r.seq}] ${bounced}${describeEntry(r.entry, labels)}\n`;
 }
 
 export function transitionSummary(r: TransitionLine): string {

@@ -13,3 +13,4 @@ export * from './lock.js';
 export * from './stand-down.js';
 export * from './stop-connection.js';
 export { NotRegularFileError, openStateFile, readStateFile } from './safe-open.js';
+export * from './directory-cache.js';

@@ -10,7 +10,7 @@ export { withThisSession, type Say } from './attach.js';
 export { queuedLines, waitResultLine, type ReplyRoute } from './send-lines.js';
 export { waitForResponse, type WaitEnd, type WaitOptions } from './wait.js';
 export { checkDestination, failureContext, resolveDestination, sendMessage, type Queued } from './send.js';
-export { fetchAgentDirectory, readDirectoryCache, labelFor, withLabel, directoryCacheFile } from './directory.js';
+export { fetchAgentDirectory } from './directory.js';
 export { resolveName, describeAgent, isName, type Resolved } from '../../hub/contract/index.js';
 export { answerMessage, type Answered } from './respond.js';
 export { annotate, fleetView, type AnnotatedRow, type FleetView } from './fleet-view.js';

@@ -1,26 +1,16 @@
 import type { Message } from '../../hub/contract/index.js';
-import { plain, quoteText, UNTRUSTED } from '../../reader/index.js';
+import { NO_LABELS, plain, quoteText, UNTRUSTED, withLabel, type Labels } from '../../reader/index.js';
 import { excerpt, formatTrack, priorMeaning, snapshotMeaning } from './format.js';
-import { labelFor } from './directory.js';
 import { formatTable, PLAIN, type TerminalFacts } from '../terminal/index.js';
 
 export type Direction = 'sent' | 'received';
-
-/** Agent id → label, from the directory cache (directory.ts); empty prints ids alone. */
-type Labels = ReadonlyMap<string, string>;
-
-/** An address, with the agent's label beside it when the cache knows it: `agent:agt_1 (reviewer)`. */
-const party = (labels: Labels, address: string): string => {
-  const label = labelFor(labels, address);
-  return label === null ? plain(address) : `${plain(address)} (${plain(label)})`;
-};
 
 /** What a message list says of one message once it was answered: where to read the answer. */
 const answered = (m: Message): string => (m.response !== null ? ` · answered at ${m.response.at} (oh-hai messages show ${plain(m.id)})` : '');
 
 /** One line per message: id, intent, the other party, the state, the track (the Hub's instants verbatim), an excerpt. */
-export function listLine(m: Message, direction: Direction, labels: Labels = new Map()): string {
-  const other = direction === 'sent' ? `→ ${party(labels, m.to)}` : `← ${party(labels, m.from)}`;
+export function listLine(m: Message, direction: Direction, labels: Labels = NO_LABELS): string {
+  const other = direction === 'sent' ? `→ ${withLabel(m.to, labels)}` : `← ${withLabel(m.from, labels)}`;
   return `${plain(m.id)} · ${m.intent} ${other} · ${m.state} · ${formatTrack(m)}${answered(m)} · ${excerpt(m.text)}`;
 }
 
@@ -29,7 +19,7 @@ function listCells(messages: readonly Message[], direction: Direction, labels: L
   const rows = messages.map((m) => [
     plain(m.id),
     m.intent,
-    party(labels, direction === 'sent' ? m.to : m.from),
+    withLabel(direction === 'sent' ? m.to : m.from, labels),
     m.state,
     `${formatTrack(m)}${answered(m)}`,
     excerpt(m.text),
@@ -45,7 +35,7 @@ export function listText(
   messages: readonly Message[],
   direction: Direction,
   next: string | null,
-  labels: Labels = new Map(),
+  labels: Labels = NO_LABELS,
   facts: TerminalFacts = PLAIN,
 ): string {
   if (messages.length === 0) return direction === 'sent' ? 'nothing sent yet from this agent\n' : 'nothing received yet by this agent\n';
@@ -54,12 +44,12 @@ export function listText(
   return messages.map((m) => listLine(m, direction, labels) + '\n').join('') + older;
 }
 
-export function showText(m: Message, labels: Labels = new Map()): string {
+export function showText(m: Message, labels: Labels = NO_LABELS): string {
   const state = m.prior !== null && (m.state === 'bounced' || m.state === 'expired') ? `${m.state} (${priorMeaning(m.prior)})` : m.state;
   const lines = [
     `message ${plain(m.id)} · ${m.intent}`,
-    `from: ${party(labels, m.from)}`,
-    `to: ${party(labels, m.to)}`,
+    `from: ${withLabel(m.from, labels)}`,
+    `to: ${withLabel(m.to, labels)}`,
     `created: ${m.created_at} (Hub's clock)`,
     `state: ${state}`,
     `track: ${formatTrack(m)}`,

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { type Coded, EXIT, type CodedError } from '../../core/index.js';
 import type { HubFailure } from '../../hub/client/index.js';
-import type { AgentRow, Message, MessageIntent } from '../../hub/contract/index.js';
+import type { Message, MessageIntent } from '../../hub/contract/index.js';
 import type { AgentAccess } from './access.js';
 import { withThisSession, type Say } from './attach.js';
 import { hubFailureError, type FailureContext } from './failures.js';
 import type { MessagingKnobs } from './access.js';
 import type { ReplyRoute } from './send-lines.js';
-import { fetchAgentDirectory, readDirectoryCache } from './directory.js';
+import { fetchAgentDirectory } from './directory.js';
+import { readDirectoryCache } from '../../spool/index.js';
 import { isName, resolveName, type Resolved } from '../../hub/contract/index.js';
 
 export interface Queued {
@@ -27,14 +28,11 @@ export function checkDestination(to: string, where: string): Coded<string> {
  * label from the cache when there is one.
  */
 export async function resolveDestination(a: AgentAccess, to: string, where: string, nowIso: string): Promise<Coded<Resolved>> {
-  if (!isName(to)) return resolveName(to, cachedRows(a), where);
+  if (!isName(to)) return resolveName(to, readDirectoryCache(a) ?? [], where);
   const rows = await fetchAgentDirectory(a, nowIso, `looking up ${where} ${JSON.stringify(to)} in the agent directory`);
   if (!rows.ok) return rows;
   return resolveName(to, rows.value, where);
 }
-
-const cachedRows = (a: AgentAccess): AgentRow[] =>
-  [...readDirectoryCache(a.stateRoot, a.hubUrl, a.agentId)].map(([id, label]) => ({ id, label, revoked: false, source: 'account' as const }));
 
 export const failureContext = (a: AgentAccess, doing: string): FailureContext => ({ hubUrl: a.hubUrl, credential: a.credential.source, doing });
 

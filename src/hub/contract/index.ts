@@ -71,4 +71,4 @@ export {
 } from './requests.js';
 export { HUB_ERROR_STATUS, sessionEndedCode, type HubErrorCode } from './errors.js';
 export { isIsoInstant, utf8Bytes } from '../../util/shape.js';
-export { resolveName, describeAgent, isName, NAME_FORMS, type Resolved } from './names.js';
+export { resolveName, describeAgent, isName, labelFor, NAME_FORMS, type Resolved } from './names.js';

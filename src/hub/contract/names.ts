@@ -94,3 +94,11 @@ export function resolveName(to: string, rows: readonly AgentRow[], where: string
       `Agents: ${nameList(live) || 'none'}. An agent the directory does not list is addressed as agent:<id>`,
   );
 }
+
+/** `agent:<id>[#sess]` → the label `labels` (agent id → label) knows for that agent, else null; `human:…` and anything else → null. */
+export function labelFor(labels: ReadonlyMap<string, string>, address: string): string | null {
+  if (!address.startsWith('agent:')) return null;
+  const rest = address.slice('agent:'.length);
+  const hash = rest.indexOf('#');
+  return labels.get(hash < 0 ? rest : rest.slice(0, hash)) ?? null;
+}

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { directoryCacheFile } from '../../../src/cli/messaging/directory.js';
-import { as, useParties } from './world.js';
+import { directoryCacheFile } from '../../../src/spool/index.js';
+import { as, BRIDGE, register, useParties } from './world.js';
 
 /**
  * Agent names against a real Hub through the real CLI (docs/messaging.md "Names"): a label
@@ -15,7 +15,7 @@ describe('sending to an agent by its label', () => {
     const r = await as(world.alice, null, ['send', '--to', 'bob', 'hello by name']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^queued: notify msg_\\S+ to ${world.bob.address} \\(bob\\) — accepted by the Hub`, 'm'));
-    expect(existsSync(directoryCacheFile(world.alice.stateRoot, world.hub.url, world.alice.id))).toBe(true);
+    expect(existsSync(directoryCacheFile({ stateRoot: world.alice.stateRoot, hubUrl: world.hub.url, agentId: world.alice.id }))).toBe(true);
     // The recipient really got it, addressed to its id.
     const list = await as(world.bob, null, ['messages', 'list', '--received', '--json']);
     expect(list.stdout).toContain('hello by name');
@@ -32,6 +32,28 @@ describe('sending to an agent by its label', () => {
     const prefixed = await as(world.alice, null, ['send', '--to', 'agent:bob', 'wrong form']);
     expect(prefixed.code).toBe(4);
     expect(prefixed.stderr).toMatch(/no such recipient in this account: agent:bob .*label goes without the agent: prefix \(--to reviewer\)/);
+  });
+
+  it("the bridge's [mail N] lines show the sender's label once this agent's directory cache knows it, and never fetch it", async () => {
+    const cache = directoryCacheFile({ stateRoot: world.bob.stateRoot, hubUrl: world.hub.url, agentId: world.bob.id });
+    const { address } = await register(world.bob, world.hub, 'bob-labels');
+    const bridge = () => as(world.bob, 'bob-labels', [...BRIDGE, '--wait', '20']);
+    expect((await as(world.alice, null, ['send', '--to', address, 'before the cache'])).code).toBe(0);
+    const before = await bridge();
+    expect(before.code, before.stderr).toBe(0);
+    expect(before.stdout).toMatch(new RegExp(`^\\[mail \\d+\\] notify from ${world.alice.address} \\(msg_\\w+\\) · .*"before the cache"$`, 'm'));
+    expect(existsSync(cache)).toBe(false);
+    // A directory fetch of bob's own (fleet ls) fills the cache; the next run's line names alice.
+    expect((await as(world.bob, null, ['fleet', 'ls'])).code).toBe(0);
+    expect(existsSync(cache)).toBe(true);
+    expect((await as(world.alice, null, ['send', '--to', address, 'after the cache'])).code).toBe(0);
+    const after = await bridge();
+    expect(after.code, after.stderr).toBe(0);
+    expect(after.stdout).toMatch(new RegExp(`^\\[mail \\d+\\] notify from ${world.alice.address} \\(alice\\) \\(msg_\\w+\\) · .*"after the cache"$`, 'm'));
+    // --raw is the record as it was spooled: no label added.
+    expect((await as(world.alice, null, ['send', '--to', address, 'raw'])).code).toBe(0);
+    const raw = await as(world.bob, 'bob-labels', [...BRIDGE, '--raw', '--wait', '20']);
+    expect(raw.stdout).not.toContain('(alice)');
   });
 
   it('an unknown label is exit 2 naming the agents there are; nothing is queued', async () => {

@@ -60,4 +60,31 @@ describe('summary lines', () => {
       '[mail 8] address changed (session_lapsed): agent:a#sess_1 → agent:a#sess_2 · mail to the old address bounces; peers need the new one\n',
     );
   });
+
+  it("puts a sender's label from the directory cache beside its address, escaped like the address; ids alone when unknown", () => {
+    const labels = new Map([
+      ['agt_peer', 'reviewer'],
+      ['agt_odd', 'code\nreviewer'],
+    ]);
+    const ask = { ...base, kind: 'message' as const, message_id: 'msg_9', intent: 'ask' as const, text: 'deploy?' };
+    expect(entrySummary({ seq: 7, entry: ask, possiblyBounced: null }, labels)).toBe(
+      `[mail 7] ask from agent:agt_peer#sess_p (reviewer) (msg_9) · reply: oh-hai reply msg_9 · ${UNTRUSTED}: "deploy?"\n`,
+    );
+    const of = (entry: Entry) => entrySummary({ seq: 7, entry, possiblyBounced: null }, labels);
+    expect(of({ ...base, kind: 'response', message_id: 'msg_r', in_reply_to: 'msg_a', text: 'yes' })).toContain(
+      'response from agent:agt_peer#sess_p (reviewer) to your ask',
+    );
+    expect(of({ ...base, kind: 'receipt', message_id: 'msg_s', status: 'acknowledged' })).toBe(
+      '[mail 7] receipt: your message msg_s to agent:agt_peer#sess_p (reviewer) acknowledged\n',
+    );
+    expect(of({ ...base, from: 'agent:agt_odd', kind: 'message', message_id: 'msg_1', intent: 'notify', text: 't' })).toContain(
+      'notify from agent:agt_odd ("code\\nreviewer") (msg_1)',
+    );
+    // Not in the cache, or not an agent: the address alone, as without a cache.
+    expect(of({ ...base, from: 'agent:agt_new', kind: 'message', message_id: 'msg_1', intent: 'notify', text: 't' })).toContain(
+      'notify from agent:agt_new (msg_1)',
+    );
+    expect(of({ ...base, from: 'human:acct_1', kind: 'directive', text: 'stop' })).toContain('directive from human:acct_1 (ent_1)');
+    expect(line(ask)).toBe(entrySummary({ seq: 7, entry: ask, possiblyBounced: null }, new Map()));
+  });
 });

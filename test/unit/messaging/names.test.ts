@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { labelFor, withLabel } from '../../../src/cli/messaging/directory.js';
 import { checkDestination } from '../../../src/cli/messaging/send.js';
-import { resolveName } from '../../../src/hub/contract/index.js';
+import { labelFor, resolveName } from '../../../src/hub/contract/index.js';
+import { withLabel } from '../../../src/reader/index.js';
 import type { AgentRow } from '../../../src/hub/contract/index.js';
 
 const row = (id: string, label: string | null, revoked = false): AgentRow => ({ id, label, revoked, source: 'account' });
@@ -94,7 +94,9 @@ describe('agent names (docs/messaging.md "Names")', () => {
     const labels = new Map([['agt_reviewer1', 'reviewer']]);
     expect(labelFor(labels, 'agent:agt_reviewer1#sess_1')).toBe('reviewer');
     expect(labelFor(labels, 'human:acct_1')).toBeNull();
-    expect(withLabel(labels, 'agent:agt_reviewer1')).toBe('agent:agt_reviewer1 (reviewer)');
-    expect(withLabel(labels, 'agent:agt_other')).toBe('agent:agt_other');
+    expect(withLabel('agent:agt_reviewer1', labels)).toBe('agent:agt_reviewer1 (reviewer)');
+    expect(withLabel('agent:agt_other', labels)).toBe('agent:agt_other');
+    // A label is shown as safely as an address: one that is not plain is quoted.
+    expect(withLabel('agent:agt_reviewer1', new Map([['agt_reviewer1', 'code reviewer\u202e']]))).toBe('agent:agt_reviewer1 ("code reviewer\\u202e")');
   });
 });

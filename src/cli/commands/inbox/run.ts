@@ -73,6 +73,7 @@ export async function runWatch(opts: WatchOptions, io: CliIO, deps: WatchDeps = 
         address: formatAddress(a.agentId),
         wanted: connectionSettings(a, 'principal', opts.agent ?? null),
         waitMs,
+        directory: { stateRoot: a.stateRoot, hubUrl: a.hubUrl, agentId: a.agentId },
         io,
         stop,
         knobs: knobs.value,

@@ -1,16 +1,8 @@
 import { EXIT, success, toOutcome, usageError, type Outcome } from '../../../core/index.js';
 import { type CliIO } from '../../io.js';
 import { writeFlushed } from '../../../util/output.js';
-import {
-  hubFailureError,
-  isSelfTestMessage,
-  listText,
-  readDirectoryCache,
-  showText,
-  withAgentAccess,
-  type AgentAccess,
-  type AgentFlagValues,
-} from '../../messaging/index.js';
+import { cachedLabels } from '../../../spool/index.js';
+import { hubFailureError, isSelfTestMessage, listText, showText, withAgentAccess, type AgentAccess, type AgentFlagValues } from '../../messaging/index.js';
 
 export interface ListOptions extends AgentFlagValues {
   limit?: string;
@@ -32,9 +24,7 @@ export async function runList(opts: ListOptions, io: CliIO): Promise<Outcome> {
     const r = await a.client.listMessages({ direction, limit, before: opts.before });
     if (!r.ok) return toOutcome(hubFailureError(r.failure, ctx(a, `listing the messages you ${direction === 'sent' ? 'sent' : 'received'}`)));
     const messages = opts.all ? r.value.messages : r.value.messages.filter((m) => !isSelfTestMessage(m));
-    const out = opts.json
-      ? JSON.stringify(messages) + '\n'
-      : listText(messages, direction, r.value.next, readDirectoryCache(a.stateRoot, a.hubUrl, a.agentId), io.terminal?.stdout);
+    const out = opts.json ? JSON.stringify(messages) + '\n' : listText(messages, direction, r.value.next, cachedLabels(a), io.terminal?.stdout);
     await writeFlushed(io.stdout, out);
     // The array is the whole stdout document; where the next page starts is said beside it, as in the text.
     if (opts.json && r.value.next !== null) io.stderr.write(`oh-hai messages list: older messages: --before ${r.value.next}\n`);
@@ -56,7 +46,7 @@ export async function runShow(id: string, opts: AgentFlagValues, io: CliIO): Pro
       }
       return toOutcome(hubFailureError(f, ctx(a, `reading message ${id}`)));
     }
-    await writeFlushed(io.stdout, opts.json ? JSON.stringify(r.value) + '\n' : showText(r.value, readDirectoryCache(a.stateRoot, a.hubUrl, a.agentId)));
+    await writeFlushed(io.stdout, opts.json ? JSON.stringify(r.value) + '\n' : showText(r.value, cachedLabels(a)));
     return success();
   });
 }
