@@ -1,6 +1,7 @@
 import type { Command, Option } from 'commander';
 import { bold, italic, roffExample, roffParagraphs, roffTagged, roffText } from './roff.js';
 import { jsonSection } from './json-section.js';
+import { commandExamples, isHiddenCommand, visibleCommands } from '../help.js';
 
 export interface PageSpec {
   /** e.g. `oh-hai-bridge`; the file is man/<name>.<section>. */
@@ -43,11 +44,6 @@ export function findCommand(program: Command, path: string): Command | undefined
   return cur;
 }
 
-/** Commander marks hidden commands with a private flag; help output and man pages both skip them. */
-export function isHiddenCommand(cmd: Command): boolean {
-  return (cmd as unknown as { _hidden?: boolean })._hidden === true;
-}
-
 /** Every option commander knows for a command (hidden ones included: retired and refused flags are documented as such). */
 export function commandOptions(cmd: Command): readonly Option[] {
   return cmd.options.filter((o) => o.long !== '--help');
@@ -60,17 +56,9 @@ function documentsItself(cmd: Command): boolean {
 
 /** Every visible command path the CLI defines that a page must document ('bridge', 'hub agent add', …). */
 export function visibleCommandPaths(program: Command): string[] {
-  const out: string[] = [];
-  const walk = (cmd: Command, prefix: string) => {
-    for (const sub of cmd.commands) {
-      if (isHiddenCommand(sub)) continue;
-      const path = prefix === '' ? sub.name() : `${prefix} ${sub.name()}`;
-      if (documentsItself(sub)) out.push(path);
-      walk(sub, path);
-    }
-  };
-  walk(program, '');
-  return out;
+  return visibleCommands(program)
+    .filter(({ cmd }) => documentsItself(cmd))
+    .map(({ path }) => path);
 }
 
 /** Expand a path to itself plus every visible subcommand below it. */
@@ -168,9 +156,13 @@ export function renderPage(program: Command, spec: PageSpec, opts: { version: st
   tagged('ENVIRONMENT', spec.environment);
   tagged('FILES', spec.files);
   tagged('EXIT STATUS', spec.exitStatus);
-  if (spec.examples && spec.examples.length > 0) {
-    out.push('.SH EXAMPLES');
-    for (const e of spec.examples) out.push('.PP', roffParagraphs(e.text), roffExample(e.code));
+  // The page's own walkthroughs, then the examples each command's --help ends with (src/cli/help.ts).
+  const shortExamples = cmds.filter(({ path }) => commandExamples(path).length > 0);
+  if (shortExamples.length > 0 || (spec.examples && spec.examples.length > 0)) out.push('.SH EXAMPLES');
+  for (const e of spec.examples ?? []) out.push('.PP', roffParagraphs(e.text), roffExample(e.code));
+  for (const { path } of shortExamples) {
+    out.push(`.SS "${roffText(`oh-hai ${path} --help`)}"`);
+    out.push(roffExample(commandExamples(path).map((x) => `$ ${x}`).join('\n')));
   }
   out.push(
     '.SH SEE ALSO',
