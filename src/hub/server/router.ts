@@ -3,7 +3,8 @@ import { nameWork, runAs } from './work.js';
 import { authenticate, checkKind, tokenInUrl, type Caller, type Needs } from './auth.js';
 import type { HubCore } from './core.js';
 import type { RequestClass, RequestFaults } from './faults.js';
-import { errorReply, fault, readBody, send, type Body, type Reply } from './http.js';
+import { STORE_CLOSED } from './database-errors.js';
+import { errorReply, fault, readBody, send, type Body, type ErrorReply, type Reply } from './http.js';
 
 export interface RouteContext {
   req: IncomingMessage;
@@ -59,6 +60,17 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * handler's unexpected throw is answered as a 500 with the §0 shape and logged, never
  * a dropped connection or a crash.
  */
+/** The answer while this instance stops: another instance (or this one, restarted) takes the retry. */
+export const stopping = (): ErrorReply => ({
+  kind: 'error',
+  error: {
+    status: 503,
+    code: 'unavailable',
+    message: 'this Hub instance is stopping; retry (the balancer sends it to another instance)',
+    headers: { 'retry-after': '1', connection: 'close' },
+  },
+});
+
 export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes | null, log: (line: string) => void) {
   const compiled: Compiled[] = routes.map((route) => ({ route, segments: route.path.split('/').slice(1) }));
   // The route's pattern, never the ids in the path: metrics and logs stay bounded and anonymous.
@@ -102,6 +114,12 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
       const reply = await runAs({ name: 'other' }, () => route(req, res, signal));
       if (reply && reply.kind !== 'handled') send(res, reply);
     } catch (e) {
+      if ((e as { code?: unknown }).code === STORE_CLOSED) {
+        // Outlived the shutdown's wait: refused like a request that arrived while stopping.
+        if (!res.headersSent) send(res, stopping());
+        else res.destroy();
+        return;
+      }
       log(`hub: internal error on ${req.method} ${(req.url ?? '').split('?')[0]}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
       if (!res.headersSent) send(res, fault(500, 'internal', 'the Hub failed to handle this request; the error is in its log'));
       else res.destroy();

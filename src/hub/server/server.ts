@@ -18,7 +18,8 @@ import { sweepExpired } from './inbox.js';
 import { StreamRegistry, type StreamCloseReason } from './registry.js';
 import { TURN_BYTES, TurnBudget } from './turns.js';
 import type { AdminListener, DatabaseStats } from './admin.js';
-import { createRouter, type ExtraRoutes } from './router.js';
+import { createRouter, stopping as stoppingReply, type ExtraRoutes } from './router.js';
+import { send } from './http.js';
 import { apiRoutes } from './routes.js';
 import { sessionById, streamsSeen, sweepLapsed } from './sessions.js';
 import type { Store, WakeFrom, WakeTopic } from './sql.js';
@@ -68,6 +69,15 @@ export interface HubServer {
 
 /** How long a stopping Hub waits for its open streams to take their last event. */
 const SHUTDOWN_WRITE_MS = 2000;
+/** How long it then waits for the requests and background writes under way (their clients are gone). */
+const SHUTDOWN_INFLIGHT_MS = 5000;
+
+/** `p`, or `ms` passing, whichever comes first. */
+async function within(p: Promise<unknown>, ms: number): Promise<void> {
+  let bound: NodeJS.Timeout | undefined;
+  await Promise.race([p, new Promise<void>((resolve) => (bound = setTimeout(resolve, ms)))]);
+  clearTimeout(bound);
+}
 
 const formatUrl = (host: string, port: number): string => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
@@ -189,7 +199,20 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   };
   const hub: HubCore = core;
   const dispatch = createRouter(hub, apiRoutes(hub, new Signer(hub)), o.extraRoutes ?? null, o.log);
-  const server: Server = createServer((req, res) => void dispatch(req, res));
+  // Requests and background writes under way: a stop waits for them before it ends the store.
+  let stopping = false;
+  const inflight = new Set<Promise<unknown>>();
+  const track = (p: Promise<unknown>): void => {
+    inflight.add(p);
+    const done = () => inflight.delete(p);
+    p.then(done, done);
+  };
+  const server: Server = createServer((req, res) => {
+    if (!stopping) return track(dispatch(req, res));
+    // A request on a kept-alive connection while stopping: refused whole, and the connection with it.
+    req.resume();
+    send(res, stoppingReply());
+  });
   // Held streams and long-polls answer slowly by design; only the request itself is timed.
   server.requestTimeout = 60_000;
   server.keepAliveTimeout = 10_000;
@@ -227,8 +250,8 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
       o.log(`hub: sweep failed: ${e instanceof Error ? e.message : String(e)}`);
     }
   };
-  void sweep();
-  const sweeper = setInterval(() => void sweep(), sweepMs);
+  track(sweep());
+  const sweeper = setInterval(() => track(sweep()), sweepMs);
   // On a shared store no other instance sees our streams: they learn of them from the
   // session rows, refreshed well inside the presence and holder-stale windows.
   const seenMs = Math.max(20, (Math.min(config.presenceSeconds, config.holderStaleSeconds) * 1000) / 3);
@@ -236,8 +259,10 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     ? setInterval(() => {
         const held = streams.held();
         if (held.length > 0)
-          runAs({ name: 'presence' }, () => store.write((tx) => streamsSeen(tx, held))).catch((e: unknown) =>
-            o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`),
+          track(
+            runAs({ name: 'presence' }, () => store.write((tx) => streamsSeen(tx, held))).catch((e: unknown) =>
+              o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`),
+            ),
           );
       }, seenMs)
     : undefined;
@@ -253,17 +278,21 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     core: hub,
     adminUrl: admin?.url ?? null,
     close() {
+      // In order: stop accepting (connections, and requests on kept-alive ones: 503), end the
+      // streams, cut what is still held (long-polls), let the statements under way finish,
+      // record the streams' ends, and only then end the store; whatever outlives the waits is
+      // refused by the closed store with a 503, never the pool's error.
       closing ??= (async () => {
+        stopping = true;
         clearInterval(sweeper);
         clearInterval(seen);
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         // A client that reads nothing could hold a stream's last write forever: the wait is bounded.
-        let bound: NodeJS.Timeout | undefined;
-        await Promise.race([streams.shutdownAll(), new Promise<void>((resolve) => (bound = setTimeout(resolve, SHUTDOWN_WRITE_MS)))]);
-        clearTimeout(bound);
+        await within(streams.shutdownAll(), SHUTDOWN_WRITE_MS);
         server.closeAllConnections();
         await closed;
-        await hub.ends.drain();
+        await within(Promise.allSettled([...inflight]), SHUTDOWN_INFLIGHT_MS);
+        await within(hub.ends.drain(), SHUTDOWN_INFLIGHT_MS);
         await admin?.close();
         await store.close();
       })();

@@ -2,6 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { Clock } from '../../../util/clock.js';
 import type { Param, Sql, Store, Tx, WakeTopic } from '../sql.js';
 import { workName } from '../work.js';
+import { storeClosed } from '../database-errors.js';
 import { schemaVersion, SCHEMA_VERSION } from './schema.js';
 
 /** `?` placeholders → `$1…$n`, once per statement text. */
@@ -22,6 +23,7 @@ function numbered(): (sql: string) => string {
 export type RoundTrips = Map<string, { unit: number; read: number }>;
 
 function statements(q: Pool | PoolClient, text: (sql: string) => string, counted: () => void): Sql {
+  // `counted` also refuses a statement once the store is closed (it throws first).
   const query = (sql: string, params: Param[]) => (counted(), q.query(text(sql), params));
   return {
     get: async <T>(sql: string, ...params: Param[]) => ((await query(sql, params)).rows[0] as T | undefined) ?? null,
@@ -99,9 +101,12 @@ export function parsePayload(payload: string): { instance: string; sentAt: numbe
  */
 export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock: Clock; readonly pool: Pool; readonly roundTrips: RoundTrips } {
   const text = numbered();
+  // Set by close(): what still asks for the database after the shutdown's wait is refused with a code, not the pool's error.
+  let closed = false;
   // Counted, not timed: the statement-count tests and /metrics read these.
   const roundTrips: RoundTrips = new Map();
   const counted = (kind: 'unit' | 'read') => {
+    if (closed && kind === 'read') throw storeClosed();
     const name = workName();
     let n = roundTrips.get(name);
     if (n === undefined) roundTrips.set(name, (n = { unit: 0, read: 0 }));
@@ -179,6 +184,7 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     read: statements(o.pool, text, () => counted('read')),
     async write<T>(unit: (tx: Tx) => Promise<T>): Promise<T> {
       for (let n = 1; ; n++) {
+        if (closed) throw storeClosed();
         try {
           return await attempt(unit);
         } catch (e) {
@@ -197,6 +203,9 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
         return { ok: false, reason: `the database does not answer: ${e instanceof Error ? e.message : String(e)}` };
       }
     },
-    close: () => o.pool.end(),
+    close: () => {
+      closed = true;
+      return o.pool.end();
+    },
   };
 }
