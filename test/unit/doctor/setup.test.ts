@@ -149,6 +149,23 @@ describe('report', () => {
     expect(lines.at(-1)).toBe('doctor: FAIL — failing: bridge unread, self-test send');
   });
 
+  it('text on a terminal: one aligned table across the self-test heading, each detail and fix wrapped inside its column', () => {
+    const report = buildReport(
+      [check('node', 'pass', 'ok'), check('bridge unread', 'fail', 'old mail waits in the spool of this session', { fix: 'run oh-hai bridge' })],
+      { client_key: 'k', session: 'sess_x', steps },
+    );
+    const lines = renderText(report, { tty: true, color: false, columns: 40 }).trimEnd().split('\n');
+    const rows = lines.filter((l) => /^(pass|fail|skip) /.test(l));
+    // "bridge unread" is the longest name: every detail starts after it and two spaces, above and below the heading.
+    const detail = 'fail  bridge unread  '.length;
+    for (const l of rows) expect(l.slice(detail - 2, detail), l).toBe('  ');
+    expect(lines).toContain('self-test: a throwaway session (client_key k), closed at the end');
+    expect(lines.filter((l) => l.startsWith(' ')).every((l) => l.length - l.trimStart().length === detail)).toBe(true);
+    expect([...rows, ...lines.filter((l) => l.startsWith(' '))].every((l) => l.length <= 40)).toBe(true);
+    expect(lines.join('\n')).toMatch(/\n {21}fix: run oh-hai\n {21}bridge\n/);
+    expect(lines.at(-1)).toBe('doctor: FAIL — failing: bridge unread, self-test send');
+  });
+
   it('json: one envelope with the stable field names', () => {
     const parsed = JSON.parse(
       renderJson(buildReport([check('node', 'pass', 'ok', { measured: { version: '20.18.1' } })], { client_key: 'k', session: null, steps })),
