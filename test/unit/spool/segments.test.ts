@@ -56,6 +56,15 @@ describe('spool segments', () => {
     expect(validateCursor(reader, { seq: 3, offset: third.end }).rewound).toBeNull();
     // a stale offset falls back to reading from the segment holding seq + 1: re-read, never skip
     expect(seqs(reader.readFrom({ seq: 5, offset: 1 }))).toEqual([6, 7, 8]);
+    // a cursor in the current segment reads on from its offset there (the fast path of a woken reader)
+    expect(seqs(reader.readFrom({ seq: 7, offset: all[6]!.end }))).toEqual([8]);
+    // a cursor in a sealed segment whose offset, read in the current segment, lands on another
+    // record (8, the current segment's second line: 7 ends where 1 does) is not taken
+    // for seq + 1: the segments are read, from the one holding 2
+    expect(all[6]!.end).toBe(all[0]!.end);
+    expect(seqs(reader.readFrom({ seq: 1, offset: all[0]!.end }))).toEqual([2, 3, 4, 5, 6, 7, 8]);
+    // the same past the current segment's end: new records are found in the segments, never missed
+    expect(seqs(reader.readFrom({ seq: 3, offset: all[2]!.end }, 1))).toEqual([4]);
     expect(reader.scan()).toMatchObject({ lastSeq: 8, stop: null });
   });
 
