@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { sessionEntryDir, stateKey } from '../dist/spool/index.js';
+import { sessionStateDir, stateKey } from '../dist/spool/index.js';
 import { agentEnv, bin, percentile, startHub, timed, until } from './bridge-world.mjs';
 
 const i = process.argv.indexOf('--samples');
@@ -33,7 +33,7 @@ const receiver = await hub.mint('latency-receiver');
 const sender = await hub.mint('latency-sender');
 const { env: baseEnv, tmp } = agentEnv(hub.url, receiver, 'latency');
 const env = { ...baseEnv, ...traceEnv };
-const dir = sessionEntryDir(env.XDG_STATE_HOME, stateKey(hub.url, receiver.id, 'latency'));
+const dir = sessionStateDir(env.XDG_STATE_HOME, stateKey(hub.url, receiver.id, 'latency'));
 /**
  * The reader is idle in its wait: on Linux, asleep with its CPU time unchanged over 10 ms
  * (it has claimed the entry, printed nothing and armed its watch); elsewhere, 50 ms after

@@ -13,7 +13,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import Module from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { sessionEntryDir, stateKey } from '../dist/spool/index.js';
+import { sessionStateDir, stateKey } from '../dist/spool/index.js';
 import { agentEnv, bin, percentile, root, startHub, timed, until } from './bridge-world.mjs';
 
 const arg = (name, fallback) => {
@@ -27,7 +27,7 @@ const AGAINST = arg('--against', null);
 const hub = await startHub(['--stream-max-hold-seconds', '30']);
 const agent = await hub.mint('warm-bench');
 const { env, tmp } = agentEnv(hub.url, agent, 'warm');
-const dir = sessionEntryDir(env.XDG_STATE_HOME, stateKey(hub.url, agent.id, 'warm'));
+const dir = sessionStateDir(env.XDG_STATE_HOME, stateKey(hub.url, agent.id, 'warm'));
 const spoolLines = () => {
   try {
     return readFileSync(path.join(dir, 'bridge.ndjson'), 'utf8').split('\n').length - 1;

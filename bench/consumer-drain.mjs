@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync, readSync, fstatSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { sessionEntryDir, stateKey } from '../dist/spool/index.js';
+import { sessionStateDir, stateKey } from '../dist/spool/index.js';
 import { ensureDir } from '../dist/util/fs-durable.js';
 import { agentEnv, bin, procStats, startHub, until, watchRss } from './bridge-world.mjs';
 
@@ -56,7 +56,7 @@ const hub = await startHub([]);
 const me = await hub.mint('drain-bench');
 const peer = await hub.mint('drain-peer');
 const { env, tmp } = agentEnv(hub.url, me, 'drain');
-const dir = sessionEntryDir(env.XDG_STATE_HOME, stateKey(hub.url, me.id, 'drain'));
+const dir = sessionStateDir(env.XDG_STATE_HOME, stateKey(hub.url, me.id, 'drain'));
 const fsyncOut = path.join(tmp, 'fsyncs');
 let consumer = null;
 try {

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { sessionEntryDir, stateKey } from '../dist/spool/index.js';
+import { sessionStateDir, stateKey } from '../dist/spool/index.js';
 import { ensureDir } from '../dist/util/fs-durable.js';
 import { agentEnv, bin, startHub, until } from './bridge-world.mjs';
 
@@ -30,7 +30,7 @@ const rssMiB = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pi
 const hub = await startHub(['--stream-max-hold-seconds', String(HOLD), '--keepalive-seconds', String(KEEPALIVE)]);
 const me = await hub.mint('idle-bench');
 const { env, tmp } = agentEnv(hub.url, me, 'idle');
-const dir = sessionEntryDir(env.XDG_STATE_HOME, stateKey(hub.url, me.id, 'idle'));
+const dir = sessionStateDir(env.XDG_STATE_HOME, stateKey(hub.url, me.id, 'idle'));
 let consumer = null;
 try {
   ensureDir(dir);

@@ -15,7 +15,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { BRIDGE_EXIT_TABLE } from '../dist/core/exit.js';
 import { validateEntry } from '../dist/hub/contract/entry.js';
-import { SpoolReader, sealedSegments, sessionEntryDir, stateKey } from '../dist/spool/index.js';
+import { SpoolReader, sealedSegments, sessionStateDir, stateKey } from '../dist/spool/index.js';
 import { openLine } from '../dist/spool/line.js';
 import { writeFileAtomic } from '../dist/util/fs-durable.js';
 import { agentEnv, bin } from './bridge-world.mjs';
@@ -210,7 +210,7 @@ const env = {
   OH_HAI_CURSOR_POLL_MS: '200',
   ...(RETAIN === null ? {} : { OH_HAI_RETAIN_PRINTED: RETAIN }),
 };
-const dir = sessionEntryDir(env.XDG_STATE_HOME, stateKey(proxyUrl, me.id, 'fuzz'));
+const dir = sessionStateDir(env.XDG_STATE_HOME, stateKey(proxyUrl, me.id, 'fuzz'));
 
 const sent = new Map(); // message id → text
 const printedAt = new Map();

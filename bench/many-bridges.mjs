@@ -15,7 +15,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { bin, startHub } from './bridge-world.mjs';
-import { listEntries, sessionEntryDir, stateKey } from '../dist/spool/index.js';
+import { listStateDirs, sessionStateDir, stateKey } from '../dist/spool/index.js';
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -85,7 +85,7 @@ const bridges = Array.from({ length: N }, (_, i) => {
     agent,
     session,
     env: { ...baseEnv, MA2H_AGENT_SESSION_ID: session },
-    dir: sessionEntryDir(stateRoot, stateKey(proxyUrl, agent.id, session)),
+    dir: sessionStateDir(stateRoot, stateKey(proxyUrl, agent.id, session)),
     printed: new Set(),
     runs: 0,
     exits: {},
@@ -241,7 +241,7 @@ for (const b of bridges) {
   b.child?.kill('SIGTERM');
 }
 await Promise.all(loops);
-for (const loc of listEntries(stateRoot)) {
+for (const loc of listStateDirs(stateRoot)) {
   try {
     const c = JSON.parse(readFileSync(path.join(loc.dir, 'consumer.json'), 'utf8'));
     if (c.state !== 'stopped') process.kill(c.pid, 'SIGTERM');

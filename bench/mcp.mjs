@@ -11,7 +11,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { sessionEntryDir, stateKey } from '../dist/spool/index.js';
+import { sessionStateDir, stateKey } from '../dist/spool/index.js';
 import { agentEnv, bin, percentile, startHub, timed, until } from './bridge-world.mjs';
 
 const i = process.argv.indexOf('--samples');
@@ -22,7 +22,7 @@ const alice = await hub.mint('mcp-bench-sender');
 const bob = await hub.mint('mcp-bench-reader');
 const a = agentEnv(hub.url, alice, 'bench-sender');
 const b = agentEnv(hub.url, bob, 'bench-reader');
-const bobDir = sessionEntryDir(b.env.XDG_STATE_HOME, stateKey(hub.url, bob.id, 'bench-reader'));
+const bobDir = sessionStateDir(b.env.XDG_STATE_HOME, stateKey(hub.url, bob.id, 'bench-reader'));
 const spool = () => {
   try {
     return readFileSync(path.join(bobDir, 'bridge.ndjson'), 'utf8');

@@ -9,7 +9,7 @@
 // `npm test` runs it with --kills 50 (test/integration/reliability/soak.test.ts).
 import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
-import { sessionEntryDir, stateKey } from '../dist/spool/index.js';
+import { sessionStateDir, stateKey } from '../dist/spool/index.js';
 import { agentEnv, bin } from './bridge-world.mjs';
 import { numberArg, pause, seeded, startKillableHub } from './reliability-world.mjs';
 
@@ -26,7 +26,7 @@ const me = await hub.mint('soak-me');
 const peer = await hub.mint('soak-peer');
 const { env: base, tmp } = agentEnv(hub.url, me, 'soak');
 const env = { ...base, OH_HAI_HEARTBEAT_MS: '200', OH_HAI_BACKOFF_MIN_MS: '20', OH_HAI_BACKOFF_MAX_MS: '250', OH_HAI_CURSOR_POLL_MS: '200' };
-const dir = sessionEntryDir(env.XDG_STATE_HOME, stateKey(hub.url, me.id, 'soak'));
+const dir = sessionStateDir(env.XDG_STATE_HOME, stateKey(hub.url, me.id, 'soak'));
 
 const sent = new Set();
 const printed = new Map(); // message id → times printed

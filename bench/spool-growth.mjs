@@ -15,7 +15,7 @@
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { openDrainState } from '../dist/consumer/state.js';
-import { openStateEntry, sessionEntryDir, stateKey } from '../dist/spool/index.js';
+import { openStateDir, sessionStateDir, stateKey } from '../dist/spool/index.js';
 import { agentEnv, bin, percentile, startHub, timed, until } from './bridge-world.mjs';
 
 const arg = (name, fallback) => {
@@ -33,7 +33,7 @@ const DEFAULT_RETAIN = { records: 10_000, days: 7, bytes: 64 * 2 ** 20 };
 const hub = await startHub(['--stream-max-hold-seconds', '30']);
 const agent = await hub.mint('growth-bench');
 const { env, tmp } = agentEnv(hub.url, agent, 'growth');
-const dir = sessionEntryDir(env.XDG_STATE_HOME, stateKey(hub.url, agent.id, 'growth'));
+const dir = sessionStateDir(env.XDG_STATE_HOME, stateKey(hub.url, agent.id, 'growth'));
 const clock = { now: () => Date.now(), monotonic: () => performance.now() };
 
 const readJson = (name) => {
@@ -71,7 +71,7 @@ try {
   await timed(process.execPath, [bin, 'bridge', '--wait', '0'], env);
   const session = await until(() => readJson('session.json')?.id, 'the session');
   await stopConnection();
-  const opened = openStateEntry(dir, { create: false });
+  const opened = openStateDir(dir, { create: false });
   if (!opened.ok) throw new Error(opened.reason);
   const entry = opened.value;
 

@@ -1,4 +1,4 @@
-import type { StateEntry } from '../spool/index.js';
+import type { StateDir } from '../spool/index.js';
 import { formatDuration } from '../util/duration.js';
 import type { CliIO } from './io.js';
 
@@ -9,8 +9,8 @@ import type { CliIO } from './io.js';
  * passes `raw` and nothing starts under --raw/--json or when stderr is not a terminal.
  * Returns what stops it (erasing the line) before the run's last lines.
  */
-export function startReadingStatus(io: CliIO, name: string, entry: StateEntry, waitMs: number, raw: boolean): () => void {
-  return countdown(io, raw, waitMs, (left) => `${name}: ${connectionPart(entry, io.clock.now())} — waiting for mail, ${left} left`);
+export function startReadingStatus(io: CliIO, name: string, stateDir: StateDir, waitMs: number, raw: boolean): () => void {
+  return countdown(io, raw, waitMs, (left) => `${name}: ${connectionPart(stateDir, io.clock.now())} — waiting for mail, ${left} left`);
 }
 
 /** The status line of `ask --wait`: which answer it waits for, and for how much longer. */
@@ -27,8 +27,8 @@ function countdown(io: CliIO, off: boolean, waitMs: number, text: (left: string)
   return () => status.stop();
 }
 
-function connectionPart(entry: StateEntry, now: number): string {
-  const c = entry.read('consumer');
+function connectionPart(stateDir: StateDir, now: number): string {
+  const c = stateDir.read('consumer');
   if (c.state !== 'ok') return 'connecting';
   const r = c.value;
   if (r.state === 'stopped') return 'the connection stopped';

@@ -1,19 +1,19 @@
 import { userConfigPath } from '../config/index.js';
 import { EXIT } from '../core/index.js';
 import { leaseEpilogue, readerRefusal, type NamedFlags, type ReaderIO, type ReaderLeg } from '../reader/index.js';
-import { ENTRY_FILES } from '../spool/index.js';
+import { STATE_FILES } from '../spool/index.js';
 import { connectionSettings, type ResolvedBridge } from './resolve/index.js';
 
 export const BRIDGE_NAME = 'oh-hai bridge';
 const NAME = BRIDGE_NAME;
 
-/** The session leg of the reading loop: `oh-hai bridge` after its state entry resolved. */
+/** The session leg of the reading loop: `oh-hai bridge` after its state dir resolved. */
 export function sessionLeg(r: ResolvedBridge, named: NamedFlags, agent: string | null, io: ReaderIO): ReaderLeg {
-  const entry = r.entry;
+  const stateDir = r.stateDir;
   return {
     name: NAME,
     logName: 'reader',
-    entry,
+    stateDir,
     declared: r.sessionKey.declared,
     waitMs: r.settings.bridge.waitSeconds * 1000,
     wanted: connectionSettings(r, r.sessionKey, agent),
@@ -23,12 +23,12 @@ export function sessionLeg(r: ResolvedBridge, named: NamedFlags, agent: string |
     refusal: (facts) => ({
       exit: EXIT.held,
       code: 'reader_held',
-      message: readerRefusal({ facts, session: entry.read('session'), keyFrom: r.sessionKey.describe, readerPath: entry.path(ENTRY_FILES.reader) }),
+      message: readerRefusal({ facts, session: stateDir.read('session'), keyFrom: r.sessionKey.describe, readerPath: stateDir.path(STATE_FILES.reader) }),
     }),
     noPolicyLine: () =>
       `no sender policy is declared: directives, notifies, responses and receipts are delivered, but every addressed ask/task is refused and left unacked ` +
       `(the Hub keeps redelivering it). To accept them, add [bridge] allow_from to ${userConfigPath(io.env)} or pass --allow-from any-in-account / agent:<id>, ` +
       `then oh-hai session close --keep-connection and run oh-hai bridge again.`,
-    epilogue: (consumer, nowMs) => leaseEpilogue(NAME, entry.read('session'), consumer, nowMs),
+    epilogue: (consumer, nowMs) => leaseEpilogue(NAME, stateDir.read('session'), consumer, nowMs),
   };
 }

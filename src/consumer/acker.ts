@@ -1,7 +1,7 @@
 import type { AckResult, SessionLease } from '../hub/contract/index.js';
 import type { HubResult } from '../hub/client/index.js';
 import type { HubPort } from './hub-port.js';
-import type { Ledger, StateEntry } from '../spool/index.js';
+import type { Ledger, StateDir } from '../spool/index.js';
 import { planAcknowledged, planDelivered, type AckBatch } from './acks.js';
 import { classifyFailure, type Disposition } from './classify.js';
 
@@ -14,7 +14,7 @@ import { classifyFailure, type Disposition } from './classify.js';
 export interface AckerDeps {
   client: HubPort;
   ledger: Ledger;
-  entry: StateEntry;
+  stateDir: StateDir;
   /** The session acks may name (current, active); null on the principal leg. */
   currentSession(): string | null;
   pinned: string | null;
@@ -32,7 +32,7 @@ export class Acker {
 
   /** The last record the reader printed, validated against the spool. */
   cursorSeq(): number {
-    const check = this.d.entry.checkedCursor();
+    const check = this.d.stateDir.checkedCursor();
     if (check.rewound !== null && check.rewound !== this.lastRewind) this.d.log(`cursor: ${check.rewound}`);
     this.lastRewind = check.rewound;
     return check.cursor.seq;

@@ -4,7 +4,7 @@ import { DEFAULT_RETAIN_PRINTED, parsePolicy, policyAdmits, policyItems, resolve
 import { chooseTransport, formatAddress, replayWindowSeconds, type Capability, type ConsumerIdentity } from '../hub/contract/index.js';
 import { deliveredMessageId, hop, TRACE } from '../util/trace.js';
 import {
-  ENTRY_FILES,
+  STATE_FILES,
   hostName,
   isSameProcessAlive,
   redact,
@@ -16,7 +16,7 @@ import {
   type ConsumerSettings,
   type HeldLock,
   type StandDownRequest,
-  type StateEntry,
+  type StateDir,
 } from '../spool/index.js';
 import { formatDuration } from '../util/duration.js';
 import { AckPump } from './ack-pump.js';
@@ -93,7 +93,7 @@ export class Consumer {
   private client: HubPort | null = null;
 
   constructor(
-    private readonly entry: StateEntry,
+    private readonly stateDir: StateDir,
     private readonly lock: HeldLock,
     private readonly knobs: ConsumerKnobs,
     private readonly opts: ConsumerOptions,
@@ -120,7 +120,7 @@ export class Consumer {
 
   async run(): Promise<Stop> {
     const onShutdown = () => {
-      const asked = this.keeper?.current ? standDownRequestFor(this.entry, this.record) : null;
+      const asked = this.keeper?.current ? standDownRequestFor(this.stateDir, this.record) : null;
       if (asked) this.stopWith(stop(EXIT.stoodDown, 'session_closed', 'standing the session down (oh-hai session close)'), asked);
       else this.stopWith(stop(EXIT.ok, 'signal', `stopped by ${String(this.opts.shutdown.reason ?? 'a signal')}: a clean stop, the session stays open`));
     };
@@ -142,7 +142,7 @@ export class Consumer {
   private log(text: string): void {
     // One line, nothing a terminal acts on: the text may quote a Hub's words.
     const line = escapeUnsafe(redact(text, this.token ? [this.token] : []));
-    this.entry.log(line);
+    this.stateDir.log(line);
     this.opts.stderr?.write(`oh-hai __consumer: ${line}\n`);
   }
 
@@ -158,7 +158,7 @@ export class Consumer {
   private isStopped = (): boolean => this.stopped !== null;
 
   private writeRecord(): void {
-    this.entry.write('consumer', this.record);
+    this.stateDir.write('consumer', this.record);
   }
 
   private lockHealthy(): boolean {
@@ -175,7 +175,7 @@ export class Consumer {
     if (!settings) return null;
     const problem = settingsProblem(settings);
     if (problem) {
-      this.stopWith(settingsFailure(`${this.entry.path(ENTRY_FILES.settings)}: ${problem}`));
+      this.stopWith(settingsFailure(`${this.stateDir.path(STATE_FILES.settings)}: ${problem}`));
       return null;
     }
     this.settings = settings;
@@ -190,7 +190,7 @@ export class Consumer {
     this.writeRecord();
 
     // The entry is <state root>/oh-hai/bridge/<leg>/<key>: the identity cache lives under the root.
-    const stateRoot = path.resolve(this.entry.dir, '..', '..', '..', '..');
+    const stateRoot = path.resolve(this.stateDir.dir, '..', '..', '..', '..');
     const cred = resolveAgentCredential({ env: this.opts.env, hubUrl: settings.hub, stateRoot, ...(settings.agent !== null ? { agent: settings.agent } : {}) });
     if (!cred.ok) {
       this.stopWith(
@@ -199,7 +199,7 @@ export class Consumer {
       return null;
     }
     this.token = cred.value.token;
-    const identity: ConsumerIdentity = { home: consumerHome(this.entry.dir), host: hostName(), pid: this.opts.pid };
+    const identity: ConsumerIdentity = { home: consumerHome(this.stateDir.dir), host: hostName(), pid: this.opts.pid };
     const client = (this.opts.hub ?? hubClientPort)({
       baseUrl: settings.hub,
       token: cred.value.token,
@@ -219,7 +219,7 @@ export class Consumer {
       );
       return null;
     }
-    const state = openDrainState(this.entry, this.opts.clock, (t) => this.log(t), {
+    const state = openDrainState(this.stateDir, this.opts.clock, (t) => this.log(t), {
       leg: settings.leg,
       retain: { ...DEFAULT_RETAIN_PRINTED, ...settings.retain_printed },
     });
@@ -232,10 +232,10 @@ export class Consumer {
   }
 
   private readSettings(): ConsumerSettings | null {
-    const { read, digest } = this.entry.readSettings();
+    const { read, digest } = this.stateDir.readSettings();
     if (read.state !== 'ok') {
       const why = read.state === 'absent' ? 'it does not exist' : read.reason;
-      this.stopWith(settingsFailure(`cannot read ${this.entry.path(ENTRY_FILES.settings)}: ${why}; the reader writes it before starting a consumer`));
+      this.stopWith(settingsFailure(`cannot read ${this.stateDir.path(STATE_FILES.settings)}: ${why}; the reader writes it before starting a consumer`));
       return null;
     }
     this.record = { ...this.record, settings_digest: digest ?? '' };
@@ -334,13 +334,13 @@ export class Consumer {
       settings.leg === 'session'
         ? new SessionKeeper({
             client,
-            entry: this.entry,
+            stateDir: this.stateDir,
             spool: state.spool,
             clock: this.opts.clock,
             log: (t) => this.log(t),
             pinned: settings.pinned,
             name: settings.name,
-            clientKey: path.basename(this.entry.dir),
+            clientKey: path.basename(this.stateDir.dir),
             consumer: p.identity,
             signal: this.abort.signal,
           })
@@ -351,7 +351,7 @@ export class Consumer {
     const acker = new Acker({
       client,
       ledger: state.ledger,
-      entry: this.entry,
+      stateDir: this.stateDir,
       currentSession: () => keeper?.current?.id ?? null,
       pinned: settings.pinned,
       renewed: (lease) => keeper?.renewed(lease),
@@ -491,7 +491,7 @@ export class Consumer {
       });
     };
     beat();
-    const unwatch = watchFiles(this.entry.dir, [ENTRY_FILES.cursor], () => pump.request(), { pollMs: this.knobs.cursorPollMs });
+    const unwatch = watchFiles(this.stateDir.dir, [STATE_FILES.cursor], () => pump.request(), { pollMs: this.knobs.cursorPollMs });
     this.timers.push(() => cancelBeat(), unwatch);
   }
 
@@ -509,7 +509,7 @@ export class Consumer {
       this.log(`heartbeat: could not write consumer.json (${(e as Error).message})`);
     }
     if (this.opts.mode === 'auto') {
-      const attendance = readerAttendance(this.entry.read('reader'), {
+      const attendance = readerAttendance(this.stateDir.read('reader'), {
         nowMs: now,
         staleMs: this.knobs.staleHolderSeconds * 1000,
         liveness: isSameProcessAlive,
@@ -537,13 +537,13 @@ export class Consumer {
   private async performStandDown(asked: Stop): Promise<Stop> {
     const session = this.keeper?.current;
     try {
-      withdrawStandDown(this.entry);
+      withdrawStandDown(this.stateDir);
       if (!session || !this.client || !this.acker)
         return stop(EXIT.ok, 'signal', `asked to stand down before it held a session: a clean stop (${asked.message})`);
       return await standDown({
         client: this.client,
         acker: this.acker,
-        entry: this.entry,
+        stateDir: this.stateDir,
         session,
         pinned: this.settings?.pinned ?? null,
         nowMs: () => this.opts.clock.now(),

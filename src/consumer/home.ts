@@ -12,5 +12,5 @@ import { adoptedHome } from '../spool/legacy.js';
  * the Hub knows the adopted session's holder by it, and refuses a connect from any other
  * home for a minute after the 0.9 connection was last seen.
  */
-export const consumerHome = (entryDir: string): string =>
-  adoptedHome(entryDir) ?? createHash('sha256').update(path.resolve(entryDir)).digest('hex').slice(0, 32);
+export const consumerHome = (stateDirPath: string): string =>
+  adoptedHome(stateDirPath) ?? createHash('sha256').update(path.resolve(stateDirPath)).digest('hex').slice(0, 32);

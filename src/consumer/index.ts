@@ -1,4 +1,4 @@
-// The background connection: drains one state entry's mailbox into its spool, verifies
+// The background connection: drains one state dir's mailbox into its spool, verifies
 // every delivery, and acks exactly what the reader has read. Loads the Hub client.
 export { runConsumer, readConsumerKnobs, type ConsumerEnd, type ConsumerKnobs, type ConsumerOptions } from './start.js';
 export { consumerHome } from './home.js';

@@ -6,7 +6,7 @@ import {
   type SessionHistoryItem,
   type SessionRecord,
   type Spool,
-  type StateEntry,
+  type StateDir,
   type StoodDownSession,
 } from '../spool/index.js';
 import type { Clock } from '../util/clock.js';
@@ -19,7 +19,7 @@ import { classifyFailure, decideByCode, endedCode, type Disposition, type Failur
  */
 export interface SessionKeeperDeps {
   client: HubPort;
-  entry: StateEntry;
+  stateDir: StateDir;
   spool: Spool;
   clock: Clock;
   log(text: string): void;
@@ -90,8 +90,8 @@ export class SessionKeeper {
   /** Pinned: read it and drain it if active. Unpinned: adopt the recorded session while it is active, else register. */
   async establish(): Promise<Established> {
     if (this.d.pinned !== null) return this.adoptPinned(this.d.pinned);
-    this.stood = stoodDownSessions(this.d.entry);
-    const prior = this.d.entry.read('session');
+    this.stood = stoodDownSessions(this.d.stateDir);
+    const prior = this.d.stateDir.read('session');
     if (prior.state === 'unreadable') this.d.log(`session record unreadable (${prior.reason}); registering a session`);
     if (prior.state !== 'ok' || prior.value.pinned) {
       // A session stood down here is what the new one replaces: its unread mail is not fresh.
@@ -121,7 +121,7 @@ export class SessionKeeper {
   renewed(lease: SessionLease): void {
     if (this.record === null || lease.id !== this.record.id) return;
     this.record = { ...this.record, expires_at: lease.expires_at, lease_seconds: lease.lease_seconds, renewed_at: this.d.clock.now() };
-    this.d.entry.write('session', this.record);
+    this.d.stateDir.write('session', this.record);
   }
 
   private context(operation: string, sessionId: string | null): FailureContext {
@@ -139,7 +139,7 @@ export class SessionKeeper {
     if (!got.ok) return { ok: false, disposition: classifyFailure(got.failure, this.context('read pinned session', id)) };
     const s = got.value;
     if (s.state !== 'active') return { ok: false, disposition: this.ended(id, s.state, 'read pinned session') };
-    const prior = this.d.entry.read('session');
+    const prior = this.d.stateDir.read('session');
     const same = prior.state === 'ok' && prior.value.id === id ? prior.value : null;
     return { ok: true, session: this.adopt(s, same?.history ?? [], same?.renewed_at ?? null) };
   }
@@ -227,9 +227,9 @@ export class SessionKeeper {
     const known = new Set([record.id, ...record.history.map((h) => h.id)]);
     const written = { ...record, history: [...record.history, ...this.stood.filter((s) => !known.has(s.id)).map(asHistory)] };
     this.record = written;
-    this.d.entry.write('session', written);
+    this.d.stateDir.write('session', written);
     if (this.stood.length > 0) {
-      clearStoodDown(this.d.entry);
+      clearStoodDown(this.d.stateDir);
       this.stood = [];
     }
     return written;

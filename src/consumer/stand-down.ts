@@ -1,6 +1,6 @@
 import { EXIT } from '../core/index.js';
 import type { HubPort } from './hub-port.js';
-import { forgetSession, type SessionRecord, type StateEntry, type StoodDownSession } from '../spool/index.js';
+import { forgetSession, type SessionRecord, type StateDir, type StoodDownSession } from '../spool/index.js';
 import type { Acker } from './acker.js';
 import { decideByCode, describeFailure, type Disposition } from './classify.js';
 import { stop, type Stop } from './stops.js';
@@ -16,7 +16,7 @@ import { stop, type Stop } from './stops.js';
 export interface StandDownDeps {
   client: HubPort;
   acker: Acker;
-  entry: StateEntry;
+  stateDir: StateDir;
   session: SessionRecord;
   pinned: string | null;
   nowMs: () => number;
@@ -65,7 +65,7 @@ export async function standDown(d: StandDownDeps): Promise<Stop> {
     );
   }
   const item: StoodDownSession = { id, address, hub_state: state, closed_at: closed.ok ? closed.value.closed_at : null, stood_down_at: d.nowMs() };
-  forgetSession(d.entry, item);
+  forgetSession(d.stateDir, item);
   if (state === 'closed_by_operator') {
     // A human's kill-switch came first and outlives the session: the stop is theirs (14), not a stand-down.
     const decided = decideByCode(

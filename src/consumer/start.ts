@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { CONNECTION_KNOBS, type Coded, EXIT, knobFromEnv, type KnobValues, readKnobs } from '../core/index.js';
-import { acquireLock, ENTRY_FILES, isSameProcessAlive, openStateEntry, type ConsumerSettings, type StateEntry } from '../spool/index.js';
+import { acquireLock, STATE_FILES, isSameProcessAlive, openStateDir, type ConsumerSettings, type StateDir } from '../spool/index.js';
 import type { Timers } from '../util/clock.js';
 import { formatDuration } from '../util/duration.js';
 import { Consumer } from './consumer.js';
@@ -44,17 +44,17 @@ export async function runConsumer(opts: ConsumerOptions): Promise<ConsumerEnd> {
   if (!knobs.ok) return { kind: 'refused', stop: stop(knobs.error.exit, 'bad_settings', knobs.error.message) };
   const logBound = knobFromEnv(opts.env, 'logMaxBytes');
   if (!logBound.ok) return { kind: 'refused', stop: stop(logBound.error.exit, 'bad_settings', logBound.error.message) };
-  const opened = openStateEntry(opts.dir, { create: false, log: { clock: opts.clock, pid: opts.pid, maxBytes: logBound.value } });
+  const opened = openStateDir(opts.dir, { create: false, log: { clock: opts.clock, pid: opts.pid, maxBytes: logBound.value } });
   if (!opened.ok) {
     return {
       kind: 'refused',
       stop: stop(EXIT.usage, 'bad_settings', `--entry ${opts.dir}: ${opened.reason}; the reader (oh-hai bridge) creates the entry and starts the consumer`),
     };
   }
-  const entry = opened.value;
+  const stateDir = opened.value;
   let compromisedBy: string | null = null;
   const take = () =>
-    acquireLock(entry.dir, ENTRY_FILES.consumerLock, {
+    acquireLock(stateDir.dir, STATE_FILES.consumerLock, {
       staleMs: LOCK_STALE_MS,
       clock: opts.clock,
       onCompromised: (err) => {
@@ -62,29 +62,29 @@ export async function runConsumer(opts: ConsumerOptions): Promise<ConsumerEnd> {
       },
     });
   let locked = await take();
-  if (!locked.ok && locked.code === 'held' && holderIsDead(entry)) {
+  if (!locked.ok && locked.code === 'held' && holderIsDead(stateDir)) {
     // A consumer killed with -9 leaves a fresh-looking lock for up to LOCK_STALE_MS; its record
     // (written right after it took the lock) says by pid and start time that it is gone.
-    entry.log('consumer.lock is held by a consumer that no longer exists; taking it over');
-    rmSync(entry.path(ENTRY_FILES.consumerLock), { recursive: true, force: true });
+    stateDir.log('consumer.lock is held by a consumer that no longer exists; taking it over');
+    rmSync(stateDir.path(STATE_FILES.consumerLock), { recursive: true, force: true });
     locked = await take();
   }
-  if (!locked.ok) return { kind: 'refused', stop: refusal(entry, opts, locked.reason) };
+  if (!locked.ok) return { kind: 'refused', stop: refusal(stateDir, opts, locked.reason) };
   // Here, under the lock, no other consumer can be mid-write; a reader's temp names its live pid and is kept.
-  entry.sweepTemps(opts.clock);
-  if (opts.settings) entry.write('settings', opts.settings);
-  const consumer = new Consumer(entry, locked.lock, knobs.value, opts, () => compromisedBy);
+  stateDir.sweepTemps(opts.clock);
+  if (opts.settings) stateDir.write('settings', opts.settings);
+  const consumer = new Consumer(stateDir, locked.lock, knobs.value, opts, () => compromisedBy);
   return { kind: 'stopped', stop: await consumer.run() };
 }
 
-function holderIsDead(entry: StateEntry): boolean {
-  const rec = entry.read('consumer');
+function holderIsDead(stateDir: StateDir): boolean {
+  const rec = stateDir.read('consumer');
   return rec.state === 'ok' && isSameProcessAlive(rec.value) === 'dead';
 }
 
 /** Another consumer holds the entry: say who, from its record, without touching that record. */
-function refusal(entry: StateEntry, opts: ConsumerOptions, reason: string): Stop {
-  const rec = entry.read('consumer');
+function refusal(stateDir: StateDir, opts: ConsumerOptions, reason: string): Stop {
+  const rec = stateDir.read('consumer');
   const holder =
     rec.state === 'ok'
       ? `pid ${rec.value.pid} on ${rec.value.host}, ${rec.value.state} since ${new Date(rec.value.started_at).toISOString()}, heartbeat ${formatDuration(opts.clock.now() - rec.value.heartbeat_at)} ago`
@@ -95,7 +95,7 @@ function refusal(entry: StateEntry, opts: ConsumerOptions, reason: string): Stop
   // Auto mode: the running consumer serves the entry, nothing failed. Direct mode: a
   // supervised unit colliding with another consumer is a configuration a restart cannot fix.
   const refusal = stop(opts.mode === 'direct' ? EXIT.held : EXIT.ok, 'consumer_running', message);
-  entry.log(`refused to start: ${refusal.message}`);
+  stateDir.log(`refused to start: ${refusal.message}`);
   opts.stderr?.write(`oh-hai __consumer: ${refusal.message}\n`);
   return refusal;
 }

@@ -1,6 +1,6 @@
 import { EXIT, type Result } from '../core/index.js';
 import { formatRetainPrinted, type RetainPrinted } from '../config/index.js';
-import { DEFAULT_SEGMENT, ENTRY_FILES, Ledger, SeenJti, type SegmentBounds, type Spool, type StateEntry } from '../spool/index.js';
+import { DEFAULT_SEGMENT, STATE_FILES, Ledger, SeenJti, type SegmentBounds, type Spool, type StateDir } from '../spool/index.js';
 import type { Clock } from '../util/clock.js';
 import { stop, type Stop } from './stops.js';
 
@@ -29,11 +29,11 @@ export const segmentBounds = (retain: RetainPrinted): SegmentBounds => ({
 
 const DAY_MS = 86_400_000;
 
-function compactor(entry: StateEntry, spool: Spool, ledger: Ledger, retain: RetainPrinted): DrainState['compact'] {
+function compactor(stateDir: StateDir, spool: Spool, ledger: Ledger, retain: RetainPrinted): DrainState['compact'] {
   return (nowMs, replayWindowSeconds) => {
     const settled = ledger.settledThrough();
     if (!spool.compactable(settled)) return [];
-    const through = Math.min(settled, entry.checkedCursor().cursor.seq);
+    const through = Math.min(settled, stateDir.checkedCursor().cursor.seq);
     // A delivery sent before the Hub took an acknowledgement passes the freshness check for at
     // most a window either side of its t: twice the window and a margin, then the id may go.
     const holdMs = (2 * replayWindowSeconds + 60) * 1000;
@@ -64,12 +64,12 @@ export interface DrainStateOptions {
  * spool record, as a redelivery would have done: the Hub may never redeliver it (its session
  * replaced, its message expired), and a record owed no ack would hold the mark back for good.
  */
-export function openDrainState(entry: StateEntry, clock: Clock, log: (text: string) => void, opts: DrainStateOptions): Result<DrainState, { stop: Stop }> {
-  const ledger = Ledger.open(entry.dir);
+export function openDrainState(stateDir: StateDir, clock: Clock, log: (text: string) => void, opts: DrainStateOptions): Result<DrainState, { stop: Stop }> {
+  const ledger = Ledger.open(stateDir.dir);
   if (!ledger.ok) return { ok: false, stop: stop(EXIT.internal, 'spool_write_failed', ledger.reason) };
   if (ledger.value.recovery) log(`ledger recovered: cut ${ledger.value.recovery.cutBytes} bytes at byte ${ledger.value.recovery.cutAt}`);
   const settled = ledger.value.settledThrough();
-  const spool = entry.openSpool(clock, { from: Math.min(settled, entry.readCursor().seq), segment: segmentBounds(opts.retain) });
+  const spool = stateDir.openSpool(clock, { from: Math.min(settled, stateDir.readCursor().seq), segment: segmentBounds(opts.retain) });
   if (!spool.ok) {
     ledger.value.close();
     return { ok: false, stop: stop(EXIT.internal, 'spool_write_failed', spool.reason) };
@@ -90,7 +90,7 @@ export function openDrainState(entry: StateEntry, clock: Clock, log: (text: stri
       `ledger: recorded ${unledgered.length} spooled entr${unledgered.length === 1 ? 'y' : 'ies'} it had lost (spooled just before the last stop); they are acked from their spool records`,
     );
   ledger.value.cover(spool.value.lastSeq());
-  const seen = SeenJti.load(entry.dir);
+  const seen = SeenJti.load(stateDir.dir);
   if (!seen.ok) {
     spool.value.close();
     ledger.value.close();
@@ -99,7 +99,7 @@ export function openDrainState(entry: StateEntry, clock: Clock, log: (text: stri
       stop: stop(
         EXIT.internal,
         'state_unreadable',
-        `${seen.reason}; without it a replayed delivery could pass, so the consumer will not start. Remove ${entry.path(ENTRY_FILES.seenJti)} once you have checked nothing else in the entry is damaged`,
+        `${seen.reason}; without it a replayed delivery could pass, so the consumer will not start. Remove ${stateDir.path(STATE_FILES.seenJti)} once you have checked nothing else in the entry is damaged`,
       ),
     };
   }
@@ -109,7 +109,7 @@ export function openDrainState(entry: StateEntry, clock: Clock, log: (text: stri
       spool: spool.value,
       ledger: ledger.value,
       seen: seen.value,
-      compact: compactor(entry, spool.value, ledger.value, opts.retain),
+      compact: compactor(stateDir, spool.value, ledger.value, opts.retain),
       close: () => {
         spool.value.close();
         ledger.value.close();

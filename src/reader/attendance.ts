@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import { isSameProcessAlive, parentPid, processStartTime, sameProcess, type ProcessStamp, type ReaderRecord, type StateEntry } from '../spool/index.js';
+import { isSameProcessAlive, parentPid, processStartTime, sameProcess, type ProcessStamp, type ReaderRecord, type StateDir } from '../spool/index.js';
 import type { Clock, Timers } from '../util/clock.js';
 import { decideHolder, type HolderDecision, type HolderFacts } from './holder.js';
 
@@ -22,28 +22,28 @@ export interface Me {
 }
 
 /** Tell the live reader about to be signalled that its SIGTERM is a displacement (see ReaderDisplaced). */
-export function noteDisplaced(entry: StateEntry, holder: ProcessStamp, by: ProcessStamp): void {
-  entry.write('readerDisplaced', { displaced: { pid: holder.pid, host: holder.host, start_time: holder.start_time }, by: { pid: by.pid, host: by.host } });
+export function noteDisplaced(stateDir: StateDir, holder: ProcessStamp, by: ProcessStamp): void {
+  stateDir.write('readerDisplaced', { displaced: { pid: holder.pid, host: holder.host, start_time: holder.start_time }, by: { pid: by.pid, host: by.host } });
 }
 
 /** The newer reader, when its notice names this process as the one it displaced. */
-export function displacedBy(entry: StateEntry, me: ProcessStamp): { pid: number; host: string } | null {
-  const r = entry.read('readerDisplaced');
+export function displacedBy(stateDir: StateDir, me: ProcessStamp): { pid: number; host: string } | null {
+  const r = stateDir.read('readerDisplaced');
   return r.state === 'ok' && sameProcess(r.value.displaced, me) ? r.value.by : null;
 }
 
-function writtenAt(entry: StateEntry): number | null {
+function writtenAt(stateDir: StateDir): number | null {
   try {
-    return statSync(entry.path('reader.json')).mtimeMs;
+    return statSync(stateDir.path('reader.json')).mtimeMs;
   } catch {
     return null;
   }
 }
 
 /** Gather the facts about whoever holds reader.json now, and decide. */
-export function judgeHolder(entry: StateEntry, me: Me, clock: Clock, staleMs: number): { facts: HolderFacts; decision: HolderDecision } {
-  const record = entry.read('reader');
-  const facts: HolderFacts = { record, writtenAt: writtenAt(entry), alive: 'unknown', starterAlive: 'unknown', nowMs: clock.now(), staleMs };
+export function judgeHolder(stateDir: StateDir, me: Me, clock: Clock, staleMs: number): { facts: HolderFacts; decision: HolderDecision } {
+  const record = stateDir.read('reader');
+  const facts: HolderFacts = { record, writtenAt: writtenAt(stateDir), alive: 'unknown', starterAlive: 'unknown', nowMs: clock.now(), staleMs };
   if (record.state === 'ok') {
     const h = record.value;
     facts.alive = isSameProcessAlive(h);
@@ -80,7 +80,7 @@ export class Heartbeat {
   private stopped = false;
 
   constructor(
-    private readonly entry: StateEntry,
+    private readonly stateDir: StateDir,
     private readonly record: ReaderRecord,
     private readonly clock: Timers,
   ) {}
@@ -103,7 +103,7 @@ export class Heartbeat {
 
   /** Why this reader no longer attends, or null while it does. */
   check(): AttendanceEnd | null {
-    const now = this.entry.read('reader');
+    const now = this.stateDir.read('reader');
     // Absent or unreadable is not another reader's claim: the next beat rewrites ours.
     if (now.state === 'ok' && !sameProcess(now.value, this.record)) return { kind: 'displaced', by: now.value };
     const r = this.record;
@@ -116,7 +116,7 @@ export class Heartbeat {
   private beat(): void {
     this.record.heartbeat_at = this.clock.now();
     try {
-      this.entry.write('reader', this.record);
+      this.stateDir.write('reader', this.record);
     } catch {
       // A missed beat ages the record; the next one retries. The consumer judges staleness.
     }

@@ -1,4 +1,4 @@
-import { isSameProcessAlive, sameProcess, type ConsumerRecord, type ProcessStamp, type StateEntry } from '../spool/index.js';
+import { isSameProcessAlive, sameProcess, type ConsumerRecord, type ProcessStamp, type StateDir } from '../spool/index.js';
 
 export type ConsumerEnd = { kind: 'stopped'; record: ConsumerRecord } | { kind: 'died'; pid: number };
 
@@ -9,13 +9,13 @@ export type ConsumerEnd = { kind: 'stopped'; record: ConsumerRecord } | { kind: 
  */
 export class ConsumerWatch {
   constructor(
-    private readonly entry: StateEntry,
+    private readonly stateDir: StateDir,
     private readonly baseline: ConsumerRecord | null,
     private readonly spawned: ProcessStamp | null,
   ) {}
 
   private current(): ConsumerRecord | null {
-    const rec = this.entry.read('consumer');
+    const rec = this.stateDir.read('consumer');
     if (rec.state !== 'ok') return null;
     return this.baseline && sameProcess(rec.value, this.baseline) ? null : rec.value;
   }

@@ -3,7 +3,7 @@ import { formatDuration } from '../util/duration.js';
 import type { ConsumerRecord, RecordRead, SessionRecord } from '../spool/records.js';
 
 /**
- * The lease epilogue (product doc: "The lease epilogue"): read off the state entry with no
+ * The lease epilogue (product doc: "The lease epilogue"): read off the state dir with no
  * Hub call. Two facts are never merged: the Hub's instant, verbatim and labelled as
  * theirs, and our own elapsed time since the last renewal we saw. No "time remaining".
  */

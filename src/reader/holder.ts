@@ -3,7 +3,7 @@ import { formatDuration } from '../util/duration.js';
 import type { ReaderRecord, RecordRead, SessionRecord } from '../spool/records.js';
 
 /**
- * Another reader on this state entry: displace it, or refuse with exit 10 (product doc:
+ * Another reader on this state dir: displace it, or refuse with exit 10 (product doc:
  * "Exit 10 names the holder — do not kill it"). Pure: every fact is gathered by the caller.
  */
 

@@ -1,8 +1,8 @@
-// The reader as a library: the reading loop of a state entry (claim reader.json, ensure one
+// The reader as a library: the reading loop of a state dir (claim reader.json, ensure one
 // connection, print after the cursor and advance it, wait, stop with the documented outcome and
 // the epilogue) for `oh-hai bridge` (the session leg), `oh-hai inbox watch` (the principal leg)
 // and anything else that reads what the connection spooled. Imports nothing of src/cli.
-export { EntryReader, readReaderKnobs, type LegRun, type ReaderIO, type ReaderKnobs, type ReaderLeg } from './reader.js';
+export { Reader, readReaderKnobs, type LegRun, type ReaderIO, type ReaderKnobs, type ReaderLeg } from './reader.js';
 export { watchPrincipal, type WatchRun } from './principal.js';
 export { NAME as WATCH_NAME } from './principal-words.js';
 export { processSignals, StopRequest, type HandledSignal, type SignalSource } from './signals.js';

@@ -1,10 +1,10 @@
-import type { ConsumerSettings, DirectoryCacheKey, StateEntry } from '../spool/index.js';
+import type { ConsumerSettings, DirectoryCacheKey, StateDir } from '../spool/index.js';
 import { EXIT, type Outcome } from '../core/index.js';
-import { EntryReader, type LegRun } from './reader.js';
+import { Reader, type LegRun } from './reader.js';
 import { NAME, noPolicyLine, watchEpilogue, watcherRefusal } from './principal-words.js';
 
 export interface WatchRun extends Omit<LegRun, 'leg'> {
-  entry: StateEntry;
+  stateDir: StateDir;
   address: string;
   /** What the principal leg's connection must run with. */
   wanted: ConsumerSettings;
@@ -20,20 +20,20 @@ export interface WatchRun extends Omit<LegRun, 'leg'> {
  * against a running connection, and an epilogue without a lease.
  */
 export function watchPrincipal(run: WatchRun): Promise<Outcome> {
-  const { entry, address } = run;
-  return new EntryReader({
+  const { stateDir, address } = run;
+  return new Reader({
     ...run,
     leg: {
       name: NAME,
       logName: 'inbox watch',
-      entry,
+      stateDir,
       declared: false,
       waitMs: run.waitMs,
       wanted: run.wanted,
       directory: run.directory,
       named: { allowFrom: false, transport: false, interval: false, maxRetries: false },
       warnings: [],
-      refusal: (facts) => ({ exit: EXIT.held, code: 'watcher_held', message: watcherRefusal(facts, address, entry.path('reader.json')) }),
+      refusal: (facts) => ({ exit: EXIT.held, code: 'watcher_held', message: watcherRefusal(facts, address, stateDir.path('reader.json')) }),
       noPolicyLine: () => noPolicyLine(address),
       epilogue: (consumer) => watchEpilogue(consumer, address),
     },

@@ -1,6 +1,6 @@
 import { validateEntry } from '../hub/contract/entry.js';
 import { escapeUnsafe } from '../util/escape.js';
-import { CursorWriter, entryStanding, stoodDownSessions, writeCursor, type Cursor, type SpoolItem, type StateEntry } from '../spool/index.js';
+import { CursorWriter, entryStanding, stoodDownSessions, writeCursor, type Cursor, type SpoolItem, type StateDir } from '../spool/index.js';
 import type { Output } from '../util/output.js';
 import { writeFlushed } from '../util/output.js';
 import { hop, TRACE } from '../util/trace.js';
@@ -24,7 +24,7 @@ export class Collected {
   private cursor: Cursor | null = null;
   private dir: string | null = null;
 
-  /** Set by the printer: the cursor after the last record taken, and the state entry it belongs to. */
+  /** Set by the printer: the cursor after the last record taken, and the state dir it belongs to. */
   took(record: TakenRecord, cursor: Cursor, dir: string): void {
     this.taken.push(record);
     this.cursor = cursor;
@@ -54,7 +54,7 @@ export class Printer {
   mail = 0;
 
   constructor(
-    private readonly entry: StateEntry,
+    private readonly stateDir: StateDir,
     private readonly out: Output,
     private readonly raw: boolean,
     /** Asked before each record: a stop request lets the record in flight finish, and no more. */
@@ -63,14 +63,14 @@ export class Printer {
     /** Senders' labels from the directory cache: read once per batch a summary is written for, never fetched. */
     private readonly senderLabels: () => Labels = () => NO_LABELS,
   ) {
-    const checked = entry.checkedCursor();
-    if (checked.rewound) entry.log(`reader: ${checked.rewound}`);
+    const checked = stateDir.checkedCursor();
+    if (checked.rewound) stateDir.log(`reader: ${checked.rewound}`);
     this.cursor = checked.cursor;
   }
 
   /** Something after the cursor is in the spool. */
   pending(): boolean {
-    return this.entry.spoolReader().readFrom(this.cursor, 1).length > 0;
+    return this.stateDir.spoolReader().readFrom(this.cursor, 1).length > 0;
   }
 
   /**
@@ -79,11 +79,11 @@ export class Printer {
    * (see CursorWriter for why not an atomic replace per record).
    */
   async printAvailable(): Promise<void> {
-    const items = this.entry.spoolReader().readFrom(this.cursor);
+    const items = this.stateDir.spoolReader().readFrom(this.cursor);
     if (items.length === 0) return;
     // Stood-down sessions first: a new session takes them into its history before they are cleared.
-    for (const s of stoodDownSessions(this.entry)) this.replaced.add(s.id);
-    const session = this.entry.read('session');
+    for (const s of stoodDownSessions(this.stateDir)) this.replaced.add(s.id);
+    const session = this.stateDir.read('session');
     const current = session.state === 'ok' ? session.value.id : '';
     if (session.state === 'ok') for (const h of session.value.history) this.replaced.add(h.id);
     for (const { record } of items) if (record.type === 'transition') this.replaced.add(record.from_session);
@@ -92,12 +92,12 @@ export class Printer {
       for (const item of items) {
         if (this.stopRequested()) return;
         this.cursor = { seq: item.record.seq, offset: item.end };
-        this.collected.took({ item, ...this.summary(item, current, labels) }, this.cursor, this.entry.dir);
+        this.collected.took({ item, ...this.summary(item, current, labels) }, this.cursor, this.stateDir.dir);
         this.count(item);
       }
       return;
     }
-    const cursorFile = new CursorWriter(this.entry.dir);
+    const cursorFile = new CursorWriter(this.stateDir.dir);
     try {
       for (const item of items) {
         if (this.stopRequested()) return;

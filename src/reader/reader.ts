@@ -1,6 +1,6 @@
 import {
   cachedLabels,
-  ENTRY_FILES,
+  STATE_FILES,
   hostName,
   isSameProcessAlive,
   NotRegularFileError,
@@ -13,7 +13,7 @@ import {
   type ProcessStamp,
   type ReaderRecord,
   type ReportedStop,
-  type StateEntry,
+  type StateDir,
   sameProcess,
 } from '../spool/index.js';
 import { type Coded, CONNECTION_KNOBS, EXIT, readKnobs, type Result, success, type Outcome } from '../core/index.js';
@@ -51,7 +51,7 @@ export function readReaderKnobs(env: NodeJS.ProcessEnv): Coded<ReaderKnobs> {
 const DISPLACE_WAIT_MS = 5000;
 
 /**
- * What differs between the two readers of a state entry: `oh-hai bridge` on the session
+ * What differs between the two readers of a state dir: `oh-hai bridge` on the session
  * leg and `oh-hai inbox watch` on the principal leg. Everything else — the claim on
  * reader.json, one connection per entry, the printer, the wait, the stops — is one loop.
  */
@@ -60,7 +60,7 @@ export interface ReaderLeg {
   name: string;
   /** How this reader names itself in bridge.log. */
   logName: string;
-  entry: StateEntry;
+  stateDir: StateDir;
   /** The key came from --session or the environment: a live holder of it is this agent re-running, and is displaced. */
   declared: boolean;
   waitMs: number;
@@ -106,9 +106,9 @@ type WaitEnd =
   { kind: 'records' } | { kind: 'consumer'; end: ConsumerEnd } | { kind: 'deadline' } | { kind: 'signal' } | { kind: 'attendance'; end: AttendanceEnd };
 
 /** One reading run on a leg: every exit after the entry resolved ends with the leg's epilogue. */
-export class EntryReader {
+export class Reader {
   private readonly leg: ReaderLeg;
-  private readonly entry: StateEntry;
+  private readonly stateDir: StateDir;
   private readonly startedMono: number;
   private record: ReaderRecord | null = null;
   private heartbeat: Heartbeat | null = null;
@@ -120,7 +120,7 @@ export class EntryReader {
 
   constructor(private readonly run: LegRun) {
     this.leg = run.leg;
-    this.entry = run.leg.entry;
+    this.stateDir = run.leg.stateDir;
     this.startedMono = run.io.clock.monotonic();
   }
 
@@ -137,11 +137,11 @@ export class EntryReader {
     try {
       outcome = await this.body();
     } catch (e) {
-      this.entry.log(`${this.leg.logName}: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+      this.stateDir.log(`${this.leg.logName}: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
       outcome = {
         exit: EXIT.internal,
         code: 'internal',
-        message: `this is a bug in oh-hai: ${(e as Error).message}. Details: ${this.entry.path(ENTRY_FILES.log)}`,
+        message: `this is a bug in oh-hai: ${(e as Error).message}. Details: ${this.stateDir.path(STATE_FILES.log)}`,
       };
     } finally {
       this.heartbeat?.stop();
@@ -150,7 +150,7 @@ export class EntryReader {
   }
 
   private epilogue(): string {
-    const consumer = this.entry.read('consumer');
+    const consumer = this.stateDir.read('consumer');
     const alive = consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown';
     const s = this.started;
     const started = s && !(consumer.state === 'ok' && sameProcess(consumer.value, s)) ? { pid: s.pid, host: s.host, alive: isSameProcessAlive(s) } : null;
@@ -159,7 +159,7 @@ export class EntryReader {
 
   private printer(): Printer {
     const { io, raw, stop, collect } = this.run;
-    return new Printer(this.entry, io.stdout, raw, stop.requested, collect, () => cachedLabels(this.leg.directory));
+    return new Printer(this.stateDir, io.stdout, raw, stop.requested, collect, () => cachedLabels(this.leg.directory));
   }
 
   private async body(): Promise<Outcome> {
@@ -169,7 +169,7 @@ export class EntryReader {
     const claimed = await this.claim();
     if ('refusal' in claimed) return claimed.refusal;
 
-    const consumer = this.entry.read('consumer');
+    const consumer = this.stateDir.read('consumer');
     const plan = planConnection({
       consumer,
       alive: consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown',
@@ -189,26 +189,26 @@ export class EntryReader {
         const failed = await this.print(printer);
         if (failed) return failed;
         this.markReported(plan.record);
-        return consumerStopOutcome(plan.record, this.entry.read('session'), io.clock.now(), this.entry.path(ENTRY_FILES.log));
+        return consumerStopOutcome(plan.record, this.stateDir.read('session'), io.clock.now(), this.stateDir.path(STATE_FILES.log));
       }
       case 'adopt':
         this.say(plan.note);
         policy = plan.record.policy;
-        watch = new ConsumerWatch(this.entry, null, null);
+        watch = new ConsumerWatch(this.stateDir, null, null);
         break;
       case 'start': {
         if (plan.note) this.say(plan.note);
         const started = await this.startConsumer(leg.wanted);
         if (!started.ok) return { exit: EXIT.internal, code: 'consumer_not_started', message: started.reason };
         policy = leg.wanted.allow_from;
-        watch = new ConsumerWatch(this.entry, consumer.state === 'ok' ? consumer.value : null, started.value);
+        watch = new ConsumerWatch(this.stateDir, consumer.state === 'ok' ? consumer.value : null, started.value);
         break;
       }
     }
     // Said once per connection start (doctor's policy check says it too), not on every re-run that adopts it.
     if (policy === null && plan.kind === 'start') this.say(leg.noPolicyLine());
 
-    this.heartbeat = new Heartbeat(this.entry, claimed.record, io.clock);
+    this.heartbeat = new Heartbeat(this.stateDir, claimed.record, io.clock);
     this.heartbeat.start(
       this.run.knobs.heartbeatMs,
       (end) => {
@@ -241,10 +241,10 @@ export class EntryReader {
         case 'consumer': {
           const failedLeftovers = await this.print(printer);
           if (failedLeftovers) return failedLeftovers;
-          const logPath = this.entry.path(ENTRY_FILES.log);
+          const logPath = this.stateDir.path(STATE_FILES.log);
           if (end.end.kind === 'died') return consumerDiedOutcome(end.end.pid, logPath);
           this.markReported(end.end.record);
-          return consumerStopOutcome(end.end.record, this.entry.read('session'), io.clock.now(), logPath);
+          return consumerStopOutcome(end.end.record, this.stateDir.read('session'), io.clock.now(), logPath);
         }
       }
     }
@@ -267,9 +267,9 @@ export class EntryReader {
   private finished(): Outcome {
     const signal = this.run.stop.signal;
     if (signal === null) return success();
-    const now = this.entry.read('reader');
+    const now = this.stateDir.read('reader');
     if (now.state === 'ok' && this.record && !sameProcess(now.value, this.record)) return displacedOutcome(now.value);
-    const by = this.record ? displacedBy(this.entry, this.record) : null;
+    const by = this.record ? displacedBy(this.stateDir, this.record) : null;
     if (by) return displacedOutcome(by);
     return signalOutcome(signal);
   }
@@ -277,26 +277,26 @@ export class EntryReader {
   private async claim(): Promise<{ refusal: Outcome } | { record: ReaderRecord }> {
     const { io, knobs } = this.run;
     const me = { pid: io.pid, host: hostName(), declared: this.leg.declared };
-    const { facts, decision } = judgeHolder(this.entry, me, io.clock, knobs.staleMs);
+    const { facts, decision } = judgeHolder(this.stateDir, me, io.clock, knobs.staleMs);
     if (decision.action === 'refuse') return { refusal: this.leg.refusal(facts) };
     const record = myRecord(me, io.clock, { heartbeatMs: knobs.heartbeatMs, staleMs: knobs.staleMs, deadlineMs: this.leg.waitMs + knobs.graceSeconds * 1000 });
     this.record = record;
-    this.entry.write('reader', record);
+    this.stateDir.write('reader', record);
     if (decision.action !== 'displace') return { record };
     const holder = facts.record.state === 'ok' ? facts.record.value : null;
     // A dead holder is the previous run's record, there after every exit of the re-run loop:
     // logging it would add a line to bridge.log per run and say nothing.
     if (decision.why !== 'dead') {
-      this.entry.log(`${this.leg.logName}: displaced the previous reader${decision.pid !== null ? ` pid ${decision.pid}` : ''} (${decision.why})`);
+      this.stateDir.log(`${this.leg.logName}: displaced the previous reader${decision.pid !== null ? ` pid ${decision.pid}` : ''} (${decision.why})`);
     }
     if (decision.why === 'declared' && holder)
       this.say(`took over from this agent session's previous reader (pid ${holder.pid} on ${holder.host}); one reader prints your mail`);
     if (decision.signal && holder) {
-      noteDisplaced(this.entry, holder, record);
+      noteDisplaced(this.stateDir, holder, record);
       await this.stopHolder(holder);
       // The holder's last heartbeat may have landed after our claim: claim again once it is gone.
-      const after = this.entry.read('reader');
-      if (after.state !== 'ok' || !sameProcess(after.value, record)) this.entry.write('reader', record);
+      const after = this.stateDir.read('reader');
+      if (after.state !== 'ok' || !sameProcess(after.value, record)) this.stateDir.write('reader', record);
     }
     return { record };
   }
@@ -322,36 +322,36 @@ export class EntryReader {
 
   /** settings.json, when it is the file the running consumer started with (its digest matches). */
   private runningSettings(c: ConsumerRecord): ConsumerSettings | null {
-    const s = this.entry.readSettings();
+    const s = this.stateDir.readSettings();
     return s.digest === c.settings_digest && s.read.state === 'ok' ? s.read.value : null;
   }
 
   private async startConsumer(wanted: ConsumerSettings): Promise<Result<ProcessStamp>> {
     const { io } = this.run;
-    this.entry.write('settings', wanted);
+    this.stateDir.write('settings', wanted);
     const launched = await this.run.launch({
       execPath: io.self.execPath,
-      args: [...CONSUMER_NODE_FLAGS, ...io.self.args, '__consumer', '--entry', this.entry.dir],
-      dir: this.entry.dir,
-      logPath: this.entry.path(ENTRY_FILES.log),
+      args: [...CONSUMER_NODE_FLAGS, ...io.self.args, '__consumer', '--entry', this.stateDir.dir],
+      dir: this.stateDir.dir,
+      logPath: this.stateDir.path(STATE_FILES.log),
       env: io.env,
     });
     if (!launched.ok) return { ok: false, reason: `could not start the background connection: ${launched.reason}` };
     const stamp = stampOf(launched.value.pid);
     this.started = stamp;
-    this.entry.log(`${this.leg.logName}: started the background connection pid ${stamp.pid}`);
-    this.say(`started the background connection (pid ${stamp.pid}); it logs to ${this.entry.path(ENTRY_FILES.log)}`);
+    this.stateDir.log(`${this.leg.logName}: started the background connection pid ${stamp.pid}`);
+    this.say(`started the background connection (pid ${stamp.pid}); it logs to ${this.stateDir.path(STATE_FILES.log)}`);
     return { ok: true, value: stamp };
   }
 
   private readReported(): ReportedStop | null {
-    const r = this.entry.read('reportedStop');
+    const r = this.stateDir.read('reportedStop');
     return r.state === 'ok' ? r.value : null;
   }
 
   private markReported(c: ConsumerRecord): void {
     if (isReported(c, this.readReported())) return;
-    this.entry.write('reportedStop', { pid: c.pid, start_time: c.start_time, stopped_at: c.stopped_at });
+    this.stateDir.write('reportedStop', { pid: c.pid, start_time: c.start_time, stopped_at: c.stopped_at });
   }
 
   /** Wait (fs.watch on the entry plus the heartbeat as a slow re-check; no busy loop) until something ends the wait. */
@@ -375,7 +375,7 @@ export class EntryReader {
         const ended = watch.ended();
         if (ended) finish({ kind: 'consumer', end: ended });
       };
-      cleanups.push(watchFiles(this.entry.dir, [ENTRY_FILES.spool, ENTRY_FILES.consumer], check));
+      cleanups.push(watchFiles(this.stateDir.dir, [STATE_FILES.spool, STATE_FILES.consumer], check));
       cleanups.push(io.clock.setTimer(remaining, () => finish({ kind: 'deadline' })));
       cleanups.push(this.run.stop.onStop(() => finish({ kind: 'signal' })));
       this.wake = check;

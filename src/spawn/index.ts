@@ -19,7 +19,7 @@ export interface LaunchRequest {
   /** How to run the program, e.g. io.self plus `__consumer --entry <dir>`. */
   execPath: string;
   args: string[];
-  /** The state entry: holds the transient result file. */
+  /** The state dir: holds the transient result file. */
   dir: string;
   logPath: string;
   /** Inherited by the program (a token in the environment is fine; never in argv). */

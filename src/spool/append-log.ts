@@ -5,7 +5,7 @@ import { fail, ok, type Result } from '../core/index.js';
 import { openStateFile, replacedUnder } from './safe-open.js';
 
 /**
- * One durable append-only file of the state entry (the spool's segments, the ledger): the
+ * One durable append-only file of the state dir (the spool's segments, the ledger): the
  * one place that opens for append, cuts a torn tail, writes and fsyncs, and latches broken.
  *
  * - Open (by its one writer, under the entry lock): the owner's `validEnd` walks the file

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { type Result } from '../core/index.js';
 import { writeFileAtomic } from '../util/fs-durable.js';
 import { Fields } from '../util/shape.js';
-import { ENTRY_FILES, readRecord, type RecordRead } from './records.js';
+import { STATE_FILES, readRecord, type RecordRead } from './records.js';
 import type { SpoolReader } from './spool.js';
 
 /** The last record the reader printed (seq 0 = none) and the byte offset just past it. */
@@ -20,7 +20,7 @@ export function parseCursor(x: unknown): Result<Cursor> {
 }
 
 export function readCursorRecord(dir: string): RecordRead<Cursor> {
-  return readRecord(dir, ENTRY_FILES.cursor, parseCursor);
+  return readRecord(dir, STATE_FILES.cursor, parseCursor);
 }
 
 /**
@@ -61,7 +61,7 @@ export class CursorWriter {
   private last: Cursor | null = null;
 
   constructor(dir: string) {
-    this.file = path.join(dir, ENTRY_FILES.cursor);
+    this.file = path.join(dir, STATE_FILES.cursor);
   }
 
   /**
@@ -113,7 +113,7 @@ export class CursorWriter {
 
 /** One durable cursor: an atomic replace (temp → fsync → rename → fsync dir). */
 export function writeCursor(dir: string, cursor: Cursor): void {
-  writeFileAtomic(path.join(dir, ENTRY_FILES.cursor), cursorLine(cursor));
+  writeFileAtomic(path.join(dir, STATE_FILES.cursor), cursorLine(cursor));
 }
 
 export interface CursorCheck {

@@ -3,7 +3,7 @@ export * from './records.js';
 export * from './spool.js';
 export * from './segments.js';
 export * from './cursor.js';
-export * from './entry.js';
+export * from './state-dir.js';
 export * from './log.js';
 export { watchFiles, type WatchOptions } from './watch.js';
 export * from './process.js';

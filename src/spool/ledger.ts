@@ -3,7 +3,7 @@ import { ok, type Result } from '../core/index.js';
 import { AppendLog, type AppendLogFailure } from './append-log.js';
 import { Fields } from '../util/shape.js';
 import { openLine, readLines, sealLine } from './line.js';
-import { ENTRY_FILES } from './records.js';
+import { STATE_FILES } from './records.js';
 
 /**
  * The pending-ack ledger (`ledger.ndjson`): which spooled entries still owe the Hub an
@@ -118,7 +118,7 @@ export class Ledger {
   /** Open (consumer only, under the lock): replay the valid prefix, cut a torn or garbage tail. */
   static open(dir: string): Result<Ledger> {
     const opened = AppendLog.open(
-      { file: path.join(dir, ENTRY_FILES.ledger), what: 'ledger', error: (kind, message) => new LedgerWriteError(LEDGER_FAILURES[kind], message) },
+      { file: path.join(dir, STATE_FILES.ledger), what: 'ledger', error: (kind, message) => new LedgerWriteError(LEDGER_FAILURES[kind], message) },
       replay,
     );
     if (!opened.ok) return opened;

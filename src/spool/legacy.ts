@@ -7,12 +7,12 @@ import { NO_CURSOR, writeCursor, type Cursor } from './cursor.js';
 import { Fields } from '../util/shape.js';
 import { openLine, readLines, sealLine } from './line.js';
 import { hubOrigin } from './paths.js';
-import { ENTRY_FILES, readRecord, writeRecord, type RecordRead, type SessionHistoryItem } from './records.js';
+import { STATE_FILES, readRecord, writeRecord, type RecordRead, type SessionHistoryItem } from './records.js';
 import { sealedSegments } from './segments.js';
 import { parseSpoolRecord, type SpoolEntryRecord, type SpoolTransitionRecord } from './spool.js';
 
 /**
- * A 0.9 per-directory bridge home and its adoption into a state entry: the file moves only
+ * A 0.9 per-directory bridge home and its adoption into a state dir: the file moves only
  * (docs/legacy-0.9.md). Deciding whether a home is live, stopping its connection and asking
  * the Hub belong to the caller (src/cli/resolve/adopt-legacy.ts); everything here is local.
  */
@@ -29,7 +29,7 @@ export const LEGACY_FILES = {
   marker: 'adopted.json',
 } as const;
 
-/** In the state entry: where its adopted home came from, and the `home` it keeps presenting to the Hub. */
+/** In the state dir: where its adopted home came from, and the `home` it keeps presenting to the Hub. */
 export const ADOPTION_RECORD = 'adopted-0.9.json';
 
 /** MA2H §12's grammar for an `MA2H-Consumer` value: anything else could not have been presented. */
@@ -228,10 +228,10 @@ export function convertLegacySpool(dir: string, currentSession: string): Convert
 }
 
 /** Is there anything in the entry's spool (any segment)? Adoption never merges into a spool that holds records. */
-export function entrySpoolEmpty(entryDir: string): boolean {
-  if (sealedSegments(entryDir).length > 0) return false;
+export function stateDirSpoolEmpty(stateDirPath: string): boolean {
+  if (sealedSegments(stateDirPath).length > 0) return false;
   try {
-    return statSync(path.join(entryDir, ENTRY_FILES.spool)).size === 0;
+    return statSync(path.join(stateDirPath, STATE_FILES.spool)).size === 0;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return true;
     throw e;
@@ -239,13 +239,13 @@ export function entrySpoolEmpty(entryDir: string): boolean {
 }
 
 /** Replace the entry's spool with the converted one, atomically: a crash leaves none or all of it. */
-export function writeAdoptedSpool(entryDir: string, converted: ConvertedSpool): void {
-  writeFileAtomic(path.join(entryDir, ENTRY_FILES.spool), converted.text);
+export function writeAdoptedSpool(stateDirPath: string, converted: ConvertedSpool): void {
+  writeFileAtomic(path.join(stateDirPath, STATE_FILES.spool), converted.text);
 }
 
 /** After the spool: a cursor never names records its spool does not hold yet. */
-export function writeAdoptedCursor(entryDir: string, converted: ConvertedSpool): void {
-  writeCursor(entryDir, converted.cursor);
+export function writeAdoptedCursor(stateDirPath: string, converted: ConvertedSpool): void {
+  writeCursor(stateDirPath, converted.cursor);
 }
 
 /** The marker left in the 0.9 home: which entry took it, and whether that finished. */
@@ -331,8 +331,8 @@ export function parseAdoptionRecord(x: unknown): Result<AdoptionRecord> {
   });
 }
 
-export function writeAdoptionRecord(entryDir: string, record: AdoptionRecord): void {
-  writeRecord(entryDir, ADOPTION_RECORD, record);
+export function writeAdoptionRecord(stateDirPath: string, record: AdoptionRecord): void {
+  writeRecord(stateDirPath, ADOPTION_RECORD, record);
 }
 
 /**
@@ -340,7 +340,7 @@ export function writeAdoptionRecord(entryDir: string, record: AdoptionRecord): v
  * sees the same holder (a connect from another home while the 0.9 connection was seen in
  * the last minute is 409 session_held). Null for every other entry.
  */
-export function adoptedHome(entryDir: string): string | null {
-  const r = readRecord(entryDir, ADOPTION_RECORD, parseAdoptionRecord);
+export function adoptedHome(stateDirPath: string): string | null {
+  const r = readRecord(stateDirPath, ADOPTION_RECORD, parseAdoptionRecord);
   return r.state === 'ok' ? r.value.home : null;
 }

@@ -32,7 +32,7 @@ const keepDirectory = () => ({ ...fs, rmdir: (_p: string, cb: (err: null) => voi
 
 /**
  * An fs for proper-lockfile's lock whose lock directory is created 0700 (it calls
- * mkdir(path, cb), which under the usual umask 022 gives 0755): the state entry is
+ * mkdir(path, cb), which under the usual umask 022 gives 0755): the state dir is
  * private all the way down (test/integration/bridge/privacy.test.ts).
  */
 const privateDirectory = () => ({ ...fs, mkdir: (p: string, cb: (err: NodeJS.ErrnoException | null) => void) => fs.mkdir(p, { mode: 0o700 }, cb) });

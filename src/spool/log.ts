@@ -5,7 +5,7 @@ import { escapeUnsafe } from '../util/escape.js';
 import { KNOBS } from '../core/index.js';
 import { processExited } from './process.js';
 import { openStateFile } from './safe-open.js';
-import { ENTRY_FILES } from './records.js';
+import { STATE_FILES } from './records.js';
 
 /** Who is writing bridge.log, and the secrets that must never reach it. */
 export interface LogContext {
@@ -21,7 +21,7 @@ export interface LogContext {
 export const LOG_MAX_BYTES = KNOBS.logMaxBytes.default;
 
 /** The previous generation of bridge.log: the only one kept. */
-export const ROTATED_LOG = `${ENTRY_FILES.log}.1`;
+export const ROTATED_LOG = `${STATE_FILES.log}.1`;
 
 const REDACTED = '[redacted]';
 
@@ -59,7 +59,7 @@ export function formatLogLine(text: string, ctx: LogContext): string {
  * already open, about a microsecond.
  */
 export function appendLog(dir: string, text: string, ctx: LogContext): boolean {
-  const file = path.join(dir, ENTRY_FILES.log);
+  const file = path.join(dir, STATE_FILES.log);
   let size: number;
   try {
     const fd = openStateFile(file, 'append');
@@ -76,7 +76,7 @@ export function appendLog(dir: string, text: string, ctx: LogContext): boolean {
   return true;
 }
 
-const ROTATE_LOCK = `${ENTRY_FILES.log}.rotating`;
+const ROTATE_LOCK = `${STATE_FILES.log}.rotating`;
 
 /**
  * bridge.log → bridge.log.1, one process at a time: two processes that both saw the bound
@@ -99,7 +99,7 @@ function rotateLog(dir: string, ctx: LogContext): void {
   try {
     writeSync(fd, String(ctx.pid));
     closeSync(fd);
-    const file = path.join(dir, ENTRY_FILES.log);
+    const file = path.join(dir, STATE_FILES.log);
     if (statSync(file).size >= (ctx.maxBytes ?? LOG_MAX_BYTES)) renameSync(file, path.join(dir, ROTATED_LOG));
   } catch {
     /* the log keeps growing until a later append rotates it */

@@ -60,13 +60,13 @@ const LEG_DIR: Record<Leg, string> = { session: 'sessions', principal: 'principa
 
 export const bridgeRoot = (root: string): string => path.join(root, 'oh-hai', 'bridge');
 
-export const entryDir = (root: string, leg: Leg, key: string): string => path.join(bridgeRoot(root), LEG_DIR[leg], key);
+export const legStateDir = (root: string, leg: Leg, key: string): string => path.join(bridgeRoot(root), LEG_DIR[leg], key);
 
-export const sessionEntryDir = (root: string, key: string): string => entryDir(root, 'session', key);
+export const sessionStateDir = (root: string, key: string): string => legStateDir(root, 'session', key);
 
-export const principalEntryDir = (root: string, key: string): string => entryDir(root, 'principal', key);
+export const principalStateDir = (root: string, key: string): string => legStateDir(root, 'principal', key);
 
-export interface EntryLocation {
+export interface StateDirLocation {
   leg: Leg;
   key: string;
   dir: string;
@@ -74,9 +74,9 @@ export interface EntryLocation {
 
 const KEY_SHAPE = /^[0-9a-f]{32}$/;
 
-/** Every state entry under a root, both legs; names that are not keys are not ours and are skipped. */
-export function listEntries(root: string): EntryLocation[] {
-  const found: EntryLocation[] = [];
+/** Every state dir under a root, both legs; names that are not keys are not ours and are skipped. */
+export function listStateDirs(root: string): StateDirLocation[] {
+  const found: StateDirLocation[] = [];
   for (const leg of Object.keys(LEG_DIR) as Leg[]) {
     const parent = path.join(bridgeRoot(root), LEG_DIR[leg]);
     let names: string[];

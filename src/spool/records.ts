@@ -4,8 +4,8 @@ import { type Result } from '../core/index.js';
 import { Fields } from '../util/shape.js';
 import { NotRegularFileError, readStateBytes } from './safe-open.js';
 
-/** The files of a state entry (docs/internals.md "The state entry"). */
-export const ENTRY_FILES = {
+/** The files of a state dir (docs/internals.md "The state dir"). */
+export const STATE_FILES = {
   identity: 'identity.json',
   settings: 'settings.json',
   session: 'session.json',

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { fail, ok, type Result } from '../core/index.js';
-import { ENTRY_FILES, readRecord, writeRecord } from './records.js';
+import { STATE_FILES, readRecord, writeRecord } from './records.js';
 
 function parseSeen(x: unknown): Result<Map<string, number>> {
   if (typeof x !== 'object' || x === null || Array.isArray(x)) return fail('the seen-jti set is not a JSON object');
@@ -29,7 +29,7 @@ export class SeenJti {
 
   /** Absent → empty. Unreadable is a failure, not empty: forgetting the set would let a replay through. */
   static load(dir: string): Result<SeenJti> {
-    const r = readRecord(dir, ENTRY_FILES.seenJti, parseSeen);
+    const r = readRecord(dir, STATE_FILES.seenJti, parseSeen);
     if (r.state === 'unreadable') return fail(r.reason);
     return ok(new SeenJti(dir, r.state === 'ok' ? r.value : new Map()));
   }
@@ -66,11 +66,11 @@ export class SeenJti {
    * file and leaves the set broken, like the spool and the ledger: the consumer stops acking.
    */
   persist(): void {
-    const file = path.join(this.dir, ENTRY_FILES.seenJti);
+    const file = path.join(this.dir, STATE_FILES.seenJti);
     if (this.broken !== null) throw new Error(`the seen-jti set ${file} is broken: it failed earlier (${this.broken}); not retried`);
     if (!this.dirty) return;
     try {
-      writeRecord(this.dir, ENTRY_FILES.seenJti, Object.fromEntries(this.seen));
+      writeRecord(this.dir, STATE_FILES.seenJti, Object.fromEntries(this.seen));
     } catch (e) {
       this.broken = (e as Error).message;
       throw new Error(`persisting the seen-jti set ${file} failed: ${this.broken}; not retried`);

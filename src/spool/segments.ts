@@ -1,6 +1,6 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { ENTRY_FILES } from './records.js';
+import { STATE_FILES } from './records.js';
 
 /**
  * The spool's files (docs/spool.md). The records a connection appends go to `bridge.ndjson`,
@@ -40,4 +40,4 @@ export function sealedSegments(dir: string): SealedSegment[] {
 }
 
 /** Is `name` one of the spool's files (the current segment or a sealed one)? For watchers and the entry walk. */
-export const isSpoolFile = (name: string): boolean => name === ENTRY_FILES.spool || SEALED.test(name);
+export const isSpoolFile = (name: string): boolean => name === STATE_FILES.spool || SEALED.test(name);

@@ -6,7 +6,7 @@ import { fail, ok, type Result } from '../core/index.js';
 import { AppendLog, type AppendLogFailure, type TailCut } from './append-log.js';
 import { Fields } from '../util/shape.js';
 import { lineEndingAt, openLine, readLines, sealLine, type RawLine } from './line.js';
-import { ENTRY_FILES } from './records.js';
+import { STATE_FILES } from './records.js';
 import { sealedSegmentName, sealedSegments } from './segments.js';
 import { watchFiles, type WatchOptions } from './watch.js';
 
@@ -214,7 +214,7 @@ export interface SpoolScan {
 
 /** The spool's files, oldest first; the current segment last. */
 function segmentsOf(dir: string): Segment[] {
-  const current = path.join(dir, ENTRY_FILES.spool);
+  const current = path.join(dir, STATE_FILES.spool);
   return [...sealedSegments(dir), { file: current, first: firstSeqOf(current) ?? Infinity }];
 }
 
@@ -245,7 +245,7 @@ export class SpoolReader {
   readonly file: string;
 
   constructor(readonly dir: string) {
-    this.file = path.join(dir, ENTRY_FILES.spool);
+    this.file = path.join(dir, STATE_FILES.spool);
   }
 
   private segments(): Segment[] {
@@ -345,7 +345,7 @@ export class SpoolReader {
 
   /** Call onChange when the spool may have grown (fs.watch on the entry dir plus a slow safety poll). Returns a disposer. */
   watch(onChange: () => void, opts: WatchOptions = {}): () => void {
-    return watchFiles(this.dir, [ENTRY_FILES.spool], onChange, opts);
+    return watchFiles(this.dir, [STATE_FILES.spool], onChange, opts);
   }
 }
 

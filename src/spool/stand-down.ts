@@ -1,7 +1,7 @@
 import { unlinkSync } from 'node:fs';
 import { fsyncDir } from '../util/fs-durable.js';
-import type { StateEntry } from './entry.js';
-import { ENTRY_FILES, type ProcessStamp, type StandDownRequest, type StoodDownSession } from './records.js';
+import type { StateDir } from './state-dir.js';
+import { STATE_FILES, type ProcessStamp, type StandDownRequest, type StoodDownSession } from './records.js';
 
 /**
  * Standing a session down (`oh-hai session close`) across the two processes. The close asks
@@ -14,30 +14,30 @@ import { ENTRY_FILES, type ProcessStamp, type StandDownRequest, type StoodDownSe
 
 const sameStamp = (a: ProcessStamp, b: ProcessStamp): boolean => a.pid === b.pid && a.host === b.host && a.start_time === b.start_time;
 
-function remove(entry: StateEntry, name: string): void {
+function remove(stateDir: StateDir, name: string): void {
   try {
-    unlinkSync(entry.path(name));
+    unlinkSync(stateDir.path(name));
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw e;
   }
-  fsyncDir(entry.dir);
+  fsyncDir(stateDir.dir);
 }
 
 /** Ask the connection `target` to stand down when it is next signalled; written before the SIGTERM. */
-export function requestStandDown(entry: StateEntry, target: ProcessStamp, opts: { nowMs: number; budgetMs: number }): void {
-  entry.write('standDownRequest', { pid: target.pid, host: target.host, start_time: target.start_time, requested_at: opts.nowMs, budget_ms: opts.budgetMs });
+export function requestStandDown(stateDir: StateDir, target: ProcessStamp, opts: { nowMs: number; budgetMs: number }): void {
+  stateDir.write('standDownRequest', { pid: target.pid, host: target.host, start_time: target.start_time, requested_at: opts.nowMs, budget_ms: opts.budgetMs });
 }
 
 /** The request addressed to this very process (pid AND start time), or null: a request left for another process is not ours. */
-export function standDownRequestFor(entry: StateEntry, me: ProcessStamp): StandDownRequest | null {
-  const read = entry.read('standDownRequest');
+export function standDownRequestFor(stateDir: StateDir, me: ProcessStamp): StandDownRequest | null {
+  const read = stateDir.read('standDownRequest');
   return read.state === 'ok' && sameStamp(read.value, me) ? read.value : null;
 }
 
 /** Remove the request (answered, or its connection gone): a later plain SIGTERM must stay a clean stop. */
-export function withdrawStandDown(entry: StateEntry): void {
-  remove(entry, ENTRY_FILES.standDownRequest);
+export function withdrawStandDown(stateDir: StateDir): void {
+  remove(stateDir, STATE_FILES.standDownRequest);
 }
 
 /**
@@ -45,21 +45,21 @@ export function withdrawStandDown(entry: StateEntry): void {
  * is removed (when it still names that session), so no later command attaches or presents
  * the id, and the next reader and connection still learn that it was replaced.
  */
-export function forgetSession(entry: StateEntry, closed: StoodDownSession): void {
-  const kept = stoodDownSessions(entry).filter((s) => s.id !== closed.id);
-  entry.write('stoodDown', { sessions: [...kept, closed] });
-  const current = entry.read('session');
-  if (current.state !== 'ok' || current.value.id === closed.id) remove(entry, ENTRY_FILES.session);
-  entry.log(`stood down ${closed.id} (${closed.hub_state} at the Hub): forgot it here`);
+export function forgetSession(stateDir: StateDir, closed: StoodDownSession): void {
+  const kept = stoodDownSessions(stateDir).filter((s) => s.id !== closed.id);
+  stateDir.write('stoodDown', { sessions: [...kept, closed] });
+  const current = stateDir.read('session');
+  if (current.state !== 'ok' || current.value.id === closed.id) remove(stateDir, STATE_FILES.session);
+  stateDir.log(`stood down ${closed.id} (${closed.hub_state} at the Hub): forgot it here`);
 }
 
 /** Sessions stood down here that no new session has replaced yet; an unreadable record counts as none. */
-export function stoodDownSessions(entry: StateEntry): StoodDownSession[] {
-  const read = entry.read('stoodDown');
+export function stoodDownSessions(stateDir: StateDir): StoodDownSession[] {
+  const read = stateDir.read('stoodDown');
   return read.state === 'ok' ? read.value.sessions : [];
 }
 
 /** A new session replaced the stood-down ones (they are in its history now). */
-export function clearStoodDown(entry: StateEntry): void {
-  remove(entry, ENTRY_FILES.stoodDown);
+export function clearStoodDown(stateDir: StateDir): void {
+  remove(stateDir, STATE_FILES.stoodDown);
 }

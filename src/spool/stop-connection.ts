@@ -1,14 +1,14 @@
 import { isSameProcessAlive, sameProcess, stopAndWait } from './process.js';
 import type { ConsumerRecord } from './records.js';
-import type { StateEntry } from './entry.js';
+import type { StateDir } from './state-dir.js';
 import type { Timers } from '../util/clock.js';
 import { fail, ok, type Result } from '../core/index.js';
 
 export type Running = { kind: 'none'; why: string } | { kind: 'local'; record: ConsumerRecord } | { kind: 'elsewhere'; record: ConsumerRecord };
 
 /** Whether a background connection runs for this entry now: its record, checked by pid AND start time. */
-export function runningConnection(entry: StateEntry): Running {
-  const read = entry.read('consumer');
+export function runningConnection(stateDir: StateDir): Running {
+  const read = stateDir.read('consumer');
   if (read.state === 'absent') return { kind: 'none', why: 'no background connection has run here' };
   if (read.state === 'unreadable') return { kind: 'none', why: `its record could not be read (${read.reason})` };
   const r = read.value;
@@ -25,15 +25,15 @@ export function runningConnection(entry: StateEntry): Running {
  * purged. A process whose stop is recorded but that has not exited by the deadline counts as
  * stopped. Returns the record it left.
  */
-export async function stopConnection(entry: StateEntry, r: ConsumerRecord, clock: Timers, waitMs: number): Promise<Result<ConsumerRecord | null>> {
+export async function stopConnection(stateDir: StateDir, r: ConsumerRecord, clock: Timers, waitMs: number): Promise<Result<ConsumerRecord | null>> {
   const ended = await stopAndWait(r.pid, { gone: () => isSameProcessAlive(r) === 'dead', budgetMs: waitMs, clock });
   if (ended.kind === 'not_signalled') return fail(`could not signal the background connection pid ${r.pid}: ${ended.message}`);
   // Read after the process is gone (or the wait ran out): a record read then is its last word.
-  const now = entry.read('consumer');
+  const now = stateDir.read('consumer');
   const mine = now.state === 'ok' && sameProcess(now.value, r) ? now.value : null;
   if (ended.kind === 'gone' || mine?.state === 'stopped') return ok(mine);
   return fail(
     `the background connection pid ${r.pid} on ${r.host} did not stop within ${Math.round(waitMs / 1000)} s of SIGTERM, so nothing was closed; ` +
-      `it may be wedged — see ${entry.path('bridge.log')}, then run oh-hai session close again`,
+      `it may be wedged — see ${stateDir.path('bridge.log')}, then run oh-hai session close again`,
   );
 }

@@ -1,8 +1,8 @@
 import type { HubClient } from '../../hub/client/index.js';
-import { hostName, isSameProcessAlive, sessionEntryDir, stateKey } from '../../spool/index.js';
+import { hostName, isSameProcessAlive, sessionStateDir, stateKey } from '../../spool/index.js';
 import type { CliIO } from '../io.js';
 import { processInspector, resolveAgentSessionKey, type AgentSessionKey } from '../resolve/index.js';
-import { entryPresence, readBridgeFacts } from './checks/bridge-read.js';
+import { stateDirPresence, readBridgeFacts } from './checks/bridge-read.js';
 import { judgeBridge, type Bound, type HubSession } from './checks/bridge.js';
 import type { DoctorKnobs } from './doctor.js';
 import { check, type Check } from './report.js';
@@ -35,12 +35,12 @@ export type Located = { ok: true; dir: string; key: AgentSessionKey } | { ok: fa
 export function locateBridge(target: BridgeTarget, io: Pick<CliIO, 'env' | 'pid'>): Located {
   const key = resolveAgentSessionKey({ flag: target.session, env: io.env, host: hostName(), selfPid: io.pid, inspect: processInspector });
   if (!key.ok) return { ok: false, reason: key.reason };
-  return { ok: true, key: key.value, dir: sessionEntryDir(target.stateRoot, stateKey(target.hubUrl, target.agentId, key.value.key)) };
+  return { ok: true, key: key.value, dir: sessionStateDir(target.stateRoot, stateKey(target.hubUrl, target.agentId, key.value.key)) };
 }
 
 export async function checkBridge(located: { dir: string; key: AgentSessionKey }, inputs: BridgeInputs): Promise<Check[]> {
   const { dir, key } = located;
-  const presence = entryPresence(dir);
+  const presence = stateDirPresence(dir);
   const where = { entry: dir, agent_session: key.describe };
   if (presence.state === 'absent') {
     return [check('bridge', 'pass', `no bridge for this agent session (${key.describe}; no state entry at ${dir})`, { measured: where })];

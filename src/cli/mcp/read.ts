@@ -1,17 +1,8 @@
 import { unlinkSync } from 'node:fs';
 import type { CallToolResult, McpServer, ServerContext } from '@modelcontextprotocol/server';
-import { ENTRY_FILES, hostName, processStartTime, sameProcess, type StateEntry } from '../../spool/index.js';
+import { STATE_FILES, hostName, processStartTime, sameProcess, type StateDir } from '../../spool/index.js';
 import { formatDuration } from '../../util/duration.js';
-import {
-  Collected,
-  displacedBy,
-  EntryReader,
-  readReaderKnobs,
-  StopRequest,
-  type HandledSignal,
-  type HolderFacts,
-  type SignalSource,
-} from '../../reader/index.js';
+import { Collected, displacedBy, Reader, readReaderKnobs, StopRequest, type HandledSignal, type HolderFacts, type SignalSource } from '../../reader/index.js';
 import { sessionLeg } from '../session-leg.js';
 import { EXIT } from '../../core/index.js';
 import type { Output } from '../../util/output.js';
@@ -22,8 +13,8 @@ import { toolError, toolResult } from './results.js';
 import { seconds, strictArgs } from './schemas.js';
 
 /**
- * oh_hai_read: one run of the bridge's reading loop (EntryReader) on this agent session's
- * state entry, taking the records instead of printing them. Same cursor, same reader seat,
+ * oh_hai_read: one run of the bridge's reading loop (Reader) on this agent session's
+ * state dir, taking the records instead of printing them. Same cursor, same reader seat,
  * same connection, same stops as `oh-hai bridge`; what differs:
  *
  * - The seat is held for this call's deadline only (its wait + the grace), and given back
@@ -82,11 +73,11 @@ function readRefusal(f: HolderFacts, readerPath: string): string {
 }
 
 /** Give the seat back: remove reader.json if it is still this process's (a newer reader's claim is left alone). */
-function releaseSeat(entry: StateEntry, pid: number): void {
-  const r = entry.read('reader');
+function releaseSeat(stateDir: StateDir, pid: number): void {
+  const r = stateDir.read('reader');
   if (r.state !== 'ok' || !sameProcess(r.value, { pid, host: hostName(), start_time: processStartTime(pid) })) return;
   try {
-    unlinkSync(entry.path(ENTRY_FILES.reader));
+    unlinkSync(stateDir.path(STATE_FILES.reader));
   } catch {
     // Already gone: nothing holds the seat.
   }
@@ -137,13 +128,13 @@ async function read(ctx: McpContext, seat: ReadSeat, waitSeconds: number, c: Ser
     logName: 'mcp reader',
     declared: false,
     waitMs: waitSeconds * 1000,
-    refusal: (facts: HolderFacts) => ({ exit: EXIT.held, code: 'reader_held', message: readRefusal(facts, r.entry.path(ENTRY_FILES.reader)) }),
+    refusal: (facts: HolderFacts) => ({ exit: EXIT.held, code: 'reader_held', message: readRefusal(facts, r.stateDir.path(STATE_FILES.reader)) }),
   };
 
   const me = { pid: ctx.io.pid, host: hostName(), start_time: processStartTime(ctx.io.pid) };
   seat.current = {
     displaced: () => {
-      if (displacedBy(r.entry, me) === null) return false;
+      if (displacedBy(r.stateDir, me) === null) return false;
       signal.fire();
       return true;
     },
@@ -155,13 +146,13 @@ async function read(ctx: McpContext, seat: ReadSeat, waitSeconds: number, c: Ser
   const ticker = setInterval(() => void progress(c, ++polls, `waiting for mail (${polls * 2} s)`).catch(() => undefined), 2000);
   let outcome;
   try {
-    outcome = await new EntryReader({ leg, io, stop, knobs: knobs.value, raw: false, launch, collect }).execute();
+    outcome = await new Reader({ leg, io, stop, knobs: knobs.value, raw: false, launch, collect }).execute();
   } finally {
     clearInterval(ticker);
     c.mcpReq.signal.removeEventListener('abort', onCancel);
     stop.dispose();
     seat.current = null;
-    releaseSeat(r.entry, ctx.io.pid);
+    releaseSeat(r.stateDir, ctx.io.pid);
   }
 
   if (collect.taken.length > 0) {

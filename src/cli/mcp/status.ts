@@ -1,14 +1,14 @@
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { describePolicy, parsePolicy } from '../../config/index.js';
-import { isSameProcessAlive, parseConsumerRecord, readRecord, ENTRY_FILES } from '../../spool/index.js';
+import { isSameProcessAlive, parseConsumerRecord, readRecord, STATE_FILES } from '../../spool/index.js';
 import { plain } from '../../reader/index.js';
-import { annotateEntry, sessionStatus, statusEpilogue, statusLines, type AgentAccess } from '../messaging/index.js';
+import { annotateStateDir, sessionStatus, statusEpilogue, statusLines, type AgentAccess } from '../messaging/index.js';
 import type { McpContext } from './context.js';
 import { toolError, toolResult } from './results.js';
 
 /** The policy in force: what the running connection enforces, else what a connection started now would. */
-function policyInForce(a: AgentAccess, entryDir: string | null): { items: string[] | null; source: 'running connection' | 'configuration'; text: string } {
-  const consumer = entryDir !== null ? readRecord(entryDir, ENTRY_FILES.consumer, parseConsumerRecord) : null;
+function policyInForce(a: AgentAccess, stateDirPath: string | null): { items: string[] | null; source: 'running connection' | 'configuration'; text: string } {
+  const consumer = stateDirPath !== null ? readRecord(stateDirPath, STATE_FILES.consumer, parseConsumerRecord) : null;
   if (consumer?.state === 'ok' && consumer.value.state !== 'stopped' && isSameProcessAlive(consumer.value) !== 'dead') {
     const items = consumer.value.policy;
     const parsed = items === null ? null : parsePolicy(items);
@@ -26,12 +26,12 @@ function policyInForce(a: AgentAccess, entryDir: string | null): { items: string
  */
 export async function statusResult(ctx: McpContext, a: AgentAccess): Promise<CallToolResult> {
   const ts = a.thisSession;
-  const policy = policyInForce(a, ts.entryDir);
+  const policy = policyInForce(a, ts.stateDirPath);
   const policyLine = `sender policy: ${policy.text}`;
   if (ts.kind === 'none') {
     const drains =
-      ts.entryDir !== null
-        ? annotateEntry(ts.entryDir, { nowMs: ctx.io.clock.now(), staleMs: ctx.knobs.staleHolderSeconds * 1000, liveness: isSameProcessAlive })
+      ts.stateDirPath !== null
+        ? annotateStateDir(ts.stateDirPath, { nowMs: ctx.io.clock.now(), staleMs: ctx.knobs.staleHolderSeconds * 1000, liveness: isSameProcessAlive })
         : null;
     const text = `no session: ${ts.why}. oh_hai_read (or an oh-hai bridge run) starts the connection, which registers one.\n${policyLine}\n`;
     return toolResult(text, { session: null, why: ts.why, policy: { allow_from: policy.items, source: policy.source }, local: drains });

@@ -2,7 +2,7 @@ import type { SettingsFlags } from '../../config/index.js';
 import { type Coded, CONNECTION_KNOBS, EXIT, readKnobs, toOutcome, type Outcome } from '../../core/index.js';
 import { formatAddress } from '../../hub/contract/index.js';
 import { HubClient } from '../../hub/client/index.js';
-import { ENTRY_FILES, hostName, parseSessionRecord, principalEntryDir, readRecord, sessionEntryDir, stateKey } from '../../spool/index.js';
+import { STATE_FILES, hostName, parseSessionRecord, principalStateDir, readRecord, sessionStateDir, stateKey } from '../../spool/index.js';
 import type { CliIO } from '../io.js';
 import { processInspector, resolveAgent, resolveAgentSessionKey, type AgentSessionKey, type ProcessInspector, type ResolvedAgent } from '../resolve/index.js';
 import { hubFailureError } from './failures.js';
@@ -34,12 +34,12 @@ export interface AgentFlags extends Omit<SettingsFlags, 'transport' | 'unattende
 }
 
 /**
- * The Hub session this agent session currently holds, as its state entry records it — or
+ * The Hub session this agent session currently holds, as its state dir records it — or
  * why there is none. A send attaches it so that a reply reaches the run that is reading.
  */
 export type ThisSession =
-  | { kind: 'attached'; id: string; address: string; entryDir: string | null; key: AgentSessionKey }
-  | { kind: 'none'; why: string; entryDir: string | null; key: AgentSessionKey | null };
+  | { kind: 'attached'; id: string; address: string; stateDirPath: string | null; key: AgentSessionKey }
+  | { kind: 'none'; why: string; stateDirPath: string | null; key: AgentSessionKey | null };
 
 /** The bridge's resolution of this agent (`resolveAgent`), a Hub client acting as it, and this agent session read-only. */
 export interface AgentAccess extends ResolvedAgent {
@@ -49,11 +49,11 @@ export interface AgentAccess extends ResolvedAgent {
 }
 
 /**
- * The principal leg's state entry of an identity (`oh-hai inbox watch`): one per Hub and
+ * The principal leg's state dir of an identity (`oh-hai inbox watch`): one per Hub and
  * agent on this machine. The key's third part is a constant, in its own directory
  * (…/bridge/principal/), so no agent-session key can collide with it.
  */
-export const principalEntryFor = (root: string, hubUrl: string, agentId: string): string => principalEntryDir(root, stateKey(hubUrl, agentId, 'principal'));
+export const principalStateDirFor = (root: string, hubUrl: string, agentId: string): string => principalStateDir(root, stateKey(hubUrl, agentId, 'principal'));
 
 /**
  * Hub URL, credential and agent id as the bridge resolves them, then this agent session's
@@ -117,17 +117,17 @@ async function whoami(hubUrl: string, token: string): Promise<Coded<string>> {
 
 function findThisSession(p: { flags: AgentFlags; io: CliIO; inspect: ProcessInspector; root: string; hubUrl: string; agentId: string }): ThisSession {
   const key = resolveAgentSessionKey({ flag: p.flags.session, env: p.io.env, host: hostName(), selfPid: p.io.pid, inspect: p.inspect });
-  if (!key.ok) return { kind: 'none', why: `the CLI could not tell which agent session this is (${key.reason})`, entryDir: null, key: null };
-  const entryDir = sessionEntryDir(p.root, stateKey(p.hubUrl, p.agentId, key.value.key));
-  const record = readRecord(entryDir, ENTRY_FILES.session, parseSessionRecord);
-  if (record.state === 'ok') return { kind: 'attached', id: record.value.id, address: record.value.address, entryDir, key: key.value };
+  if (!key.ok) return { kind: 'none', why: `the CLI could not tell which agent session this is (${key.reason})`, stateDirPath: null, key: null };
+  const stateDirPath = sessionStateDir(p.root, stateKey(p.hubUrl, p.agentId, key.value.key));
+  const record = readRecord(stateDirPath, STATE_FILES.session, parseSessionRecord);
+  if (record.state === 'ok') return { kind: 'attached', id: record.value.id, address: record.value.address, stateDirPath, key: key.value };
   // A pinned key names its Hub session outright, bridge or no bridge.
   if (key.value.pinned !== null) {
-    return { kind: 'attached', id: key.value.pinned, address: formatAddress(p.agentId, key.value.pinned), entryDir, key: key.value };
+    return { kind: 'attached', id: key.value.pinned, address: formatAddress(p.agentId, key.value.pinned), stateDirPath, key: key.value };
   }
   const why =
     record.state === 'absent'
       ? `this agent session (${key.value.describe}) holds no session: no oh-hai bridge has registered one here, or it was stood down`
       : `this agent session's session record could not be read (${record.reason})`;
-  return { kind: 'none', why, entryDir, key: key.value };
+  return { kind: 'none', why, stateDirPath, key: key.value };
 }

@@ -1,5 +1,5 @@
 // Shared by the sending-side commands (send/ask/task/reply, messages, fleet, session, inbox) and the MCP server.
-export { resolveAgentAccess, withAgentAccess, principalEntryFor, type AgentAccess, type AgentFlags, type ThisSession } from './access.js';
+export { resolveAgentAccess, withAgentAccess, principalStateDirFor, type AgentAccess, type AgentFlags, type ThisSession } from './access.js';
 export { hubFailureError, isTransient, type FailureContext } from './failures.js';
 export { withRetries, SEND_RETRIES, type RetryOptions } from './retry.js';
 export { readMessagingKnobs, type MessagingKnobs } from './access.js';
@@ -14,7 +14,7 @@ export { fetchAgentDirectory } from './directory.js';
 export { resolveName, describeAgent, isName, type Resolved } from '../../hub/contract/index.js';
 export { answerMessage, type Answered } from './respond.js';
 export { annotate, fleetView, type AnnotatedRow, type FleetView } from './fleet-view.js';
-export { annotateEntry, scanLocalState, type LocalAnnotation, type LocalScan } from './local-state.js';
+export { annotateStateDir, scanLocalState, type LocalAnnotation, type LocalScan } from './local-state.js';
 export { sessionStatus, statusEpilogue, statusLines, type SessionStatus, type StatusView } from './status-view.js';
 export { listLine, listText, showText, type Direction } from './message-lines.js';
 export { formatFleet } from './fleet-lines.js';

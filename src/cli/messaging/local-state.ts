@@ -1,9 +1,9 @@
 import type { Liveness } from '../../spool/index.js';
 import { readerAttendance } from '../../consumer/index.js';
 import {
-  ENTRY_FILES,
+  STATE_FILES,
   SpoolReader,
-  listEntries,
+  listStateDirs,
   parseConsumerRecord,
   parseReaderRecord,
   parseSessionRecord,
@@ -44,7 +44,7 @@ export interface LocalProbe {
 }
 
 function consumerState(dir: string, probe: LocalProbe): Pick<LocalAnnotation, 'consumer' | 'consumer_note' | 'consumer_pid' | 'consumer_heartbeat_age_ms'> {
-  const read = readRecord(dir, ENTRY_FILES.consumer, parseConsumerRecord);
+  const read = readRecord(dir, STATE_FILES.consumer, parseConsumerRecord);
   if (read.state === 'absent') {
     return { consumer: 'dead', consumer_note: 'no consumer record: none has run here', consumer_pid: null, consumer_heartbeat_age_ms: null };
   }
@@ -71,7 +71,7 @@ function consumerState(dir: string, probe: LocalProbe): Pick<LocalAnnotation, 'c
 }
 
 function readerState(dir: string, probe: LocalProbe): Pick<LocalAnnotation, 'reader_attending' | 'reader_note'> {
-  const read = readRecord(dir, ENTRY_FILES.reader, parseReaderRecord);
+  const read = readRecord(dir, STATE_FILES.reader, parseReaderRecord);
   if (read.state === 'unreadable') return { reader_attending: null, reader_note: `the reader record could not be read (${read.reason})` };
   const a = readerAttendance(read, probe);
   return a.attending ? { reader_attending: true, reader_note: null } : { reader_attending: false, reader_note: a.why };
@@ -88,8 +88,8 @@ function lag(dir: string): number | null {
   }
 }
 
-/** What one state entry says about its connection, its reader and its lag. */
-export function annotateEntry(dir: string, probe: LocalProbe): LocalAnnotation {
+/** What one state dir says about its connection, its reader and its lag. */
+export function annotateStateDir(dir: string, probe: LocalProbe): LocalAnnotation {
   return { entry: dir, ...consumerState(dir, probe), ...readerState(dir, probe), lag: lag(dir) };
 }
 
@@ -97,15 +97,15 @@ export function annotateEntry(dir: string, probe: LocalProbe): LocalAnnotation {
 export function scanLocalState(root: string, probe: LocalProbe): LocalScan {
   const bySession = new Map<string, LocalAnnotation>();
   const unmatched: LocalScan['unmatched'] = [];
-  for (const loc of listEntries(root)) {
+  for (const loc of listStateDirs(root)) {
     if (loc.leg !== 'session') continue;
-    const session = readRecord(loc.dir, ENTRY_FILES.session, parseSessionRecord);
+    const session = readRecord(loc.dir, STATE_FILES.session, parseSessionRecord);
     if (session.state === 'absent') continue;
     if (session.state === 'unreadable') {
       unmatched.push({ entry: loc.dir, reason: session.reason });
       continue;
     }
-    bySession.set(session.value.id, annotateEntry(loc.dir, probe));
+    bySession.set(session.value.id, annotateStateDir(loc.dir, probe));
   }
   return { bySession, unmatched };
 }

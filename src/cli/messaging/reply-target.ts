@@ -3,11 +3,11 @@ import { validateEntry, type Entry } from '../../hub/contract/index.js';
 import { SpoolReader } from '../../spool/index.js';
 import { fail, ok, type Result } from '../../core/index.js';
 import { plain } from '../../reader/index.js';
-import { principalEntryFor, type AgentAccess } from './access.js';
+import { principalStateDirFor, type AgentAccess } from './access.js';
 
 /** Where the entries this agent has been shown live: this agent session's spool, then the principal leg's. */
 function spoolsOf(a: AgentAccess): string[] {
-  const dirs = [a.thisSession.entryDir, principalEntryFor(a.stateRoot, a.hubUrl, a.agentId)];
+  const dirs = [a.thisSession.stateDirPath, principalStateDirFor(a.stateRoot, a.hubUrl, a.agentId)];
   return dirs.filter((d): d is string => d !== null && existsSync(d));
 }
 

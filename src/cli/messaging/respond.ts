@@ -41,7 +41,7 @@ function respondError(f: HubFailure, a: AgentAccess, given: string, messageId: s
   if (f.kind === 'http') {
     const said = `${f.status} ${f.code}: ${f.message}`;
     if (f.status === 404) {
-      const where = a.thisSession.entryDir ? `this agent session's spool (${a.thisSession.entryDir})` : "this agent's spools";
+      const where = a.thisSession.stateDirPath ? `this agent session's spool (${a.thisSession.stateDirPath})` : "this agent's spools";
       const asEntry = given === messageId ? `it is not an entry id in ${where}, and ` : '';
       return {
         code: f.code,

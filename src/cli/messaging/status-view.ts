@@ -1,11 +1,11 @@
 import type { Coded } from '../../core/index.js';
 import type { Session } from '../../hub/contract/index.js';
-import { isSameProcessAlive, openStateEntry, type ConsumerRecord, type RecordRead, type SessionRecord } from '../../spool/index.js';
+import { isSameProcessAlive, openStateDir, type ConsumerRecord, type RecordRead, type SessionRecord } from '../../spool/index.js';
 import { leaseEpilogue, plain } from '../../reader/index.js';
 import type { AgentAccess, ThisSession } from './access.js';
 import { hubFailureError } from './failures.js';
 import type { MessagingKnobs } from './access.js';
-import { annotateEntry, type LocalAnnotation } from './local-state.js';
+import { annotateStateDir, type LocalAnnotation } from './local-state.js';
 import { failureContext } from './send.js';
 
 export interface StatusView {
@@ -19,7 +19,7 @@ export interface StatusView {
 
 export interface SessionStatus {
   view: StatusView;
-  /** This host's records, for the lease epilogue; null when there is no state entry here. */
+  /** This host's records, for the lease epilogue; null when there is no state dir here. */
   records: { session: RecordRead<SessionRecord>; consumer: RecordRead<ConsumerRecord> } | null;
 }
 
@@ -34,21 +34,21 @@ export async function sessionStatus(
   knobs: MessagingKnobs,
   nowMs: number,
 ): Promise<Coded<SessionStatus>> {
-  const opened = ts.entryDir !== null ? openStateEntry(ts.entryDir, { create: false }) : null;
-  const entry = opened?.ok ? opened.value : null;
+  const opened = ts.stateDirPath !== null ? openStateDir(ts.stateDirPath, { create: false }) : null;
+  const stateDir = opened?.ok ? opened.value : null;
   const got = await a.client.getSession(ts.id);
   const failure = got.ok ? null : got.failure;
   if (failure && !(failure.kind === 'http' && failure.status === 404))
     return { ok: false, error: hubFailureError(failure, failureContext(a, `reading session ${ts.id}`)) };
-  const records = entry ? { session: entry.read('session'), consumer: entry.read('consumer') } : null;
+  const records = stateDir ? { session: stateDir.read('session'), consumer: stateDir.read('consumer') } : null;
   const view: StatusView = {
     session_id: ts.id,
     hub: got.ok ? got.value : null,
     hub_error: failure?.kind === 'http' ? `${failure.status} ${failure.code}: ${failure.message}` : null,
-    local: entry
+    local: stateDir
       ? {
           record: records?.session.state === 'ok' ? records.session.value : null,
-          annotation: annotateEntry(entry.dir, { nowMs, staleMs: knobs.staleHolderSeconds * 1000, liveness: isSameProcessAlive }),
+          annotation: annotateStateDir(stateDir.dir, { nowMs, staleMs: knobs.staleHolderSeconds * 1000, liveness: isSameProcessAlive }),
         }
       : null,
   };

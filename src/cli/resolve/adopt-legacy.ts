@@ -1,13 +1,13 @@
 import type { AckResult, Session } from '../../hub/contract/index.js';
 import type { HubFailure, HubResult } from '../../hub/client/index.js';
 import { type Coded, EXIT, knobFromEnv } from '../../core/index.js';
-import { ENTRY_FILES, hubOrigin, processCommand, processState, stopAndWait, type SessionRecord } from '../../spool/index.js';
+import { STATE_FILES, hubOrigin, processCommand, processState, stopAndWait, type SessionRecord } from '../../spool/index.js';
 import {
   ADOPTION_RECORD,
   claimLegacyHome,
   completeAdoptionMarker,
   convertLegacySpool,
-  entrySpoolEmpty,
+  stateDirSpoolEmpty,
   LEGACY_FILES,
   markerNote,
   readAdoptionMarker,
@@ -23,10 +23,10 @@ import { formatDuration } from '../../util/duration.js';
 import type { LegacyHookRequest } from './legacy-hook.js';
 
 /**
- * Adopting a live 0.9 per-directory home into this agent session's state entry, once
- * (product doc, "Two processes, one state entry"; the layout, "live" and the order of the
+ * Adopting a live 0.9 per-directory home into this agent session's state dir, once
+ * (product doc, "Two processes, one state dir"; the layout, "live" and the order of the
  * steps are in docs/legacy-0.9.md). Every step is durable before the next begins, and the
- * state entry gets its session.json last: until then the next run resumes from the marker.
+ * state dir gets its session.json last: until then the next run resumes from the marker.
  */
 
 /** The durable steps, in order; a test ends the process after any of them. */
@@ -110,7 +110,7 @@ export async function adoptLegacyHome(req: AdoptRequest): Promise<Coded<string[]
   const stopWait = knobFromEnv(req.io.env, 'stopWaitMs');
   if (!stopWait.ok) return stopWait;
   const L = req.legacyDir;
-  const E = req.entry.dir;
+  const E = req.stateDir.dir;
   const read = readLegacyHome(L);
   if (!read.ok) return note([`found a 0.9 bridge home at ${L} but cannot read it (${read.reason}); not adopted, left as it was`]);
   const legacy = read.value;
@@ -147,9 +147,9 @@ export async function adoptLegacyHome(req: AdoptRequest): Promise<Coded<string[]
           'not adopted, and left exactly as it was (its records stay readable there; remove it when you no longer need it)',
       ]);
     }
-    if (prior === null && !entrySpoolEmpty(E)) {
+    if (prior === null && !stateDirSpoolEmpty(E)) {
       return note([
-        `found a live 0.9 bridge home at ${L} (session ${s.id}), but this agent session's spool ${req.entry.path(ENTRY_FILES.spool)} already holds records, and adoption never merges two spools; not adopted, left as it was. ` +
+        `found a live 0.9 bridge home at ${L} (session ${s.id}), but this agent session's spool ${req.stateDir.path(STATE_FILES.spool)} already holds records, and adoption never merges two spools; not adopted, left as it was. ` +
           'To adopt it, run oh-hai bridge in that directory under an agent session of its own (--session <name>)',
       ]);
     }
@@ -170,7 +170,7 @@ async function adopt(
   waitMs: number,
 ): Promise<Coded<string[]>> {
   const L = legacy.dir;
-  const E = req.entry.dir;
+  const E = req.stateDir.dir;
   const s = legacy.session;
   const step = (name: AdoptionStep) => req.afterStep?.(name);
   const marker: AdoptionMarker = prior ?? {
@@ -230,11 +230,11 @@ async function adopt(
   step('marked');
 
   const record = await sessionRecord(req, legacy, found, converted, hub);
-  req.entry.write('session', record);
+  req.stateDir.write('session', record);
   step('session');
 
   const said = adoptedLine(L, record, converted, stopped, found);
-  req.entry.log(`adopted the 0.9 home ${L}: session ${s.id}, ${converted.records} records, cursor at seq ${converted.cursor.seq} (${ADOPTION_RECORD})`);
+  req.stateDir.log(`adopted the 0.9 home ${L}: session ${s.id}, ${converted.records} records, cursor at seq ${converted.cursor.seq} (${ADOPTION_RECORD})`);
   return note([said, ...converted.notes.map((n) => `0.9 home ${L}: ${n}`)]);
 }
 

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { type Coded } from '../../core/index.js';
-import { ENTRY_FILES, type StateEntry } from '../../spool/index.js';
+import { STATE_FILES, type StateDir } from '../../spool/index.js';
 import type { CliIO } from '../io.js';
 
 /**
@@ -14,7 +14,7 @@ import type { CliIO } from '../io.js';
 const LEGACY_SESSION = path.join('.oh-hai', 'bridge', 'session.json');
 
 export interface LegacyHookRequest {
-  entry: StateEntry;
+  stateDir: StateDir;
   io: Pick<CliIO, 'env' | 'cwd' | 'clock' | 'pid'>;
   hubUrl: string;
   token: string;
@@ -34,13 +34,13 @@ export function findLegacyHome(start: string): string | null {
 }
 
 /**
- * Adopt a live 0.9 home into a state entry that has never had a session or a connection
+ * Adopt a live 0.9 home into a state dir that has never had a session or a connection
  * (a new entry, or one whose adoption a crash interrupted). Lines for stderr, or the error
  * that ends the run (the Hub could not say whether the home is live).
  */
 export async function adoptLegacyHomeOnce(req: LegacyHookRequest): Promise<Coded<string[]>> {
-  const { entry } = req;
-  if (existsSync(entry.path(ENTRY_FILES.session)) || existsSync(entry.path(ENTRY_FILES.consumer))) return { ok: true, value: [] };
+  const { stateDir } = req;
+  if (existsSync(stateDir.path(STATE_FILES.session)) || existsSync(stateDir.path(STATE_FILES.consumer))) return { ok: true, value: [] };
   const legacyDir = findLegacyHome(req.io.cwd);
   if (legacyDir === null) return { ok: true, value: [] };
   const { adoptLegacyHome } = await import('./adopt-legacy.js');

@@ -10,7 +10,7 @@ import {
   type SettingsFlags,
 } from '../../config/index.js';
 import { type Coded, EXIT, type CodedError, knobFromEnv } from '../../core/index.js';
-import { openStateEntry, resolveStateRoot, sessionEntryDir, stateKey, type ConsumerSettings, type IdentityRecord, type StateEntry } from '../../spool/index.js';
+import { openStateDir, resolveStateRoot, sessionStateDir, stateKey, type ConsumerSettings, type IdentityRecord, type StateDir } from '../../spool/index.js';
 import type { CliIO } from '../io.js';
 import type { ProcessInspector } from './host-program.js';
 import { adoptLegacyHomeOnce } from './legacy-hook.js';
@@ -19,7 +19,7 @@ import { pinCandidate, resolveAgentSessionKey, type AgentSessionKey } from './se
 /**
  * Bridge-style resolution: flags → config → credential → agent id (`resolveAgent`, which
  * every command acting as this agent uses, the sending side included) → agent-session key
- * → state entry (`resolveBridge`: `oh-hai bridge`, `__consumer --mode direct`, `doctor`), in
+ * → state dir (`resolveBridge`: `oh-hai bridge`, `__consumer --mode direct`, `doctor`), in
  * that order. A failure before the entry resolves carries its reason and nothing else: the
  * lease epilogue is armed only by success.
  */
@@ -59,7 +59,7 @@ export interface ResolvedAgent {
 export interface ResolvedBridge extends ResolvedAgent {
   sessionKey: AgentSessionKey;
   key: string;
-  entry: StateEntry;
+  stateDir: StateDir;
   /** Lines for stderr: config and credential warnings, permission repairs, an adopted 0.9 home. */
   warnings: string[];
 }
@@ -103,7 +103,7 @@ export async function resolveAgent(req: AgentRequest): Promise<Coded<ResolvedAge
   };
 }
 
-/** `resolveAgent`, then this agent session's key and its state entry (made with `create`). */
+/** `resolveAgent`, then this agent session's key and its state dir (made with `create`). */
 export async function resolveBridge(req: ResolveRequest): Promise<Coded<ResolvedBridge>> {
   const { flags, io } = req;
   const resolved = await resolveAgent(req);
@@ -115,19 +115,19 @@ export async function resolveBridge(req: ResolveRequest): Promise<Coded<Resolved
   if (!sessionKey.ok) return usage('agent_session_unknown', sessionKey.reason);
 
   const key = stateKey(hubUrl, agentId, sessionKey.value.key);
-  const dir = sessionEntryDir(stateRoot, key);
+  const dir = sessionStateDir(stateRoot, key);
   const logBound = knobFromEnv(io.env, 'logMaxBytes');
   if (!logBound.ok) return logBound;
-  const opened = openStateEntry(dir, { create: req.create, log: { clock: io.clock, pid: io.pid, deny: [credential.token], maxBytes: logBound.value } });
+  const opened = openStateDir(dir, { create: req.create, log: { clock: io.clock, pid: io.pid, deny: [credential.token], maxBytes: logBound.value } });
   if (!opened.ok) {
     // No entry (read-only callers) is "nothing here for this agent session"; the rest is the environment, not a bug.
     return { ok: false, error: { code: `state_entry_${opened.code}`, message: opened.reason, exit: opened.code === 'absent' ? EXIT.noSession : EXIT.usage } };
   }
-  const entry = opened.value;
+  const stateDir = opened.value;
   let adopted: string[] = [];
   if (req.create) {
-    recordIdentity(entry, { hub: hubUrl, agent_id: agentId, session: sessionKey.value });
-    const legacy = await adoptLegacyHomeOnce({ entry, io, hubUrl, token: credential.token, agentId, pinned: sessionKey.value.pinned });
+    recordIdentity(stateDir, { hub: hubUrl, agent_id: agentId, session: sessionKey.value });
+    const legacy = await adoptLegacyHomeOnce({ stateDir, io, hubUrl, token: credential.token, agentId, pinned: sessionKey.value.pinned });
     if (!legacy.ok) return legacy;
     adopted = legacy.value;
   }
@@ -138,8 +138,8 @@ export async function resolveBridge(req: ResolveRequest): Promise<Coded<Resolved
       ...agent,
       sessionKey: sessionKey.value,
       key,
-      entry,
-      warnings: [...agent.warnings, ...entry.repairs.map((r) => `tightened permissions on ${r.path} from ${r.was} to ${r.now}`), ...adopted],
+      stateDir,
+      warnings: [...agent.warnings, ...stateDir.repairs.map((r) => `tightened permissions on ${r.path} from ${r.was} to ${r.now}`), ...adopted],
     },
   };
 }
@@ -175,7 +175,7 @@ export function connectionSettings(r: ResolvedAgent, target: AgentSessionKey | '
 }
 
 /** identity.json says whose entry this is, for doctor and fleet; rewritten only when it differs. */
-function recordIdentity(entry: StateEntry, who: { hub: string; agent_id: string; session: AgentSessionKey }): void {
+function recordIdentity(stateDir: StateDir, who: { hub: string; agent_id: string; session: AgentSessionKey }): void {
   const want: IdentityRecord = {
     hub: who.hub,
     agent_id: who.agent_id,
@@ -184,9 +184,9 @@ function recordIdentity(entry: StateEntry, who: { hub: string; agent_id: string;
     pinned: who.session.pinned,
     name: who.session.name,
   };
-  const have = entry.read('identity');
+  const have = stateDir.read('identity');
   if (have.state === 'ok' && JSON.stringify(have.value) === JSON.stringify(want)) return;
-  entry.write('identity', want);
+  stateDir.write('identity', want);
 }
 
 /** GET /v1/whoami, loaded only on this cold path so the warm path never imports the network stack. */

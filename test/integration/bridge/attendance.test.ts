@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ENTRY_FILES, isSameProcessAlive, stampOf } from '../../../src/spool/index.js';
+import { STATE_FILES, isSameProcessAlive, stampOf } from '../../../src/spool/index.js';
 import { collect, ohHaiBin, startOhHai } from '../../helpers/cli.js';
 import { waitFor } from '../../helpers/wait.js';
 import { EPILOGUE, message, stage, type Stage } from './stage.js';
@@ -22,7 +22,7 @@ afterEach(() => {
 });
 
 const readerPid = (s: Stage): number | null => {
-  const r = s.entry.read('reader');
+  const r = s.stateDir.read('reader');
   return r.state === 'ok' ? r.value.pid : null;
 };
 
@@ -98,7 +98,7 @@ describe('reader attendance and signals', () => {
     st = stage({ session: null });
     st.consumerRunning();
     const { writeFileSync } = await import('node:fs');
-    writeFileSync(st.entry.path('reader.json'), '{"pid": garbage', { mode: 0o600 });
+    writeFileSync(st.stateDir.path('reader.json'), '{"pid": garbage', { mode: 0o600 });
     const r = await collect(startOhHai(['bridge', '--wait', '0'], { env: st.env }));
     expect(r.code).toBe(10);
     expect(r.stderr).toMatch(/another reader's record exists and could not be read \(.*reader\.json is not valid JSON/);
@@ -122,7 +122,7 @@ describe('reader attendance and signals', () => {
     const r = await secondDone;
     expect(r.code).toBe(130);
     expect(r.stderr).toContain(`took over from this agent session's previous reader (pid ${first.pid}`);
-    expect(readFileSync(st.entry.path(ENTRY_FILES.log), 'utf8')).toContain(`reader: displaced the previous reader pid ${first.pid} (declared)`);
+    expect(readFileSync(st.stateDir.path(STATE_FILES.log), 'utf8')).toContain(`reader: displaced the previous reader pid ${first.pid} (declared)`);
   });
 
   it('a dead previous reader is displaced silently', async () => {
@@ -139,7 +139,7 @@ describe('reader attendance and signals', () => {
     // Nor in bridge.log: a dead holder's record is what every exit of the re-run loop leaves.
     let log = '';
     try {
-      log = readFileSync(st.entry.path(ENTRY_FILES.log), 'utf8');
+      log = readFileSync(st.stateDir.path(STATE_FILES.log), 'utf8');
     } catch {
       // no log at all is silent too
     }
@@ -150,7 +150,7 @@ describe('reader attendance and signals', () => {
     st = stage();
     st.consumerRunning();
     const errFile = path.join(st.temp.root, 'reader.err');
-    const readerJson = st.entry.path('reader.json');
+    const readerJson = st.stateDir.path('reader.json');
     // The shell starts the reader in the background, waits (by condition) until it has claimed, then exits.
     const sh = spawn(
       'sh',
@@ -165,7 +165,7 @@ describe('reader attendance and signals', () => {
     await new Promise((r) => sh.once('exit', r));
     const pid = Number(out.trim());
     kill.push(pid);
-    expect(st.entry.read('reader').state, readFileSync(errFile, 'utf8')).toBe('ok');
+    expect(st.stateDir.read('reader').state, readFileSync(errFile, 'utf8')).toBe('ok');
     await waitFor(() => isSameProcessAlive(stampOf(pid)) === 'dead' || readFileSync(errFile, 'utf8').includes('lease —'), {
       what: 'the orphaned reader to stop',
     });

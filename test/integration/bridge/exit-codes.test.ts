@@ -8,7 +8,7 @@ import {
   bridge,
   consumerOf,
   directive,
-  entryDir,
+  stateDirOf,
   hubCall,
   leaseLine,
   registered,
@@ -33,7 +33,7 @@ const NO_FATAL = /FATAL|STOOD DOWN/;
 describe('oh-hai bridge exit codes against the reference Hub', () => {
   it("0: prints the mail that arrives while it waits; the reader is never the connection's parent", async () => {
     const a = await world.agent();
-    const dir = entryDir(a, world.hub, 'zero');
+    const dir = stateDirOf(a, world.hub, 'zero');
     const run = startBridge(a, 'zero', ['--wait', '30']);
     const sess = await registered(dir);
     const pid = consumerPid(dir);
@@ -58,7 +58,7 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
 
   it('2: a named flag that disagrees with the running connection', async () => {
     const a = await world.agent();
-    const dir = entryDir(a, world.hub, 'two');
+    const dir = stateDirOf(a, world.hub, 'two');
     expect((await bridge(a, 'two', ['--transport', 'poll', '--interval', '0.2', '--wait', '0'])).code).toBe(0);
     const sess = await registered(dir);
     const r = await bridge(a, 'two', ['--transport', 'sse', '--wait', '0']);
@@ -74,7 +74,7 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
     const a = await world.agent();
     const revoked = await hubCall(world.hub, world.hub.humanToken, 'POST', `/v1/account/agents/${a.id}/revoke`);
     expect(revoked.status).toBe(200);
-    const dir = entryDir(a, world.hub, 'three');
+    const dir = stateDirOf(a, world.hub, 'three');
     const r = await bridge(a, 'three', ['--wait', '30']);
     expect(r.code).toBe(3);
     expect(r.stdout).toBe('');
@@ -102,7 +102,7 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
   it("10: another home already drains this session — the refusal names the Hub's holder", async () => {
     const a = await world.agent();
     const first = startBridge(a, 'shared', ['--wait', '30']);
-    const dir = entryDir(a, world.hub, 'shared');
+    const dir = stateDirOf(a, world.hub, 'shared');
     await registered(dir);
     const holder = consumerPid(dir);
     const otherRoot = world.tempDir('oh-hai-other-home-');
@@ -143,7 +143,7 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
 
   it('12: a tampered entry stops the connection; the next run prints what it left, then exits 12', async () => {
     const a = await world.agent();
-    const dir = entryDir(a, world.hub, 'twelve');
+    const dir = stateDirOf(a, world.hub, 'twelve');
     expect((await bridge(a, 'twelve', ['--wait', '0'])).code).toBe(0);
     const sess = await registered(dir);
     await directive(world.hub, `agent:${a.id}#${sess}`, 'good one');
@@ -162,7 +162,7 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
 
   it('13: the Hub unreachable past the retry budget while a reader waits: it exits 13 with the stop; the next run starts afresh', async () => {
     const a = await world.agent();
-    const dir = entryDir(a, world.hub, 'thirteen');
+    const dir = stateDirOf(a, world.hub, 'thirteen');
     const run = startBridge(a, 'thirteen', ['--max-retries', '1', '--wait', '60']);
     const sess = await registered(dir);
     await world.hub.faults([{ class: 'any', action: 'status', status: 503 }]);
@@ -182,7 +182,7 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
 
   it('a 13 no reader saw is history: the next run prints what was left and tries the Hub again, never exiting 13 about it', async () => {
     const a = await world.agent();
-    const dir = entryDir(a, world.hub, 'stale13');
+    const dir = stateDirOf(a, world.hub, 'stale13');
     expect((await bridge(a, 'stale13', ['--max-retries', '1', '--wait', '0'])).code).toBe(0);
     const sess = await registered(dir);
     await directive(world.hub, `agent:${a.id}#${sess}`, 'before the outage');
@@ -201,7 +201,7 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
 
   it('14: a human closes the session (the kill-switch)', async () => {
     const a = await world.agent();
-    const dir = entryDir(a, world.hub, 'fourteen');
+    const dir = stateDirOf(a, world.hub, 'fourteen');
     const run = startBridge(a, 'fourteen', ['--wait', '30']);
     const sess = await registered(dir);
     const closed = await hubCall(world.hub, world.hub.humanToken, 'POST', `/v1/sessions/${sess}/operator-close`);
@@ -215,7 +215,7 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
 
   it('15: the agent stood its own session down', async () => {
     const a = await world.agent();
-    const dir = entryDir(a, world.hub, 'fifteen');
+    const dir = stateDirOf(a, world.hub, 'fifteen');
     const run = startBridge(a, 'fifteen', ['--wait', '30']);
     const sess = await registered(dir);
     expect((await hubCall(world.hub, a.token, 'POST', `/v1/sessions/${sess}/close`)).status).toBe(200);
@@ -233,7 +233,7 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
   ] as const) {
     it(`${code}: ${signal} while waiting — the connection keeps running`, async () => {
       const a = await world.agent();
-      const dir = entryDir(a, world.hub, `sig-${code}`);
+      const dir = stateDirOf(a, world.hub, `sig-${code}`);
       const run = startBridge(a, `sig-${code}`, ['--wait', '30']);
       const sess = await registered(dir);
       const pid = consumerPid(dir);
@@ -256,7 +256,7 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
     it(`${code}: ${signal} is not handled — the reader dies of it, the connection keeps draining, the next run prints what came meanwhile`, async () => {
       const a = await world.agent();
       const name = `unhandled-${code}`;
-      const dir = entryDir(a, world.hub, name);
+      const dir = stateDirOf(a, world.hub, name);
       const run = startBridge(a, name, ['--wait', '30']);
       const sess = await registered(dir);
       const pid = consumerPid(dir);
@@ -276,7 +276,7 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
 
   it('137: SIGKILLed mid-burst, the next run reprints nothing lost', async () => {
     const a = await world.agent();
-    const dir = entryDir(a, world.hub, 'killed');
+    const dir = stateDirOf(a, world.hub, 'killed');
     expect((await bridge(a, 'killed', ['--wait', '0'])).code).toBe(0);
     const sess = await registered(dir);
     const N = 20;

@@ -32,7 +32,7 @@ describe('SIGKILL at random instants while printing a burst', () => {
     const killedAt: number[] = [];
     await withSeed('reader kill run', async (rand) => {
       for (let trial = 0; trial < TRIALS; trial++) {
-        st.entry.writeCursor({ seq: 0, offset: 0 });
+        st.stateDir.writeCursor({ seq: 0, offset: 0 });
         // Kill once a random number of lines has arrived (0 = during start-up), plus a random sub-millisecond lag.
         const target = Math.floor(rand() * RECORDS);
         const child = startOhHai(['bridge', '--raw', '--wait', '0'], { env: st.env });
@@ -53,7 +53,7 @@ describe('SIGKILL at random instants while printing a burst', () => {
         // What the killed run printed is a prefix 1..k.
         expect(a).toEqual(Array.from({ length: a.length }, (_, i) => i + 1));
         // Killed between a step and the commit or inside either: cursor.json is whole (its one writer's steps and atomic commits).
-        expect(readCursorRecord(st.entry.dir).state).toBe('ok');
+        expect(readCursorRecord(st.stateDir.dir).state).toBe('ok');
         const cursor = st.cursor().seq;
         expect(cursor === a.length || cursor === a.length - 1).toBe(true);
 

@@ -2,7 +2,7 @@ import { lstatSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../helpers/wait.js';
-import { bridge, directive, entryDir, registered, useBridgeWorld } from './world.js';
+import { bridge, directive, stateDirOf, registered, useBridgeWorld } from './world.js';
 
 /**
  * The state entry is private all the way down (issue 18, item 5): after a full bridge run
@@ -28,7 +28,7 @@ describe('privacy of the state entry', () => {
     const a = await world.agent();
     const first = await bridge(a, 'private', ['--wait', '0']);
     expect(first.code, first.stderr).toBe(0);
-    const dir = entryDir(a, world.hub, 'private');
+    const dir = stateDirOf(a, world.hub, 'private');
     const sid = await registered(dir);
     await directive(world.hub, `agent:${a.id}#${sid}`, 'private mail');
     const r = await bridge(a, 'private', ['--wait', '20']);

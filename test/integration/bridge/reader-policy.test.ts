@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runOhHai } from '../../helpers/cli.js';
 import { waitFor } from '../../helpers/wait.js';
-import { bridge, consumerOf, entryDir, hubCall, registered, sessionIdOf, useBridgeWorld } from './world.js';
+import { bridge, consumerOf, stateDirOf, hubCall, registered, sessionIdOf, useBridgeWorld } from './world.js';
 
 /**
  * The sender policy through the real bridge and connection (product doc, "The sender
@@ -34,7 +34,7 @@ describe('the sender policy through oh-hai bridge', () => {
   it("--allow-from agent:<id> admits exactly that peer: its ask is printed, another agent's is refused and left queued", async () => {
     const a = await world.agent();
     const [allowed, other] = [await world.hub.mintAgent('allowed'), await world.hub.mintAgent('other')];
-    const dir = entryDir(a, world.hub, 'policy');
+    const dir = stateDirOf(a, world.hub, 'policy');
     expect((await bridge(a, 'policy', ['--wait', '0', '--allow-from', `agent:${allowed.id}`])).code).toBe(0);
     const sess = await registered(dir);
     expect(consumerOf(dir)!.policy).toEqual([`agent:${allowed.id}`]);
@@ -51,7 +51,7 @@ describe('the sender policy through oh-hai bridge', () => {
   it('a changed --allow-from is exit 2 against the running connection, and applies after session close --keep-connection, under the same address', async () => {
     const a = await world.agent();
     const [first, second] = [await world.hub.mintAgent('first'), await world.hub.mintAgent('second')];
-    const dir = entryDir(a, world.hub, 'change');
+    const dir = stateDirOf(a, world.hub, 'change');
     expect((await bridge(a, 'change', ['--wait', '0', '--allow-from', `agent:${first.id}`])).code).toBe(0);
     const sess = await registered(dir);
     const running = consumerOf(dir)!.pid;
@@ -84,7 +84,7 @@ describe('where the bridge writes', () => {
     const cwd = world.tempDir('oh-hai-project-');
     const r = await runOhHai(['bridge', '--wait', '0'], { env: { ...a.env, MA2H_AGENT_SESSION_ID: 'here' }, cwd });
     expect(r.code, r.stderr).toBe(0);
-    await registered(entryDir(a, world.hub, 'here'));
+    await registered(stateDirOf(a, world.hub, 'here'));
     expect(readdirSync(cwd)).toEqual([]);
   });
 });

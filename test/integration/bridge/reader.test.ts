@@ -86,7 +86,7 @@ describe('oh-hai bridge against a staged entry (the reader itself)', () => {
     ];
     st.append(texts.map((t) => message(t)));
     for (const flag of ['--raw', '--json']) {
-      st.entry.writeCursor({ seq: 0, offset: 0 });
+      st.stateDir.writeCursor({ seq: 0, offset: 0 });
       const r = await runOhHai(['bridge', flag, '--wait', '0'], { env: st.env });
       expect(r.code).toBe(0);
       const lines = r.stdout.split('\n');
@@ -99,7 +99,7 @@ describe('oh-hai bridge against a staged entry (the reader itself)', () => {
         expect(rec.signature).toMatch(/^t=1,jti=/);
       });
       expect(r.stdout).toBe(
-        st.entry
+        st.stateDir
           .spoolReader()
           .readAfter(0)
           .map((it) => it.line + '\n')
@@ -129,7 +129,7 @@ describe('oh-hai bridge against a staged entry (the reader itself)', () => {
     st.consumerRunning();
     const child = startOhHai(['bridge', '--wait', '30'], { env: st.env });
     const done = collect(child);
-    await waitFor(() => st!.entry.read('reader').state === 'ok', { what: 'the reader to claim the entry' });
+    await waitFor(() => st!.stateDir.read('reader').state === 'ok', { what: 'the reader to claim the entry' });
     st.append([message('late arrival')]);
     const r = await done;
     expect(r.code).toBe(0);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SpoolReader, readCursor, sealedSegments } from '../../../src/spool/index.js';
 import { waitFor } from '../../helpers/wait.js';
-import { bridge, directive, entryDir, registered, useBridgeWorld } from './world.js';
+import { bridge, directive, stateDirOf, registered, useBridgeWorld } from './world.js';
 
 const world = useBridgeWorld();
 
@@ -15,7 +15,7 @@ describe('[bridge] retain_printed on real processes (docs/spool.md)', () => {
     const a = await world.agent({ OH_HAI_RETAIN_PRINTED: '0 records' });
     const first = await bridge(a, 'retain', ['--wait', '0']);
     expect(first.code).toBe(0);
-    const dir = entryDir(a, world.hub, 'retain');
+    const dir = stateDirOf(a, world.hub, 'retain');
     const sid = await registered(dir);
     // resolved by the reader into the connection's settings (absent would mean the default)
     expect(JSON.parse(readFileSync(path.join(dir, 'settings.json'), 'utf8')).retain_printed).toEqual({ records: 0, days: 7, bytes: 64 * 2 ** 20 });

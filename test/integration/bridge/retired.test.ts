@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { isSameProcessAlive, sessionEntryDir, stampOf, stateKey } from '../../../src/spool/index.js';
+import { isSameProcessAlive, sessionStateDir, stampOf, stateKey } from '../../../src/spool/index.js';
 import { runOhHai } from '../../helpers/cli.js';
 import { hubCall } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
-import { bridge, consumerOf, entryDir, registered, sessionIdOf, useBridgeWorld } from './world.js';
+import { bridge, consumerOf, stateDirOf, registered, sessionIdOf, useBridgeWorld } from './world.js';
 
 /** The retired subcommands warn once and forward, returning the forwarded command's exit code. */
 const world = useBridgeWorld();
@@ -15,7 +15,7 @@ const warnings = (stderr: string, what: string) =>
 describe('retired bridge subcommands', () => {
   it('bridge stop forwards to oh-hai session close: stops the connection, closes the session, exit 0; then 4 with nothing to stand down', async () => {
     const a = await world.agent();
-    const dir = entryDir(a, world.hub, 'stopme');
+    const dir = stateDirOf(a, world.hub, 'stopme');
     expect((await bridge(a, 'stopme', ['--wait', '0'])).code).toBe(0);
     await registered(dir);
     const pid = consumerOf(dir)!.pid;
@@ -33,7 +33,7 @@ describe('retired bridge subcommands', () => {
 
   it('bridge stop --keep-session forwards to session close --keep-connection', async () => {
     const a = await world.agent();
-    const dir = entryDir(a, world.hub, 'keep');
+    const dir = stateDirOf(a, world.hub, 'keep');
     expect((await bridge(a, 'keep', ['--wait', '0'])).code).toBe(0);
     const sess = await registered(dir);
     const r = await runOhHai(['bridge', 'stop', '--keep-session', '--session', 'keep'], { env: a.env });
@@ -47,7 +47,7 @@ describe('retired bridge subcommands', () => {
   it('bridge stop --purge closes the session, then clears the state entry; --state-home and --hub typed after the subcommand are carried', async () => {
     const a = await world.agent();
     const root = world.tempDir('oh-hai-purge-');
-    const dir = sessionEntryDir(root, stateKey(world.hub.url, a.id, 'purgeme'));
+    const dir = sessionStateDir(root, stateKey(world.hub.url, a.id, 'purgeme'));
     expect((await bridge(a, 'purgeme', ['--wait', '0', '--state-home', root])).code).toBe(0);
     const sess = await registered(dir);
     const pid = consumerOf(dir)!.pid;

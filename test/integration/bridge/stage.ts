@@ -4,16 +4,16 @@ import path from 'node:path';
 import type { Entry } from '../../../src/hub/contract/types.js';
 import {
   hostName,
-  openStateEntry,
+  openStateDir,
   processStartTime,
-  sessionEntryDir,
+  sessionStateDir,
   Spool,
   stampOf,
   stateKey,
   type ConsumerRecord,
   type Cursor,
   type SessionRecord,
-  type StateEntry,
+  type StateDir,
 } from '../../../src/spool/index.js';
 import { systemClock } from '../../../src/util/clock.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
@@ -28,7 +28,7 @@ import { consumerRecord } from '../../helpers/records.js';
 export interface Stage {
   env: NodeJS.ProcessEnv;
   temp: TempEnv;
-  entry: StateEntry;
+  stateDir: StateDir;
   agentId: string;
   session: SessionRecord;
   standIn: ChildProcess | null;
@@ -71,10 +71,10 @@ export function stage(opts: { session?: string | null; env?: NodeJS.ProcessEnv }
   });
   // No declared key: the reader's host program is this test process (its parent, and not a shell).
   const key = sessionKey ?? `host:${hostName()}:${process.pid}:${processStartTime(process.pid)}`;
-  const dir = sessionEntryDir(temp.env.XDG_STATE_HOME!, stateKey(HUB, agentId, key));
-  const opened = openStateEntry(dir, { create: true });
+  const dir = sessionStateDir(temp.env.XDG_STATE_HOME!, stateKey(HUB, agentId, key));
+  const opened = openStateDir(dir, { create: true });
   if (!opened.ok) throw new Error(opened.reason);
-  const entry = opened.value;
+  const stateDir = opened.value;
   const now = Date.now();
   const session: SessionRecord = {
     id: 'sess_a',
@@ -86,12 +86,12 @@ export function stage(opts: { session?: string | null; env?: NodeJS.ProcessEnv }
     renewed_at: now,
     history: [],
   };
-  entry.write('session', session);
+  stateDir.write('session', session);
   let standIn: ChildProcess | null = null;
   const s: Stage = {
     env: temp.env,
     temp,
-    entry,
+    stateDir,
     agentId,
     session,
     get standIn() {
@@ -104,7 +104,7 @@ export function stage(opts: { session?: string | null; env?: NodeJS.ProcessEnv }
     },
     consumerRunning(over = {}) {
       const rec = s.consumerRecord(over);
-      entry.write('consumer', rec);
+      stateDir.write('consumer', rec);
       return rec;
     },
     append(entries, sessionId = 'sess_a') {

@@ -52,7 +52,7 @@ function bridgeRun(s: Stage, via: 'modules' | 'bin', log: string): Promise<RunRe
 
 async function warmRun(s: Stage, via: 'modules' | 'bin' = 'modules'): Promise<string[]> {
   const log = path.join(s.temp.root, 'loads.txt');
-  s.entry.writeCursor({ seq: 0, offset: 0 });
+  s.stateDir.writeCursor({ seq: 0, offset: 0 });
   const r = await bridgeRun(s, via, log);
   expect(r.code, r.stderr).toBe(0);
   expect(r.stdout.trimEnd().split('\n')).toHaveLength(2);

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach } from 'vitest';
-import { listEntries, parseConsumerRecord, readRecord, sessionEntryDir, stateKey, type ConsumerRecord } from '../../../src/spool/index.js';
+import { listStateDirs, parseConsumerRecord, readRecord, sessionStateDir, stateKey, type ConsumerRecord } from '../../../src/spool/index.js';
 import { collect, runOhHai, startOhHai, type RunResult } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
 import type { StartHubOptions, TestHub } from '../../helpers/hub.js';
@@ -76,7 +76,7 @@ export const startBridge = (a: Agent, session: string, args: string[], env: Node
   return { child, done: collect(child) };
 };
 
-export const entryDir = (a: Agent, hub: TestHub, session: string): string => sessionEntryDir(a.stateRoot, stateKey(hub.url, a.id, session));
+export const stateDirOf = (a: Agent, hub: TestHub, session: string): string => sessionStateDir(a.stateRoot, stateKey(hub.url, a.id, session));
 
 export function consumerOf(dir: string): ConsumerRecord | null {
   const r = readRecord(dir, 'consumer.json', parseConsumerRecord);
@@ -137,7 +137,7 @@ export const hubCall = call;
  */
 export async function stopConsumers(a: Agent): Promise<void> {
   const pids = new Set(processesMentioning(a.stateRoot));
-  for (const loc of listEntries(a.stateRoot)) {
+  for (const loc of listStateDirs(a.stateRoot)) {
     const c = consumerOf(loc.dir);
     if (c) pids.add(c.pid);
   }

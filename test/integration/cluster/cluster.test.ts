@@ -6,7 +6,7 @@ import { startPair, type Pair } from '../../helpers/cluster.js';
 import { findNginx, type Balancer } from '../../helpers/nginx.js';
 import { sql } from '../../helpers/postgres.js';
 import { waitFor } from '../../helpers/wait.js';
-import { agent, bridge, entryDir, registered, sessionIdOf, stopConsumers, type Agent } from '../bridge/world.js';
+import { agent, bridge, stateDirOf, registered, sessionIdOf, stopConsumers, type Agent } from '../bridge/world.js';
 import { openSse, type SseConn } from '../hub/sse.js';
 
 // Two Hub instances on one PostgreSQL database, behind the shipped nginx config: the
@@ -122,7 +122,7 @@ describe.skipIf(noNginx !== null)('two Hub instances on one PostgreSQL, behind n
     it('keeps the bridge on its session through the balancer: every accepted message spooled once, none lost', async () => {
       const balanced: TestHub = { ...a, url: lb.url };
       ag = await agent(balanced);
-      const dir = entryDir(ag, balanced, 'failover');
+      const dir = stateDirOf(ag, balanced, 'failover');
       expect((await bridge(ag, 'failover', ['--wait', '0'])).code).toBe(0);
       const sess = await registered(dir);
       const holder = await waitFor(async () => ((await openStreams(a)) === 1 ? a : (await openStreams(b)) === 1 ? b : null), {

@@ -8,7 +8,7 @@ import { hubCall, startHub, type StartHubOptions, type TestHub } from '../../hel
 import { waitFor } from '../../helpers/wait.js';
 import { undoAfterEach, useHub } from '../../helpers/world.js';
 import { ensureDir, writeFileAtomic } from '../../../src/util/fs-durable.js';
-import { selfStamp, sessionEntryDir, stateKey, type ConsumerRecord, type ConsumerSettings, type SessionRecord } from '../../../src/spool/index.js';
+import { selfStamp, sessionStateDir, stateKey, type ConsumerRecord, type ConsumerSettings, type SessionRecord } from '../../../src/spool/index.js';
 import { consumerSettings } from '../../helpers/records.js';
 
 /**
@@ -61,7 +61,7 @@ export class Bench {
     envExtra: NodeJS.ProcessEnv,
   ) {
     this.env = { ...temp.env, ...FAST_KNOBS, MA2H_AGENT_TOKENS: `${me.id}=${me.token}`, ...envExtra };
-    this.dir = sessionEntryDir(path.join(temp.root, 'state'), stateKey(hub.url, me.id, sessionKey));
+    this.dir = sessionStateDir(path.join(temp.root, 'state'), stateKey(hub.url, me.id, sessionKey));
     ensureDir(this.dir, 0o700);
   }
 

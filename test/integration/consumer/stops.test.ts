@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { consumerHome } from '../../../src/consumer/index.js';
-import { selfStamp, sessionEntryDir, stateKey } from '../../../src/spool/index.js';
+import { selfStamp, sessionStateDir, stateKey } from '../../../src/spool/index.js';
 import { runOhHai, startOhHai } from '../../helpers/cli.js';
 import { useHub } from '../../helpers/world.js';
 import { FAST_HUB, hubCall, useBenches, waitFor, type Bench } from './harness.js';
@@ -398,7 +398,7 @@ describe('--mode direct --session (a service manager resolves nothing for it)', 
       env: { ...bench.env, MA2H_HUB_URL: world.hub.url },
     });
     bench.procs.push(p);
-    const dir = sessionEntryDir(path.join(bench.temp.root, 'state'), stateKey(world.hub.url, bench.me.id, 'svc-1'));
+    const dir = sessionStateDir(path.join(bench.temp.root, 'state'), stateKey(world.hub.url, bench.me.id, 'svc-1'));
     const read = (name: string) => {
       try {
         return JSON.parse(readFileSync(path.join(dir, name), 'utf8'));

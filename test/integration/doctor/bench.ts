@@ -4,8 +4,8 @@ import path from 'node:path';
 import type { DoctorReport } from '../../../src/cli/doctor/index.js';
 import type { Entry } from '../../../src/hub/contract/types.js';
 import {
-  openStateEntry,
-  sessionEntryDir,
+  openStateDir,
+  sessionStateDir,
   Spool,
   stampOf,
   stateKey,
@@ -13,7 +13,7 @@ import {
   type ConsumerSettings,
   type ProcessStamp,
   type ReaderRecord,
-  type StateEntry,
+  type StateDir,
 } from '../../../src/spool/index.js';
 import type { Clock } from '../../../src/util/clock.js';
 import { runOhHai, type RunResult } from '../../helpers/cli.js';
@@ -39,7 +39,7 @@ export class Bench {
   readonly temp: TempEnv;
   readonly env: NodeJS.ProcessEnv;
   readonly dir: string;
-  private entryHandle: StateEntry | null = null;
+  private stateDirHandle: StateDir | null = null;
   private readonly children: ChildProcess[] = [];
 
   constructor(
@@ -56,7 +56,7 @@ export class Bench {
       MA2H_AGENT_SESSION_ID: sessionName,
       ...extraEnv,
     };
-    this.dir = sessionEntryDir(this.env.XDG_STATE_HOME!, stateKey(hub.url, agent.id, sessionName));
+    this.dir = sessionStateDir(this.env.XDG_STATE_HOME!, stateKey(hub.url, agent.id, sessionName));
   }
 
   static async create(hub: TestHub, sessionName = 'doctor-test', extraEnv: NodeJS.ProcessEnv = {}): Promise<Bench> {
@@ -64,13 +64,13 @@ export class Bench {
   }
 
   /** The entry, made (0700) on first use by the test — never by doctor. */
-  get entry(): StateEntry {
-    if (!this.entryHandle) {
-      const opened = openStateEntry(this.dir, { create: true });
+  get entry(): StateDir {
+    if (!this.stateDirHandle) {
+      const opened = openStateDir(this.dir, { create: true });
       if (!opened.ok) throw new Error(opened.reason);
-      this.entryHandle = opened.value;
+      this.stateDirHandle = opened.value;
     }
-    return this.entryHandle;
+    return this.stateDirHandle;
   }
 
   /** A live process to stand in for the connection or the reader. */

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { hubCall } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
-import { consumerOf, entryDir, sessionIdOf } from '../bridge/world.js';
+import { consumerOf, stateDirOf, sessionIdOf } from '../bridge/world.js';
 import { gone } from '../../helpers/process.js';
 import { bridgeIn, entryIdsIn, messageState, readSpool, send, sessionState, snapshot, useLegacyWorlds, waitLapsed, type LegacyWorld } from './world.js';
 
@@ -91,7 +91,7 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
     expect(other.code, other.stderr).toBe(0);
     expect(other.stdout).toBe('');
     expect(other.stderr).not.toContain('0.9 bridge home');
-    const otherEntry = entryDir(w.me, w.hub, 'another-agent');
+    const otherEntry = stateDirOf(w.me, w.hub, 'another-agent');
     expect(existsSync(path.join(otherEntry, 'adopted-0.9.json'))).toBe(false);
     expect(entryIdsIn(readSpool(otherEntry))).toEqual([]);
     expect(readFileSync(path.join(w.dir, 'adopted.json'), 'utf8')).toBe(markerBytes);

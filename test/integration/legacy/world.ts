@@ -7,7 +7,7 @@ import { runOhHai, type RunResult } from '../../helpers/cli.js';
 import { hubCall, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 import { undoAfterEach, useHub } from '../../helpers/world.js';
-import { agent, entryDir, QUICK_HUB, stopConsumers, type Agent } from '../bridge/world.js';
+import { agent, stateDirOf, QUICK_HUB, stopConsumers, type Agent } from '../bridge/world.js';
 
 /**
  * A 0.9 per-directory home built the way 0.9 left one (docs/legacy-0.9.md): a session
@@ -125,7 +125,7 @@ export async function legacyWorld(hub: TestHub, opts: LegacyOptions): Promise<Le
     writeFileSync(path.join(dir, 'consumer.pid'), `${connection.pid}\n`, { mode: 0o600 });
   }
 
-  return { hub, me, peer, work, dir, home, session, sent: inOrder, entry: entryDir(me, hub, SESSION_KEY), spoolText, connection };
+  return { hub, me, peer, work, dir, home, session, sent: inOrder, entry: stateDirOf(me, hub, SESSION_KEY), spoolText, connection };
 }
 
 /**

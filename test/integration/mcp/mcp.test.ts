@@ -4,7 +4,7 @@ import { hubCall } from '../../helpers/hub.js';
 import { killAndWait } from '../../helpers/process.js';
 import { waitFor } from '../../helpers/wait.js';
 import { undoAfterEach } from '../../helpers/world.js';
-import { as, BRIDGE, entriesOf, entryDirOf, file, readUntil, register, sessionOf, startBridge, useParties } from '../messaging/world.js';
+import { as, BRIDGE, entriesOf, stateDirOf, file, readUntil, register, sessionOf, startBridge, useParties } from '../messaging/world.js';
 import { RawMcp, startMcp, type McpRun, type ToolCall } from './client.js';
 
 /**
@@ -201,7 +201,7 @@ describe('oh-hai mcp: oh_hai_read', () => {
     const m = keep(await startMcp(world.bob, 'bob-read'));
     const bridge = startBridge(world.bob, 'bob-read', 30);
     try {
-      const dir = entryDirOf(world.bob, world.hub, 'bob-read');
+      const dir = stateDirOf(world.bob, world.hub, 'bob-read');
       await waitFor(() => readFileSync(file(dir, 'reader.json'), 'utf8').includes(`"pid":${bridge.pid}`), { what: "the bridge's reader record" });
       const r = await m.call('oh_hai_read', { wait_seconds: 1 });
       expect(r.isError).toBe(true);
@@ -217,7 +217,7 @@ describe('oh-hai mcp: oh_hai_read', () => {
 
   it('a bridge of this agent session displaces a waiting read: the read ends, the server keeps serving, the bridge reads', async () => {
     const m = keep(await startMcp(world.bob, 'bob-read'));
-    const dir = entryDirOf(world.bob, world.hub, 'bob-read');
+    const dir = stateDirOf(world.bob, world.hub, 'bob-read');
     const waiting = m.call('oh_hai_read', { wait_seconds: 30 });
     await waitFor(() => existsSync(file(dir, 'reader.json')) && readFileSync(file(dir, 'reader.json'), 'utf8').includes(`"pid":${m.pid}`), {
       what: 'the read to claim the seat',
@@ -240,7 +240,7 @@ describe('oh-hai mcp: oh_hai_read', () => {
 
   it('a read the client cancels gives the seat back at once and moves no cursor; the server keeps serving', async () => {
     const m = keep(await startMcp(world.bob, 'bob-read'));
-    const dir = entryDirOf(world.bob, world.hub, 'bob-read');
+    const dir = stateDirOf(world.bob, world.hub, 'bob-read');
     const cancel = new AbortController();
     const waiting = m.call('oh_hai_read', { wait_seconds: 30 }, cancel.signal).catch((e: Error) => e);
     await waitFor(() => existsSync(file(dir, 'reader.json')) && readFileSync(file(dir, 'reader.json'), 'utf8').includes(`"pid":${m.pid}`), {
@@ -255,7 +255,7 @@ describe('oh-hai mcp: oh_hai_read', () => {
 
   it('a server killed -9 while its answer is unwritten moved no cursor: the next bridge prints every record', async () => {
     const s = await register(world.bob, world.hub, 'bob-kill');
-    const dir = entryDirOf(world.bob, world.hub, 'bob-kill');
+    const dir = stateDirOf(world.bob, world.hub, 'bob-kill');
     // More than a pipe holds (64 KiB), so the answer cannot be written while nobody reads stdout.
     const texts = Array.from({ length: 24 }, (_, i) => `k${i} ` + 'x'.repeat(4000));
     for (const text of texts) {
@@ -287,7 +287,7 @@ describe('oh-hai mcp: oh_hai_read', () => {
   });
 
   it('a server killed -9 while its read waits holds no seat: the next bridge runs', async () => {
-    const dir = entryDirOf(world.bob, world.hub, 'bob-kill');
+    const dir = stateDirOf(world.bob, world.hub, 'bob-kill');
     const m = await startMcp(world.bob, 'bob-kill');
     const waiting = m.call('oh_hai_read', { wait_seconds: 30 }).catch(() => null);
     await waitFor(() => existsSync(file(dir, 'reader.json')) && readFileSync(file(dir, 'reader.json'), 'utf8').includes(`"pid":${m.pid}`), {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ensureDir } from '../../../src/util/fs-durable.js';
 import { writeRecord, type SessionRecord } from '../../../src/spool/index.js';
 import { hubCall } from '../../helpers/hub.js';
-import { as, entryDirOf, useParties, type Party } from './world.js';
+import { as, stateDirOf, useParties, type Party } from './world.js';
 
 /** Every refusal of the sending side, each with its exit code and a message naming the fix. */
 const world = useParties(['alice', 'bob'], { faults: true });
@@ -77,7 +77,7 @@ describe('sending: refusals and transient failures', () => {
 
   it('a recorded session of this agent session that has ended is not attached: the send goes to the principal mailbox and says so', async () => {
     const closed = await closedSession(world.alice, 'alice-stale');
-    const dir = entryDirOf(world.alice, world.hub, 'alice-stale');
+    const dir = stateDirOf(world.alice, world.hub, 'alice-stale');
     ensureDir(dir);
     const record: SessionRecord = {
       id: closed,

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collect } from '../../helpers/cli.js';
 import { killAndWait } from '../../helpers/process.js';
 import { waitFor } from '../../helpers/wait.js';
-import { as, consumerPid, entryDirOf, register, startBridge, useParties } from './world.js';
+import { as, consumerPid, stateDirOf, register, startBridge, useParties } from './world.js';
 
 interface Row {
   address: string;
@@ -51,23 +51,23 @@ describe('fleet ls: every addressable session, annotated from this host where it
   it('annotates each case: live and attending, lag, DEAD, UNKNOWN / unknown, and no local state here', async () => {
     // Live and attending: a bridge waiting in the background.
     reader = startBridge(world.alice, 'a-live', 60);
-    const live = entryDirOf(world.alice, world.hub, 'a-live');
+    const live = stateDirOf(world.alice, world.hub, 'a-live');
 
     // Lag: the connection keeps spooling, nobody reads.
     for (const t of ['one', 'two']) expect((await as(world.bob, null, ['send', '--to', addr['a-lag']!, t])).code).toBe(0);
 
     // DEAD: the connection was killed without recording why.
-    const deadDir = entryDirOf(world.alice, world.hub, 'a-dead');
+    const deadDir = stateDirOf(world.alice, world.hub, 'a-dead');
     await killAndWait(consumerPid(deadDir)!);
 
     // UNKNOWN: the records are there and cannot be read.
-    const unknownDir = entryDirOf(world.alice, world.hub, 'a-unknown');
+    const unknownDir = stateDirOf(world.alice, world.hub, 'a-unknown');
     await killAndWait(consumerPid(unknownDir)!);
     writeFileSync(path.join(unknownDir, 'consumer.json'), '{"pid": 12, garbage');
     writeFileSync(path.join(unknownDir, 'reader.json'), '\u0000\u0001 not json');
 
     // A session record that cannot be read: no row can be matched to it, and the listing says so.
-    const garbledDir = entryDirOf(world.alice, world.hub, 'a-garbled');
+    const garbledDir = stateDirOf(world.alice, world.hub, 'a-garbled');
     await killAndWait(consumerPid(garbledDir)!);
     writeFileSync(path.join(garbledDir, 'session.json'), 'garbage');
 

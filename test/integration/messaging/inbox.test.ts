@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { collect, startOhHai } from '../../helpers/cli.js';
 import { hubCall } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
-import { listEntries, parseReaderRecord, readRecord } from '../../../src/spool/index.js';
+import { listStateDirs, parseReaderRecord, readRecord } from '../../../src/spool/index.js';
 import { as, useParties, type Envelope } from './world.js';
 
 /** `oh-hai inbox watch`: the principal leg on the bridge's durable connection. */
@@ -18,7 +18,7 @@ describe('inbox watch', () => {
   const holds = (pid: number) =>
     waitFor(
       () => {
-        const dir = listEntries(world.bob.stateRoot).find((l) => l.leg === 'principal')?.dir;
+        const dir = listStateDirs(world.bob.stateRoot).find((l) => l.leg === 'principal')?.dir;
         const r = dir ? readRecord(dir, 'reader.json', parseReaderRecord) : null;
         return r?.state === 'ok' && r.value.pid === pid;
       },
@@ -61,7 +61,7 @@ describe('inbox watch', () => {
       );
     }
     // Its own entry under …/bridge/principal/, never a session.
-    expect(listEntries(world.bob.stateRoot).map((l) => l.leg)).toEqual(['principal']);
+    expect(listStateDirs(world.bob.stateRoot).map((l) => l.leg)).toEqual(['principal']);
     const fleet = await hubCall(world.hub, 'GET', '/v1/fleet', { token: world.bob.token });
     expect(fleet.body.sessions).toEqual([]);
   });

@@ -4,7 +4,7 @@ import { collect } from '../../helpers/cli.js';
 import { hubCall } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 import { parseConsumerRecord, readRecord } from '../../../src/spool/index.js';
-import { as, consumerPid, entryDirOf, file, readUntil, register, sessionOf, startBridge, useParties } from './world.js';
+import { as, consumerPid, stateDirOf, file, readUntil, register, sessionOf, startBridge, useParties } from './world.js';
 
 interface Track {
   id: string;
@@ -20,7 +20,7 @@ describe('oh-hai session close and status', () => {
 
   it('closes during a burst in order — stop, wait, close, forget — losing nothing and registering no replacement', async () => {
     const s = await register(world.bob, world.hub, 'bob-burst');
-    const dir = entryDirOf(world.bob, world.hub, 'bob-burst');
+    const dir = stateDirOf(world.bob, world.hub, 'bob-burst');
     const pid = consumerPid(dir)!;
 
     // The burst: sends keep going while the session is closed under them.
@@ -93,7 +93,7 @@ describe('oh-hai session close and status', () => {
 
   it('a reader waiting when the session is closed relays the stand-down (15); the next run starts a new session and does not say 15 again', async () => {
     const s = await register(world.bob, world.hub, 'bob-wait');
-    const dir = entryDirOf(world.bob, world.hub, 'bob-wait');
+    const dir = stateDirOf(world.bob, world.hub, 'bob-wait');
     const reader = startBridge(world.bob, 'bob-wait', 60);
     const readerDone = collect(reader);
     await waitFor(() => readFileSync(file(dir, 'reader.json'), 'utf8').includes(`"pid":${reader.pid}`), { what: 'the reader to attend' });
@@ -145,7 +145,7 @@ describe('oh-hai session close and status', () => {
 
   it('mail of the closed session left unread is replayed as possibly bounced, never as fresh mail, and session close says it left it', async () => {
     const s = await register(world.bob, world.hub, 'bob-unread');
-    const dir = entryDirOf(world.bob, world.hub, 'bob-unread');
+    const dir = stateDirOf(world.bob, world.hub, 'bob-unread');
     const sent = await as(world.alice, null, ['send', '--json', '--to', s.address, 'left unread']);
     expect(sent.code, sent.stderr).toBe(0);
     const messageId = (JSON.parse(sent.stdout) as { id: string }).id;
@@ -181,7 +181,7 @@ describe('oh-hai session close and status', () => {
 
   it('--keep-connection stops the connection and leaves the session open; the next bridge adopts it', async () => {
     const s = await register(world.bob, world.hub, 'bob-keep');
-    const dir = entryDirOf(world.bob, world.hub, 'bob-keep');
+    const dir = stateDirOf(world.bob, world.hub, 'bob-keep');
     const pid = consumerPid(dir)!;
     const r = await as(world.bob, 'bob-keep', ['session', 'close', '--keep-connection']);
     expect(r.code, r.stderr).toBe(0);
@@ -238,7 +238,7 @@ describe('oh-hai session close when the Hub fails the close', () => {
 
   it('the connection stops but does not claim a stand-down; the session stays open and recorded, and a second close finishes it', async () => {
     const s = await register(world.bob, world.hub, 'bob-fault');
-    const dir = entryDirOf(world.bob, world.hub, 'bob-fault');
+    const dir = stateDirOf(world.bob, world.hub, 'bob-fault');
     const pid = consumerPid(dir)!;
     // Both closes fail: the connection's own, then the one session close falls back to.
     await world.hub.faults([{ class: 'sessions', action: 'status', status: 503, count: 2 }]);

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { killAndWait } from '../../helpers/process.js';
 import { waitFor } from '../../helpers/wait.js';
-import { as, consumerPid, entriesOf, entryDirOf, readUntil, register, useParties } from './world.js';
+import { as, consumerPid, entriesOf, stateDirOf, readUntil, register, useParties } from './world.js';
 
 interface Shown {
   id: string;
@@ -40,13 +40,13 @@ describe('the delivery track: queued → delivered → acknowledged, bounced wit
     // Held but never read when its session lapses: bounced, prior delivered.
     const m2 = await send(s1.address, 'm2: held, never read');
     await reaches(m2, 'delivered');
-    await killAndWait(consumerPid(entryDirOf(world.bob, world.hub, 'bob-1'))!);
+    await killAndWait(consumerPid(stateDirOf(world.bob, world.hub, 'bob-1'))!);
     const b2 = await reaches(m2, 'bounced');
     expect(b2.prior).toBe('delivered');
 
     // Never held by anything when its session lapses: bounced, prior queued.
     const s2 = await register(world.bob, world.hub, 'bob-2');
-    await killAndWait(consumerPid(entryDirOf(world.bob, world.hub, 'bob-2'))!);
+    await killAndWait(consumerPid(stateDirOf(world.bob, world.hub, 'bob-2'))!);
     const m3 = await send(s2.address, 'm3: never seen');
     const b3 = await reaches(m3, 'bounced');
     expect(b3.prior).toBe('queued');

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { listEntries, parseConsumerRecord, readRecord, sessionEntryDir, stateKey, parseSessionRecord, type SessionRecord } from '../../../src/spool/index.js';
+import { listStateDirs, parseConsumerRecord, readRecord, sessionStateDir, stateKey, parseSessionRecord, type SessionRecord } from '../../../src/spool/index.js';
 import { runOhHai, startOhHai, type RunResult } from '../../helpers/cli.js';
 import { tempEnv, type Party } from '../../helpers/env.js';
 import { afterAll, beforeAll } from 'vitest';
@@ -95,12 +95,12 @@ export function startBridge(p: Party, session: string, wait: number) {
   return startOhHai([...BRIDGE, '--wait', String(wait)], { env: { ...p.env, MA2H_AGENT_SESSION_ID: session } });
 }
 
-export function entryDirOf(p: Party, hub: TestHub, session: string): string {
-  return sessionEntryDir(p.stateRoot, stateKey(hub.url, p.id, session));
+export function stateDirOf(p: Party, hub: TestHub, session: string): string {
+  return sessionStateDir(p.stateRoot, stateKey(hub.url, p.id, session));
 }
 
 export function sessionOf(p: Party, hub: TestHub, session: string): SessionRecord | null {
-  const r = readRecord(entryDirOf(p, hub, session), 'session.json', parseSessionRecord);
+  const r = readRecord(stateDirOf(p, hub, session), 'session.json', parseSessionRecord);
   return r.state === 'ok' ? r.value : null;
 }
 
@@ -113,7 +113,7 @@ export async function register(p: Party, hub: TestHub, session: string): Promise
   } catch (e) {
     let log = '(no bridge.log)';
     try {
-      log = readFileSync(file(entryDirOf(p, hub, session), 'bridge.log'), 'utf8');
+      log = readFileSync(file(stateDirOf(p, hub, session), 'bridge.log'), 'utf8');
     } catch {
       // the entry never got a log: the message says so
     }
@@ -149,7 +149,7 @@ export function consumerPid(dir: string): number | null {
 
 /** Stop every background connection a party's state root recorded (test cleanup). */
 export async function stopAll(p: Party): Promise<void> {
-  for (const loc of listEntries(p.stateRoot)) {
+  for (const loc of listStateDirs(p.stateRoot)) {
     const pid = consumerPid(loc.dir);
     if (pid !== null) await killAndWait(pid);
   }

@@ -26,7 +26,7 @@ function startHolder(dir: string): { child: ChildProcess; output: () => string }
   return { child, output: () => out };
 }
 
-function entryDir(): string {
+function newStateDir(): string {
   env = tempEnv();
   const dir = path.join(env.root, 'entry');
   mkdirSync(dir, { mode: 0o700 });
@@ -37,7 +37,7 @@ const lockAge = (dir: string): number => Date.now() - statSync(path.join(dir, 'c
 
 describe('consumer.lock across real processes', () => {
   it('a holder paused past stale loses the lock to a newcomer and learns it on resume; its lock stays the newcomer’s', async () => {
-    const dir = entryDir();
+    const dir = newStateDir();
     const h = startHolder(dir);
     await waitFor(() => h.output().includes('held'), { what: 'the holder to take the lock' });
     const refused = await acquireLock(dir, 'consumer.lock', { staleMs: STALE_MS, onCompromised: () => {} });
@@ -54,7 +54,7 @@ describe('consumer.lock across real processes', () => {
   });
 
   it('a holder killed with SIGKILL leaves its lock, which a newcomer takes once it is stale', async () => {
-    const dir = entryDir();
+    const dir = newStateDir();
     const h = startHolder(dir);
     await waitFor(() => h.output().includes('held'), { what: 'the holder to take the lock' });
     h.child.kill('SIGKILL');

@@ -3,13 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { displacedBy, noteDisplaced } from '../../../src/reader/attendance.js';
-import { openStateEntry, type StateEntry } from '../../../src/spool/index.js';
+import { openStateDir, type StateDir } from '../../../src/spool/index.js';
 
 const dirs: string[] = [];
-function entry(): StateEntry {
+function entry(): StateDir {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-displaced-'));
   dirs.push(dir);
-  const opened = openStateEntry(path.join(dir, 'e'), { create: true });
+  const opened = openStateDir(path.join(dir, 'e'), { create: true });
   if (!opened.ok) throw new Error(opened.reason);
   return opened.value;
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Collected, Printer } from '../../../src/reader/printer.js';
 import type { Output } from '../../../src/util/output.js';
-import { ENTRY_FILES, openStateEntry, readCursor, type NewSpoolRecord, type StateEntry } from '../../../src/spool/index.js';
+import { STATE_FILES, openStateDir, readCursor, type NewSpoolRecord, type StateDir } from '../../../src/spool/index.js';
 import { fakeClock } from '../../../src/util/clock.js';
 
 const dirs: string[] = [];
@@ -56,32 +56,32 @@ const message = (id: string, text: string, to = 'agent:agt_me#sess_a') => ({
 function world(records: NewSpoolRecord[] = []) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-printer-'));
   dirs.push(dir);
-  const opened = openStateEntry(dir, { create: true, log: { clock: fakeClock(0), pid: 4242 } });
+  const opened = openStateDir(dir, { create: true, log: { clock: fakeClock(0), pid: 4242 } });
   if (!opened.ok) throw new Error(opened.reason);
-  const entry: StateEntry = opened.value;
-  const spool = entry.openSpool(fakeClock(0));
+  const stateDir: StateDir = opened.value;
+  const spool = stateDir.openSpool(fakeClock(0));
   if (!spool.ok) throw new Error(spool.reason);
   spool.value.append(records);
   const out = new Stdout(dir);
   let stopAfter = Infinity;
-  const printer = (raw = false) => new Printer(entry, out, raw, () => out.taken.length >= stopAfter);
+  const printer = (raw = false) => new Printer(stateDir, out, raw, () => out.taken.length >= stopAfter);
   const append = (more: NewSpoolRecord[]) => spool.value.append(more);
   const log = () => {
     try {
-      return readFileSync(path.join(dir, ENTRY_FILES.log), 'utf8');
+      return readFileSync(path.join(dir, STATE_FILES.log), 'utf8');
     } catch {
       return '';
     }
   };
   return {
     dir,
-    entry,
+    entry: stateDir,
     out,
     printer,
     append,
     log,
     ends: () =>
-      entry
+      stateDir
         .spoolReader()
         .readAfter(0)
         .map((i) => i.end),
@@ -151,7 +151,7 @@ describe('Printer', () => {
     const w = world([entryRecord('e1'), entryRecord('e2')]);
     w.entry.writeCursor({ seq: 2, offset: w.ends()[0]! });
     const p = w.printer(true);
-    expect(w.log()).toContain(`reader: no record 2 ends at byte ${w.ends()[0]} of ${w.entry.path(ENTRY_FILES.spool)}; rewound to seq 2`);
+    expect(w.log()).toContain(`reader: no record 2 ends at byte ${w.ends()[0]} of ${w.entry.path(STATE_FILES.spool)}; rewound to seq 2`);
     expect(p.pending()).toBe(false);
   });
 

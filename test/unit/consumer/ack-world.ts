@@ -5,7 +5,7 @@ import { afterEach } from 'vitest';
 import { Acker } from '../../../src/consumer/acker.js';
 import type { AckRequest, AckResult, SessionLease } from '../../../src/hub/contract/index.js';
 import type { HubClient, HubFailure, HubResult } from '../../../src/hub/client/index.js';
-import { Ledger, openStateEntry, type Spool, type StateEntry } from '../../../src/spool/index.js';
+import { Ledger, openStateDir, type Spool, type StateDir } from '../../../src/spool/index.js';
 import { fakeClock } from '../../../src/util/clock.js';
 
 /**
@@ -15,7 +15,7 @@ import { fakeClock } from '../../../src/util/clock.js';
  */
 export interface AckWorld {
   dir: string;
-  entry: StateEntry;
+  stateDir: StateDir;
   spool: Spool;
   ledger: Ledger;
   /** Every ack request, in order. */
@@ -40,7 +40,7 @@ afterEach(() => {
 export function ackWorld(opts: { session?: string | null; pinned?: string | null } = {}): AckWorld {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-acks-'));
   dirs.push(dir);
-  const opened = openStateEntry(dir, { create: true });
+  const opened = openStateDir(dir, { create: true });
   if (!opened.ok) throw new Error(opened.reason);
   const spool = opened.value.openSpool(fakeClock(Date.parse('2026-09-18T14:00:00.000Z')));
   const ledger = Ledger.open(dir);
@@ -74,7 +74,7 @@ export function ackWorld(opts: { session?: string | null; pinned?: string | null
     // The acker calls only ack(); the rest of the client is never reached.
     client: client as HubClient,
     ledger: ledger.value,
-    entry: opened.value,
+    stateDir: opened.value,
     currentSession: () => current,
     pinned: opts.pinned ?? null,
     renewed: (lease) => renewals.push(lease),
@@ -83,7 +83,7 @@ export function ackWorld(opts: { session?: string | null; pinned?: string | null
   });
   return {
     dir,
-    entry: opened.value,
+    stateDir: opened.value,
     spool: spool.value,
     ledger: ledger.value,
     acks,

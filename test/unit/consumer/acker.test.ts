@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ENTRY_FILES, writeCursor } from '../../../src/spool/index.js';
+import { STATE_FILES, writeCursor } from '../../../src/spool/index.js';
 import { ackWorld } from './ack-world.js';
 
 const http = (status: number, code: string) => ({ failure: { kind: 'http' as const, status, code, message: code, details: {}, retryAfterSeconds: null } });
@@ -50,7 +50,7 @@ describe('Acker', () => {
           { session: 'sess_a', delivered: ['e4', 'e5'] },
           { session: 'sess_a', acknowledged: ['e1', 'e2', 'e3'] },
         ]);
-        expect(w.logs).toEqual([`cursor: no record ${raw.seq} ends at byte ${raw.offset} of ${w.entry.path(ENTRY_FILES.spool)}; rewound to seq 3`]);
+        expect(w.logs).toEqual([`cursor: no record ${raw.seq} ends at byte ${raw.offset} of ${w.stateDir.path(STATE_FILES.spool)}; rewound to seq 3`]);
         await w.acker.flush();
         expect(w.logs).toHaveLength(1);
         expect(w.ledger.pending().map((e) => [e.id, e.state])).toEqual([

@@ -7,7 +7,7 @@ import type { HubPort } from '../../../src/consumer/hub-port.js';
 import { EXIT } from '../../../src/core/index.js';
 import type { HubFailure, HubResult } from '../../../src/hub/client/index.js';
 import type { Capability, DrainResult, Session, SessionLease } from '../../../src/hub/contract/index.js';
-import { openStateEntry, sessionEntryDir, type ConsumerSettings, type StateEntry } from '../../../src/spool/index.js';
+import { openStateDir, sessionStateDir, type ConsumerSettings, type StateDir } from '../../../src/spool/index.js';
 import { fakeClock, type FakeClock } from '../../../src/util/clock.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -101,7 +101,7 @@ afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force
 interface World {
   hub: FakeHub;
   clock: FakeClock;
-  entry: StateEntry;
+  stateDir: StateDir;
   shutdown: AbortController;
   ended: Promise<ConsumerEnd>;
   done(): boolean;
@@ -114,8 +114,8 @@ const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
 function start(over: Partial<ConsumerSettings> = {}, env: Record<string, string> = {}, hub = new FakeHub()): World {
   const root = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-consumer-unit-'));
   dirs.push(root);
-  const dir = sessionEntryDir(root, 'c'.repeat(32));
-  const opened = openStateEntry(dir, { create: true });
+  const dir = sessionStateDir(root, 'c'.repeat(32));
+  const opened = openStateDir(dir, { create: true });
   if (!opened.ok) throw new Error(opened.reason);
   const settings: ConsumerSettings = {
     hub: 'http://127.0.0.1:9',
@@ -154,7 +154,7 @@ function start(over: Partial<ConsumerSettings> = {}, env: Record<string, string>
   return {
     hub,
     clock,
-    entry: opened.value,
+    stateDir: opened.value,
     shutdown,
     ended,
     done: () => finished,
@@ -197,7 +197,7 @@ describe('the Consumer on a fake Hub and a fake clock', () => {
     expect(end.stop.exit).toBe(EXIT.unreachable);
     expect(end.stop.message).toMatch(/4 attempts failed in a row \(max_retries 3\)/);
     expect(w.clock.slept).toEqual(waits);
-    expect(w.entry.read('consumer')).toMatchObject({ state: 'ok', value: { state: 'stopped', exit_code: EXIT.unreachable, stop_reason: 'unreachable' } });
+    expect(w.stateDir.read('consumer')).toMatchObject({ state: 'ok', value: { state: 'stopped', exit_code: EXIT.unreachable, stop_reason: 'unreachable' } });
   });
 
   it("a Hub's Retry-After is a floor under the jittered delay", async () => {
@@ -237,15 +237,15 @@ describe('the Consumer on a fake Hub and a fake clock', () => {
     const w = start({ interval_seconds: 2 }, {}, hub);
     await until(w, () => hub.count('drain') === 1, 'the first drain');
     expect(hub.calls.slice(0, 3)).toEqual(['whoami', 'capability', 'createSession']);
-    expect(w.entry.read('session')).toMatchObject({ state: 'ok', value: { id: 'sess_1', expires_at: '2026-12-01T12:15:02.000Z', renewed_at: NOW } });
+    expect(w.stateDir.read('session')).toMatchObject({ state: 'ok', value: { id: 'sess_1', expires_at: '2026-12-01T12:15:02.000Z', renewed_at: NOW } });
     await w.pass(2000, 500);
     expect(hub.count('drain')).toBe(2);
-    expect(w.entry.read('session')).toMatchObject({ state: 'ok', value: { expires_at: 'whatever the Hub says, verbatim', renewed_at: NOW + 2000 } });
+    expect(w.stateDir.read('session')).toMatchObject({ state: 'ok', value: { expires_at: 'whatever the Hub says, verbatim', renewed_at: NOW + 2000 } });
     // A lease for another session (one this entry no longer holds) changes nothing.
     hub.drainAnswer = () => ok({ session: { id: 'sess_other', expires_at: 'never', lease_seconds: 1 }, messages: [] });
     await w.pass(2000, 500);
     expect(hub.count('drain')).toBe(3);
-    expect(w.entry.read('session')).toMatchObject({ state: 'ok', value: { id: 'sess_1', expires_at: 'whatever the Hub says, verbatim' } });
+    expect(w.stateDir.read('session')).toMatchObject({ state: 'ok', value: { id: 'sess_1', expires_at: 'whatever the Hub says, verbatim' } });
     await stopped(w);
   });
 

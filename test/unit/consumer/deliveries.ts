@@ -1,7 +1,7 @@
 import { Ingest } from '../../../src/consumer/ingest.js';
 import type { VerifyContext } from '../../../src/consumer/verify.js';
 import { signEntry } from '../../../src/hub/contract/index.js';
-import { Ledger, openStateEntry, SeenJti, type Spool } from '../../../src/spool/index.js';
+import { Ledger, openStateDir, SeenJti, type Spool } from '../../../src/spool/index.js';
 import { systemClock } from '../../../src/util/clock.js';
 
 /** Our clock for the batches below: every delivery is signed at this instant. */
@@ -40,7 +40,7 @@ export const sessionContext = (seen: { has(jti: string): boolean }, admit: Verif
 
 /** A state entry in `dir` opened as the consumer opens it, with an Ingest over it (the lock's health switchable). */
 export function openIngest(dir: string) {
-  const entry = openStateEntry(dir, { create: true });
+  const entry = openStateDir(dir, { create: true });
   if (!entry.ok) throw new Error(entry.reason);
   const spool = entry.value.openSpool(systemClock);
   const ledger = Ledger.open(dir);

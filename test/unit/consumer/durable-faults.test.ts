@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AckPump } from '../../../src/consumer/ack-pump.js';
 import { Ingest } from '../../../src/consumer/ingest.js';
 import type { Stop } from '../../../src/consumer/stops.js';
-import { ENTRY_FILES, SeenJti } from '../../../src/spool/index.js';
+import { STATE_FILES, SeenJti } from '../../../src/spool/index.js';
 import { io } from '../../helpers/fs-faults.js';
 import { ackWorld } from './ack-world.js';
 import { arrived, delivery, sessionContext } from './deliveries.js';
@@ -41,11 +41,11 @@ function consumer() {
 describe('a failing disk on the durable path acks nothing', () => {
   it('the spool: the batch stops with 1 naming the spool and the fsync; nothing is ledgered or acked; a redelivery finds it broken', async () => {
     const c = consumer();
-    io.failNext('fsync', (f) => f === ENTRY_FILES.spool);
+    io.failNext('fsync', (f) => f === STATE_FILES.spool);
     const r = c.ingest.run([delivery('ent_1')], arrived, c.ctx);
     expect(r).toMatchObject({ ok: false, stop: { exit: 1, reason: 'spool_write_failed' } });
     if (r.ok) return;
-    expect(r.stop.message).toContain(`fsync of the spool ${c.file(ENTRY_FILES.spool)} failed: EIO: i/o error, fsync`);
+    expect(r.stop.message).toContain(`fsync of the spool ${c.file(STATE_FILES.spool)} failed: EIO: i/o error, fsync`);
     expect(r.stop.message).toContain('Not retried: nothing more is acked');
     expect(c.logs).toEqual([r.stop.message]);
     await c.round();
@@ -56,8 +56,8 @@ describe('a failing disk on the durable path acks nothing', () => {
   });
 
   const later = [
-    ['the ledger', ENTRY_FILES.ledger, (f: string) => f === ENTRY_FILES.ledger, /fsync of the ledger .*ledger\.ndjson failed: EIO: i\/o error, fsync/],
-    ['the seen-jti set', ENTRY_FILES.seenJti, (f: string) => f.includes(ENTRY_FILES.seenJti), /seen-jti set .*seen-jti\.json failed: EIO: i\/o error, fsync/],
+    ['the ledger', STATE_FILES.ledger, (f: string) => f === STATE_FILES.ledger, /fsync of the ledger .*ledger\.ndjson failed: EIO: i\/o error, fsync/],
+    ['the seen-jti set', STATE_FILES.seenJti, (f: string) => f.includes(STATE_FILES.seenJti), /seen-jti set .*seen-jti\.json failed: EIO: i\/o error, fsync/],
   ] as const;
   for (const [what, name, match, said] of later) {
     it(`${what}: the ack round stops with 1 naming ${name} and the fsync, before any ack, and runs no more rounds`, async () => {

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ENTRY_FILES, SeenJti } from '../../../src/spool/index.js';
+import { STATE_FILES, SeenJti } from '../../../src/spool/index.js';
 import { arrived, delivery, openIngest } from './deliveries.js';
 
 const dirs: string[] = [];
@@ -51,7 +51,7 @@ describe('Ingest', () => {
       ['ent_1', 1],
       ['ent_2', 2],
     ]);
-    expect(readFileSync(path.join(s.spool.dir, ENTRY_FILES.ledger), 'utf8').trim().split('\n')).toHaveLength(2);
+    expect(readFileSync(path.join(s.spool.dir, STATE_FILES.ledger), 'utf8').trim().split('\n')).toHaveLength(2);
     // both jtis are remembered: a replay of either is refused
     expect(s.seen.size).toBe(3);
   });
@@ -145,7 +145,7 @@ describe('Ingest', () => {
     const s = open(fresh());
     s.ingest.run([delivery('ent_1')], arrived, s.ctx());
     s.ingest.commit();
-    const ledgerFile = path.join(s.spool.dir, ENTRY_FILES.ledger);
+    const ledgerFile = path.join(s.spool.dir, STATE_FILES.ledger);
     const before = readFileSync(ledgerFile, 'utf8');
     s.ingest.commit();
     expect(readFileSync(ledgerFile, 'utf8')).toBe(before);

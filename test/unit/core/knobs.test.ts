@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { adoptLegacyHome } from '../../../src/cli/resolve/adopt-legacy.js';
 import { checkKnob, KNOBS, knobFromEnv, type KnobName, readKnobs } from '../../../src/core/index.js';
-import type { StateEntry } from '../../../src/spool/index.js';
+import type { StateDir } from '../../../src/spool/index.js';
 import { fakeClock } from '../../../src/util/clock.js';
 
 const names = Object.keys(KNOBS) as KnobName[];
@@ -41,9 +41,9 @@ describe('the knob registry', () => {
   });
 
   it('adopting a 0.9 home refuses a bad OH_HAI_STOP_WAIT_MS before it touches anything (it used to fall back silently)', async () => {
-    const entry = { dir: '/nonexistent' } as StateEntry;
+    const stateDir = { dir: '/nonexistent' } as StateDir;
     const r = await adoptLegacyHome({
-      entry,
+      stateDir,
       legacyDir: '/nonexistent/.oh-hai/bridge',
       io: { env: { OH_HAI_STOP_WAIT_MS: 'forever' }, cwd: '/', clock: fakeClock(0), pid: 1 },
       hubUrl: 'https://hub.example',

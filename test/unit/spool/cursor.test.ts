@@ -5,7 +5,7 @@ import { fakeClock } from '../../../src/util/clock.js';
 import {
   Spool,
   SpoolReader,
-  openStateEntry,
+  openStateDir,
   readCursor,
   readCursorRecord,
   validateCursor,
@@ -63,7 +63,7 @@ describe('cursor', () => {
     writeCursor(dir, { seq: 4, offset: fourth.end });
     truncateSync(path.join(dir, 'bridge.ndjson'), second.end);
     expect(validateCursor(new SpoolReader(dir), readCursor(dir)).cursor).toEqual({ seq: 2, offset: second.end });
-    const opened = openStateEntry(dir, { create: false });
+    const opened = openStateDir(dir, { create: false });
     if (!opened.ok) throw new Error(opened.reason);
     const again = opened.value.openSpool(clock);
     if (!again.ok) throw new Error(again.reason);

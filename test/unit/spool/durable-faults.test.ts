@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ENTRY_FILES, Ledger, SeenJti, Spool, type NewSpoolRecord, type SpoolEntry } from '../../../src/spool/index.js';
+import { STATE_FILES, Ledger, SeenJti, Spool, type NewSpoolRecord, type SpoolEntry } from '../../../src/spool/index.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { io } from '../../helpers/fs-faults.js';
 import { tempDir } from './tmp.js';
@@ -13,10 +13,10 @@ vi.mock('node:fs', async (actual) => (await import('../../helpers/fs-faults.js')
 afterEach(() => io.reset());
 
 const clock = fakeClock(Date.parse('2026-09-18T14:00:00.000Z'));
-const isSpool = (f: string) => f === ENTRY_FILES.spool;
-const isLedger = (f: string) => f === ENTRY_FILES.ledger;
+const isSpool = (f: string) => f === STATE_FILES.spool;
+const isLedger = (f: string) => f === STATE_FILES.ledger;
 // seen-jti.json is replaced atomically: the write and the fsync go to its temp file.
-const isSeen = (f: string) => f.includes(ENTRY_FILES.seenJti);
+const isSeen = (f: string) => f.includes(STATE_FILES.seenJti);
 
 const entry = (id: string): NewSpoolRecord<SpoolEntry> => ({
   type: 'entry',
@@ -96,7 +96,7 @@ describe('the spool under write and fsync faults', () => {
     const { thrown, ops } = failing(() => s.append([entry('e2')]));
     expect(thrown).toMatchObject({ name: 'SpoolWriteError', code: 'spool_fsync_failed' });
     const message = thrown.message;
-    expect(message).toContain(path.join(dir, ENTRY_FILES.spool));
+    expect(message).toContain(path.join(dir, STATE_FILES.spool));
     expect(message).toMatch(/fsync.*EIO: i\/o error, fsync.*not retried/);
     // exactly one fsync: a second one could "succeed" on pages the kernel already dropped
     expect(ops.filter((e) => e.op === 'fsync')).toHaveLength(1);
@@ -119,10 +119,10 @@ describe('the spool under write and fsync faults', () => {
     io.failNext('write', isSpool, { code: 'ENOSPC', writeFirst: 20 });
     const { thrown, ops } = failing(() => s.append([entry('e2')]));
     expect(thrown).toMatchObject({ name: 'SpoolWriteError', code: 'spool_write_failed' });
-    expect(thrown.message).toContain(`writing to the spool ${path.join(dir, ENTRY_FILES.spool)} failed: ENOSPC: no space left on device, write`);
+    expect(thrown.message).toContain(`writing to the spool ${path.join(dir, STATE_FILES.spool)} failed: ENOSPC: no space left on device, write`);
     expect(ops.filter((e) => e.op === 'fsync')).toEqual([]);
     expect(() => s.append([entry('e3')])).toThrow(expect.objectContaining({ code: 'spool_broken' }) as Error);
-    expect(s.end()).toBe(Buffer.byteLength(lines(path.join(dir, ENTRY_FILES.spool))[0]! + '\n'));
+    expect(s.end()).toBe(Buffer.byteLength(lines(path.join(dir, STATE_FILES.spool))[0]! + '\n'));
     s.close();
     const again = openSpool(dir);
     expect(again.recovery).toMatchObject({ cutBytes: 20 });
@@ -166,7 +166,7 @@ describe('the ledger under write and fsync faults', () => {
       const { thrown, ops } = failing(() => l.recordSpooled([item('e2', 2)]));
       expect(thrown).toMatchObject({ name: 'LedgerWriteError', code: `ledger_${op}_failed` });
       const message = thrown.message;
-      expect(message).toContain(path.join(dir, ENTRY_FILES.ledger));
+      expect(message).toContain(path.join(dir, STATE_FILES.ledger));
       expect(message).toContain(`EIO: i/o error, ${op}`);
       expect(ops.filter((e) => e.op === 'fsync')).toHaveLength(op === 'fsync' ? 1 : 0);
       // not in memory either: nothing the disk may not hold can be acked
@@ -176,7 +176,7 @@ describe('the ledger under write and fsync faults', () => {
         expect(
           during(() =>
             expect(later).toThrow(
-              expect.objectContaining({ code: 'ledger_broken', message: expect.stringContaining(path.join(dir, ENTRY_FILES.ledger)) }) as Error,
+              expect.objectContaining({ code: 'ledger_broken', message: expect.stringContaining(path.join(dir, STATE_FILES.ledger)) }) as Error,
             ),
           ),
         ).toEqual([]);
@@ -191,13 +191,13 @@ describe('the ledger under write and fsync faults', () => {
     const l = openLedger(dir);
     l.recordSpooled([item('e1', 1), item('e2', 2)]);
     l.acknowledge(['e1']);
-    const before = readFileSync(path.join(dir, ENTRY_FILES.ledger), 'utf8');
+    const before = readFileSync(path.join(dir, STATE_FILES.ledger), 'utf8');
     // compaction replaces the file atomically: the failing fsync is its temp file's
-    io.failNext('fsync', (f) => f.includes(ENTRY_FILES.ledger));
+    io.failNext('fsync', (f) => f.includes(STATE_FILES.ledger));
     expect(() => l.compact()).toThrow(
       expect.objectContaining({ code: 'ledger_write_failed', message: expect.stringMatching(/compacting the ledger .*ledger\.ndjson failed: EIO/) }) as Error,
     );
-    expect(readFileSync(path.join(dir, ENTRY_FILES.ledger), 'utf8')).toBe(before);
+    expect(readFileSync(path.join(dir, STATE_FILES.ledger), 'utf8')).toBe(before);
     expect(() => l.markDelivered(['e2'])).toThrow(
       expect.objectContaining({ code: 'ledger_broken', message: expect.stringContaining('compact: EIO') }) as Error,
     );
@@ -231,10 +231,10 @@ describe('the seen-jti set under write and fsync faults', () => {
       io.failNext(op, isSeen);
       const { thrown, ops } = failing(() => s.persist());
       const message = thrown.message;
-      expect(message).toContain(path.join(dir, ENTRY_FILES.seenJti));
+      expect(message).toContain(path.join(dir, STATE_FILES.seenJti));
       expect(message).toContain(`EIO: i/o error, ${op}`);
       expect(ops.filter((e) => e.op === 'fsync')).toHaveLength(op === 'fsync' ? 1 : 0);
-      expect(JSON.parse(readFileSync(path.join(dir, ENTRY_FILES.seenJti), 'utf8'))).toEqual({ jti_aaaaaaaaaaaaaaaa: 1000 });
+      expect(JSON.parse(readFileSync(path.join(dir, STATE_FILES.seenJti), 'utf8'))).toEqual({ jti_aaaaaaaaaaaaaaaa: 1000 });
       s.add('jti_cccccccccccccccc', 1002);
       expect(during(() => expect(() => s.persist()).toThrow(/broken/))).toEqual([]);
     });

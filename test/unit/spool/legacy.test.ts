@@ -6,12 +6,12 @@ import type { HubResult } from '../../../src/hub/client/index.js';
 import { ADOPTION_STEPS, adoptLegacyHome, type AdoptionStep, type LegacyHub } from '../../../src/cli/resolve/adopt-legacy.js';
 import { findLegacyHome } from '../../../src/cli/resolve/legacy-hook.js';
 import { consumerHome } from '../../../src/consumer/home.js';
-import { openStateEntry, SpoolReader, type StateEntry } from '../../../src/spool/index.js';
+import { openStateDir, SpoolReader, type StateDir } from '../../../src/spool/index.js';
 import {
   adoptedHome,
   claimLegacyHome,
   convertLegacySpool,
-  entrySpoolEmpty,
+  stateDirSpoolEmpty,
   markerNote,
   readAdoptionMarker,
   readLegacyHome,
@@ -68,8 +68,8 @@ function legacyHome(over: Record<string, unknown> = {}, spool = '', cursor: stri
   return { work, dir };
 }
 
-function newEntry(): StateEntry {
-  const opened = openStateEntry(path.join(tempDir(), 'state', 'entry'), { create: true });
+function newEntry(): StateDir {
+  const opened = openStateDir(path.join(tempDir(), 'state', 'entry'), { create: true });
   if (!opened.ok) throw new Error(opened.reason);
   return opened.value;
 }
@@ -194,11 +194,11 @@ describe('the marker and the adoption record', () => {
 
   it('a spool with records is not empty; an absent or empty one is', () => {
     const E = newEntry();
-    expect(entrySpoolEmpty(E.dir)).toBe(true);
+    expect(stateDirSpoolEmpty(E.dir)).toBe(true);
     writeFileSync(E.path('bridge.ndjson'), '');
-    expect(entrySpoolEmpty(E.dir)).toBe(true);
+    expect(stateDirSpoolEmpty(E.dir)).toBe(true);
     writeFileSync(E.path('bridge.ndjson'), oldEntryLine(1, 1));
-    expect(entrySpoolEmpty(E.dir)).toBe(false);
+    expect(stateDirSpoolEmpty(E.dir)).toBe(false);
   });
 });
 
@@ -236,10 +236,10 @@ function fakeHub(get: HubResult<Session>): LegacyHub & { calls: string[] } {
 
 const NOW = Date.parse('2026-09-18T14:10:00.000Z');
 
-function request(h: Home, E: StateEntry, hub: LegacyHub, over: { agentId?: string; pinned?: string | null; steps?: AdoptionStep[] } = {}) {
+function request(h: Home, E: StateDir, hub: LegacyHub, over: { agentId?: string; pinned?: string | null; steps?: AdoptionStep[] } = {}) {
   return {
     legacyDir: h.dir,
-    entry: E,
+    stateDir: E,
     io: { env: {}, cwd: h.work, clock: fakeClock(NOW), pid: process.pid },
     hubUrl: HUB,
     token: 'tok_secret',

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { hubOrigin, listEntries, principalEntryDir, resolveStateRoot, sessionEntryDir, stateKey } from '../../../src/spool/index.js';
+import { hubOrigin, listStateDirs, principalStateDir, resolveStateRoot, sessionStateDir, stateKey } from '../../../src/spool/index.js';
 import { tempDir } from './tmp.js';
 
 describe('state root', () => {
@@ -49,15 +49,15 @@ describe('state key', () => {
     const root = tempDir();
     const k1 = stateKey('https://h', 'a', 's1');
     const k2 = stateKey('https://h', 'a', 's2');
-    expect(sessionEntryDir(root, k1)).toBe(path.join(root, 'oh-hai', 'bridge', 'sessions', k1));
-    expect(principalEntryDir(root, k2)).toBe(path.join(root, 'oh-hai', 'bridge', 'principal', k2));
-    expect(listEntries(root)).toEqual([]);
-    mkdirSync(sessionEntryDir(root, k1), { recursive: true });
-    mkdirSync(principalEntryDir(root, k2), { recursive: true });
+    expect(sessionStateDir(root, k1)).toBe(path.join(root, 'oh-hai', 'bridge', 'sessions', k1));
+    expect(principalStateDir(root, k2)).toBe(path.join(root, 'oh-hai', 'bridge', 'principal', k2));
+    expect(listStateDirs(root)).toEqual([]);
+    mkdirSync(sessionStateDir(root, k1), { recursive: true });
+    mkdirSync(principalStateDir(root, k2), { recursive: true });
     mkdirSync(path.join(root, 'oh-hai', 'bridge', 'sessions', 'not-a-key'));
-    expect(listEntries(root)).toEqual([
-      { leg: 'session', key: k1, dir: sessionEntryDir(root, k1) },
-      { leg: 'principal', key: k2, dir: principalEntryDir(root, k2) },
+    expect(listStateDirs(root)).toEqual([
+      { leg: 'session', key: k1, dir: sessionStateDir(root, k1) },
+      { leg: 'principal', key: k2, dir: principalStateDir(root, k2) },
     ]);
   });
 });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fakeClock } from '../../../src/util/clock.js';
 import { parseTempName, writeFileAtomic } from '../../../src/util/fs-durable.js';
-import { openStateEntry, type StateEntry } from '../../../src/spool/index.js';
+import { openStateDir, type StateDir } from '../../../src/spool/index.js';
 import { gone } from '../../helpers/process.js';
 import { tempDir } from './tmp.js';
 
@@ -18,8 +18,8 @@ async function deadPid(): Promise<number> {
   return child.pid!;
 }
 
-function entryAt(dir: string): StateEntry {
-  const opened = openStateEntry(dir, { create: false, log: { clock: fakeClock(NOW), pid: 4242 } });
+function stateDirAt(dir: string): StateDir {
+  const opened = openStateDir(dir, { create: false, log: { clock: fakeClock(NOW), pid: 4242 } });
   if (!opened.ok) throw new Error(opened.reason);
   return opened.value;
 }
@@ -59,7 +59,7 @@ describe('parseTempName', () => {
   });
 });
 
-describe('StateEntry.sweepTemps', () => {
+describe('StateDir.sweepTemps', () => {
   it('removes a temp whose writer is gone, keeps a live writer’s and a young old-shape one, and touches nothing else', async () => {
     const dir = tempDir();
     const dead = await deadPid();
@@ -79,8 +79,8 @@ describe('StateEntry.sweepTemps', () => {
     plant(dir, removed[0]!, NOW);
     plant(dir, removed[1]!, NOW - HOUR - 1000);
 
-    const entry = entryAt(dir);
-    expect(entry.sweepTemps(fakeClock(NOW))).toBe(2);
+    const stateDir = stateDirAt(dir);
+    expect(stateDir.sweepTemps(fakeClock(NOW))).toBe(2);
     expect(readdirSync(dir).sort()).toEqual([...kept].sort());
     for (const name of kept.filter((n) => n !== 'bridge.log')) expect(readFileSync(path.join(dir, name), 'utf8')).toBe('half a record');
     expect(readFileSync(path.join(dir, 'bridge.log'), 'utf8')).toBe('half a record2026-09-18T14:33:07.000Z 4242 swept 2 temp files left by crashed writes\n');
@@ -90,9 +90,9 @@ describe('StateEntry.sweepTemps', () => {
     const dir = tempDir();
     plant(dir, '.settings.json.0123456789ab.tmp', NOW);
     const clock = fakeClock(NOW + HOUR - 1);
-    expect(entryAt(dir).sweepTemps(clock)).toBe(0);
+    expect(stateDirAt(dir).sweepTemps(clock)).toBe(0);
     clock.advance(2);
-    expect(entryAt(dir).sweepTemps(clock)).toBe(1);
+    expect(stateDirAt(dir).sweepTemps(clock)).toBe(1);
     expect(existsSync(path.join(dir, '.settings.json.0123456789ab.tmp'))).toBe(false);
   });
 
@@ -101,7 +101,7 @@ describe('StateEntry.sweepTemps', () => {
     const dead = await deadPid();
     writeFileSync(path.join(dir, 'cursor.json'), '{}');
     mkdirSync(path.join(dir, `.cursor.json.${dead}.0badc0de.tmp`));
-    expect(entryAt(dir).sweepTemps(fakeClock(NOW))).toBe(0);
+    expect(stateDirAt(dir).sweepTemps(fakeClock(NOW))).toBe(0);
     expect(existsSync(path.join(dir, `.cursor.json.${dead}.0badc0de.tmp`))).toBe(true);
     const log = existsSync(path.join(dir, 'bridge.log')) ? readFileSync(path.join(dir, 'bridge.log'), 'utf8') : '';
     expect(log).not.toContain('swept');

@@ -7,7 +7,7 @@ import { writeFlushed } from '../../../util/output.js';
 import { processInspector, resolveBridge } from '../../resolve/index.js';
 import { BRIDGE_NAME as NAME, sessionLeg } from '../../session-leg.js';
 import type { LaunchRequest } from '../../../spawn/index.js';
-import { EntryReader, processSignals, readReaderKnobs, StopRequest, type NamedFlags, type SignalSource } from '../../../reader/index.js';
+import { Reader, processSignals, readReaderKnobs, StopRequest, type NamedFlags, type SignalSource } from '../../../reader/index.js';
 import { retiredFlagWarnings } from '../../retired.js';
 import { parseBridgeArgv, type BridgeOptions } from '../../bridge-options.js';
 
@@ -43,9 +43,9 @@ export async function run(opts: BridgeOptions, io: CliIO, deps: BridgeDeps = def
     };
     const leg = sessionLeg(resolved.value, named, opts.agent ?? null, io);
     const raw = opts.raw === true || opts.json === true;
-    const stopStatus = startReadingStatus(io, NAME, leg.entry, leg.waitMs, raw);
+    const stopStatus = startReadingStatus(io, NAME, leg.stateDir, leg.waitMs, raw);
     try {
-      return await new EntryReader({ leg, io, stop, knobs: knobs.value, raw, launch: deps.launch }).execute();
+      return await new Reader({ leg, io, stop, knobs: knobs.value, raw, launch: deps.launch }).execute();
     } finally {
       stopStatus();
     }

@@ -54,7 +54,7 @@ async function locate(
   if (!resolved.ok) return { ok: false, outcome: { exit: resolved.error.exit, code: resolved.error.code, message: resolved.error.message } };
   const r = resolved.value;
   for (const w of r.warnings) io.stderr.write(`oh-hai __consumer: ${w}\n`);
-  return { ok: true, dir: r.entry.dir, settings: connectionSettings(r, r.sessionKey, flags.agent ?? null) };
+  return { ok: true, dir: r.stateDir.dir, settings: connectionSettings(r, r.sessionKey, flags.agent ?? null) };
 }
 
 /**

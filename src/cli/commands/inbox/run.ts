@@ -1,4 +1,4 @@
-import { openStateEntry, type IdentityRecord } from '../../../spool/index.js';
+import { openStateDir, type IdentityRecord } from '../../../spool/index.js';
 import { formatAddress } from '../../../hub/contract/index.js';
 import { EXIT, type Result, toOutcome, type Outcome } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
@@ -6,7 +6,7 @@ import { startReadingStatus } from '../../reading-status.js';
 import { launchDetached, type LaunchRequest } from '../../../spawn/index.js';
 import { readReaderKnobs, processSignals, StopRequest, type SignalSource, watchPrincipal, WATCH_NAME as NAME } from '../../../reader/index.js';
 import { connectionSettings, resolveAgent } from '../../resolve/index.js';
-import { principalEntryFor, type AgentFlagValues } from '../../messaging/index.js';
+import { principalStateDirFor, type AgentFlagValues } from '../../messaging/index.js';
 
 export interface WatchOptions extends AgentFlagValues {
   wait?: string;
@@ -54,22 +54,22 @@ export async function runWatch(opts: WatchOptions, io: CliIO, deps: WatchDeps = 
     const a = resolved.value;
     for (const w of a.warnings) io.stderr.write(`${NAME}: ${w}\n`);
 
-    const opened = openStateEntry(principalEntryFor(a.stateRoot, a.hubUrl, a.agentId), {
+    const opened = openStateDir(principalStateDirFor(a.stateRoot, a.hubUrl, a.agentId), {
       create: true,
       log: { clock: io.clock, pid: io.pid, deny: [a.credential.token] },
     });
     if (!opened.ok) return { exit: opened.code === 'foreign_owner' ? EXIT.usage : EXIT.internal, code: `state_entry_${opened.code}`, message: opened.reason };
-    const entry = opened.value;
+    const stateDir = opened.value;
     const identity = identityOf(a.hubUrl, a.agentId);
-    const have = entry.read('identity');
-    if (have.state !== 'ok' || JSON.stringify(have.value) !== JSON.stringify(identity)) entry.write('identity', identity);
+    const have = stateDir.read('identity');
+    if (have.state !== 'ok' || JSON.stringify(have.value) !== JSON.stringify(identity)) stateDir.write('identity', identity);
 
     const waitMs = a.settings.bridge.waitSeconds * 1000;
     const raw = opts.raw === true || opts.json === true;
-    const stopStatus = startReadingStatus(io, NAME, entry, waitMs, raw);
+    const stopStatus = startReadingStatus(io, NAME, stateDir, waitMs, raw);
     try {
       return await watchPrincipal({
-        entry,
+        stateDir,
         address: formatAddress(a.agentId),
         wanted: connectionSettings(a, 'principal', opts.agent ?? null),
         waitMs,

@@ -1,15 +1,15 @@
 import { rmSync } from 'node:fs';
 import {
-  ENTRY_FILES,
+  STATE_FILES,
   forgetSession,
-  openStateEntry,
+  openStateDir,
   requestStandDown,
   runningConnection,
   stopConnection,
   stoodDownSessions,
   withdrawStandDown,
   type ConsumerRecord,
-  type StateEntry,
+  type StateDir,
   type StoodDownSession,
 } from '../../../spool/index.js';
 import { type Coded, EXIT, success, toOutcome, type Outcome } from '../../../core/index.js';
@@ -48,31 +48,31 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
     const ts = a.thisSession;
     if (ts.kind === 'none' && ts.key === null)
       return { exit: EXIT.usage, code: 'agent_session_unknown', message: `${ts.why}; name it with --session <name>, as oh-hai bridge was run` };
-    const opened = ts.entryDir !== null ? openStateEntry(ts.entryDir, { create: false }) : null;
-    const entry = opened?.ok ? opened.value : null;
+    const opened = ts.stateDirPath !== null ? openStateDir(ts.stateDirPath, { create: false }) : null;
+    const stateDir = opened?.ok ? opened.value : null;
     const out: string[] = [];
     let connection: CloseReport['connection'] = null;
     /** The lines for people, or with --json the one document (src/cli/json/outputs.ts SessionClose). */
     const print = (lines: string[], report: Omit<CloseReport, 'connection'>): Promise<void> =>
       writeFlushed(io.stdout, opts.json ? JSON.stringify({ ...report, connection }) + '\n' : lines.join('\n') + '\n');
     const finish = async (lines: string[], closed: StoodDownSession | null): Promise<Outcome> => {
-      const { unread, receipts } = entry && closed ? unreadRecords(entry, closed) : { unread: 0, receipts: 0 };
+      const { unread, receipts } = stateDir && closed ? unreadRecords(stateDir, closed) : { unread: 0, receipts: 0 };
       if (receipts > 0) lines.push(unreadReceiptsLine(receipts));
       let purged: string | null = null;
-      if (opts.purge && entry) {
+      if (opts.purge && stateDir) {
         // A reader that was waiting on the connection may still be writing its last record here.
-        rmSync(entry.dir, { recursive: true, force: true, maxRetries: 5 });
-        lines.push(`cleared this agent session's state entry ${entry.dir}`);
-        purged = entry.dir;
+        rmSync(stateDir.dir, { recursive: true, force: true, maxRetries: 5 });
+        lines.push(`cleared this agent session's state entry ${stateDir.dir}`);
+        purged = stateDir.dir;
       }
       const stood_down = closed === null ? null : { id: closed.id, address: closed.address, hub_state: closed.hub_state, closed_at: closed.closed_at };
       await print(lines, { stood_down, kept_open: false, unread, purged });
-      if (entry && closed && unread > 0) io.stderr.write(`${NAME}: ⚠️ ${unreadWarning(entry, closed, unread, opts.purge === true)}\n`);
+      if (stateDir && closed && unread > 0) io.stderr.write(`${NAME}: ⚠️ ${unreadWarning(stateDir, closed, unread, opts.purge === true)}\n`);
       return success();
     };
 
     // 1. Stop the connection and wait for its clean stop. Unless kept, it then closes and forgets the session itself.
-    const running = entry ? runningConnection(entry) : ({ kind: 'none', why: 'this agent session has no state entry on this host' } as const);
+    const running = stateDir ? runningConnection(stateDir) : ({ kind: 'none', why: 'this agent session has no state entry on this host' } as const);
     if (running.kind === 'elsewhere') {
       const r = running.record;
       return {
@@ -81,19 +81,20 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
         message: `this agent session's background connection runs on ${r.host} (pid ${r.pid}), which this host cannot signal; run oh-hai session close there`,
       };
     }
-    if (running.kind === 'local' && entry) {
+    if (running.kind === 'local' && stateDir) {
       const standDown = opts.keepConnection !== true;
       const askedAt = io.clock.now();
       // Half the wait for its Hub steps, so its stop is recorded well before this gives up on it.
-      if (standDown) requestStandDown(entry, running.record, { nowMs: askedAt, budgetMs: knobs.value.stopWaitMs / 2 });
-      const stopped = await stopConnection(entry, running.record, io.clock, knobs.value.stopWaitMs).finally(() => {
-        if (standDown) withdrawStandDown(entry);
+      if (standDown) requestStandDown(stateDir, running.record, { nowMs: askedAt, budgetMs: knobs.value.stopWaitMs / 2 });
+      const stopped = await stopConnection(stateDir, running.record, io.clock, knobs.value.stopWaitMs).finally(() => {
+        if (standDown) withdrawStandDown(stateDir);
       });
       if (!stopped.ok) return { exit: EXIT.internal, code: 'connection_did_not_stop', message: stopped.reason };
       const who = `the background connection (pid ${running.record.pid} on ${running.record.host})`;
       connection = { pid: running.record.pid, host: running.record.host };
-      const item = standDown ? stoodDownBy(entry, stopped.value, askedAt) : null;
-      if (item) return finish([`stopped ${who}; once it had stopped draining, it stood the session down itself`, hubLine(item), forgotLine(entry, item)], item);
+      const item = standDown ? stoodDownBy(stateDir, stopped.value, askedAt) : null;
+      if (item)
+        return finish([`stopped ${who}; once it had stopped draining, it stood the session down itself`, hubLine(item), forgotLine(stateDir, item)], item);
       out.push(`stopped ${who}; it stopped cleanly`);
     }
 
@@ -124,11 +125,11 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
     const item = closed.value;
 
     // 3. Forget the id locally.
-    if (entry) forgetSession(entry, item);
+    if (stateDir) forgetSession(stateDir, item);
     if (running.kind !== 'local' && item.hub_state !== 'closed') {
-      return nothingToStandDown(`${hubLine(item)}, and no connection ran (${running.why})${entry ? '; forgot it locally' : ''}`);
+      return nothingToStandDown(`${hubLine(item)}, and no connection ran (${running.why})${stateDir ? '; forgot it locally' : ''}`);
     }
-    return finish([...out, hubLine(item), ...(entry ? [forgotLine(entry, item)] : [])], item);
+    return finish([...out, hubLine(item), ...(stateDir ? [forgotLine(stateDir, item)] : [])], item);
   });
 }
 
@@ -159,9 +160,9 @@ function nothingToStandDown(why: string): Outcome {
 }
 
 /** What the stopped connection stood down, when its stop is that stand-down (and not, say, the Hub's own close arriving first). */
-function stoodDownBy(entry: StateEntry, stopped: ConsumerRecord | null, askedAt: number): StoodDownSession | null {
+function stoodDownBy(stateDir: StateDir, stopped: ConsumerRecord | null, askedAt: number): StoodDownSession | null {
   if (stopped?.state !== 'stopped' || !(stopped.exit_code === EXIT.stoodDown || stopped.exit_code === EXIT.operatorClosed)) return null;
-  const last = stoodDownSessions(entry).at(-1);
+  const last = stoodDownSessions(stateDir).at(-1);
   return last !== undefined && last.stood_down_at >= askedAt ? last : null;
 }
 
@@ -194,26 +195,26 @@ const unreadReceiptsLine = (n: number): string =>
   `${n === 1 ? '1 receipt' : `${n} receipts`} for mail you sent arrived after the last read and ${n === 1 ? 'was' : 'were'} not printed; nothing bounces for ${n === 1 ? 'it' : 'them'}, and \`oh-hai messages list\` shows the same delivery track`;
 
 /** Records that arrived under the closed session and no reader printed: mail a sender waits on (`unread`), and receipts. */
-function unreadRecords(entry: StateEntry, s: StoodDownSession): { unread: number; receipts: number } {
-  const left = entry
+function unreadRecords(stateDir: StateDir, s: StoodDownSession): { unread: number; receipts: number } {
+  const left = stateDir
     .spoolReader()
-    .readFrom(entry.checkedCursor().cursor)
+    .readFrom(stateDir.checkedCursor().cursor)
     .filter((i) => i.record.type === 'entry' && i.record.session === s.id);
   const receipts = left.filter((i) => i.record.type === 'entry' && i.record.entry.kind === 'receipt').length;
   return { unread: left.length - receipts, receipts };
 }
 
 /** Mail of the closed session nobody read: it stays, and is replayed as possibly bounced (never as fresh mail). */
-function unreadWarning(entry: StateEntry, s: StoodDownSession, unread: number, purged: boolean): string {
+function unreadWarning(stateDir: StateDir, s: StoodDownSession, unread: number, purged: boolean): string {
   const [what, was] = unread === 1 ? ['1 record that arrived under it', 'was'] : [`${unread} records that arrived under it`, 'were'];
   const fate = purged
     ? `${was} cleared with the state entry`
-    : `${unread === 1 ? 'stays' : 'stay'} in ${entry.path(ENTRY_FILES.spool)}: the next oh-hai bridge prints ${unread === 1 ? 'it' : 'them'} marked POSSIBLY BOUNCED, not as fresh mail`;
+    : `${unread === 1 ? 'stays' : 'stay'} in ${stateDir.path(STATE_FILES.spool)}: the next oh-hai bridge prints ${unread === 1 ? 'it' : 'them'} marked POSSIBLY BOUNCED, not as fresh mail`;
   return `${s.id} stood down with unread mail: ${what} ${was} never read and ${fate} — the Hub bounces what was not acknowledged, so the senders may already have had the bounce`;
 }
 
-const forgotLine = (entry: StateEntry, s: StoodDownSession): string =>
-  `forgot ${s.id} locally (${entry.dir}); the next oh-hai bridge registers a new session with a new address`;
+const forgotLine = (stateDir: StateDir, s: StoodDownSession): string =>
+  `forgot ${s.id} locally (${stateDir.dir}); the next oh-hai bridge registers a new session with a new address`;
 
 const STATUS_NAME = 'oh-hai session status';
 

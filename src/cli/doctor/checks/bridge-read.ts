@@ -1,6 +1,6 @@
 import { lstatSync } from 'node:fs';
 import {
-  ENTRY_FILES,
+  STATE_FILES,
   NO_CURSOR,
   parseConsumerRecord,
   parseConsumerSettings,
@@ -18,15 +18,15 @@ import {
 } from '../../../spool/index.js';
 
 /**
- * Everything the bridge checks judge, read off the inspected state entry WITHOUT opening it:
- * openStateEntry repairs modes and may log, and the consumer's spool open recovers the tail
+ * Everything the bridge checks judge, read off the inspected state dir WITHOUT opening it:
+ * openStateDir repairs modes and may log, and the consumer's spool open recovers the tail
  * and rewinds the cursor. Doctor uses only plain reads (records, the cursor, a SpoolReader),
  * so the entry's bytes and mtimes are the same after it as before.
  */
 
-export type EntryPresence = { state: 'absent' } | { state: 'present' } | { state: 'unreadable'; reason: string };
+export type StateDirPresence = { state: 'absent' } | { state: 'present' } | { state: 'unreadable'; reason: string };
 
-export function entryPresence(dir: string): EntryPresence {
+export function stateDirPresence(dir: string): StateDirPresence {
   try {
     const st = lstatSync(dir);
     if (st.isDirectory()) return { state: 'present' };
@@ -81,7 +81,7 @@ function readUnread(dir: string): UnreadRead {
   } catch (e) {
     return {
       state: 'unreadable',
-      reason: `the spool ${dir}/${ENTRY_FILES.spool} could not be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+      reason: `the spool ${dir}/${STATE_FILES.spool} could not be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
     };
   }
 }
@@ -89,10 +89,10 @@ function readUnread(dir: string): UnreadRead {
 export function readBridgeFacts(dir: string): BridgeFacts {
   return {
     dir,
-    consumer: readRecord(dir, ENTRY_FILES.consumer, parseConsumerRecord),
-    session: readRecord(dir, ENTRY_FILES.session, parseSessionRecord),
-    reader: readRecord(dir, ENTRY_FILES.reader, parseReaderRecord),
-    settings: readRecord(dir, ENTRY_FILES.settings, parseConsumerSettings),
+    consumer: readRecord(dir, STATE_FILES.consumer, parseConsumerRecord),
+    session: readRecord(dir, STATE_FILES.session, parseSessionRecord),
+    reader: readRecord(dir, STATE_FILES.reader, parseReaderRecord),
+    settings: readRecord(dir, STATE_FILES.settings, parseConsumerSettings),
     unread: readUnread(dir),
   };
 }

@@ -9,7 +9,7 @@ import { acquireLock, type LockOptions, type LockResult } from './lock.js';
 import { appendLog, type LogContext } from './log.js';
 import { processExited } from './process.js';
 import {
-  ENTRY_FILES,
+  STATE_FILES,
   parseConsumerRecord,
   parseConsumerSettings,
   parseIdentityRecord,
@@ -47,8 +47,8 @@ export interface ModeRepair {
 
 export const describeRepair = (r: ModeRepair): string => `tightened permissions on ${r.path} from ${r.was} to ${r.now} (group/others could access it)`;
 
-export type EntryOpen = Result<StateEntry, { code: 'absent' | 'not_a_directory' | 'foreign_owner' | 'io'; reason: string }>;
-export type EntryOpenFailure = Extract<EntryOpen, { ok: false }>;
+export type StateDirOpen = Result<StateDir, { code: 'absent' | 'not_a_directory' | 'foreign_owner' | 'io'; reason: string }>;
+export type StateDirOpenFailure = Extract<StateDirOpen, { ok: false }>;
 
 interface RecordKinds {
   identity: IdentityRecord;
@@ -82,8 +82,8 @@ const PARSERS: { [K in keyof RecordKinds]: (x: unknown) => Result<RecordKinds[K]
  */
 const LIVE_RECORDS: ReadonlySet<keyof RecordKinds> = new Set(['reader']);
 
-/** One state entry directory, checked and ready; every piece of it bound to `dir`. */
-export class StateEntry {
+/** One state dir directory, checked and ready; every piece of it bound to `dir`. */
+export class StateDir {
   constructor(
     readonly dir: string,
     /** Permission repairs made while opening; the caller prints one line for each. */
@@ -96,11 +96,11 @@ export class StateEntry {
   }
 
   read<K extends keyof RecordKinds>(kind: K): RecordRead<RecordKinds[K]> {
-    return readRecord(this.dir, ENTRY_FILES[kind], PARSERS[kind]);
+    return readRecord(this.dir, STATE_FILES[kind], PARSERS[kind]);
   }
 
   write<K extends keyof RecordKinds>(kind: K, value: RecordKinds[K]): void {
-    writeRecord(this.dir, ENTRY_FILES[kind], value, LIVE_RECORDS.has(kind) ? 'live' : 'durable');
+    writeRecord(this.dir, STATE_FILES[kind], value, LIVE_RECORDS.has(kind) ? 'live' : 'durable');
   }
 
   /**
@@ -109,7 +109,7 @@ export class StateEntry {
    * still the file the running consumer started with. Null when the file could not be read.
    */
   readSettings(): { read: RecordRead<ConsumerSettings>; digest: string | null } {
-    const { read, bytes } = readRecordBytes(this.dir, ENTRY_FILES.settings, parseConsumerSettings);
+    const { read, bytes } = readRecordBytes(this.dir, STATE_FILES.settings, parseConsumerSettings);
     return { read, digest: bytes === null ? null : sha256Hex(bytes) };
   }
 
@@ -174,7 +174,7 @@ export class StateEntry {
   }
 
   lockConsumer(opts: LockOptions): Promise<LockResult> {
-    return acquireLock(this.dir, ENTRY_FILES.consumerLock, opts);
+    return acquireLock(this.dir, STATE_FILES.consumerLock, opts);
   }
 
   /**
@@ -232,7 +232,7 @@ function statOrNull(p: string): Stats | null {
   }
 }
 
-function foreign(p: string, st: Stats, uid: number, what: string): EntryOpenFailure {
+function foreign(p: string, st: Stats, uid: number, what: string): StateDirOpenFailure {
   return {
     ok: false,
     code: 'foreign_owner',
@@ -243,11 +243,11 @@ function foreign(p: string, st: Stats, uid: number, what: string): EntryOpenFail
 }
 
 /**
- * Open (and with `create`, make) a state entry: a 0700 directory of 0600 files. Every open
+ * Open (and with `create`, make) a state dir: a 0700 directory of 0600 files. Every open
  * re-checks: group/world bits are removed and reported (and logged), an entry or file owned
  * by another user is refused.
  */
-export function openStateEntry(dir: string, opts: { create: boolean; log?: LogContext; uid?: number }): EntryOpen {
+export function openStateDir(dir: string, opts: { create: boolean; log?: LogContext; uid?: number }): StateDirOpen {
   const uid = opts.uid ?? (typeof process.getuid === 'function' ? process.getuid() : null);
   const repairs: ModeRepair[] = [];
   try {
@@ -281,7 +281,7 @@ export function openStateEntry(dir: string, opts: { create: boolean; log?: LogCo
   } catch (e) {
     return { ok: false, code: 'io', reason: `cannot open the state entry ${dir}: ${(e as Error).message}` };
   }
-  const entry = new StateEntry(dir, repairs, opts.log ?? null);
-  for (const r of repairs) entry.log(describeRepair(r));
-  return { ok: true, value: entry };
+  const stateDir = new StateDir(dir, repairs, opts.log ?? null);
+  for (const r of repairs) stateDir.log(describeRepair(r));
+  return { ok: true, value: stateDir };
 }

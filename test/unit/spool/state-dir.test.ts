@@ -3,17 +3,17 @@ import { chmodSync, chownSync, mkdirSync, readFileSync, statSync, symlinkSync, w
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fakeClock } from '../../../src/util/clock.js';
-import { describeRepair, openStateEntry, sessionEntryDir, type ConsumerSettings } from '../../../src/spool/index.js';
+import { describeRepair, openStateDir, sessionStateDir, type ConsumerSettings } from '../../../src/spool/index.js';
 import { tempDir } from './tmp.js';
 
 const mode = (p: string) => statSync(p).mode & 0o777;
 const logCtx = { clock: fakeClock(Date.parse('2026-09-18T14:00:00.000Z')), pid: 4242 };
 
-describe('openStateEntry', () => {
+describe('openStateDir', () => {
   it('creates the entry 0700 (parents too) and its records 0600', () => {
     const root = tempDir();
-    const dir = sessionEntryDir(root, 'a'.repeat(32));
-    const r = openStateEntry(dir, { create: true, log: logCtx });
+    const dir = sessionStateDir(root, 'a'.repeat(32));
+    const r = openStateDir(dir, { create: true, log: logCtx });
     if (!r.ok) throw new Error(r.reason);
     expect(mode(dir)).toBe(0o700);
     expect(mode(path.join(root, 'oh-hai'))).toBe(0o700);
@@ -39,7 +39,7 @@ describe('openStateEntry', () => {
   });
 
   it('without create, an absent entry is reported as absent', () => {
-    const r = openStateEntry(path.join(tempDir(), 'nope'), { create: false });
+    const r = openStateDir(path.join(tempDir(), 'nope'), { create: false });
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.code).toBe('absent');
   });
@@ -51,7 +51,7 @@ describe('openStateEntry', () => {
     writeFileSync(path.join(dir, 'bridge.ndjson'), '', { mode: 0o644 });
     chmodSync(path.join(dir, 'bridge.ndjson'), 0o644);
     writeFileSync(path.join(dir, 'cursor.json'), '{"seq":0,"offset":0}', { mode: 0o600 });
-    const r = openStateEntry(dir, { create: false, log: logCtx });
+    const r = openStateDir(dir, { create: false, log: logCtx });
     if (!r.ok) throw new Error(r.reason);
     expect(r.value.repairs).toEqual([
       { path: dir, was: '0755', now: '0700' },
@@ -64,7 +64,7 @@ describe('openStateEntry', () => {
     expect(log).toContain(`2026-09-18T14:00:00.000Z 4242 tightened permissions on ${dir} from 0755 to 0700`);
     expect(mode(path.join(dir, 'bridge.log'))).toBe(0o600);
     // a second open finds nothing left to repair
-    const again = openStateEntry(dir, { create: false });
+    const again = openStateDir(dir, { create: false });
     expect(again.ok && again.value.repairs).toEqual([]);
   });
 
@@ -72,7 +72,7 @@ describe('openStateEntry', () => {
     const dir = path.join(tempDir(), 'entry');
     mkdirSync(dir, { mode: 0o700 });
     // as if another user (uid 999999) ran us against this one's entry
-    const r = openStateEntry(dir, { create: false, uid: 999_999 });
+    const r = openStateDir(dir, { create: false, uid: 999_999 });
     expect(r.ok).toBe(false);
     if (!r.ok) {
       expect(r.code).toBe('foreign_owner');
@@ -86,7 +86,7 @@ describe('openStateEntry', () => {
     mkdirSync(dir, { mode: 0o700 });
     writeFileSync(path.join(dir, 'consumer.json'), '{}', { mode: 0o600 });
     chownSync(path.join(dir, 'consumer.json'), 4321, 4321);
-    const r = openStateEntry(dir, { create: false });
+    const r = openStateDir(dir, { create: false });
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.reason).toContain('consumer.json');
   });
@@ -95,7 +95,7 @@ describe('openStateEntry', () => {
     const root = tempDir();
     mkdirSync(path.join(root, 'real'), { mode: 0o700 });
     symlinkSync(path.join(root, 'real'), path.join(root, 'link'));
-    const r = openStateEntry(path.join(root, 'link'), { create: false });
+    const r = openStateDir(path.join(root, 'link'), { create: false });
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.code).toBe('not_a_directory');
   });
@@ -103,7 +103,7 @@ describe('openStateEntry', () => {
 
 describe('the state entry owns the files its reader and consumer exchange', () => {
   const open = () => {
-    const r = openStateEntry(path.join(tempDir(), 'e'), { create: true });
+    const r = openStateDir(path.join(tempDir(), 'e'), { create: true });
     if (!r.ok) throw new Error(r.reason);
     return r.value;
   };
