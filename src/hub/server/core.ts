@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Clock } from '../../util/clock.js';
 import type { Bus } from './bus.js';
 import type { HubConfig } from './config.js';
@@ -14,9 +15,11 @@ export interface AccessRecord {
   route: string;
   status: number;
   ms: number;
+  /** The client: the peer, or behind a `--trust-proxy` proxy the address it forwarded. */
+  client: string | null;
   /** The peer (the balancer, behind one). */
   remote: string | null;
-  /** The client's address as the balancer forwarded it (X-Forwarded-For), verbatim. */
+  /** X-Forwarded-For as it arrived, verbatim (believed only from a trusted proxy: see `client`). */
   forwardedFor: string | null;
 }
 
@@ -49,6 +52,8 @@ export interface HubCore {
   /** One record per request answered (`--log-format json`); null = no access log. */
   access: ((r: AccessRecord) => void) | null;
   metrics: HubMetrics;
+  /** Whose request it is, for logs and rate limits (`--trust-proxy`: src/hub/server/client-address.ts). */
+  clientAddress: (req: IncomingMessage) => string | null;
   /** Stream pages' share of each turn of the event loop, in bytes (`--page-bytes` a turn). */
   turns: TurnBudget;
 }

@@ -39,6 +39,7 @@ export function hubLogSink(format: LogFormat, io: { stdout: Output; stderr: Outp
           route: r.route,
           status: r.status,
           ms: r.ms,
+          client: r.client,
           remote: r.remote,
           forwarded_for: r.forwardedFor,
         }),

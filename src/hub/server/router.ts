@@ -103,6 +103,7 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
         route,
         status: res.statusCode,
         ms: Math.round(core.clock.monotonic() - started),
+        client: core.clientAddress(req),
         remote: req.socket.remoteAddress ?? null,
         forwardedFor: typeof req.headers['x-forwarded-for'] === 'string' ? req.headers['x-forwarded-for'] : null,
       });

@@ -25,6 +25,7 @@ import { sessionById, streamsSeen, sweepLapsed } from './sessions.js';
 import type { Store, WakeFrom, WakeTopic } from './sql.js';
 import { openStore, sqliteStore } from './store.js';
 import { StreamEnds } from './seen.js';
+import { clientAddress, type TrustedProxies } from './client-address.js';
 import { runAs } from './work.js';
 
 /** What `hub.json` in the data dir records, so admin commands find a running Hub. */
@@ -48,6 +49,8 @@ export interface HubServerOptions {
   access?: (r: AccessRecord) => void;
   /** Serve /healthz, /readyz and /metrics here (`--admin-listen`); never the public port. */
   adminListen?: { host: string; port: number };
+  /** The proxies whose X-Forwarded-For names the client (`--trust-proxy`); none by default. */
+  trustProxy?: TrustedProxies;
 }
 
 export interface HubServer {
@@ -196,6 +199,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     access: o.access ?? null,
     metrics,
     turns,
+    clientAddress: (req) => clientAddress(req, o.trustProxy ?? null),
   };
   const hub: HubCore = core;
   const dispatch = createRouter(hub, apiRoutes(hub, new Signer(hub)), o.extraRoutes ?? null, o.log);

@@ -53,6 +53,7 @@ export interface ServeFlags {
   database?: string;
   adminListen?: string;
   logFormat?: LogFormat;
+  trustProxy?: string;
 }
 
 export const register: Registration = (program, host) => {
@@ -107,6 +108,10 @@ export const register: Registration = (program, host) => {
     )
     .option('--admin-listen <host:port>', 'serve /healthz, /readyz and /metrics (unauthenticated) on this address; off by default, never the public port')
     .option('--log-format <text|json>', 'text (default) or one JSON object per line, with a record per request')
+    .option(
+      '--trust-proxy <addrs>',
+      "the proxies in front (addresses or CIDR ranges, comma-separated): from them, X-Forwarded-For names the client for logs and the sign-in throttle; otherwise it is the socket's peer",
+    )
     .option('--no-agent-directory', 'advertise no account.agent_directory and refuse it to agent tokens (plays a Hub before 0.12.2)')
     .action(async (opts: ServeFlags) => {
       const { runServe } = await import('./run.js');

@@ -3,6 +3,7 @@ import type { CliIO } from '../../io.js';
 import { VERSION } from '../../version.js';
 import { EXIT, usageError, type Outcome, readKnobs } from '../../../core/index.js';
 import { resolveDataDir } from '../../../hub/server/data-dir.js';
+import { clientAddress, parseTrustProxy, type TrustedProxies } from '../../../hub/server/client-address.js';
 import { hubLogSink, type LogFormat } from '../../../hub/server/log-sink.js';
 import type { ServeFlags } from './register.js';
 import type { HubConfig } from '../../../hub/server/index.js';
@@ -132,6 +133,12 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
     if (parsed === null) return usageError(`--admin-listen ${flags.adminListen} is not host:port (e.g. 127.0.0.1:9417, or :9417 for loopback)`);
     adminListen = parsed;
   }
+  let trustProxy: TrustedProxies | undefined;
+  if (flags.trustProxy !== undefined) {
+    const parsed = parseTrustProxy(flags.trustProxy);
+    if (!parsed.ok) return usageError(`--trust-proxy: ${parsed.reason}`);
+    trustProxy = parsed.value;
+  }
   const format = flags.logFormat ?? 'text';
   if (format !== 'text' && format !== 'json') return usageError(`--log-format ${format} must be text or json`);
   const redact = config.database === null ? (t: string) => t : (await import('../../../hub/server/postgres/url.js')).redactor(config.database);
@@ -150,6 +157,7 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
       return store;
     },
     signingKey: config.signingKey,
+    clientAddress: (req) => clientAddress(req, trustProxy ?? null),
     ...(flags.webSigninDelaySeconds === undefined ? {} : { signInDelaySeconds: flags.webSigninDelaySeconds }),
   });
   let server;
@@ -162,6 +170,7 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
       extraRoutes: web.routes,
       ...(sink.access ? { access: sink.access } : {}),
       ...(adminListen ? { adminListen } : {}),
+      ...(trustProxy ? { trustProxy } : {}),
     });
     url = server.url;
     store = server.core.store;
@@ -191,6 +200,7 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   if (built.randomKey) out('hub: signing key is random for this run (set MA2H_SIGNING_KEY to keep one across restarts)');
   if (config.faultInjection) out('hub: fault injection is ON (POST /v1/_faults) — a test Hub, never a deployment');
   out(`hub: web inbox at ${server.url}/ (sign in with the human token)`);
+  if (trustProxy !== undefined) out(`hub: client addresses from X-Forwarded-For of ${trustProxy.shown}`);
   if (server.adminUrl !== null) out(`hub: admin (healthz, readyz, metrics) at ${server.adminUrl}`);
   out(`hub: listening on ${server.url}`);
   const sig = await stopped;

@@ -1,4 +1,5 @@
 // The web inbox: the human's side of the reference Hub, served at `/` beside the API.
+import type { IncomingMessage } from 'node:http';
 import type { Clock } from '../../../util/clock.js';
 import type { Store } from '../sql.js';
 import { hubApiClient } from './port.js';
@@ -12,7 +13,15 @@ export { hubApiClient, type WebHub, type ApiAnswer, type ApiRefusal } from './po
  * mounted on. `baseUrl` and `store` are read per call: the port and the store are known only
  * once the Hub has started.
  */
-export function mountWebInbox(o: { clock: Clock; baseUrl: () => string; store: () => Store; signingKey: string; signInDelaySeconds?: number }): {
+export function mountWebInbox(o: {
+  clock: Clock;
+  baseUrl: () => string;
+  store: () => Store;
+  signingKey: string;
+  signInDelaySeconds?: number;
+  /** Whose request it is (the sign-in throttle counts per client); default the socket's peer. */
+  clientAddress?: (req: IncomingMessage) => string | null;
+}): {
   routes: WebHandler;
   close(): Promise<void>;
 } {
@@ -24,6 +33,7 @@ export function mountWebInbox(o: { clock: Clock; baseUrl: () => string; store: (
       signingKey: o.signingKey,
       clock: o.clock,
       ...(o.signInDelaySeconds === undefined ? {} : { signInDelaySeconds: o.signInDelaySeconds }),
+      ...(o.clientAddress === undefined ? {} : { clientAddress: o.clientAddress }),
     }),
     close: () => hub.close(),
   };

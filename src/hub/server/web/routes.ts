@@ -31,6 +31,8 @@ export interface WebInboxOptions {
   maxSessions?: number;
   /** A refused sign-in is answered after this, doubling per recent failure from its source (default 1 s). */
   signInDelaySeconds?: number;
+  /** Whose request it is, for the sign-in throttle (`--trust-proxy`); default the socket's peer. */
+  clientAddress?: (req: IncomingMessage) => string | null;
   /** How many directives the Inbox shows (default 100). */
   inboxLimit?: number;
 }
@@ -350,7 +352,7 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     const token = (form.get('token') ?? '').trim();
     const refuse = (text: string, status: number) => loginView(c, status, { kind: 'error', text });
     if (!token) return refuse('Paste the human token into the field.', 400);
-    const source = c.req.socket.remoteAddress ?? 'unknown';
+    const source = (o.clientAddress ? o.clientAddress(c.req) : c.req.socket.remoteAddress) ?? 'unknown';
     const turn = await throttle.attempt(source, async () => {
       const who = await hub.whoami(token);
       if (!who.ok) {
