@@ -48,7 +48,7 @@ export const BRIDGE_OPTIONS: readonly BridgeOptionSpec[] = [
     flags: '--allow-from <item>',
     key: 'allowFrom',
     takes: 'list',
-    description: 'who may ask/task this agent: any-in-account, agent:<id> or agent:<id>#sess_… (repeatable)',
+    description: 'who may ask/task this agent: any-in-account, agent:<id>, agent:<id>#sess_…, or an agent label (resolved to its id) (repeatable)',
   },
   {
     flags: '--transport <auto|sse|poll>',

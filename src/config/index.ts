@@ -19,6 +19,7 @@ export {
   type PolicyEntry,
   type Admission,
   ANY_IN_ACCOUNT,
+  isPolicyName,
   parsePolicy,
   policyItems,
   policyEquals,

@@ -19,14 +19,21 @@ export const ANY_IN_ACCOUNT = 'any-in-account';
 
 const ITEM_FORMS = `${ANY_IN_ACCOUNT}, agent:<id>, or agent:<id>#<session id>`;
 
+/**
+ * An item that is none of the policy's own forms: an agent's label (or bare id), which
+ * `--allow-from` resolves to `agent:<id>` before the policy is parsed (src/cli/resolve/allow-from.ts).
+ */
+export const isPolicyName = (item: string): boolean => item !== ANY_IN_ACCOUNT && !item.startsWith('agent:') && !item.startsWith('human:');
+
 function parseItem(item: string): Result<{ kind: 'any' } | { kind: 'agent'; id: string } | { kind: 'session'; id: string; session: string }> {
   if (item === ANY_IN_ACCOUNT) return ok({ kind: 'any' });
   if (item.startsWith('human:')) return fail(`${showId(item)} names a human; humans send directives, which are always delivered — use ${ITEM_FORMS}`);
-  // A policy names ids, never labels (docs/messaging.md "Names"): a label would cost a directory
-  // lookup on every connection start, and relabelling an agent could widen the policy.
+  // A policy names ids, never labels (docs/messaging.md "Names"): `--allow-from <label>` is
+  // resolved to its id before it gets here; a label written in a file would be looked up on
+  // every run and widen the policy silently when an agent is relabelled.
   if (!item.startsWith('agent:'))
     return fail(
-      `${showId(item)} is not a sender policy item; use ${ITEM_FORMS} (a policy names agents by id: \`oh-hai fleet ls\` shows each label's agent:<id>)`,
+      `${showId(item)} is not a sender policy item; use ${ITEM_FORMS} (a policy names agents by id: \`oh-hai fleet ls\` shows each label's agent:<id>; --allow-from <label> resolves a label for one run)`,
     );
   const address = parseAddress(item, 'item');
   if (!address.ok) return fail(`${address.reason}, so it could never match a sender`);

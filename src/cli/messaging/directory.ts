@@ -18,8 +18,11 @@ import { failureContext } from './send.js';
  * alone — labels are a convenience, never needed to act.
  */
 
+/** What a directory fetch needs: the client, whose directory it is, and the credential to name in a failure. */
+export type DirectoryReader = Pick<AgentAccess, 'client' | 'hubUrl' | 'credential' | 'stateRoot' | 'agentId'>;
+
 /** GET the advertised directory (capability first: a Hub may serve it elsewhere, or not at all), then refresh the cache. */
-export async function fetchAgentDirectory(a: AgentAccess, nowIso: string, doing: string): Promise<Coded<AgentRow[]>> {
+export async function fetchAgentDirectory(a: DirectoryReader, nowIso: string, doing: string): Promise<Coded<AgentRow[]>> {
   const cap = await a.client.capability();
   if (!cap.ok) return { ok: false, error: hubFailureError(cap.failure, failureContext(a, `${doing} (GET /v1/capability)`)) };
   const dir = agentDirectoryPath(cap.value);

@@ -34,7 +34,11 @@ export async function resolveDestination(a: AgentAccess, to: string, where: stri
   return resolveName(to, rows.value, where);
 }
 
-export const failureContext = (a: AgentAccess, doing: string): FailureContext => ({ hubUrl: a.hubUrl, credential: a.credential.source, doing });
+export const failureContext = (a: Pick<AgentAccess, 'hubUrl' | 'credential'>, doing: string): FailureContext => ({
+  hubUrl: a.hubUrl,
+  credential: a.credential.source,
+  doing,
+});
 
 /**
  * Queue a notify, ask or task as this agent, with this agent session attached when it has

@@ -1,5 +1,7 @@
 import {
+  ANY_IN_ACCOUNT,
   isDefaultRetainPrinted,
+  isPolicyName,
   loadConfigFiles,
   rememberAgentId,
   requireHubUrl,
@@ -10,9 +12,11 @@ import {
   type SettingsFlags,
 } from '../../config/index.js';
 import { type Coded, EXIT, type CodedError, knobFromEnv } from '../../core/index.js';
+import type { AgentRow } from '../../hub/contract/index.js';
 import { openStateDir, resolveStateRoot, sessionStateDir, stateKey, type ConsumerSettings, type IdentityRecord, type StateDir } from '../../spool/index.js';
 import type { CliIO } from '../io.js';
 import type { ProcessInspector } from './host-program.js';
+import { resolveAllowFrom } from './allow-from.js';
 import { adoptLegacyHomeOnce } from './legacy-hook.js';
 import { pinCandidate, resolveAgentSessionKey, type AgentSessionKey } from './session-key.js';
 
@@ -32,9 +36,11 @@ export interface ResolveFlags extends SettingsFlags {
 
 export interface AgentRequest {
   flags: ResolveFlags;
-  io: Pick<CliIO, 'env' | 'cwd'>;
+  io: Pick<CliIO, 'env' | 'cwd' | 'clock'>;
   /** Learns the agent id of a bare OH_HAI_TOKEN; the default lazily loads the Hub client. */
   whoami?: (hubUrl: string, token: string) => Promise<Coded<string>>;
+  /** Reads the agent directory for an --allow-from label the cache cannot answer; the default lazily loads the Hub client. */
+  directory?: (who: DirectoryWho, nowIso: string) => Promise<Coded<AgentRow[]>>;
 }
 
 export interface ResolveRequest extends AgentRequest {
@@ -75,7 +81,11 @@ export async function resolveAgent(req: AgentRequest): Promise<Coded<ResolvedAge
 
   const loaded = loadConfigFiles({ env: io.env, cwd: io.cwd });
   if (!loaded.ok) return loaded;
-  const settings = resolveSettings({ flags, env: io.env, loaded: loaded.value });
+  // A label in --allow-from is resolved against this agent's directory, so the policy can be
+  // parsed only once the agent id is known: until then a placeholder stands in for it (this
+  // pass learns the Hub and the credential), and the settings are resolved again below.
+  const labelled = (flags.allowFrom ?? []).some(isPolicyName);
+  let settings = resolveSettings({ flags: labelled ? { ...flags, allowFrom: [ANY_IN_ACCOUNT] } : flags, env: io.env, loaded: loaded.value });
   if (!settings.ok) return settings;
   const hubUrl = requireHubUrl(settings.value);
   if (!hubUrl.ok) return hubUrl;
@@ -90,6 +100,16 @@ export async function resolveAgent(req: AgentRequest): Promise<Coded<ResolvedAge
     agentId = learned.value;
     await rememberAgentId({ stateRoot: root.value, hubUrl: hubUrl.value, token: cred.value.token, agentId });
   }
+  const named: string[] = [];
+  if (labelled) {
+    const who: DirectoryWho = { stateRoot: root.value, hubUrl: hubUrl.value, credential: cred.value, agentId };
+    const nowIso = new Date(io.clock.now()).toISOString();
+    const resolved = await resolveAllowFrom(flags.allowFrom ?? [], who, () => (req.directory ?? directoryOverHttp)(who, nowIso));
+    if (!resolved.ok) return resolved;
+    settings = resolveSettings({ flags: { ...flags, allowFrom: resolved.value.items }, env: io.env, loaded: loaded.value });
+    if (!settings.ok) return settings;
+    named.push(...resolved.value.lines);
+  }
   return {
     ok: true,
     value: {
@@ -98,7 +118,7 @@ export async function resolveAgent(req: AgentRequest): Promise<Coded<ResolvedAge
       settings: settings.value,
       credential: cred.value,
       agentId,
-      warnings: [...settings.value.warnings, ...cred.value.warnings],
+      warnings: [...settings.value.warnings, ...cred.value.warnings, ...named],
     },
   };
 }
@@ -190,6 +210,16 @@ function recordIdentity(stateDir: StateDir, who: { hub: string; agent_id: string
 }
 
 /** GET /v1/whoami, loaded only on this cold path so the warm path never imports the network stack. */
+/** Whose directory an --allow-from label is looked up in, and with which credential. */
+export type DirectoryWho = Pick<ResolvedAgent, 'stateRoot' | 'hubUrl' | 'credential' | 'agentId'>;
+
+/** The directory read as `send --to <label>` reads it (and the cache refreshed), loaded only on a cache miss. */
+async function directoryOverHttp(who: DirectoryWho, nowIso: string): Promise<Coded<AgentRow[]>> {
+  const [{ HubClient }, { fetchAgentDirectory }] = await Promise.all([import('../../hub/client/index.js'), import('../messaging/directory.js')]);
+  const client = new HubClient({ baseUrl: who.hubUrl, token: who.credential.token, userAgent: 'oh-hai' });
+  return fetchAgentDirectory({ ...who, client }, nowIso, 'looking up --allow-from in the agent directory');
+}
+
 async function whoamiOverHttp(hubUrl: string, token: string): Promise<Coded<string>> {
   const { HubClient } = await import('../../hub/client/index.js');
   const res = await new HubClient({ baseUrl: hubUrl, token }).whoami();

@@ -1,7 +1,9 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { directoryCacheFile } from '../../../src/spool/index.js';
-import { as, BRIDGE, register, useParties } from './world.js';
+import { as, BRIDGE, entryDirOf, register, sessionOf, useParties } from './world.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * Agent names against a real Hub through the real CLI (docs/messaging.md "Names"): a label
@@ -73,6 +75,41 @@ describe('sending to an agent by its label', () => {
     expect(r.stderr).toMatch(/FATAL \(exit 2, ambiguous_name\) — --to "twin" matches 2 agents/);
     expect(r.stderr).toContain(`twin (agent:${a.id}) by its label`);
     expect(r.stderr).toContain(`twin (agent:${b.id}) by its label`);
+  });
+
+  it('--allow-from takes a label: resolved once to agent:<id>, which the connection records and enforces; unknown and ambiguous are exit 2', async () => {
+    const bridge = (args: string[], session = 'bob-policy') => as(world.bob, session, ['bridge', ...args]);
+    const first = await bridge(['--allow-from', 'alice', '--wait', '0.2']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).toMatch(
+      new RegExp(
+        `^oh-hai bridge: --allow-from alice is ${world.alice.address} \\(alice\\), from the (directory cache|agent directory): the policy names that id`,
+        'm',
+      ),
+    );
+    const settings = JSON.parse(readFileSync(path.join(entryDirOf(world.bob, world.hub, 'bob-policy'), 'settings.json'), 'utf8')) as { allow_from: string[] };
+    expect(settings.allow_from).toEqual([world.alice.address]);
+    const { address } = await waitFor(() => sessionOf(world.bob, world.hub, 'bob-policy'), { what: "bob's session" });
+    // The policy admits alice's ask (with no policy it would be refused, fail-closed).
+    expect((await as(world.alice, null, ['ask', '--to', address, 'may I?'])).code).toBe(0);
+    // The same label again resolves to the same id (now from the cache): the run adopts the connection.
+    const read = await bridge(['--allow-from', 'alice', '--wait', '20']);
+    expect(read.code, read.stderr).toBe(0);
+    expect(read.stderr).toContain(`--allow-from alice is ${world.alice.address} (alice), from the directory cache`);
+    expect(read.stdout).toMatch(new RegExp(`^\\[mail \\d+\\] ask from ${world.alice.address} \\(alice\\) \\(msg_\\w+\\) · .*"may I\\?"$`, 'm'));
+    // A bare id is a name that matches that agent's id: the same policy.
+    const byId = await bridge(['--allow-from', world.alice.id, '--wait', '0']);
+    expect(byId.code, byId.stderr).toBe(0);
+    expect(byId.stderr).not.toMatch(/FATAL/);
+    const unknown = await bridge(['--allow-from', 'carol', '--wait', '0'], 'bob-unknown');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/FATAL \(exit 2, unknown_name\) — --allow-from "carol" is no agent's label or id in this account's directory/);
+    expect(unknown.stderr).toContain(`alice (${world.alice.address})`);
+    const twins = await bridge(['--allow-from', 'twin', '--wait', '0'], 'bob-twin');
+    expect(twins.code).toBe(2);
+    expect(twins.stderr).toMatch(/FATAL \(exit 2, ambiguous_name\) — --allow-from "twin" matches 2 agents/);
+    // A refused label leaves no state entry behind: resolution comes before the entry.
+    expect(existsSync(entryDirOf(world.bob, world.hub, 'bob-twin'))).toBe(false);
   });
 });
 

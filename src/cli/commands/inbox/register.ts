@@ -15,7 +15,11 @@ export const register: Registration = (program, host) => {
     .option('--json', 'the same as --raw')
     .option('--interval <seconds>', 'the floor between drains when the Hub answers at once (default 5)')
     .option('--max-retries <n>', 'reconnect budget for genuine faults before exit 13 (default 8)')
-    .option('--allow-from <item>', 'who may ask/task this agent: any-in-account, agent:<id> or agent:<id>#sess_… (repeatable)', collect)
+    .option(
+      '--allow-from <item>',
+      'who may ask/task this agent: any-in-account, agent:<id>, agent:<id>#sess_…, or an agent label (resolved to its id) (repeatable)',
+      collect,
+    )
     .option('--state-home <path>', 'a separate state root (absolute path)')
     .addHelpText(
       'after',

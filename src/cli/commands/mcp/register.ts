@@ -13,7 +13,7 @@ export const register: Registration = (program, host) => {
     .option('--state-home <absolute path>', 'the state root the bridge uses (absolute only)')
     .option(
       '--allow-from <item>',
-      'who may ask/task this agent, for a connection oh_hai_read starts: any-in-account, agent:<id> or agent:<id>#sess_… (repeatable)',
+      'who may ask/task this agent, for a connection oh_hai_read starts: any-in-account, agent:<id>, agent:<id>#sess_…, or an agent label (resolved to its id) (repeatable)',
       collect,
     )
     .option('--transport <auto|sse|poll>', 'how a connection oh_hai_read starts drains (default auto)')
