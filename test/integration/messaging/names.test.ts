@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { directoryCacheFile } from '../../../src/spool/index.js';
-import { as, BRIDGE, entryDirOf, register, sessionOf, useParties } from './world.js';
+import { as, BRIDGE, stateDirOf, register, sessionOf, useParties } from './world.js';
 import { waitFor } from '../../helpers/wait.js';
 
 /**
@@ -87,7 +87,7 @@ describe('sending to an agent by its label', () => {
         'm',
       ),
     );
-    const settings = JSON.parse(readFileSync(path.join(entryDirOf(world.bob, world.hub, 'bob-policy'), 'settings.json'), 'utf8')) as { allow_from: string[] };
+    const settings = JSON.parse(readFileSync(path.join(stateDirOf(world.bob, world.hub, 'bob-policy'), 'settings.json'), 'utf8')) as { allow_from: string[] };
     expect(settings.allow_from).toEqual([world.alice.address]);
     const { address } = await waitFor(() => sessionOf(world.bob, world.hub, 'bob-policy'), { what: "bob's session" });
     // The policy admits alice's ask (with no policy it would be refused, fail-closed).
@@ -109,7 +109,7 @@ describe('sending to an agent by its label', () => {
     expect(twins.code).toBe(2);
     expect(twins.stderr).toMatch(/FATAL \(exit 2, ambiguous_name\) — --allow-from "twin" matches 2 agents/);
     // A refused label leaves no state entry behind: resolution comes before the entry.
-    expect(existsSync(entryDirOf(world.bob, world.hub, 'bob-twin'))).toBe(false);
+    expect(existsSync(stateDirOf(world.bob, world.hub, 'bob-twin'))).toBe(false);
   });
 });
 
