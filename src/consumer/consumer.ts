@@ -491,7 +491,7 @@ export class Consumer {
       });
     };
     beat();
-    const unwatch = watchFiles(this.stateDir.dir, [STATE_FILES.cursor], () => pump.request(), { pollMs: this.knobs.cursorPollMs });
+    const unwatch = watchFiles(this.stateDir.dir, [STATE_FILES.cursor], () => pump.request(), { pollMs: this.knobs.cursorPollMs, clock: this.opts.clock });
     this.timers.push(() => cancelBeat(), unwatch);
   }
 

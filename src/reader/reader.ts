@@ -375,7 +375,7 @@ export class Reader {
         const ended = watch.ended();
         if (ended) finish({ kind: 'consumer', end: ended });
       };
-      cleanups.push(watchFiles(this.stateDir.dir, [STATE_FILES.spool, STATE_FILES.consumer], check));
+      cleanups.push(watchFiles(this.stateDir.dir, [STATE_FILES.spool, STATE_FILES.consumer], check, { clock: io.clock }));
       cleanups.push(io.clock.setTimer(remaining, () => finish({ kind: 'deadline' })));
       cleanups.push(this.run.stop.onStop(() => finish({ kind: 'signal' })));
       this.wake = check;

@@ -4,6 +4,7 @@ import { readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fail, ok, type Result } from '../core/index.js';
+import { systemClock, type Timers } from '../util/clock.js';
 import { startDetached } from './detach.js';
 import { parseOutcome, type SpawnPlan } from './plan.js';
 
@@ -27,6 +28,8 @@ export interface LaunchRequest {
   platform?: NodeJS.Platform;
   /** Bound on the intermediate's life; it normally exits within tens of milliseconds. */
   timeoutMs?: number;
+  /** The clock that bound runs on (default: the system clock). */
+  clock?: Timers;
 }
 
 export const spawnResultName = (nonce: string): string => `spawn.${nonce}.json`;
@@ -45,7 +48,7 @@ export async function launchDetached(req: LaunchRequest): Promise<Result<{ pid: 
     const out = await startDetached(plan, req.env);
     return 'pid' in out ? ok(out) : fail(out.error);
   }
-  const exited = await runIntermediate(req.execPath, plan, req.env, req.timeoutMs ?? 30_000);
+  const exited = await runIntermediate(req.execPath, plan, req.env, req.timeoutMs ?? 30_000, req.clock ?? systemClock);
   if (!exited.ok) return exited;
   let text: string;
   try {
@@ -69,19 +72,19 @@ export async function launchDetached(req: LaunchRequest): Promise<Result<{ pid: 
   return 'pid' in out.value ? ok(out.value) : fail(out.value.error);
 }
 
-function runIntermediate(execPath: string, plan: SpawnPlan, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Result<string>> {
+function runIntermediate(execPath: string, plan: SpawnPlan, env: NodeJS.ProcessEnv, timeoutMs: number, clock: Timers): Promise<Result<string>> {
   return new Promise((resolve) => {
     const child = spawn(execPath, [intermediateScript(), JSON.stringify(plan)], { stdio: 'ignore', env });
-    const timer = setTimeout(() => {
+    const cancel = clock.setTimer(timeoutMs, () => {
       child.kill('SIGKILL');
       resolve(fail(`the spawn intermediate (pid ${child.pid}) did not exit within ${timeoutMs} ms`));
-    }, timeoutMs);
+    });
     child.once('error', (e) => {
-      clearTimeout(timer);
+      cancel();
       resolve(fail(`could not start the spawn intermediate: ${e.message}`));
     });
     child.once('exit', (code, signal) => {
-      clearTimeout(timer);
+      cancel();
       resolve(ok(signal ? `signal ${signal}` : `exit ${code}`));
     });
   });

@@ -1,9 +1,12 @@
 import { statSync, watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
+import { every, systemClock, type Timers } from '../util/clock.js';
 
 export interface WatchOptions {
   /** The safety poll behind fs.watch, which can miss events (network filesystems, inotify limits). */
   pollMs?: number;
+  /** The clock the safety poll runs on (default: the system clock). */
+  clock?: Timers;
 }
 
 const DEFAULT_POLL_MS = 2000;
@@ -41,16 +44,16 @@ export function watchFiles(dir: string, names: readonly string[], onChange: () =
   } catch {
     watcher = null;
   }
-  const timer = setInterval(() => {
+  const stopPolling = every(opts.clock ?? systemClock, opts.pollMs ?? DEFAULT_POLL_MS, () => {
     const now = files.map(signature);
     if (now.some((s, i) => s !== seen[i])) {
       seen = now;
       fire();
     }
-  }, opts.pollMs ?? DEFAULT_POLL_MS);
+  });
   return () => {
     disposed = true;
-    clearInterval(timer);
+    stopPolling();
     watcher?.close();
   };
 }

@@ -48,6 +48,27 @@ export const systemClock: Timers = {
   },
 };
 
+/**
+ * Calls `fn` every `ms` on `clock` until the returned function is called: a repeating timer
+ * built from `setTimer`, so a fake clock drives it like any other wait.
+ */
+export function every(clock: Timers, ms: number, fn: () => void): () => void {
+  let cancel: () => void = () => undefined;
+  let stopped = false;
+  const arm = (): void => {
+    cancel = clock.setTimer(ms, () => {
+      if (stopped) return;
+      arm();
+      fn();
+    });
+  };
+  arm();
+  return () => {
+    stopped = true;
+    cancel();
+  };
+}
+
 export interface FakeClock extends Timers {
   /** Move both clocks forward, firing every timer and sleep due by then, in due order. */
   advance(ms: number): void;

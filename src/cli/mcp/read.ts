@@ -2,6 +2,7 @@ import { unlinkSync } from 'node:fs';
 import type { CallToolResult, McpServer, ServerContext } from '@modelcontextprotocol/server';
 import { STATE_FILES, hostName, processStartTime, sameProcess, type StateDir } from '../../spool/index.js';
 import { formatDuration } from '../../util/duration.js';
+import { every } from '../../util/clock.js';
 import { Collected, displacedBy, Reader, readReaderKnobs, StopRequest, type HandledSignal, type HolderFacts, type SignalSource } from '../../reader/index.js';
 import { sessionLeg } from '../session-leg.js';
 import { EXIT } from '../../core/index.js';
@@ -83,6 +84,9 @@ function releaseSeat(stateDir: StateDir, pid: number): void {
   }
 }
 
+/** How often a waiting oh_hai_read tells its client it is still waiting (MCP progress notifications). */
+const PROGRESS_MS = 2000;
+
 async function progress(c: ServerContext, n: number, message: string): Promise<void> {
   const token = c.mcpReq._meta?.progressToken;
   if (token !== undefined) await c.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: n, message } });
@@ -143,12 +147,16 @@ async function read(ctx: McpContext, seat: ReadSeat, waitSeconds: number, c: Ser
   const onCancel = (): void => signal.fire();
   c.mcpReq.signal.addEventListener('abort', onCancel, { once: true });
   let polls = 0;
-  const ticker = setInterval(() => void progress(c, ++polls, `waiting for mail (${polls * 2} s)`).catch(() => undefined), 2000);
+  const stopTicker = every(
+    io.clock,
+    PROGRESS_MS,
+    () => void progress(c, ++polls, `waiting for mail (${(polls * PROGRESS_MS) / 1000} s)`).catch(() => undefined),
+  );
   let outcome;
   try {
     outcome = await new Reader({ leg, io, stop, knobs: knobs.value, raw: false, launch, collect }).execute();
   } finally {
-    clearInterval(ticker);
+    stopTicker();
     c.mcpReq.signal.removeEventListener('abort', onCancel);
     stop.dispose();
     seat.current = null;

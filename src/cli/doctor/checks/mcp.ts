@@ -23,7 +23,7 @@ type Spoken = { kind: 'listed'; tools: string[] } | { kind: 'failed'; why: strin
  * tools, close stdin and wait for the exit. Raw JSON-RPC lines: doctor does not load the
  * MCP SDK, whose client is not even installed with oh-hai.
  */
-function speak(io: Pick<CliIO, 'env' | 'cwd' | 'self'>, timeoutMs: number): Promise<Spoken & { exit: number | null; stderr: string }> {
+function speak(io: Pick<CliIO, 'env' | 'cwd' | 'self' | 'clock'>, timeoutMs: number): Promise<Spoken & { exit: number | null; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(io.self.execPath, [...io.self.args, 'mcp'], { env: io.env, cwd: io.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
@@ -34,10 +34,10 @@ function speak(io: Pick<CliIO, 'env' | 'cwd' | 'self'>, timeoutMs: number): Prom
       spoken = s;
       child.stdin.end();
     };
-    const timer = setTimeout(() => {
+    const cancel = io.clock.setTimer(timeoutMs, () => {
       settle({ kind: 'failed', why: `it did not list its tools within ${timeoutMs / 1000} s (OH_HAI_DOCTOR_TIMEOUT_SECONDS)` });
       child.kill('SIGKILL');
-    }, timeoutMs);
+    });
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
       out += d;
@@ -55,7 +55,7 @@ function speak(io: Pick<CliIO, 'env' | 'cwd' | 'self'>, timeoutMs: number): Prom
     });
     child.on('error', (e) => settle({ kind: 'failed', why: `it could not be started: ${e.message}` }));
     child.on('close', (code) => {
-      clearTimeout(timer);
+      cancel();
       settle({ kind: 'failed', why: `it exited (${code ?? 'killed'}) before listing its tools` });
       resolve({ ...spoken!, exit: code, stderr });
     });
