@@ -8,7 +8,11 @@
 // Needs `npm run build`. PostgreSQL: OH_HAI_BENCH_DATABASE_URL (an admin URL of a superuser; a
 // database per run is created and dropped), else a throwaway cluster from .ci/postgres.sh.
 // 10,000 streams need about 10,100 descriptors in this process and in a one-instance Hub: the
-// soft limit is raised to the hard one when the bench starts its own cluster. Never run by CI.
+// soft limit is raised to the hard one when the bench starts its own cluster. Before any run it
+// prints and checks what would bound it first (open files, ephemeral ports and TIME_WAIT reuse,
+// the listen backlog, PostgreSQL's max_connections) and refuses a run a limit would break.
+// Per configuration it also prints how long the streams took to open and the database round
+// trips per stream connect. Never run by CI.
 // Usage: node bench/hub-cluster.mjs [--streams 1000] [--messages 2000] [--concurrency 50]
 //          [--only sqlite,postgres:1,postgres:2]
 import { spawn, spawnSync } from 'node:child_process';
@@ -56,12 +60,47 @@ const TARGET_STREAMS = 10_000;
 const TARGET_P99_MS = 100;
 const TARGET_CONCURRENCY = 50;
 
-// Every stream is a socket here and in its Hub: refuse a run the descriptor limit would break.
+/** Database connections per instance (plus its listener). */
+const POOL = 20;
+/** Stream connects in flight at once: a herd of 10,000 SYNs overflows the listen backlog (Node's 511) into 1 s, 3 s… retransmits. */
+const OPENING = 500;
+const MAX_INSTANCES = Math.max(1, ...ONLY.map((w) => Number(w.split(':')[1] ?? 1)));
+const sysctl = (name) => {
+  try {
+    return readFileSync(`/proc/sys/${name.replaceAll('.', '/')}`, 'utf8').trim();
+  } catch {
+    return null;
+  }
+};
+
+// What bounds a run before the Hub does, checked and printed first; a run a limit would break is refused.
+// Every stream is a socket here and in its Hub (one instance holds them all in the 1-instance run).
 const softLimit = Number(/^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? Infinity);
-if (STREAMS + CONCURRENCY * 2 + 200 > softLimit) {
+const fdsNeeded = STREAMS + CONCURRENCY * 2 + POOL + 200;
+console.log(`limits: open files ${softLimit} in this process and each Hub it starts; ${fdsNeeded} needed (${STREAMS} streams + sends + pool)`);
+if (fdsNeeded > softLimit) {
   console.error(`hub-cluster: ${STREAMS} streams need more than this process's ${softLimit} open files; raise it (ulimit -n) or pass fewer --streams`);
   process.exit(2);
 }
+// Loopback connects to one instance draw from one ephemeral range; a stream's reconnect leaves its
+// old 4-tuple in TIME_WAIT for 60 s unless the kernel may reuse it (tcp_tw_reuse 1, or 2 = loopback).
+const [lo, hi] = (sysctl('net.ipv4.ip_local_port_range') ?? '32768 60999').split(/\s+/).map(Number);
+const twReuse = sysctl('net.ipv4.tcp_tw_reuse');
+const ports = hi - lo + 1;
+const reconnectsPerMinute = Math.ceil((STREAMS / 55) * 60);
+const portsNeeded = STREAMS + CONCURRENCY * 2 + (twReuse === '0' ? reconnectsPerMinute : 0);
+console.log(
+  `limits: ephemeral ports ${lo}–${hi} (${ports} per instance address); ${portsNeeded} needed on one instance (tcp_tw_reuse ${twReuse ?? '?'}${twReuse === '0' ? `: ${reconnectsPerMinute} reconnects a minute sit in TIME_WAIT` : ': TIME_WAIT is reused on loopback'})`,
+);
+if (portsNeeded > ports) {
+  console.error(
+    `hub-cluster: ${STREAMS} streams need ${portsNeeded} ephemeral ports to one instance, more than ${ports}; widen net.ipv4.ip_local_port_range or set net.ipv4.tcp_tw_reuse=2`,
+  );
+  process.exit(2);
+}
+console.log(
+  `limits: listen backlog: somaxconn ${sysctl('net.core.somaxconn') ?? '?'}, Node listens with 511; at most ${OPENING} stream connects in flight while they open`,
+);
 const KEY = randomBytes(16).toString('hex');
 // Holds long enough that reconnects on the bound do not dominate a run (under nginx's 75 s read timeout).
 const HUB_ARGS = ['--stream-max-hold-seconds', '55', '--keepalive-seconds', '15', '--admin-listen', '127.0.0.1:0'];
@@ -75,6 +114,16 @@ async function adminQuery(text) {
   } finally {
     await c.end();
   }
+}
+
+const [{ max_connections: maxConnections }] = await adminQuery('SHOW max_connections');
+const connectionsNeeded = MAX_INSTANCES * (POOL + 1) + 5;
+console.log(
+  `limits: PostgreSQL max_connections ${maxConnections}; ${connectionsNeeded} needed (${MAX_INSTANCES} instance(s) × (pool ${POOL} + listener) + this bench)`,
+);
+if (connectionsNeeded > Number(maxConnections)) {
+  console.error(`hub-cluster: PostgreSQL allows ${maxConnections} connections, ${connectionsNeeded} are needed; raise max_connections`);
+  process.exit(2);
 }
 
 function startHub(dir, env) {
@@ -94,13 +143,16 @@ function startHub(dir, env) {
   return { proc: hub, url: hubReady(hub), adminUrl };
 }
 
-/** The database round trips of sends and pushes so far, from an instance's /metrics (PostgreSQL only). */
-async function roundTrips(adminUrl) {
+/** The database round trips of the given works so far (sends and pushes by default), from an instance's /metrics (PostgreSQL only). */
+async function roundTrips(adminUrl, works = ['POST /v1/messages', 'push']) {
   const text = await (await fetch(`${adminUrl}/metrics`)).text();
   let n = 0;
-  for (const m of text.matchAll(/^oh_hai_hub_db_round_trips_total\{work="(POST \/v1\/messages|push)",kind="(?:unit|read)"\} (\d+)$/gm)) n += Number(m[2]);
+  for (const m of text.matchAll(/^oh_hai_hub_db_round_trips_total\{work="([^"]+)",kind="(?:unit|read)"\} (\d+)$/gm))
+    if (works.includes(m[1])) n += Number(m[2]);
   return n;
 }
+/** Round trips of stream connects and ends (`presence` also holds the refresh of held streams). */
+const CONNECT_WORKS = ['GET /v1/inbox/stream', 'presence'];
 
 /** The PostgreSQL server's CPU so far, in seconds: the postmaster, its reaped children, and every live child. */
 async function databaseCpu() {
@@ -149,7 +201,7 @@ async function run(label, instances, database) {
     await adminQuery(`CREATE DATABASE ${dbName}`);
     const u = new URL(admin);
     u.pathname = `/${dbName}`;
-    env = { OH_HAI_HUB_DATABASE_URL: u.toString(), OH_HAI_HUB_DB_POOL_MAX: '20' };
+    env = { OH_HAI_HUB_DATABASE_URL: u.toString(), OH_HAI_HUB_DB_POOL_MAX: String(POOL) };
   }
   try {
     for (let i = 0; i < instances; i++) {
@@ -174,10 +226,19 @@ async function run(label, instances, database) {
 
     const timer = pushTimer();
     let opened = 0;
+    let connects = 0;
     const open = [];
-    for (const s of sessions) open.push(...holdStream(s, timer, { onOpen: () => opened++ }));
     const openDeadline = performance.now() + 300_000;
+    const connectTrips0 = database ? (await Promise.all(hubs.map((h) => roundTrips(h.adminUrl, CONNECT_WORKS)))).reduce((a, b) => a + b, 0) : 0;
+    for (const [i, s] of sessions.entries()) {
+      while (i - opened >= OPENING && performance.now() < openDeadline) await new Promise((r) => setTimeout(r, 10));
+      open.push(...holdStream(s, timer, { onOpen: () => opened++, onConnect: () => connects++ }));
+    }
     while (opened < STREAMS && performance.now() < openDeadline) await new Promise((r) => setTimeout(r, 50));
+    const openSeconds = (performance.now() - openDeadline + 300_000) / 1000;
+    const connectTrips = database
+      ? (await Promise.all(hubs.map((h) => roundTrips(h.adminUrl, CONNECT_WORKS)))).reduce((a, b) => a + b, 0) - connectTrips0
+      : null;
 
     const cpu0 = hubs.map((h) => cpuOf(h.proc.pid));
     const db0 = database ? await databaseCpu() : 0;
@@ -214,6 +275,8 @@ async function run(label, instances, database) {
       dbCpuMsPerSend: dbCpu === null ? null : (dbCpu * 1000) / MESSAGES,
       loadCpuMsPerSend: (self.user + self.system) / 1000 / MESSAGES,
       tripsPerSend: trips === null ? null : trips / MESSAGES,
+      openSeconds,
+      tripsPerConnect: connectTrips === null || connects === 0 ? null : connectTrips / connects,
     };
   } finally {
     for (const h of hubs) {
@@ -236,11 +299,11 @@ for (const which of ONLY) {
 const fmt = (v, digits) => (v === null ? '—' : v.toFixed(digits));
 console.log(`streams ${STREAMS} in total, ${MESSAGES} sends at ${CONCURRENCY} in flight; ${os.cpus().length} cores (a shared machine makes figures noisy)`);
 console.log(
-  'store      instances  streams  sends/s  push p50 ms  push p99 ms  pushes seen  Hub CPU ms/send  DB CPU ms/send  load CPU ms/send  DB round trips/send',
+  'store      instances  streams  open s  DB trips/connect  sends/s  push p50 ms  push p99 ms  pushes seen  Hub CPU ms/send  DB CPU ms/send  load CPU ms/send  DB round trips/send',
 );
 for (const r of results) {
   console.log(
-    `${r.label.padEnd(10)} ${String(r.instances).padStart(9)}  ${String(r.streams).padStart(7)}  ${r.sendsPerSecond.toFixed(0).padStart(7)}  ${r.p50.toFixed(1).padStart(11)}  ${r.p99.toFixed(1).padStart(11)}  ${String(r.seen).padStart(11)}  ${r.cpuMsPerSend.toFixed(2).padStart(15)}  ${fmt(r.dbCpuMsPerSend, 2).padStart(14)}  ${r.loadCpuMsPerSend.toFixed(2).padStart(16)}  ${fmt(r.tripsPerSend, 1).padStart(19)}`,
+    `${r.label.padEnd(10)} ${String(r.instances).padStart(9)}  ${String(r.streams).padStart(7)}  ${r.openSeconds.toFixed(1).padStart(6)}  ${fmt(r.tripsPerConnect, 1).padStart(16)}  ${r.sendsPerSecond.toFixed(0).padStart(7)}  ${r.p50.toFixed(1).padStart(11)}  ${r.p99.toFixed(1).padStart(11)}  ${String(r.seen).padStart(11)}  ${r.cpuMsPerSend.toFixed(2).padStart(15)}  ${fmt(r.dbCpuMsPerSend, 2).padStart(14)}  ${r.loadCpuMsPerSend.toFixed(2).padStart(16)}  ${fmt(r.tripsPerSend, 1).padStart(19)}`,
   );
 }
 const base = results.find((r) => r.label === 'sqlite');
