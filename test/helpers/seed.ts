@@ -3,17 +3,9 @@
  * names the seed it ran with (`withSeed`).
  */
 
-/** A small seeded PRNG (mulberry32): the same seed gives the same instants to kill at. */
-export function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from './prng.mjs';
+
+export { mulberry32 };
 
 /** The run's seed: OH_HAI_CRASH_SEED when set, else a fresh one. */
 export const crashSeed = (): number => Number(process.env.OH_HAI_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31));

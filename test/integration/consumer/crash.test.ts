@@ -4,13 +4,15 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { writeFileAtomic } from '../../../src/util/fs-durable.js';
 import type { TestHub } from '../../helpers/hub.js';
+import { withSeed } from '../../helpers/seed.js';
 import { FAST_HUB, hubCall, useBenches, waitFor, type Bench } from './harness.js';
 
 /**
  * The safety property under kill -9 (DESIGN.md "The safety property"): kill the consumer —
  * and separately the Hub — at random instants during bursts, while a test reader prints
  * records one at a time. At the end every message is spooled exactly once, acknowledged at
- * the Hub, and never acknowledged before the reader's cursor passed it.
+ * the Hub, and never acknowledged before the reader's cursor passed it. The instants and the
+ * reader's pace are seeded: OH_HAI_CRASH_SEED=<n> repeats a run, and a failure names its seed.
  */
 
 const CONSUMER_TRIALS = 36;
@@ -28,12 +30,15 @@ class TestReader {
   private offset = 0;
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly bench: Bench) {}
+  constructor(
+    private readonly bench: Bench,
+    private readonly rand: () => number,
+  ) {}
 
   start(): void {
     const step = () => {
-      this.advance(1 + Math.floor(Math.random() * 3));
-      this.timer = setTimeout(step, 5 + Math.random() * 30);
+      this.advance(1 + Math.floor(this.rand() * 3));
+      this.timer = setTimeout(step, 5 + this.rand() * 30);
     };
     step();
   }
@@ -99,57 +104,62 @@ async function checkInvariants(bench: Bench, reader: TestReader, sent: string[])
 const world = useBenches({ args: FAST_HUB }, { logTail: 60 });
 
 /** A bench whose consumer is running, with a test reader printing its records as they come. */
-async function burstRig(hub: TestHub): Promise<{ bench: Bench; consumer: ChildProcess; reader: TestReader }> {
+async function burstRig(hub: TestHub, rand: () => number): Promise<{ bench: Bench; consumer: ChildProcess; reader: TestReader }> {
   const bench = await world.bench({ on: hub });
   bench.settings({ max_retries: 1000 });
   bench.attend();
   // The first consumer gets as far as running, so every later one finds a record of its killed predecessor.
   const consumer = bench.start();
   await bench.waitRunning();
-  const reader = new TestReader(bench);
+  const reader = new TestReader(bench, rand);
   reader.start();
   return { bench, consumer, reader };
 }
 
 describe('kill -9 at random instants', () => {
   it(`the consumer, ${CONSUMER_TRIALS} times during bursts: nothing lost, nothing spooled twice, nothing acknowledged early`, async () => {
-    const rig = await burstRig(world.hub);
-    const { bench, reader } = rig;
-    let consumer = rig.consumer;
-    const sent: string[] = [];
-    try {
-      for (let trial = 0; trial < CONSUMER_TRIALS; trial += 1) {
-        for (let i = 0; i < BURST; i += 1) sent.push(await bench.notify(`trial ${trial} message ${i}`));
-        await pause(Math.random() * 250);
-        consumer.kill('SIGKILL');
-        await exited(consumer);
-        consumer = bench.start();
-        // Random instants cover start-up too: sometimes it is killed before it gets anywhere.
-        await pause(50 + Math.random() * 250);
+    await withSeed('consumer kill run', async (rand) => {
+      const rig = await burstRig(world.hub, rand);
+      const { bench, reader } = rig;
+      let consumer = rig.consumer;
+      const sent: string[] = [];
+      try {
+        for (let trial = 0; trial < CONSUMER_TRIALS; trial += 1) {
+          for (let i = 0; i < BURST; i += 1) sent.push(await bench.notify(`trial ${trial} message ${i}`));
+          await pause(rand() * 250);
+          consumer.kill('SIGKILL');
+          await exited(consumer);
+          consumer = bench.start();
+          // Random instants cover start-up too: sometimes it is killed before it gets anywhere.
+          await pause(50 + rand() * 250);
+        }
+        await checkInvariants(bench, reader, sent);
+      } finally {
+        reader.stop();
       }
-      await checkInvariants(bench, reader, sent);
-    } finally {
-      reader.stop();
-    }
-    expect(consumer.exitCode).toBeNull();
+      expect(consumer.exitCode).toBeNull();
+    });
   });
 
   it(`the Hub, ${HUB_TRIALS} times during bursts: the consumer reconnects, and the same invariants hold`, async () => {
     // A Hub of its own: this test kills it.
     const hub = await world.ownHub({ args: FAST_HUB });
-    const { bench, consumer, reader } = await burstRig(hub);
-    const sent: string[] = [];
-    try {
-      for (let trial = 0; trial < HUB_TRIALS; trial += 1) {
-        for (let i = 0; i < BURST; i += 1) sent.push(await bench.notify(`hub trial ${trial} message ${i}`));
-        await pause(Math.random() * 200);
-        await hub.kill('SIGKILL');
-        await hub.restart();
+    const { bench, consumer, reader } = await withSeed('Hub kill run', async (rand) => {
+      const rig = await burstRig(hub, rand);
+      const sent: string[] = [];
+      try {
+        for (let trial = 0; trial < HUB_TRIALS; trial += 1) {
+          for (let i = 0; i < BURST; i += 1) sent.push(await rig.bench.notify(`hub trial ${trial} message ${i}`));
+          await pause(rand() * 200);
+          await hub.kill('SIGKILL');
+          await hub.restart();
+        }
+        await checkInvariants(rig.bench, rig.reader, sent);
+      } finally {
+        rig.reader.stop();
       }
-      await checkInvariants(bench, reader, sent);
-    } finally {
-      reader.stop();
-    }
+      return rig;
+    });
     expect(consumer.exitCode).toBeNull();
     expect(bench.consumer()!.state).toBe('running');
     const s = await hubCall(hub, 'GET', `/v1/sessions/${bench.session()!.id}`, { token: bench.me.token });

@@ -8,6 +8,7 @@ import { systemClock } from '../../../src/util/clock.js';
 import { repoRoot } from '../../helpers/cli.js';
 import { tempEnv } from '../../helpers/env.js';
 import { onLines } from '../../helpers/process.js';
+import { withSeed } from '../../helpers/seed.js';
 
 const writer = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'spool-writer.mjs');
 const TRIALS = 50;
@@ -22,8 +23,8 @@ interface Promised {
 }
 
 /** Start the writer, let it run until it has reported `steps` durable steps, then SIGKILL it. */
-async function runAndKill(dir: string, steps: number, promised: Promised): Promise<void> {
-  const child = spawn(process.execPath, [writer, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+async function runAndKill(dir: string, steps: number, writerSeed: number, promised: Promised): Promise<void> {
+  const child = spawn(process.execPath, [writer, dir, String(writerSeed)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let seen = 0;
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
@@ -86,18 +87,20 @@ describe('spool and ledger under kill -9', () => {
     mkdirSync(dir, { mode: 0o700 });
     const promised: Promised = { spooledSeq: 0, inLedger: new Set(), acking: new Set(), acked: new Set(), cursorSeq: 0 };
     let recovered = 0;
-    for (let trial = 0; trial < TRIALS; trial++) {
-      await runAndKill(dir, 1 + Math.floor(Math.random() * 25), promised);
-      checkInvariants(dir, promised);
-      if (trial % 3 === 1) {
-        // a crash that left garbage rather than a short line (power loss, a bad disk)
-        appendFileSync(path.join(dir, 'bridge.ndjson'), Buffer.from([0x7b, 0x22, 0x00, 0xff, 0x0a, 0x41]));
-        appendFileSync(path.join(dir, 'ledger.ndjson'), '{"op":"delivered","ids":["x');
-        recovered += 1;
+    await withSeed('spool kill run', async (rand) => {
+      for (let trial = 0; trial < TRIALS; trial++) {
+        await runAndKill(dir, 1 + Math.floor(rand() * 25), Math.floor(rand() * 2 ** 31), promised);
+        checkInvariants(dir, promised);
+        if (trial % 3 === 1) {
+          // a crash that left garbage rather than a short line (power loss, a bad disk)
+          appendFileSync(path.join(dir, 'bridge.ndjson'), Buffer.from([0x7b, 0x22, 0x00, 0xff, 0x0a, 0x41]));
+          appendFileSync(path.join(dir, 'ledger.ndjson'), '{"op":"delivered","ids":["x');
+          recovered += 1;
+        }
       }
-    }
-    // the last trial may have left garbage: the next open recovers it like any other
-    checkInvariants(dir, promised);
+      // the last trial may have left garbage: the next open recovers it like any other
+      checkInvariants(dir, promised);
+    });
     const all = new SpoolReader(dir).readAfter(0);
     expect(all.length).toBeGreaterThan(TRIALS);
     expect(recovered).toBeGreaterThan(0);
