@@ -64,28 +64,24 @@ function raceSettled(c: ConsumerView): ConsumerView {
   return lost ? { record: c.record, alive: c.alive } : c;
 }
 
-/**
- * The one line printed after the stop line: the lease, then — when warranted — ⚠️ and what
- * happens next, in the same line (issue 17: the epilogue is one line; a terminal colours the
- * part from ⚠️ on).
- */
-export function leaseEpilogue(name: string, session: RecordRead<SessionRecord>, view: ConsumerView, nowMs: number): string {
+/** The lines (first: the lease; second, when warranted: the ⚠️ line) printed after the stop line. */
+export function leaseEpilogue(name: string, session: RecordRead<SessionRecord>, view: ConsumerView, nowMs: number): string[] {
   const consumer = raceSettled(view);
+  const lines: string[] = [];
   const cons = consumerPart(consumer);
-  let lease: string;
   if (session.state === 'ok') {
     const s = session.value;
-    lease = `lease — ${s.id} expires ${s.expires_at} (Hub's clock; last renewed ${formatDuration(nowMs - s.renewed_at)} ago); ${cons}.`;
+    const elapsed = nowMs - s.renewed_at;
+    lines.push(`${name}: lease — ${s.id} expires ${s.expires_at} (Hub's clock; last renewed ${formatDuration(elapsed)} ago); ${cons}.`);
   } else if (session.state === 'absent') {
-    lease = `lease — no session recorded in this state entry yet; ${cons}.`;
+    lines.push(`${name}: lease — no session recorded in this state entry yet; ${cons}.`);
   } else {
-    lease = `lease — could not read the session record (${session.reason}); ${cons}.`;
+    lines.push(`${name}: lease — could not read the session record (${session.reason}); ${cons}.`);
   }
-  return withWarning(`${name}: ${lease}`, leaseWarning(session, consumer, nowMs));
+  const warning = leaseWarning(session, consumer, nowMs);
+  if (warning) lines.push(`${name}: ⚠️ ${warning}`);
+  return lines;
 }
-
-/** A fact line with its warning, when there is one, folded in after ⚠️. */
-export const withWarning = (line: string, warning: string | null): string => (warning === null ? line : `${line} ⚠️ ${warning}`);
 
 function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView, nowMs: number): string | null {
   const state = consumerState(consumer);

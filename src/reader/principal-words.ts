@@ -1,6 +1,6 @@
 import { formatDuration } from '../util/duration.js';
 import type { HolderFacts } from './holder.js';
-import { type ConsumerView, withWarning } from './epilogue.js';
+import type { ConsumerView } from './epilogue.js';
 
 export const NAME = 'oh-hai inbox watch';
 
@@ -32,32 +32,34 @@ export const noPolicyLine = (address: string): string =>
   `(it enforces what it started with) and run ${NAME} again.`;
 
 /**
- * The bridge's epilogue minus the lease, one line as the bridge's is: the principal mailbox has
- * no session to lapse, so what stops when nothing drains it is delivery, not the address.
+ * The bridge's epilogue minus the lease: the principal mailbox has no session to lapse, so
+ * what stops when nothing drains it is delivery, not the address.
  */
-export function watchEpilogue(view: ConsumerView, address: string): string {
+export function watchEpilogue(view: ConsumerView, address: string): string[] {
   const nobody = `nothing drains ${address} from this machine: directives and mail to it wait at the Hub, undelivered, until a watcher or a live session of this agent drains them`;
-  const line = (fact: string, warning: string | null = null) => withWarning(`${NAME}: ${fact}`, warning);
   const { record: consumer, alive, started } = view;
   if (started) {
     // The connection this run started has not recorded itself yet; the record is its predecessor's.
     const who = `consumer pid ${started.pid} on ${started.host}`;
-    if (started.alive === 'dead') return line(`${who} (not running).`, `${nobody}. What to do: run ${NAME} again.`);
-    return line(`${who} (started by this run; not recorded yet) drains ${address}.`);
+    if (started.alive === 'dead') return [`${NAME}: ${who} (not running).`, `${NAME}: ⚠️ ${nobody}. What to do: run ${NAME} again.`];
+    return [`${NAME}: ${who} (started by this run; not recorded yet) drains ${address}.`];
   }
-  if (consumer.state === 'absent') return line('no background connection has recorded itself here.', `${nobody}. What to do: run ${NAME} again.`);
-  if (consumer.state === 'unreadable')
-    return line(
-      `could not read the background connection's record (${consumer.reason}).`,
-      `whether anything drains ${address} is unknown from here; do not start a second watcher on this alone — read bridge.log in the entry first.`,
-    );
+  if (consumer.state === 'absent')
+    return [`${NAME}: no background connection has recorded itself here.`, `${NAME}: ⚠️ ${nobody}. What to do: run ${NAME} again.`];
+  if (consumer.state === 'unreadable') {
+    return [
+      `${NAME}: could not read the background connection's record (${consumer.reason}).`,
+      `${NAME}: ⚠️ whether anything drains ${address} is unknown from here; do not start a second watcher on this alone — read bridge.log in the entry first.`,
+    ];
+  }
   const c = consumer.value;
   const who = `consumer pid ${c.pid} on ${c.host}`;
-  if (c.state === 'stopped')
-    return line(
-      `${who} (stopped: exit ${c.exit_code ?? '?'}, ${c.stop_reason ?? 'no reason recorded'}).`,
-      `${nobody}. What to do: follow the stop line above, then run ${NAME} again.`,
-    );
-  if (alive === 'dead') return line(`${who} (not running).`, `${nobody}. What to do: run ${NAME} again.`);
-  return line(`${who}${alive === 'unknown' ? ' (liveness unknown from this host)' : ''} drains ${address}.`);
+  if (c.state === 'stopped') {
+    return [
+      `${NAME}: ${who} (stopped: exit ${c.exit_code ?? '?'}, ${c.stop_reason ?? 'no reason recorded'}).`,
+      `${NAME}: ⚠️ ${nobody}. What to do: follow the stop line above, then run ${NAME} again.`,
+    ];
+  }
+  if (alive === 'dead') return [`${NAME}: ${who} (not running).`, `${NAME}: ⚠️ ${nobody}. What to do: run ${NAME} again.`];
+  return [`${NAME}: ${who}${alive === 'unknown' ? ' (liveness unknown from this host)' : ''} drains ${address}.`];
 }

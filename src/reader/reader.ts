@@ -75,8 +75,8 @@ export interface ReaderLeg {
   noPolicyLine(): string;
   /** Whose directory cache names the senders in summary lines: read when a line is printed, never fetched. */
   directory: DirectoryCacheKey;
-  /** The one line after the stop line, read off the entry. */
-  epilogue(consumer: ConsumerView, nowMs: number): string;
+  /** The lines after the stop line (the lease line, and a ⚠️ line when one is warranted), read off the state dir. */
+  epilogue(consumer: ConsumerView, nowMs: number): string[];
 }
 
 /** What a reading run touches of the outside world (the CLI's CliIO is one). */
@@ -146,10 +146,10 @@ export class Reader {
     } finally {
       this.heartbeat?.stop();
     }
-    return { ...outcome, after: [...(outcome.after ?? []), this.epilogue()] };
+    return { ...outcome, after: [...(outcome.after ?? []), ...this.epilogue()] };
   }
 
-  private epilogue(): string {
+  private epilogue(): string[] {
     const consumer = this.stateDir.read('consumer');
     const alive = consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown';
     const s = this.started;

@@ -142,7 +142,7 @@ Diagnostics go to stderr. Every fatal exit prints oh-hai bridge: FATAL (exit <n>
     },
     {
       heading: 'Lease epilogue',
-      text: `Every exit that reached a state entry ends with one stderr line read off that entry, with no Hub call: oh-hai bridge: lease \u2014 sess_\u2026 expires <instant> (Hub's clock; last renewed <duration> ago); consumer pid <n> on <host>. The instant is the Hub's, printed verbatim; the staleness is measured on this machine's clock. There is deliberately no "time remaining". A lapsed lease, one inside its warning window (a third of the lease, at most five minutes), or a dead, absent or unreadable connection adds a warning saying what happens next to the end of that same line. A run that failed before it resolved a state entry prints its reason and no epilogue.`,
+      text: `Every exit that reached a state entry ends with one stderr line read off that entry, with no Hub call: oh-hai bridge: lease \u2014 sess_\u2026 expires <instant> (Hub's clock; last renewed <duration> ago); consumer pid <n> on <host>. The instant is the Hub's, printed verbatim; the staleness is measured on this machine's clock. There is deliberately no "time remaining". A lapsed lease, one inside its warning window (a third of the lease, at most five minutes), or a dead, absent or unreadable connection adds a second line saying what happens next. A run that failed before it resolved a state entry prints its reason and no epilogue.`,
     },
     {
       heading: 'Sender policy',

@@ -59,7 +59,7 @@ export async function sessionStatus(
 export function statusEpilogue(s: SessionStatus, name: string, nowMs: number): string[] {
   if (s.records === null) return [];
   const consumer = s.records.consumer;
-  return [leaseEpilogue(name, s.records.session, { record: consumer, alive: consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown' }, nowMs)];
+  return leaseEpilogue(name, s.records.session, { record: consumer, alive: consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown' }, nowMs);
 }
 
 function hubLines(v: StatusView): string[] {

@@ -144,7 +144,7 @@ export async function stopConsumers(a: Agent): Promise<void> {
   for (const pid of pids) await killAndWait(pid);
 }
 
-/** The epilogue's lease (the start of its one line) for a real session, with the consumer's pid. */
+/** The epilogue's first line for a real session, with the consumer's pid. */
 export const leaseLine = (sessionId: string, pid: number): RegExp =>
   new RegExp(
     `^oh-hai bridge: lease — ${sessionId} expires \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z \\(Hub's clock; last renewed \\d+s ago\\); consumer pid ${pid} on \\S+`,

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { leaseEpilogue, warningWindowMs, type ConsumerView } from '../../../src/reader/epilogue.js';
-import { watchEpilogue } from '../../../src/reader/principal-words.js';
 import type { ConsumerRecord, RecordRead, SessionRecord } from '../../../src/spool/records.js';
 import { consumerRecord } from '../../helpers/records.js';
 
@@ -22,48 +21,30 @@ const session = (over: Partial<SessionRecord> = {}): RecordRead<SessionRecord> =
 const consumerRec = (over: Partial<ConsumerRecord> = {}): ConsumerRecord => consumerRecord({ started_at: NOW - 600_000, heartbeat_at: NOW, ...over });
 const live: ConsumerView = { record: { state: 'ok', value: consumerRec() }, alive: 'alive' };
 
-/** The epilogue is one line; its fact and its warning (after ⚠️), apart. */
-function split(...args: Parameters<typeof leaseEpilogue>): string[] {
-  const line = leaseEpilogue(...args);
-  expect(line).not.toContain('\n');
-  const [fact, warning, ...more] = line.split(' ⚠️ ');
-  expect(more).toEqual([]);
-  return warning === undefined ? [fact!] : [fact!, warning];
-}
-
 describe('lease epilogue', () => {
-  it('is one line: a warning follows the lease after ⚠️, in the same line', () => {
-    const stopped = consumerRec({ state: 'stopped', exit_code: 3, stop_reason: 'unauthorized' });
-    expect(leaseEpilogue('oh-hai bridge', session(), { record: { state: 'ok', value: stopped }, alive: 'dead' }, NOW)).toBe(
-      "oh-hai bridge: lease — sess_abc expires 2026-09-18T14:33:07.000Z (Hub's clock; last renewed 2m 10s ago); consumer pid 777 on host-a (stopped: exit 3, unauthorized). " +
-        "⚠️ the background connection (pid 777) stopped with exit 3: nothing renews sess_abc, so it lapses once the Hub's clock passes 2026-09-18T14:33:07.000Z. " +
-        'What to do: follow the stop line above first; only a new oh-hai bridge run starts a connection again.',
-    );
-  });
-
   it('prints exactly the documented line for a healthy lease, and nothing else', () => {
-    expect(split('oh-hai bridge', session(), live, NOW)).toEqual([
+    expect(leaseEpilogue('oh-hai bridge', session(), live, NOW)).toEqual([
       "oh-hai bridge: lease — sess_abc expires 2026-09-18T14:33:07.000Z (Hub's clock; last renewed 2m 10s ago); consumer pid 777 on host-a.",
     ]);
   });
 
   it('never prints a time remaining', () => {
     const all = [
-      split('x', session(), live, NOW),
-      split('x', session({ renewed_at: NOW - 700_000 }), live, NOW),
-      split('x', session({ renewed_at: NOW - 2_000_000 }), live, NOW),
+      leaseEpilogue('x', session(), live, NOW),
+      leaseEpilogue('x', session({ renewed_at: NOW - 700_000 }), live, NOW),
+      leaseEpilogue('x', session({ renewed_at: NOW - 2_000_000 }), live, NOW),
     ].flat();
     for (const l of all) expect(l).not.toMatch(/remaining|\bleft\b|expires in|until/);
   });
 
   it('warns "certainly lapsed" when our elapsed time since renewal exceeds the whole lease', () => {
-    const [, warn] = split('oh-hai bridge', session({ renewed_at: NOW - 901_000 }), live, NOW);
-    expect(warn).toMatch(/^lease certainly lapsed: nothing has renewed sess_abc in 15m 01s, longer than its whole 15m 00s lease/);
+    const [, warn] = leaseEpilogue('oh-hai bridge', session({ renewed_at: NOW - 901_000 }), live, NOW);
+    expect(warn).toMatch(/^oh-hai bridge: ⚠️ lease certainly lapsed: nothing has renewed sess_abc in 15m 01s, longer than its whole 15m 00s lease/);
     expect(warn).toContain('run oh-hai bridge again');
   });
 
   it('tells a pinned session to clear the pin, since a re-run would exit 11', () => {
-    const [, warn] = split('oh-hai bridge', session({ pinned: true, renewed_at: NOW - 901_000 }), live, NOW);
+    const [, warn] = leaseEpilogue('oh-hai bridge', session({ pinned: true, renewed_at: NOW - 901_000 }), live, NOW);
     expect(warn).toContain('clear or repoint --session / MA2H_SESSION_ID');
   });
 
@@ -71,38 +52,38 @@ describe('lease epilogue', () => {
     expect(warningWindowMs(900)).toBe(300_000);
     expect(warningWindowMs(60)).toBe(20_000);
     // 900 s lease: the window opens after 600 s without renewal.
-    expect(split('b', session({ renewed_at: NOW - 600_000 }), live, NOW)).toHaveLength(1);
-    const [, warn] = split('b', session({ renewed_at: NOW - 601_000 }), live, NOW);
+    expect(leaseEpilogue('b', session({ renewed_at: NOW - 600_000 }), live, NOW)).toHaveLength(1);
+    const [, warn] = leaseEpilogue('b', session({ renewed_at: NOW - 601_000 }), live, NOW);
     expect(warn).toMatch(
-      /^lease inside its warning window: nothing has renewed sess_abc in 10m 01s of its 15m 00s lease; if nothing renews it, it lapses once the Hub's clock passes 2026-09-18T14:33:07.000Z/,
+      /^b: ⚠️ lease inside its warning window: nothing has renewed sess_abc in 10m 01s of its 15m 00s lease; if nothing renews it, it lapses once the Hub's clock passes 2026-09-18T14:33:07.000Z/,
     );
     // 60 s lease: after 40 s, not before.
-    expect(split('b', session({ lease_seconds: 60, renewed_at: NOW - 40_000 }), live, NOW)).toHaveLength(1);
-    expect(split('b', session({ lease_seconds: 60, renewed_at: NOW - 41_000 }), live, NOW)).toHaveLength(2);
+    expect(leaseEpilogue('b', session({ lease_seconds: 60, renewed_at: NOW - 40_000 }), live, NOW)).toHaveLength(1);
+    expect(leaseEpilogue('b', session({ lease_seconds: 60, renewed_at: NOW - 41_000 }), live, NOW)).toHaveLength(2);
   });
 
   it('warns for a consumer that died without recording a stop, and says to re-run', () => {
-    const lines = split('b', session(), { record: live.record, alive: 'dead' }, NOW);
+    const lines = leaseEpilogue('b', session(), { record: live.record, alive: 'dead' }, NOW);
     expect(lines[0]).toContain('consumer pid 777 on host-a (not running).');
     expect(lines[1]).toMatch(
-      /^the background connection \(pid 777 on host-a\) is not running and recorded no stop: nothing renews sess_abc, so it lapses once the Hub's clock passes 2026-09-18T14:33:07.000Z\. What to do: run oh-hai bridge again/,
+      /^b: ⚠️ the background connection \(pid 777 on host-a\) is not running and recorded no stop: nothing renews sess_abc, so it lapses once the Hub's clock passes 2026-09-18T14:33:07.000Z\. What to do: run oh-hai bridge again/,
     );
   });
 
   it('a consumer stopped with a stop class points at the stop line rather than a re-run', () => {
     const stopped = consumerRec({ state: 'stopped', exit_code: 3, stop_reason: 'unauthorized' });
-    const lines = split('b', session(), { record: { state: 'ok', value: stopped }, alive: 'dead' }, NOW);
+    const lines = leaseEpilogue('b', session(), { record: { state: 'ok', value: stopped }, alive: 'dead' }, NOW);
     expect(lines[0]).toContain('consumer pid 777 on host-a (stopped: exit 3, unauthorized).');
     expect(lines[1]).toContain('follow the stop line above first');
     const unreachable = consumerRec({ state: 'stopped', exit_code: 13, stop_reason: 'unreachable' });
-    expect(split('b', session(), { record: { state: 'ok', value: unreachable }, alive: 'dead' }, NOW)[1]).toContain('run oh-hai bridge again');
+    expect(leaseEpilogue('b', session(), { record: { state: 'ok', value: unreachable }, alive: 'dead' }, NOW)[1]).toContain('run oh-hai bridge again');
   });
 
   it('an absent consumer record warns; an unreadable one says so and warns against relaunching on it', () => {
-    const absent = split('b', session(), { record: { state: 'absent' }, alive: 'unknown' }, NOW);
+    const absent = leaseEpilogue('b', session(), { record: { state: 'absent' }, alive: 'unknown' }, NOW);
     expect(absent[0]).toContain('; no consumer record in this state entry.');
     expect(absent[1]).toContain('no background connection has recorded itself here');
-    const unreadable = split('b', session(), { record: { state: 'unreadable', reason: 'garbage' }, alive: 'unknown' }, NOW);
+    const unreadable = leaseEpilogue('b', session(), { record: { state: 'unreadable', reason: 'garbage' }, alive: 'unknown' }, NOW);
     expect(unreadable[0]).toContain('consumer record unreadable (garbage)');
     expect(unreadable[1]).toContain('Do not relaunch on this alone');
   });
@@ -114,47 +95,29 @@ describe('lease epilogue', () => {
       alive: 'dead',
       started: { pid: 888, host: 'host-a', alive },
     });
-    const starting = split('b', { state: 'absent' }, view('alive'), NOW);
+    const starting = leaseEpilogue('b', { state: 'absent' }, view('alive'), NOW);
     expect(starting).toEqual(['b: lease — no session recorded in this state entry yet; consumer pid 888 on host-a (started by this run; not recorded yet).']);
-    const died = split('b', { state: 'absent' }, view('dead'), NOW);
+    const died = leaseEpilogue('b', { state: 'absent' }, view('dead'), NOW);
     expect(died[0]).toContain('consumer pid 888 on host-a (not running).');
-    expect(died[1]).toMatch(/^the background connection \(pid 888 on host-a\) is not running and recorded no stop: .*What to do: run oh-hai bridge again/);
+    expect(died[1]).toMatch(
+      /^b: ⚠️ the background connection \(pid 888 on host-a\) is not running and recorded no stop: .*What to do: run oh-hai bridge again/,
+    );
     for (const l of [...starting, ...died]) expect(l).not.toMatch(/exit 15|session_closed|stop line/);
   });
 
   it('after two runs raced to start a connection, the one whose start lost names the live winner, not its own refused consumer', () => {
     const lost: ConsumerView = { ...live, started: { pid: 888, host: 'host-a', alive: 'dead' } };
-    expect(split('b', session(), lost, NOW)).toEqual(split('b', session(), live, NOW));
+    expect(leaseEpilogue('b', session(), lost, NOW)).toEqual(leaseEpilogue('b', session(), live, NOW));
     // The record is not a live winner (stopped, or its process gone): this run's own start is the news.
     const stopped: ConsumerView = { record: { state: 'ok', value: consumerRec({ state: 'stopped', exit_code: 15 }) }, alive: 'alive', started: lost.started };
-    expect(split('b', session(), stopped, NOW)[0]).toContain('consumer pid 888 on host-a (not running)');
-    expect(split('b', session(), { ...lost, alive: 'dead' }, NOW)[0]).toContain('consumer pid 888 on host-a (not running)');
+    expect(leaseEpilogue('b', session(), stopped, NOW)[0]).toContain('consumer pid 888 on host-a (not running)');
+    expect(leaseEpilogue('b', session(), { ...lost, alive: 'dead' }, NOW)[0]).toContain('consumer pid 888 on host-a (not running)');
   });
 
   it('reports an absent or unreadable session record as what it is', () => {
-    expect(split('b', { state: 'absent' }, live, NOW)).toEqual(['b: lease — no session recorded in this state entry yet; consumer pid 777 on host-a.']);
-    expect(split('b', { state: 'unreadable', reason: 'not JSON' }, live, NOW)[0]).toBe(
+    expect(leaseEpilogue('b', { state: 'absent' }, live, NOW)).toEqual(['b: lease — no session recorded in this state entry yet; consumer pid 777 on host-a.']);
+    expect(leaseEpilogue('b', { state: 'unreadable', reason: 'not JSON' }, live, NOW)[0]).toBe(
       'b: lease — could not read the session record (not JSON); consumer pid 777 on host-a.',
     );
-  });
-});
-
-describe("inbox watch's epilogue", () => {
-  const address = 'agent:agt_1';
-  it('is one line: the connection, and ⚠️ in the same line when nothing drains the mailbox', () => {
-    expect(watchEpilogue(live, address)).toBe('oh-hai inbox watch: consumer pid 777 on host-a drains agent:agt_1.');
-    const stopped = consumerRec({ state: 'stopped', exit_code: 3, stop_reason: 'unauthorized' });
-    expect(watchEpilogue({ record: { state: 'ok', value: stopped }, alive: 'dead' }, address)).toBe(
-      'oh-hai inbox watch: consumer pid 777 on host-a (stopped: exit 3, unauthorized). ⚠️ nothing drains agent:agt_1 from this machine: ' +
-        'directives and mail to it wait at the Hub, undelivered, until a watcher or a live session of this agent drains them. ' +
-        'What to do: follow the stop line above, then run oh-hai inbox watch again.',
-    );
-    for (const view of [
-      { record: { state: 'absent' }, alive: 'unknown' },
-      { record: { state: 'unreadable', reason: 'garbage' }, alive: 'unknown' },
-      { record: live.record, alive: 'dead' },
-      { ...live, started: { pid: 888, host: 'host-a', alive: 'dead' } },
-    ] satisfies ConsumerView[])
-      expect(watchEpilogue(view, address)).toMatch(/^oh-hai inbox watch: [^\n]+\. ⚠️ [^\n]+$/);
   });
 });

@@ -101,10 +101,6 @@ describe('highlightLine paints only the CLI’s own markers', () => {
     expect(highlightLine('oh-hai send: FATAL (exit 2, bad_address) — x')).toBe(`oh-hai send: ${ESC}[31mFATAL${ESC}[39m (exit 2, bad_address) — x`));
   it('⚠️ lines yellow from the sign on', () =>
     expect(highlightLine('oh-hai bridge: ⚠️ lease lapsed')).toBe(`oh-hai bridge: ${ESC}[33m⚠️ lease lapsed${ESC}[39m`));
-  it('the one-line epilogue: only its warning, from ⚠️ on, is yellow; the lease before it stays plain', () =>
-    expect(highlightLine('oh-hai bridge: lease — sess_1 expires T; consumer pid 7 on h (not running). ⚠️ nothing renews sess_1')).toBe(
-      `oh-hai bridge: lease — sess_1 expires T; consumer pid 7 on h (not running). ${ESC}[33m⚠️ nothing renews sess_1${ESC}[39m`,
-    ));
   it('doctor columns', () => {
     expect(highlightLine('pass  node   v20')).toBe(`${ESC}[32mpass${ESC}[39m  node   v20`);
     expect(highlightLine('fail  hub    down')).toBe(`${ESC}[31mfail${ESC}[39m  hub    down`);
