@@ -5,11 +5,11 @@ import { fsyncDir, writeFileAtomic } from '../util/fs-durable.js';
 import { fail, ok, type Result } from '../core/index.js';
 import { NO_CURSOR, writeCursor, type Cursor } from './cursor.js';
 import { Fields } from '../util/shape.js';
-import { openLine, readLines, sealLine } from './line.js';
+import { openLine, readLines } from './line.js';
 import { hubOrigin } from './paths.js';
 import { STATE_FILES, readRecord, writeRecord, type RecordRead, type SessionHistoryItem } from './records.js';
 import { sealedSegments } from './segments.js';
-import { parseSpoolRecord, type SpoolEntryRecord, type SpoolTransitionRecord } from './spool.js';
+import { parseSpoolRecord, spoolLine, type SpoolEntryRecord, type SpoolTransitionRecord } from './spool.js';
 
 /**
  * A 0.9 per-directory bridge home and its adoption into a state dir: the file moves only
@@ -189,21 +189,7 @@ export function convertLegacySpool(dir: string, currentSession: string): Convert
     lastOld = r.seq;
     end = raw.end;
     const seq = lines.length + 1;
-    const line = sealLine(
-      r.type === 'entry'
-        ? { seq, type: r.type, received_at: r.received_at, session: r.session, entry: r.entry, signature: r.signature }
-        : {
-            seq,
-            type: r.type,
-            received_at: r.received_at,
-            event: r.event,
-            from_session: r.from_session,
-            to_session: r.to_session,
-            from_address: r.from_address,
-            to_address: r.to_address,
-            reason: r.reason,
-          },
-    );
+    const line = spoolLine(seq, r.received_at, r);
     lines.push(line + '\n');
     bytes += Buffer.byteLength(line, 'utf8') + 1;
     if (r.seq <= cursorSeq) cursor = { seq, offset: bytes };

@@ -46,6 +46,28 @@ export type SpoolRecord = SpoolEntryRecord | SpoolTransitionRecord;
 export type NewSpoolRecord<E extends { readonly id: string } = { readonly id: string }> =
   { type: 'entry'; session: string; entry: E; signature: string } | Omit<SpoolTransitionRecord, 'seq' | 'received_at' | 'sum'>;
 
+/**
+ * The spool line of `r` at `seq`, received at `receivedAt`: its fields in their one order, sealed
+ * with its sum. Every writer of spool lines (append, 0.9 adoption) makes them here.
+ */
+export function spoolLine(seq: number, receivedAt: string, r: NewSpoolRecord): string {
+  return sealLine(
+    r.type === 'entry'
+      ? { seq, type: r.type, received_at: receivedAt, session: r.session, entry: r.entry, signature: r.signature }
+      : {
+          seq,
+          type: r.type,
+          received_at: receivedAt,
+          event: r.event,
+          from_session: r.from_session,
+          to_session: r.to_session,
+          from_address: r.from_address,
+          to_address: r.to_address,
+          reason: r.reason,
+        },
+  );
+}
+
 /** A record with where it sits in the file; `line` is its text verbatim (the `--raw` output). */
 export interface SpoolItem {
   record: SpoolRecord;
@@ -497,21 +519,7 @@ export class Spool extends SpoolReader {
     let seq = this.seq;
     for (const r of records) {
       seq += 1;
-      const unsealed =
-        r.type === 'entry'
-          ? { seq, type: r.type, received_at: receivedAt, session: r.session, entry: r.entry, signature: r.signature }
-          : {
-              seq,
-              type: r.type,
-              received_at: receivedAt,
-              event: r.event,
-              from_session: r.from_session,
-              to_session: r.to_session,
-              from_address: r.from_address,
-              to_address: r.to_address,
-              reason: r.reason,
-            };
-      const line = sealLine(unsealed);
+      const line = spoolLine(seq, receivedAt, r);
       const parsed = parseSpoolRecord(JSON.parse(line));
       if (!parsed.ok) throw new TypeError(`refusing to spool a malformed record: ${parsed.reason}`);
       written.push(parsed.value);
