@@ -153,14 +153,15 @@ describe('README.md', () => {
       );
       // Sending: the reviewer's bridge prints the notify; the builder's prints the receipt; the track says so.
       expect(out).toMatch(/^\[mail 1\] notify from agent:agt_\S+#sess_\S+ \(msg_\S+\) · notify: no reply expected · .*"hello from the builder"$/m);
-      expect(out).toMatch(/^\[mail 2\] receipt: your message msg_\S+ to agent:agt_\S+ acknowledged$/m);
+      // The builder sent to the label, so its directory cache names the reviewer beside the id.
+      expect(out).toMatch(/^\[mail 2\] receipt: your message msg_\S+ to agent:agt_\S+ \(reviewer\) acknowledged$/m);
       expect(out).toMatch(/queued \S+ → delivered \S+ → acknowledged/);
       // The sender policy: the restarted connection admits the reviewer's ask; the answer reaches the Hub.
-      expect(out).toMatch(/^\[mail 3\] ask from agent:agt_\S+#sess_\S+ \(msg_\S+\) · reply: oh-hai reply msg_\S+ · .*"may I merge\?"$/m);
+      expect(out).toMatch(/^\[mail 3\] ask from agent:agt_\S+#sess_\S+ \(reviewer\) \(msg_\S+\) · reply: oh-hai reply msg_\S+ · .*"may I merge\?"$/m);
       expect(out).toContain('yes, merge');
       // The reviewer reads its ask's receipt, then the answer: nothing it was sent is left to bounce.
-      expect(out).toMatch(/^\[mail 2\] receipt: your message msg_\S+ to agent:agt_\S+ acknowledged$/m);
-      expect(out).toMatch(/^\[mail 3\] response from agent:agt_\S+#sess_\S+ to your ask msg_\S+ \(msg_\S+\) · .*"yes, merge"$/m);
+      expect(out).toMatch(/^\[mail 2\] receipt: your message msg_\S+ to agent:agt_\S+ \(builder\) acknowledged$/m);
+      expect(out).toMatch(/^\[mail 3\] response from agent:agt_\S+#sess_\S+ \(builder\) to your ask msg_\S+ \(msg_\S+\) · .*"yes, merge"$/m);
       // The walkthrough ends clean: no bounce anywhere, no ⚠️ (e.g. "stood down with unread mail").
       expect(`${out}\n${r.stderr}`).not.toMatch(/bounced|⚠️/);
       const tracks = (who: string) =>
