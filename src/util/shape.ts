@@ -139,6 +139,9 @@ export function optInstant(o: Obj, key: string, where: string): string | null {
  * The readers above over one object, for the state-entry parsers: the first problem is kept
  * and reported by `done`; later reads return placeholders. Fields not named are dropped: a
  * parsed record holds only what we know. `…OrNull` means the key is required and may be null.
+ * The checks are the readers'; the wording is the state files' own ("has no 'home'", "field
+ * 'pid' is not an integer ≥ 0 (got "12")"), which doctor and the reader have always printed
+ * for an unreadable state file, so consolidating the kits changed no message.
  */
 export class Fields {
   private problem: string | null = null;
@@ -151,16 +154,18 @@ export class Fields {
     if (isObj(value)) this.o = value;
     else {
       this.o = {};
-      this.problem = `${what} must be a JSON object, got ${describe(value)}`;
+      this.problem = `${what} is not a JSON object`;
     }
   }
 
-  private read<T>(placeholder: T, reader: () => T): T {
+  private read<T>(key: string, expected: string, placeholder: T, reader: () => T): T {
     try {
       return reader();
     } catch (e) {
       if (!(e instanceof ShapeError)) throw e;
-      this.problem ??= e.message;
+      const v = this.o[key];
+      this.problem ??=
+        v === undefined ? `${this.what} has no '${key}'` : `${this.what} field '${key}' is not ${expected} (got ${JSON.stringify(v)?.slice(0, 60)})`;
       return placeholder;
     }
   }
@@ -171,9 +176,9 @@ export class Fields {
   }
 
   str(key: string, pattern?: RegExp): string {
-    return this.read('', () => {
+    return this.read(key, pattern ? `a string matching ${String(pattern)}` : 'a string', '', () => {
       const v = str(this.o, key, this.what);
-      if (pattern !== undefined && !pattern.test(v)) bad(`${this.what} field '${key}' must match ${String(pattern)}, got ${describe(v)}`);
+      if (pattern !== undefined && !pattern.test(v)) bad('no match');
       return v;
     });
   }
@@ -183,7 +188,7 @@ export class Fields {
   }
 
   num(key: string): number {
-    return this.read(0, () => num(this.o, key, this.what));
+    return this.read(key, 'a number', 0, () => num(this.o, key, this.what));
   }
 
   numOrNull(key: string): number | null {
@@ -191,9 +196,9 @@ export class Fields {
   }
 
   int(key: string, min = 0): number {
-    return this.read(min, () => {
+    return this.read(key, `an integer ≥ ${min}`, min, () => {
       const v = int(this.o, key, this.what);
-      if (v < min) bad(`${this.what} field '${key}' must be an integer ≥ ${min}, got ${describe(v)}`);
+      if (v < min) bad('below min');
       return v;
     });
   }
@@ -203,11 +208,11 @@ export class Fields {
   }
 
   bool(key: string): boolean {
-    return this.read(false, () => bool(this.o, key, this.what));
+    return this.read(key, 'true or false', false, () => bool(this.o, key, this.what));
   }
 
   oneOf<const T extends string>(key: string, choices: readonly T[]): T {
-    return this.read(choices[0] as T, () => oneOf(this.o, key, choices, this.what));
+    return this.read(key, `one of ${choices.join(', ')}`, choices[0] as T, () => oneOf(this.o, key, choices, this.what));
   }
 
   oneOfOrNull<const T extends string>(key: string, choices: readonly T[]): T | null {
@@ -215,9 +220,9 @@ export class Fields {
   }
 
   strings(key: string): string[] {
-    return this.read([], () => {
+    return this.read(key, 'an array of strings', [], () => {
       const v = arr(this.o, key, this.what);
-      if (!v.every((x) => typeof x === 'string')) bad(`${this.what} field '${key}' must be an array of strings`);
+      if (!v.every((x) => typeof x === 'string')) bad('not strings');
       return [...(v as string[])];
     });
   }
@@ -228,13 +233,13 @@ export class Fields {
 
   /** A nested object, read by `each` with its own Fields. */
   obj<T>(key: string, each: (f: Fields) => T): T {
-    if (this.o[key] === undefined) this.problem ??= `${this.what} is missing required field '${key}'`;
+    if (this.o[key] === undefined) this.problem ??= `${this.what} has no '${key}'`;
     return this.nested(new Fields(this.o[key], `${this.what} ${key}`), each);
   }
 
   /** An array of objects, each read by `each` with its own Fields. */
   list<T>(key: string, each: (f: Fields) => T): T[] {
-    const v = this.read<unknown[]>([], () => arr(this.o, key, this.what));
+    const v = this.read<unknown[]>(key, 'an array', [], () => arr(this.o, key, this.what));
     return v.map((item, i) => this.nested(new Fields(item, `${this.what} ${key}[${i}]`), each));
   }
 

@@ -92,7 +92,7 @@ describe('the 0.9 layout', () => {
     const noHome = legacyHome({ home: undefined });
     const bad = readLegacyHome(noHome.dir);
     expect(bad.ok).toBe(false);
-    expect(!bad.ok && bad.reason).toContain("missing required field 'home'");
+    expect(!bad.ok && bad.reason).toContain("no 'home'");
     expect(readLegacyHome(legacyHome({ hub: 'not a url' }).dir).ok).toBe(false);
   });
 
