@@ -18,7 +18,7 @@ const legacy = useLegacyWorlds();
 async function heldByOurConnection(w: LegacyWorld): Promise<number> {
   return waitFor(
     async () => {
-      const c = consumerOf(w.entry);
+      const c = consumerOf(w.stateDir);
       const s = await sessionState(w, w.session.id);
       return c !== null && c.state === 'running' && s.state === 'active' && s.holder?.pid === c.pid && s.holder.home === w.home ? c.pid : null;
     },
@@ -49,23 +49,23 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
 
     // The same session, now held by our connection under the 0.9 home; no second session registered.
     const pid = await heldByOurConnection(w);
-    expect(sessionIdOf(w.entry)).toBe(w.session.id);
+    expect(sessionIdOf(w.stateDir)).toBe(w.session.id);
     const fleet = await hubCall(w.hub, 'GET', '/v1/fleet', { token: w.me.token });
     expect((fleet.body.sessions as { agent_id: string; session_id: string }[]).filter((s) => s.agent_id === w.me.id).map((s) => s.session_id)).toEqual([
       w.session.id,
     ]);
-    expect(readFileSync(path.join(w.entry, 'bridge.log'), 'utf8')).toContain(`adopted session ${w.session.id}`);
+    expect(readFileSync(path.join(w.stateDir, 'bridge.log'), 'utf8')).toContain(`adopted session ${w.session.id}`);
 
     // The printed record is acknowledged to its sender (redelivered, deduplicated, acked once the cursor passed it).
     await waitFor(async () => (await messageState(w, w.sent[2]!.messageId)) === 'acknowledged', {
       timeoutMs: 30_000,
       what: 'the adopted unread record to be acknowledged',
     });
-    expect(entryIdsIn(readSpool(w.entry))).toEqual(w.sent.map((s) => s.entryId));
+    expect(entryIdsIn(readSpool(w.stateDir))).toEqual(w.sent.map((s) => s.entryId));
 
     // The marker says where it went; every 0.9 file is still there, unchanged.
     const marker = JSON.parse(readFileSync(path.join(w.dir, 'adopted.json'), 'utf8')) as Record<string, unknown>;
-    expect(marker).toMatchObject({ into: w.entry, session: w.session.id, state: 'done' });
+    expect(marker).toMatchObject({ into: w.stateDir, session: w.session.id, state: 'done' });
     expect(marker.note).toContain('Nothing here was deleted');
     expect(readFileSync(path.join(w.dir, 'bridge.ndjson'), 'utf8')).toBe(w.spoolText);
     expect(readFileSync(path.join(w.dir, 'cursor'), 'utf8')).toBe('2\n');
@@ -77,7 +77,7 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
     expect(again.stdout).toBe('');
     expect(again.stderr).not.toContain('0.9 bridge home');
     expect(readFileSync(path.join(w.dir, 'adopted.json'), 'utf8')).toBe(markerBytes);
-    expect(consumerOf(w.entry)?.pid).toBe(pid);
+    expect(consumerOf(w.stateDir)?.pid).toBe(pid);
 
     // Mail to the kept address reaches the adopted entry.
     const later = await send(w, 'after the upgrade');
@@ -111,7 +111,7 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
 
     const replaced = await waitFor(
       () => {
-        const id = sessionIdOf(w.entry);
+        const id = sessionIdOf(w.stateDir);
         return id !== null && id !== w.session.id ? id : null;
       },
       { timeoutMs: 40_000, what: 'the connection to replace the lapsed session' },
@@ -119,7 +119,7 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
     const next = await bridgeIn(w, ['--wait', '30']);
     expect(next.code, next.stderr).toBe(0);
     expect(next.stdout).toMatch(new RegExp(`^\\[mail 3\\] address changed \\(session_lapsed\\): ${w.session.address} → agent:${w.me.id}#${replaced} `, 'm'));
-    const record = JSON.parse(readFileSync(path.join(w.entry, 'session.json'), 'utf8')) as { history: { id: string }[] };
+    const record = JSON.parse(readFileSync(path.join(w.stateDir, 'session.json'), 'utf8')) as { history: { id: string }[] };
     expect(record.history.map((h) => h.id)).toEqual([w.session.id]);
   });
 
@@ -136,9 +136,9 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
     );
     expect(refused.stderr).toContain('Nothing was moved yet');
     expect(gone(pid)).toBe(false);
-    expect(existsSync(path.join(w.entry, 'session.json'))).toBe(false);
-    expect(existsSync(path.join(w.entry, 'consumer.json'))).toBe(false);
-    expect(JSON.parse(readFileSync(path.join(w.dir, 'adopted.json'), 'utf8'))).toMatchObject({ into: w.entry, state: 'started' });
+    expect(existsSync(path.join(w.stateDir, 'session.json'))).toBe(false);
+    expect(existsSync(path.join(w.stateDir, 'consumer.json'))).toBe(false);
+    expect(JSON.parse(readFileSync(path.join(w.dir, 'adopted.json'), 'utf8'))).toMatchObject({ into: w.stateDir, state: 'started' });
     const { ['adopted.json']: _marker, ...rest } = snapshot(w.dir);
     expect(rest).toEqual(before);
 
@@ -164,9 +164,9 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
       `oh-hai bridge: found a 0.9 bridge home at ${w.dir}, but it is not live: its session ${w.session.id} is lapsed and no 0.9 connection is running; not adopted, and left exactly as it was`,
     );
     expect(snapshot(w.dir)).toEqual(before);
-    expect(existsSync(path.join(w.entry, 'adopted-0.9.json'))).toBe(false);
-    const own = await waitFor(() => sessionIdOf(w.entry), { timeoutMs: 40_000, what: 'a session of its own' });
+    expect(existsSync(path.join(w.stateDir, 'adopted-0.9.json'))).toBe(false);
+    const own = await waitFor(() => sessionIdOf(w.stateDir), { timeoutMs: 40_000, what: 'a session of its own' });
     expect(own).not.toBe(w.session.id);
-    expect(entryIdsIn(readSpool(w.entry)).filter((id) => w.sent.some((s) => s.entryId === id))).toEqual([]);
+    expect(entryIdsIn(readSpool(w.stateDir)).filter((id) => w.sent.some((s) => s.entryId === id))).toEqual([]);
   });
 });

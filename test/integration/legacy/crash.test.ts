@@ -24,7 +24,7 @@ describe('a crash during adoption', () => {
   it.each(ADOPTION_STEPS)('killed right after %s: the next run completes the adoption without loss or duplication', async (step) => {
     const w = await legacy.world({ count: 3, read: 1, connection: 'stream' });
 
-    const child = spawn(process.execPath, [driver, w.entry, w.dir, w.hub.url, w.me.id, step], {
+    const child = spawn(process.execPath, [driver, w.stateDir, w.dir, w.hub.url, w.me.id, step], {
       cwd: w.work,
       env: { PATH: process.env.PATH, DRIVER_TOKEN: w.me.token, OH_HAI_STOP_WAIT_MS: '20000' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -32,7 +32,7 @@ describe('a crash during adoption', () => {
     const crashed = await collect(child);
     expect(crashed.signal, `${crashed.stdout}${crashed.stderr}`).toBe('SIGKILL');
     const marker = JSON.parse(readFileSync(path.join(w.dir, 'adopted.json'), 'utf8')) as { into: string; state: string };
-    expect(marker).toMatchObject({ into: w.entry, state: ADOPTION_STEPS.indexOf(step) >= ADOPTION_STEPS.indexOf('marked') ? 'done' : 'started' });
+    expect(marker).toMatchObject({ into: w.stateDir, state: ADOPTION_STEPS.indexOf(step) >= ADOPTION_STEPS.indexOf('marked') ? 'done' : 'started' });
 
     const r = await bridgeIn(w, ['--wait', '0']);
     expect(r.code, r.stderr).toBe(0);
@@ -44,12 +44,12 @@ describe('a crash during adoption', () => {
     expect(r.stderr.split(`adopted the 0.9 bridge home ${w.dir}`)).toHaveLength(step === 'session' ? 1 : 2);
     expect(gone(w.connection!.pid!)).toBe(true);
 
-    expect(entryIdsIn(readSpool(w.entry))).toEqual(w.sent.map((s) => s.entryId));
-    expect(JSON.parse(readFileSync(path.join(w.dir, 'adopted.json'), 'utf8'))).toMatchObject({ into: w.entry, state: 'done' });
-    expect(sessionIdOf(w.entry)).toBe(w.session.id);
+    expect(entryIdsIn(readSpool(w.stateDir))).toEqual(w.sent.map((s) => s.entryId));
+    expect(JSON.parse(readFileSync(path.join(w.dir, 'adopted.json'), 'utf8'))).toMatchObject({ into: w.stateDir, state: 'done' });
+    expect(sessionIdOf(w.stateDir)).toBe(w.session.id);
     await waitFor(
       async () => {
-        const c = consumerOf(w.entry);
+        const c = consumerOf(w.stateDir);
         const s = await sessionState(w, w.session.id);
         return c !== null && s.state === 'active' && s.holder?.pid === c.pid;
       },

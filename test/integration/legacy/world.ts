@@ -35,8 +35,8 @@ export interface LegacyWorld {
   home: string;
   session: { id: string; address: string };
   sent: Sent[];
-  /** This agent session's state entry. */
-  entry: string;
+  /** This agent session's state directory. */
+  stateDir: string;
   spoolText: string;
   connection: ChildProcess | null;
 }
@@ -125,7 +125,7 @@ export async function legacyWorld(hub: TestHub, opts: LegacyOptions): Promise<Le
     writeFileSync(path.join(dir, 'consumer.pid'), `${connection.pid}\n`, { mode: 0o600 });
   }
 
-  return { hub, me, peer, work, dir, home, session, sent: inOrder, entry: stateDirOf(me, hub, SESSION_KEY), spoolText, connection };
+  return { hub, me, peer, work, dir, home, session, sent: inOrder, stateDir: stateDirOf(me, hub, SESSION_KEY), spoolText, connection };
 }
 
 /**
@@ -167,9 +167,9 @@ export const entryIdsIn = (spool: string): string[] =>
       return r.type === 'entry' && r.entry ? [r.entry.id] : [];
     });
 
-export function readSpool(entry: string): string {
+export function readSpool(stateDir: string): string {
   try {
-    return readFileSync(path.join(entry, 'bridge.ndjson'), 'utf8');
+    return readFileSync(path.join(stateDir, 'bridge.ndjson'), 'utf8');
   } catch {
     return '';
   }

@@ -75,7 +75,7 @@ function world(records: NewSpoolRecord[] = []) {
   };
   return {
     dir,
-    entry: stateDir,
+    stateDir,
     out,
     printer,
     append,
@@ -103,7 +103,7 @@ describe('Printer', () => {
     expect(p.pending()).toBe(true);
     await p.printAvailable();
     expect(w.out.taken).toEqual(
-      w.entry
+      w.stateDir
         .spoolReader()
         .readAfter(0)
         .map((i) => i.line + '\n'),
@@ -149,15 +149,15 @@ describe('Printer', () => {
 
   it('a cursor that does not match the spool is rewound and the rewind logged', async () => {
     const w = world([entryRecord('e1'), entryRecord('e2')]);
-    w.entry.writeCursor({ seq: 2, offset: w.ends()[0]! });
+    w.stateDir.writeCursor({ seq: 2, offset: w.ends()[0]! });
     const p = w.printer(true);
-    expect(w.log()).toContain(`reader: no record 2 ends at byte ${w.ends()[0]} of ${w.entry.path(STATE_FILES.spool)}; rewound to seq 2`);
+    expect(w.log()).toContain(`reader: no record 2 ends at byte ${w.ends()[0]} of ${w.stateDir.path(STATE_FILES.spool)}; rewound to seq 2`);
     expect(p.pending()).toBe(false);
   });
 
   it('a matching cursor logs nothing', () => {
     const w = world([entryRecord('e1')]);
-    w.entry.writeCursor({ seq: 1, offset: w.ends()[0]! });
+    w.stateDir.writeCursor({ seq: 1, offset: w.ends()[0]! });
     w.printer(true);
     expect(w.log()).toBe('');
   });
@@ -201,14 +201,14 @@ describe('Printer', () => {
 
     it('left through session.json history', async () => {
       const w = world([entryRecord('e1', 'x', 'sess_old'), entryRecord('e2', 'y', 'sess_now'), entryRecord('e3', 'z', 'sess_other')]);
-      w.entry.write('session', session(['sess_old']));
+      w.stateDir.write('session', session(['sess_old']));
       await w.printer().printAvailable();
       expect(w.out.taken.map(bounced)).toEqual([true, false, false]);
     });
 
     it('left by a stand-down (oh-hai session close)', async () => {
       const w = world([entryRecord('e1', 'x', 'sess_gone')]);
-      w.entry.write('stoodDown', {
+      w.stateDir.write('stoodDown', {
         sessions: [{ id: 'sess_gone', address: 'agent:agt_me#sess_gone', hub_state: 'closed', closed_at: null, stood_down_at: 0 }],
       });
       await w.printer().printAvailable();
@@ -217,7 +217,7 @@ describe('Printer', () => {
 
     it('never the current session, and nothing without a record of leaving', async () => {
       const w = world([entryRecord('e1', 'x', 'sess_now'), entryRecord('e2', 'y', 'sess_a')]);
-      w.entry.write('session', session([]));
+      w.stateDir.write('session', session([]));
       await w.printer().printAvailable();
       expect(w.out.taken.map(bounced)).toEqual([false, false]);
     });
@@ -226,7 +226,7 @@ describe('Printer', () => {
   describe('collecting instead of printing (the MCP server reads this way)', () => {
     it('takes every record with its summary, leaves stdout and the cursor alone until commit, then makes the cursor durable', async () => {
       const w = world([entryRecord('e1', 'one', 'sess_old'), entryRecord('e2', 'two')]);
-      w.entry.write('session', {
+      w.stateDir.write('session', {
         id: 'sess_a',
         address: 'agent:agt_me#sess_a',
         name: null,
@@ -237,7 +237,7 @@ describe('Printer', () => {
         history: [{ id: 'sess_old', address: 'agent:agt_me#sess_old', replaced_at: 0, reason: 'session_lapsed' }],
       });
       const collected = new Collected();
-      const p = new Printer(w.entry, w.out, false, () => false, collected);
+      const p = new Printer(w.stateDir, w.out, false, () => false, collected);
       await p.printAvailable();
       expect(w.out.taken).toEqual([]);
       expect(readCursor(w.dir)).toEqual({ seq: 0, offset: 0 });
@@ -251,7 +251,7 @@ describe('Printer', () => {
       collected.commit();
       expect(readCursor(w.dir)).toEqual({ seq: 2, offset: w.ends()[1] });
       // a second commit with nothing new taken leaves the cursor where it is
-      w.entry.writeCursor({ seq: 1, offset: w.ends()[0]! });
+      w.stateDir.writeCursor({ seq: 1, offset: w.ends()[0]! });
       collected.commit();
       expect(readCursor(w.dir)).toEqual({ seq: 1, offset: w.ends()[0] });
     });
@@ -259,7 +259,7 @@ describe('Printer', () => {
     it('a stop request ends the collection; nothing taken, nothing committed', async () => {
       const w = world([entryRecord('e1'), entryRecord('e2')]);
       const collected = new Collected();
-      await new Printer(w.entry, w.out, false, () => collected.taken.length >= 1, collected).printAvailable();
+      await new Printer(w.stateDir, w.out, false, () => collected.taken.length >= 1, collected).printAvailable();
       expect(collected.taken).toHaveLength(1);
       const none = new Collected();
       none.commit();
@@ -281,7 +281,7 @@ describe('Printer', () => {
         },
       ]);
       const collected = new Collected();
-      await new Printer(w.entry, w.out, false, () => false, collected).printAvailable();
+      await new Printer(w.stateDir, w.out, false, () => false, collected).printAvailable();
       expect(collected.taken.map((t) => [t.possiblyBounced, t.text.startsWith('[mail 1] address changed')])).toEqual([[false, true]]);
     });
   });
