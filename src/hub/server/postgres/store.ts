@@ -5,14 +5,20 @@ import { workName } from '../work.js';
 import { storeClosed } from '../database-errors.js';
 import { schemaVersion, SCHEMA_VERSION } from './schema.js';
 
-/** `?` placeholders → `$1…$n`, once per statement text. */
-function numbered(): (sql: string) => string {
-  const cache = new Map<string, string>();
+/**
+ * Each statement text as a named prepared statement: `?` placeholders numbered `$1…$n`, and a
+ * name per distinct text. node-postgres parses a named statement once per connection and then
+ * only binds and executes it, so PostgreSQL plans it once per connection (a generic plan after
+ * its first few runs) instead of on every call: planning the stream page read cost more than
+ * running it. The texts are the Hub's own, so their number is bounded (an IN list of 1–100).
+ */
+function prepared(): (sql: string) => { name: string; text: string } {
+  const cache = new Map<string, { name: string; text: string }>();
   return (sql) => {
     let out = cache.get(sql);
     if (out === undefined) {
       let n = 0;
-      out = sql.replace(/\?/g, () => `$${++n}`);
+      out = { name: `oh_hai_${cache.size}`, text: sql.replace(/\?/g, () => `$${++n}`) };
       cache.set(sql, out);
     }
     return out;
@@ -22,9 +28,27 @@ function numbered(): (sql: string) => string {
 /** Round trips to the database since start, by work (a route pattern, `push`, `sweep`, …): inside units (BEGIN and COMMIT included) and reads outside them. */
 export type RoundTrips = Map<string, { unit: number; read: number }>;
 
-function statements(q: Pool | PoolClient, text: (sql: string) => string, counted: () => void): Sql {
+/**
+ * A prepared statement whose result columns changed under it (`SELECT *` after a newer
+ * instance migrated the schema in a rolling upgrade) fails on its connection from then on. In a
+ * unit the connection is dropped (a fresh one prepares it anew) and the unit runs again; a read
+ * outside a unit (whose connection the pool drops on any error) runs once more unprepared.
+ */
+const STALE_PLAN = '0A000';
+
+function statements(q: Pool | PoolClient, statement: (sql: string) => { name: string; text: string }, counted: () => void, read = false): Sql {
   // `counted` also refuses a statement once the store is closed (it throws first).
-  const query = (sql: string, params: Param[]) => (counted(), q.query(text(sql), params));
+  const query = async (sql: string, values: Param[]) => {
+    counted();
+    const st = statement(sql);
+    try {
+      return await q.query({ ...st, values });
+    } catch (e) {
+      if (!read || (e as { code?: unknown }).code !== STALE_PLAN) throw e;
+      counted();
+      return q.query(st.text, values);
+    }
+  };
   return {
     get: async <T>(sql: string, ...params: Param[]) => ((await query(sql, params)).rows[0] as T | undefined) ?? null,
     all: async <T>(sql: string, ...params: Param[]) => (await query(sql, params)).rows as T[],
@@ -35,9 +59,10 @@ function statements(q: Pool | PoolClient, text: (sql: string) => string, counted
 /**
  * Why a unit is run again from the start: a deadlock (two units locking the same rows in
  * opposite orders), a serialization failure, or a unique violation (two instances
- * inserting one idempotency key: the second run finds the first's row and replays it).
+ * inserting one idempotency key: the second run finds the first's row and replays it), or a
+ * prepared statement gone stale under a migration (on a fresh connection).
  */
-const RETRY_CODES = new Set(['40P01', '40001', '23505']);
+const RETRY_CODES = new Set(['40P01', '40001', '23505', STALE_PLAN]);
 const MAX_ATTEMPTS = 5;
 
 /** The channel every instance LISTENs on; payloads carry ids only. */
@@ -100,7 +125,7 @@ export function parsePayload(payload: string): { instance: string; sentAt: numbe
  * trip as its BEGIN, and decides on that instant.
  */
 export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock: Clock; readonly pool: Pool; readonly roundTrips: RoundTrips } {
-  const text = numbered();
+  const statement = prepared();
   // Set by close(): what still asks for the database after the shutdown's wait is refused with a code, not the pool's error.
   let closed = false;
   // Counted, not timed: the statement-count tests and /metrics read these.
@@ -132,7 +157,7 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
       // Whole ms: instants are BIGINT columns.
       skew = Math.round(dbNow - (sent + o.local.now()) / 2);
       const tx: Tx = {
-        ...statements(client, text, inUnit),
+        ...statements(client, statement, inUnit),
         now: dbNow + o.offsetMs,
         afterCommit: (effect) => effects.push(effect),
         wake: (topic, key) => wakes.push([topic, key]),
@@ -147,6 +172,7 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
       } catch (e) {
         inUnit();
         await client.query('ROLLBACK').catch((r: Error) => (broken = r));
+        if ((e as { code?: unknown }).code === STALE_PLAN) broken = e as Error;
         throw e;
       }
       // The NOTIFYs ride with the COMMIT: sent only if it commits, in one round trip.
@@ -181,7 +207,7 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     clock,
     pool: o.pool,
     roundTrips,
-    read: statements(o.pool, text, () => counted('read')),
+    read: statements(o.pool, statement, () => counted('read'), true),
     async write<T>(unit: (tx: Tx) => Promise<T>): Promise<T> {
       for (let n = 1; ; n++) {
         if (closed) throw storeClosed();
