@@ -22,6 +22,12 @@ export interface EntryRow {
 }
 
 export async function insertEntry(tx: Tx, entry: Entry, to: { agentId: string; sessionId: string | null }, messageId: string | null): Promise<void> {
+  // A stream reads its mailbox by keyset (seq > the last it pushed), so an agent's entries must
+  // become visible in seq order. On PostgreSQL two units inserting for one agent at once could
+  // commit out of order (seq 11 before 10): a stream woken by 11 moves past 10, and 10 waits
+  // for the hold bound. Holding the agent's lock from before the seq is drawn until COMMIT makes
+  // commit order seq order per agent (docs/deploy.md); on SQLite units are serial already.
+  await tx.lockAgent(to.agentId);
   await tx.run(
     `INSERT INTO entries (id, kind, body, to_agent, to_session, claimed_session, message_id, created_at, delivered, state)
      VALUES (?, ?, ?, ?, ?, NULL, ?, ?, 0, 'pending')`,

@@ -41,8 +41,9 @@ export interface Tx extends Sql {
   /** Wake whoever waits on `key` (in this process and, on PostgreSQL, every instance) once committed. */
   wake(topic: WakeTopic, key: string): void;
   /**
-   * Serialise the units that decide from an agent's set of sessions (a name's owner, the
-   * live count) across instances; on SQLite every unit is already serial.
+   * Serialise, across instances, the units that decide from an agent's set of sessions (a
+   * name's owner, the live count) or insert into its mailboxes (so its entries commit in seq
+   * order); held until the unit ends. On SQLite every unit is already serial.
    */
   lockAgent(agentId: string): Promise<void>;
 }

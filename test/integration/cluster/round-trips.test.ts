@@ -11,8 +11,8 @@ import { openSse, type SseConn } from '../hub/sse.js';
 
 /** Auth + messaging switch: one read. */
 const SEND_READS = 1;
-/** BEGIN+clock, session with its agent, INSERT message RETURNING, INSERT entry, NOTIFY+COMMIT. */
-const SEND_UNIT = 5;
+/** BEGIN+clock, session with its agent, INSERT message RETURNING, the recipient's lock (entries commit in seq order), INSERT entry, NOTIFY+COMMIT. */
+const SEND_UNIT = 6;
 /** A stream's page of its own entries: one read, no unit; a short page ends the pass. */
 const PAGE_READS = 1;
 /** A page of principal entries: the read, then BEGIN+clock, one set-based claim, COMMIT. */
