@@ -386,6 +386,12 @@ The test knobs (--lease-min-seconds, --stream-max-hold-seconds, \u2026) shrink e
     ['OH_HAI_HUB_DATABASE_URL', 'Run on this PostgreSQL database (postgres://user@host:port/db) instead of SQLite; may carry the password (never printed or logged), or put it in PGPASSFILE.'],
     envKnob('hubDbPoolMax'),
     envKnob('hubListenRetryMs'),
+    envKnob('hubShutdownStreamsMs'),
+    envKnob('hubShutdownWorkMs'),
+    [
+      'OH_HAI_HUB_TRUST_PROXY',
+      'The proxies whose X-Forwarded-For names the client, when --trust-proxy is not given: comma-separated addresses and CIDR ranges (e.g. 127.0.0.1,10.0.0.0/8).',
+    ],
     ['XDG_STATE_HOME', 'The default data dir is $XDG_STATE_HOME/oh-hai/hub (else ~/.local/state/oh-hai/hub).'],
     [
       'OH_HAI_HUB_SQLITE_DRIVER',

@@ -59,6 +59,10 @@ export interface HubConfig {
   databasePoolMax: number;
   /** How long a dropped database listener waits before it is re-opened; OH_HAI_HUB_LISTEN_RETRY_MS. */
   listenRetryMs: number;
+  /** How long a stopping Hub waits for its streams' last events; OH_HAI_HUB_SHUTDOWN_STREAMS_MS. */
+  shutdownStreamsMs: number;
+  /** How long it then waits for the work under way; OH_HAI_HUB_SHUTDOWN_WORK_MS. */
+  shutdownWorkMs: number;
 }
 
 export interface ConfigToken {
@@ -87,6 +91,8 @@ export const HUB_DEFAULTS = {
   maxLivePerAgent: 16,
   databasePoolMax: 10,
   listenRetryMs: 500,
+  shutdownStreamsMs: 2000,
+  shutdownWorkMs: 5000,
 } as const;
 
 /** A config with every knob at its default; `dataDir`, `signingKey` and `version` have none. */
@@ -115,6 +121,8 @@ export function defaultHubConfig(required: Pick<HubConfig, 'dataDir' | 'signingK
     database: null,
     databasePoolMax: d.databasePoolMax,
     listenRetryMs: d.listenRetryMs,
+    shutdownStreamsMs: d.shutdownStreamsMs,
+    shutdownWorkMs: d.shutdownWorkMs,
     ...required,
   };
 }

@@ -70,11 +70,6 @@ export interface HubServer {
   close(): Promise<void>;
 }
 
-/** How long a stopping Hub waits for its open streams to take their last event. */
-const SHUTDOWN_WRITE_MS = 2000;
-/** How long it then waits for the requests and background writes under way (their clients are gone). */
-const SHUTDOWN_INFLIGHT_MS = 5000;
-
 /** `p`, or `ms` passing, whichever comes first. */
 async function within(p: Promise<unknown>, ms: number): Promise<void> {
   let bound: NodeJS.Timeout | undefined;
@@ -292,11 +287,12 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
         clearInterval(seen);
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         // A client that reads nothing could hold a stream's last write forever: the wait is bounded.
-        await within(streams.shutdownAll(), SHUTDOWN_WRITE_MS);
+        await within(streams.shutdownAll(), config.shutdownStreamsMs);
         server.closeAllConnections();
         await closed;
-        await within(Promise.allSettled([...inflight]), SHUTDOWN_INFLIGHT_MS);
-        await within(hub.ends.drain(), SHUTDOWN_INFLIGHT_MS);
+        // Their clients are gone; the work is bounded so a stuck statement cannot hold the stop.
+        await within(Promise.allSettled([...inflight]), config.shutdownWorkMs);
+        await within(hub.ends.drain(), config.shutdownWorkMs);
         await admin?.close();
         await store.close();
       })();

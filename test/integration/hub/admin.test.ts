@@ -94,6 +94,11 @@ describe('oh-hai hub serve: flags and defaults', () => {
       const tokens = await runOhHai(['hub', 'serve', '--port', '0'], { env: { ...t.env, MA2H_AGENT_TOKENS: 'no-equals-sign' } });
       expect(tokens.code).toBe(2);
       expect(tokens.stderr).toMatch(/MA2H_AGENT_TOKENS/);
+      for (const knob of ['OH_HAI_HUB_SHUTDOWN_STREAMS_MS', 'OH_HAI_HUB_SHUTDOWN_WORK_MS']) {
+        const bad = await runOhHai(['hub', 'serve', '--port', '0'], { env: { ...t.env, [knob]: 'soon' } });
+        expect(bad.code, bad.stderr).toBe(2);
+        expect(bad.stderr).toContain(knob);
+      }
     } finally {
       t.cleanup();
     }

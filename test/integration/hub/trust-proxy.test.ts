@@ -86,6 +86,26 @@ describe('the client address: the socket peer, unless the peer is a trusted prox
     }
   });
 
+  it('takes the proxies from OH_HAI_HUB_TRUST_PROXY when --trust-proxy is not given, and the flag over it', async () => {
+    const fromEnv = await startHub({ env: { OH_HAI_HUB_TRUST_PROXY: '10.1.2.3' } });
+    const both = await startHub({ args: ['--trust-proxy', '127.0.0.1'], env: { OH_HAI_HUB_TRUST_PROXY: '10.1.2.3' } });
+    try {
+      expect(fromEnv.output().stdout).toMatch(/^hub: client addresses from X-Forwarded-For of 10\.1\.2\.3$/m);
+      expect(both.output().stdout).toMatch(/^hub: client addresses from X-Forwarded-For of 127\.0\.0\.1$/m);
+    } finally {
+      await fromEnv.dispose();
+      await both.dispose();
+    }
+    const t = tempEnv();
+    try {
+      const r = await runOhHai(['hub', 'serve', '--port', '0', '--data', `${t.root}/data`], { env: { ...t.env, OH_HAI_HUB_TRUST_PROXY: 'example.com' } });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/OH_HAI_HUB_TRUST_PROXY: /);
+    } finally {
+      t.cleanup();
+    }
+  });
+
   it('refuses a --trust-proxy that is not an address or CIDR range, naming it (exit 2)', async () => {
     const t = tempEnv();
     try {

@@ -110,7 +110,7 @@ export const register: Registration = (program, host) => {
     .option('--log-format <text|json>', 'text (default) or one JSON object per line, with a record per request')
     .option(
       '--trust-proxy <addrs>',
-      "the proxies in front (addresses or CIDR ranges, comma-separated): from them, X-Forwarded-For names the client for logs and the sign-in throttle; otherwise it is the socket's peer",
+      "the proxies in front (addresses or CIDR ranges, comma-separated; or OH_HAI_HUB_TRUST_PROXY): from them, X-Forwarded-For names the client for logs and the sign-in throttle; otherwise it is the socket's peer",
     )
     .option('--no-agent-directory', 'advertise no account.agent_directory and refuse it to agent tokens (plays a Hub before 0.12.2)')
     .action(async (opts: ServeFlags) => {

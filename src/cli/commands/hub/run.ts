@@ -45,7 +45,7 @@ async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
       ),
     };
   }
-  const knobs = readKnobs(io.env, ['hubDbPoolMax', 'hubListenRetryMs']);
+  const knobs = readKnobs(io.env, ['hubDbPoolMax', 'hubListenRetryMs', 'hubShutdownStreamsMs', 'hubShutdownWorkMs']);
   if (!knobs.ok) return { ok: false, outcome: usageError(knobs.error.message, knobs.error.code) };
   const base = defaultHubConfig({
     dataDir: resolveDataDir(flags.data, io.env, io.cwd),
@@ -79,6 +79,8 @@ async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
     database: database.value,
     databasePoolMax: knobs.value.hubDbPoolMax,
     listenRetryMs: knobs.value.hubListenRetryMs,
+    shutdownStreamsMs: knobs.value.hubShutdownStreamsMs,
+    shutdownWorkMs: knobs.value.hubShutdownWorkMs,
     sqliteDriver: driver.value,
   };
   const problem = checkConfig(config);
@@ -134,9 +136,11 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
     adminListen = parsed;
   }
   let trustProxy: TrustedProxies | undefined;
-  if (flags.trustProxy !== undefined) {
-    const parsed = parseTrustProxy(flags.trustProxy);
-    if (!parsed.ok) return usageError(`--trust-proxy: ${parsed.reason}`);
+  // The environment serves a unit file or container that sets it once for every instance.
+  const trusted = flags.trustProxy ?? (io.env.OH_HAI_HUB_TRUST_PROXY || undefined);
+  if (trusted !== undefined) {
+    const parsed = parseTrustProxy(trusted);
+    if (!parsed.ok) return usageError(`${flags.trustProxy !== undefined ? '--trust-proxy' : 'OH_HAI_HUB_TRUST_PROXY'}: ${parsed.reason}`);
     trustProxy = parsed.value;
   }
   const format = flags.logFormat ?? 'text';
