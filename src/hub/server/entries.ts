@@ -96,39 +96,68 @@ function pendingSeqs(box: Mailbox, afterSeq: number, limit: number): { sql: stri
   };
 }
 
+/** One mailbox's page to read: after which seq, and how much it may carry. */
+export interface PageRequest {
+  box: Mailbox;
+  afterSeq: number;
+  bound: PageBound;
+}
+
 /**
- * The next page of a mailbox after `afterSeq`, oldest first, in ONE statement: the keyset
- * subquery picks at most `limit` seqs; a window over their body sizes alone keeps the ones that
- * start within the byte budget, and only those rows are read whole. OCTET_LENGTH is answered from
- * the record header (SQLite) or the TOAST pointer (PostgreSQL) without reading the body, and the
- * sizes are materialised before the window sorts them, so no body of a row left out is read or
- * copied: a page costs the bytes it returns. (Summing LENGTH over whole rows read and sorted
- * every candidate's body — 40 maximal-escape entries, 15 MiB, per page per stream — and held the
- * Hub's event loop for seconds under 16 streams.) The join's output is put in seq order here, not
- * by a sort in SQL that would copy the bodies once more. The exact byte bound is applied here:
- * always at least one entry when any is pending, so an entry of any legal size makes progress.
- * Claims nothing: a read outside a unit may serve it when {@link needsClaim} says no.
+ * The next page of each mailbox, oldest first, in ONE statement whatever their number (the pages
+ * of every stream woken together on PostgreSQL, where each statement is a round trip): each
+ * mailbox's keyset subquery picks at most its `limit` seqs, tagged with its place in `requests`; a
+ * window over their body sizes alone, per mailbox, keeps the ones that start within that
+ * mailbox's byte budget, and only those rows are read whole. OCTET_LENGTH is answered from the
+ * record header (SQLite) or the TOAST pointer (PostgreSQL) without reading the body, and the sizes
+ * are materialised before the window sorts them, so no body of a row left out is read or copied:
+ * a page costs the bytes it returns. (Summing LENGTH over whole rows read and sorted every
+ * candidate's body — 40 maximal-escape entries, 15 MiB, per page per stream — and held the Hub's
+ * event loop for seconds under 16 streams.) The join's output is put in order here, not by a sort
+ * in SQL that would copy the bodies once more. The exact byte bound is applied here: always at
+ * least one entry per mailbox when any is pending, so an entry of any legal size makes progress.
+ * A principal entry pending for several of the mailboxes is in each of their pages (each may
+ * claim it; one does). Claims nothing: a read outside a unit may serve it when {@link needsClaim}
+ * says no.
  */
-export async function readPage(q: Sql, box: Mailbox, afterSeq: number, bound: PageBound): Promise<PendingPage> {
-  const seqs = pendingSeqs(box, afterSeq, bound.limit);
-  const rows = await q.all<EntryRow & { candidates: number }>(
-    `WITH sized AS MATERIALIZED (SELECT seq, OCTET_LENGTH(body) AS bytes FROM entries WHERE seq IN (${seqs.sql})),
-       page AS (SELECT seq, SUM(bytes) OVER (ORDER BY seq) - bytes AS bytes_before, COUNT(*) OVER () AS candidates FROM sized)
-     SELECT entries.*, page.candidates FROM page JOIN entries ON entries.seq = page.seq WHERE page.bytes_before < ?`,
-    ...seqs.params,
-    bound.maxBytes,
-  );
-  rows.sort((x, y) => x.seq - y.seq);
-  const out: EntryRow[] = [];
-  let bytes = 0;
-  for (const { candidates: _, ...row } of rows) {
-    const b = deliveryBytes(row);
-    if (out.length > 0 && bytes + b > bound.maxBytes) return { rows: out, more: true, bytes };
-    bytes += b;
-    out.push(row);
+export async function readPages(q: Sql, requests: readonly PageRequest[]): Promise<PendingPage[]> {
+  const wanted: string[] = [];
+  const params: Param[] = [];
+  for (const [i, r] of requests.entries()) {
+    const seqs = pendingSeqs(r.box, r.afterSeq, r.bound.limit);
+    wanted.push(`SELECT ${i} AS box, CAST(? AS BIGINT) AS bound, seq FROM (${seqs.sql}) AS box${i}`);
+    params.push(r.bound.maxBytes, ...seqs.params);
   }
-  const candidates = rows[0]?.candidates ?? 0;
-  return { rows: out, more: candidates >= bound.limit || out.length < candidates, bytes };
+  const rows = await q.all<EntryRow & { box: number; candidates: number }>(
+    `WITH wanted AS MATERIALIZED (${wanted.join(' UNION ALL ')}),
+       sized AS MATERIALIZED (SELECT wanted.box, wanted.bound, wanted.seq, OCTET_LENGTH(entries.body) AS bytes FROM wanted JOIN entries ON entries.seq = wanted.seq),
+       page AS (SELECT box, bound, seq, SUM(bytes) OVER (PARTITION BY box ORDER BY seq) - bytes AS bytes_before, COUNT(*) OVER (PARTITION BY box) AS candidates FROM sized)
+     SELECT page.box, page.candidates, entries.* FROM page JOIN entries ON entries.seq = page.seq WHERE page.bytes_before < page.bound`,
+    ...params,
+  );
+  rows.sort((x, y) => x.box - y.box || x.seq - y.seq);
+  const pages = requests.map(() => ({ rows: [] as EntryRow[], candidates: 0, full: false, bytes: 0 }));
+  for (const { box, candidates, ...row } of rows) {
+    const page = pages[box]!;
+    const b = deliveryBytes(row);
+    if (page.full || (page.rows.length > 0 && page.bytes + b > requests[box]!.bound.maxBytes)) {
+      page.full = true;
+      continue;
+    }
+    page.candidates = candidates;
+    page.bytes += b;
+    page.rows.push(row);
+  }
+  return pages.map((p, i) => ({
+    rows: p.rows,
+    more: p.full || p.candidates >= requests[i]!.bound.limit || p.rows.length < p.candidates,
+    bytes: p.bytes,
+  }));
+}
+
+/** The next page of one mailbox after `afterSeq`: {@link readPages} for one. */
+export async function readPage(q: Sql, box: Mailbox, afterSeq: number, bound: PageBound): Promise<PendingPage> {
+  return (await readPages(q, [{ box, afterSeq, bound }]))[0]!;
 }
 
 /** A page, and whether more may be pending right behind it (it stopped at its count or byte bound). */

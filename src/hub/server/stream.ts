@@ -5,7 +5,8 @@ import { holdMs } from './config.js';
 import type { HubCore } from './core.js';
 import type { Signer } from './delivery.js';
 import { runAs, type Work } from './work.js';
-import { claimPage, mailboxKey, needsClaim, readPage } from './entries.js';
+import { claimPage, mailboxKey, needsClaim, readPage, type PendingPage } from './entries.js';
+import { PageReader } from './page-reader.js';
 import { errorReply, type Reply } from './http.js';
 import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
@@ -31,6 +32,14 @@ function pageGate(core: HubCore): Gate {
   let gate = pageGates.get(core);
   if (!gate) pageGates.set(core, (gate = new Gate(Math.max(1, Math.floor(core.config.databasePoolMax / 2)))));
   return gate;
+}
+
+/** On a store a round trip away, the pages of the streams woken together are read by one statement. */
+const pageReaders = new WeakMap<HubCore, PageReader>();
+function pageReader(core: HubCore): PageReader {
+  let reader = pageReaders.get(core);
+  if (!reader) pageReaders.set(core, (reader = new PageReader(core.store.read, pageGate(core), PUSH)));
+  return reader;
 }
 
 const frame = (event: string, data: unknown): string => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -154,17 +163,24 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
       after = 0;
     }
     // The page reads at most what is left of this turn's budget, and waits for a later turn when
-    // nothing is: however many streams are busy, the Hub reaches everyone else's requests.
-    const grant = await core.turns.grant();
+    // nothing is: however many streams are busy, the Hub reaches everyone else's requests. A read
+    // a round trip away (PostgreSQL) holds no turn: it is charged to the turn its bytes are sent in.
+    const batched = core.store.kind === 'postgres';
+    const grant = batched ? core.turns.unheld() : await core.turns.grant();
     let settled = false;
     try {
-      // One read outside a unit; a unit only when the page holds principal entries to claim.
-      const { read, rows } = await runAs(PUSH, () =>
-        pageGate(core).run(async () => {
-          const read = await readPage(core.store.read, box, after, { limit: PUSH_BATCH, maxBytes: grant.bytes });
-          return { read, rows: needsClaim(box, read.rows) ? await core.store.write((tx) => claimPage(tx, box, read.rows)) : read.rows };
-        }),
-      );
+      const bound = { limit: PUSH_BATCH, maxBytes: grant.bytes };
+      const claimed = async (read: PendingPage) => ({
+        read,
+        rows: needsClaim(box, read.rows) ? await core.store.write((tx) => claimPage(tx, box, read.rows)) : read.rows,
+      });
+      // One read outside a unit (shared with the other streams woken meanwhile, when batched); a
+      // unit only when the page holds principal entries to claim.
+      const { read, rows } = await runAs(PUSH, async () => {
+        if (!batched) return pageGate(core).run(async () => claimed(await readPage(core.store.read, box, after, bound)));
+        const read = await pageReader(core).page(box, after, bound);
+        return needsClaim(box, read.rows) ? pageGate(core).run(() => claimed(read)) : { read, rows: read.rows };
+      });
       if (TRACE) for (const r of rows) hop('hub.paged', r.message_id);
       if (read.rows.length > 0) {
         // Past every row read, claimed here or lost to another session.

@@ -37,6 +37,15 @@ export class TurnBudget {
   }
 
   /**
+   * A bound for a page whose read answers in a later turn (a store a network round trip away):
+   * the read holds no turn, so other pages may start theirs meanwhile; {@link settle} charges the
+   * page to the turn its bytes are signed and written in, as for any page read across turns.
+   */
+  unheld(): Grant {
+    return { turn: -1, bytes: this.bytesPerTurn };
+  }
+
+  /**
    * What the page holds, once read, before it is signed and written. In the turn it was granted
    * in, the unused part goes back to whoever waits; a page whose read finished in a later turn
    * (an asynchronous store) waits for room for its bytes in the turn it is serialised in.

@@ -66,3 +66,21 @@ describe("stream pages' byte budget per turn of the event loop", () => {
     expect(turns.counts().largest).toBe(80);
   });
 });
+
+describe('a page read a round trip away (PostgreSQL)', () => {
+  it('holds no turn while it reads: the next page is let in at once, and the read is charged to the turn it is sent in', async () => {
+    const turns = new TurnBudget(100);
+    const away = turns.unheld();
+    expect(away.bytes).toBe(100);
+    // Another page is let in this turn while the read is under way.
+    expect((await turns.grant()).bytes).toBe(100);
+    let sent = false;
+    const settling = turns.settle(away, 80).then(() => (sent = true));
+    await Promise.resolve();
+    // This turn is spent by the other page: the read's 80 bytes wait for the next.
+    expect(sent).toBe(false);
+    await nextTurn();
+    await settling;
+    expect(sent).toBe(true);
+  });
+});
