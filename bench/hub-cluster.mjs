@@ -151,6 +151,14 @@ async function roundTrips(adminUrl, works = ['POST /v1/messages', 'push']) {
     if (works.includes(m[1])) n += Number(m[2]);
   return n;
 }
+/** One figure from an instance's /metrics: the sum of the samples of `name` whose labels match `labels` (a regex over the label text). */
+async function metric(adminUrl, name, labels = /.*/) {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  let n = 0;
+  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, 'gm'))) if (labels.test(m[1] ?? '')) n += Number(m[2]);
+  return n;
+}
+const sumOver = async (hubs, f) => (await Promise.all(hubs.map(f))).reduce((a, b) => a + b, 0);
 /** Round trips of stream connects and ends (`presence` also holds the refresh of held streams). */
 const CONNECT_WORKS = ['GET /v1/inbox/stream', 'presence'];
 
@@ -244,6 +252,16 @@ async function run(label, instances, database) {
     const db0 = database ? await databaseCpu() : 0;
     const trips0 = database ? (await Promise.all(hubs.map((h) => roundTrips(h.adminUrl)))).reduce((a, b) => a + b, 0) : 0;
     const self0 = process.cpuUsage();
+    const deferred0 = await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_push_pages_deferred_total'));
+    // Where pushes queue: requests waiting for a pool connection, sampled through the send phase.
+    let poolWaiting = 0;
+    let sampling = database;
+    const sampler = (async () => {
+      while (sampling) {
+        poolWaiting = Math.max(poolWaiting, await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_db_pool_connections', /state="waiting"/)));
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    })();
     let next = 0;
     const t0 = performance.now();
     const worker = async () => {
@@ -258,6 +276,9 @@ async function run(label, instances, database) {
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
     const sendSeconds = (performance.now() - t0) / 1000;
     while (timer.latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
+    sampling = false;
+    await sampler;
+    const deferred = (await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_push_pages_deferred_total'))) - deferred0;
     const cpu = hubs.reduce((sum, h, i) => sum + cpuOf(h.proc.pid) - cpu0[i], 0);
     const self = process.cpuUsage(self0);
     const dbCpu = database ? (await databaseCpu()) - db0 : null;
@@ -275,6 +296,8 @@ async function run(label, instances, database) {
       dbCpuMsPerSend: dbCpu === null ? null : (dbCpu * 1000) / MESSAGES,
       loadCpuMsPerSend: (self.user + self.system) / 1000 / MESSAGES,
       tripsPerSend: trips === null ? null : trips / MESSAGES,
+      deferredPerSend: deferred / MESSAGES,
+      poolWaiting: database ? poolWaiting : null,
       openSeconds,
       tripsPerConnect: connectTrips === null || connects === 0 ? null : connectTrips / connects,
     };
@@ -306,6 +329,11 @@ for (const r of results) {
     `${r.label.padEnd(10)} ${String(r.instances).padStart(9)}  ${String(r.streams).padStart(7)}  ${r.openSeconds.toFixed(1).padStart(6)}  ${fmt(r.tripsPerConnect, 1).padStart(16)}  ${r.sendsPerSecond.toFixed(0).padStart(7)}  ${r.p50.toFixed(1).padStart(11)}  ${r.p99.toFixed(1).padStart(11)}  ${String(r.seen).padStart(11)}  ${r.cpuMsPerSend.toFixed(2).padStart(15)}  ${fmt(r.dbCpuMsPerSend, 2).padStart(14)}  ${r.loadCpuMsPerSend.toFixed(2).padStart(16)}  ${fmt(r.tripsPerSend, 1).padStart(19)}`,
   );
 }
+// Where pushes wait: a page that found its turn of the event loop full, and the pool's queue at its longest.
+for (const r of results)
+  console.log(
+    `${r.label} ×${r.instances}: stream pages deferred to a later turn ${r.deferredPerSend.toFixed(2)}/send; pool waiting at most ${fmt(r.poolWaiting, 0)}`,
+  );
 const base = results.find((r) => r.label === 'sqlite');
 if (base) {
   for (const r of results.filter((x) => x !== base))
