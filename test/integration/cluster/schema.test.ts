@@ -34,6 +34,12 @@ function typeClass(declared: string): string {
   throw new Error(`a column type neither store should use: ${declared}`);
 }
 
+/** A partial index's condition as ` where …`, in one spelling for both catalogues (PostgreSQL's parenthesised, SQLite's as written); '' for a whole-table index. */
+function partial(definition: string): string {
+  const where = / WHERE (.*)$/is.exec(definition)?.[1];
+  return where === undefined ? '' : ` where ${where.replace(/[()]/g, '').replace(/\s+/g, ' ').trim().toLowerCase()}`;
+}
+
 function sqliteSchema(db: Db): Schema {
   const all = <T>(sql: string) => db.prepare(sql).all() as T[];
   const out: Schema = {};
@@ -57,7 +63,9 @@ function sqliteSchema(db: Db): Schema {
         .join(', ');
       if (idx.origin === 'pk') continue;
       if (idx.origin === 'u') t.unique.push(on);
-      else t.indexes[idx.name] = `${idx.unique === 1 ? 'unique ' : ''}${on}`;
+      else
+        t.indexes[idx.name] =
+          `${idx.unique === 1 ? 'unique ' : ''}${on}${partial(all<{ sql: string }>(`SELECT sql FROM sqlite_master WHERE name = '${idx.name}'`)[0]!.sql)}`;
     }
     t.unique.sort();
     out[name] = t;
@@ -76,8 +84,8 @@ async function postgresSchema(c: pg.Client): Promise<Schema> {
         WHERE table_schema = 'public' AND table_name = $1 ORDER BY ordinal_position`,
       [name],
     );
-    const idx = await c.query<{ name: string; primary: boolean; unique: boolean; constraint: boolean; columns: string[] }>(
-      `SELECT i.relname AS name, x.indisprimary AS primary, x.indisunique AS unique,
+    const idx = await c.query<{ name: string; primary: boolean; unique: boolean; constraint: boolean; columns: string[]; definition: string }>(
+      `SELECT i.relname AS name, x.indisprimary AS primary, x.indisunique AS unique, pg_get_indexdef(x.indexrelid) AS definition,
               EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = x.indexrelid) AS constraint,
               ARRAY(SELECT a.attname FROM unnest(x.indkey) WITH ORDINALITY AS k(attnum, n)
                       JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS columns
@@ -95,7 +103,8 @@ async function postgresSchema(c: pg.Client): Promise<Schema> {
         .sort(),
       indexes: {},
     };
-    for (const i of idx.rows.filter((i) => !i.primary && !i.constraint)) t.indexes[i.name] = `${i.unique ? 'unique ' : ''}${i.columns.join(', ')}`;
+    for (const i of idx.rows.filter((i) => !i.primary && !i.constraint))
+      t.indexes[i.name] = `${i.unique ? 'unique ' : ''}${i.columns.join(', ')}${partial(i.definition)}`;
     out[name] = t;
   }
   return out;
@@ -132,7 +141,7 @@ describe('one schema in two dialects', () => {
     }
     // Not vacuous: every table the Hub's queries name is there, with the indexes its pages rely on.
     expect(Object.keys(fromSqlite)).toEqual(expect.arrayContaining(['agents', 'entries', 'messages', 'meta', 'operator_stops', 'sessions']));
-    expect(fromSqlite.entries!.indexes).toHaveProperty('entries_own');
+    expect(fromSqlite.entries!.indexes).toHaveProperty('entries_to_session', 'to_session, state, seq where to_session is not null');
     expect(fromPostgres).toEqual(fromSqlite);
   });
 });
