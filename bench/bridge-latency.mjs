@@ -1,14 +1,17 @@
-// End-to-end latency over SSE: a peer's send answered 202 → the waiting reader's printed
-// line (Hub push → consumer verify, spool append → fs.watch → reader prints; the spool's
-// fsync and the ledger run beside the reader, not before it). Each sample starts a fresh
-// reader and sends once it is idle in its wait. Targets (issue 5): p50 ≤ 15 ms, p99 ≤ 50 ms.
+// End-to-end latency over SSE: a peer's send answered 202 → the waiting reader's printed line
+// (Hub push → consumer verify, spool append → fs.watch → reader prints; the spool's fsync and
+// the ledger run beside the reader, not before it). Each sample starts a fresh reader and
+// sends once it is idle in its wait. Targets (issue 19): p50 ≤ 1.2 ms, p99 ≤ 3 ms.
 // Findings: docs/performance.md. Needs `npm run build`. Never run by CI.
 //   node bench/bridge-latency.mjs [--samples 100] [--trace]
 // --trace sets OH_HAI_TRACE for the Hub, the connection and the readers (src/util/trace.ts) and
-// prints p50/p99 of every hop: received → committed (the Hub's unit and its fsync) → paged (bus
-// wake, the stream's page unit) → written (signed, on the socket) → consumer received (SSE
-// parsed) → spooled (verified, deduplicated, appended + fsync) → printed (reader woken, line
-// written) → read by the bench. The trace's own writes (one append per hop) are in the figures.
+// prints p50/p99 of every hop, and between two hops of one process the CPU it spent:
+// received → committed (the Hub's unit and its fsync) → paged (bus wake, the stream's page
+// unit) → written (signed, on the socket) → consumer received (SSE parsed) → verified → written
+// (dedup, the spool's write(2)) → spooled (its fsync) → ledgered; reader woken (fs.watch, timed
+// from the spool's write) → read (the records after the cursor) → prepared (session, stood-down
+// sessions, labels) → summarised → printed (line written) → read by the bench. The trace's own
+// writes (one append per hop) are in the figures: quote the untraced run.
 import { spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -99,7 +102,7 @@ try {
   }
   const f = (p) => `${percentile(latencies, p).toFixed(1)} ms`;
   console.log(
-    `send 202 → printed line, ${SAMPLES} samples over SSE: p50 ${f(50)}, p90 ${f(90)}, p99 ${f(99)}, max ${f(100)} (targets: p50 ≤ 15 ms, p99 ≤ 50 ms)`,
+    `send 202 → printed line, ${SAMPLES} samples over SSE: p50 ${f(50)}, p90 ${f(90)}, p99 ${f(99)}, max ${f(100)} (targets: p50 ≤ 1.2 ms, p99 ≤ 3 ms)`,
   );
   if (traceFile !== null) printHops(readFileSync(traceFile, 'utf8'));
   console.log(
@@ -122,40 +125,62 @@ try {
 }
 
 /**
- * Per hop, the time since the hop before it (ms, p50 and p99 over the samples that passed
- * both), and since the Hub received the send. A message's first time at each hop counts.
+ * Per hop, the time since the hop it follows (ms, p50 and p99 over the samples that passed
+ * both), and since the Hub received the send; between two hops of one process, also the CPU
+ * that process spent (p50, ms): unlike wall time, a loaded machine does not change it. A
+ * message's first time at each hop counts. Hops that run beside the path are timed from what
+ * started them: the 202 from the commit, the reader's wake from the spool's write(2) (the
+ * spool's fsync and the ledger run beside the reader). Then the spans of each process.
  */
 function printHops(text) {
-  const ORDER = [
-    'hub.received',
-    'hub.committed',
-    'bench.answered',
-    'hub.paged',
-    'hub.written',
-    'consumer.received',
-    'consumer.spooled',
-    'reader.printed',
-    'bench.read',
+  const HOPS = [
+    ['hub.committed', 'hub.received'],
+    ['bench.answered', 'hub.committed'],
+    ['hub.paged', 'hub.committed'],
+    ['hub.written', 'hub.paged'],
+    ['consumer.received', 'hub.written'],
+    ['consumer.verified', 'consumer.received'],
+    ['consumer.written', 'consumer.verified'],
+    ['consumer.spooled', 'consumer.written'],
+    ['consumer.ledgered', 'consumer.spooled'],
+    ['reader.woken', 'consumer.written'],
+    ['reader.read', 'reader.woken'],
+    ['reader.prepared', 'reader.read'],
+    ['reader.summarised', 'reader.prepared'],
+    ['reader.printed', 'reader.summarised'],
+    ['bench.read', 'reader.printed'],
+  ];
+  const SPANS = [
+    ['hub.committed', 'hub.written'],
+    ['consumer.received', 'consumer.written'],
+    ['reader.woken', 'reader.printed'],
   ];
   const byId = new Map();
   for (const line of text.split('\n')) {
-    const [at, name, id] = line.split(' ');
+    const [at, name, id, cpu] = line.split(' ');
     if (!id) continue;
     const hops = byId.get(id) ?? byId.set(id, new Map()).get(id);
-    if (!hops.has(name)) hops.set(name, BigInt(at));
+    if (!hops.has(name)) hops.set(name, { ns: BigInt(at), cpuUs: cpu === undefined || cpu === '-' ? null : Number(cpu) });
   }
   const samples = [...byId.values()].filter((h) => h.has('bench.read'));
-  console.log(`hops of ${samples.length} traced samples (ms; each hop since the one before it, and since hub.received):`);
   const ms = (ns) => Number(ns) / 1e6;
-  for (let k = 1; k < ORDER.length; k++) {
-    // bench.answered runs beside the push: the next hop is timed from the commit, not from it.
-    const prev = ORDER[k - 1] === 'bench.answered' ? 'hub.committed' : ORDER[k - 1];
-    const step = samples.filter((h) => h.has(prev) && h.has(ORDER[k])).map((h) => ms(h.get(ORDER[k]) - h.get(prev)));
-    const total = samples.filter((h) => h.has('hub.received') && h.has(ORDER[k])).map((h) => ms(h.get(ORDER[k]) - h.get('hub.received')));
-    if (step.length === 0) continue;
+  const fmt = (xs, p) => percentile(xs, p).toFixed(2).padStart(6);
+  const row = (prev, hop, withTotal) => {
+    const both = samples.filter((h) => h.has(prev) && h.has(hop));
+    if (both.length === 0) return;
+    const step = both.map((h) => ms(h.get(hop).ns - h.get(prev).ns));
+    const sameProcess = prev.split('.')[0] === hop.split('.')[0];
+    const cpu = sameProcess
+      ? both.filter((h) => h.get(hop).cpuUs !== null && h.get(prev).cpuUs !== null).map((h) => (h.get(hop).cpuUs - h.get(prev).cpuUs) / 1000)
+      : [];
+    const total = samples.filter((h) => h.has('hub.received') && h.has(hop)).map((h) => ms(h.get(hop).ns - h.get('hub.received').ns));
     console.log(
-      `  ${prev.padEnd(17)} → ${ORDER[k].padEnd(17)} p50 ${percentile(step, 50).toFixed(2).padStart(6)}  p99 ${percentile(step, 99).toFixed(2).padStart(6)}   ` +
-        `(since received: p50 ${percentile(total, 50).toFixed(2)}, p99 ${percentile(total, 99).toFixed(2)})`,
+      `  ${prev.padEnd(17)} → ${hop.padEnd(17)} p50 ${fmt(step, 50)}  p99 ${fmt(step, 99)}  CPU p50 ${cpu.length > 0 ? fmt(cpu, 50) : '     -'}` +
+        (withTotal ? `   (since received: p50 ${percentile(total, 50).toFixed(2)}, p99 ${percentile(total, 99).toFixed(2)})` : ''),
     );
-  }
+  };
+  console.log(`hops of ${samples.length} traced samples (ms; each hop since the one it follows, and since hub.received):`);
+  for (const [hop, prev] of HOPS) row(prev, hop, true);
+  console.log('spans (ms):');
+  for (const [from, to] of SPANS) row(from, to, false);
 }

@@ -385,6 +385,7 @@ export class Consumer {
         }
         if (TRACE) for (const raw of raws) hop('consumer.spooled', deliveredMessageId(raw));
         pump.request();
+        if (TRACE) for (const raw of raws) hop('consumer.ledgered', deliveredMessageId(raw));
         return result.spooled;
       });
 

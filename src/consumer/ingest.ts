@@ -1,6 +1,7 @@
 import { EXIT } from '../core/index.js';
 import type { Entry } from '../hub/contract/index.js';
 import type { Ledger, SeenJti, Spool } from '../spool/index.js';
+import { deliveredMessageId, hop, stamped, TRACE } from '../util/trace.js';
 import { stop, type Stop } from './stops.js';
 import { verifyBatch, type Signed, type VerifyContext } from './verify.js';
 
@@ -50,6 +51,7 @@ export class Ingest {
       return { ok: false, stop: stop(EXIT.verification, 'verification_failed', message) };
     }
     for (const r of verdict.refused) this.logRefusal(r.entry, r.reason);
+    if (TRACE) for (const raw of raws) hop('consumer.verified', deliveredMessageId(raw));
 
     const fresh: Signed[] = [];
     const redelivered: Entry[] = [];
@@ -68,6 +70,7 @@ export class Ingest {
           fresh.map((a) => ({ type: 'entry' as const, session: session ?? arrived.address, entry: a.entry, signature: a.signature })),
         );
         for (const r of written) if (r.type === 'entry') this.unledgered.push({ id: r.entry.id, seq: r.seq, session });
+        if (TRACE) for (const raw of raws) hop('consumer.written', deliveredMessageId(raw), stamped('spool.written'));
       }
     } catch (e) {
       return { ok: false, stop: this.writeFailed(e) };

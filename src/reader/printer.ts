@@ -3,7 +3,7 @@ import { escapeUnsafe } from '../util/escape.js';
 import { CursorWriter, entryStanding, stoodDownSessions, writeCursor, type Cursor, type SpoolItem, type StateDir } from '../spool/index.js';
 import type { Output } from '../util/output.js';
 import { writeFlushed } from '../util/output.js';
-import { hop, TRACE } from '../util/trace.js';
+import { hop, stamped, TRACE, type Instant } from '../util/trace.js';
 import { entrySummary, type Labels, NO_LABELS, plain, transitionSummary } from './summary.js';
 
 /** A record a collecting reader took: what the bridge would have printed for it, not yet past the cursor. */
@@ -81,6 +81,8 @@ export class Printer {
   async printAvailable(): Promise<void> {
     const items = this.stateDir.spoolReader().readFrom(this.cursor);
     if (items.length === 0) return;
+    if (TRACE) traceItems(items, 'reader.woken', stamped('reader.woken'));
+    if (TRACE) traceItems(items, 'reader.read');
     // Stood-down sessions first: a new session takes them into its history before they are cleared.
     for (const s of stoodDownSessions(this.stateDir)) this.replaced.add(s.id);
     const session = this.stateDir.read('session');
@@ -88,6 +90,7 @@ export class Printer {
     if (session.state === 'ok') for (const h of session.value.history) this.replaced.add(h.id);
     for (const { record } of items) if (record.type === 'transition') this.replaced.add(record.from_session);
     const labels = this.raw ? NO_LABELS : this.senderLabels();
+    if (TRACE) traceItems(items, 'reader.prepared');
     if (this.collected) {
       for (const item of items) {
         if (this.stopRequested()) return;
@@ -101,8 +104,10 @@ export class Printer {
     try {
       for (const item of items) {
         if (this.stopRequested()) return;
-        await writeFlushed(this.out, this.raw ? escapeUnsafe(item.line) + '\n' : this.summary(item, current, labels).text);
-        if (TRACE && item.record.type === 'entry') hop('reader.printed', (item.record.entry as { message_id?: unknown }).message_id);
+        const text = this.raw ? escapeUnsafe(item.line) + '\n' : this.summary(item, current, labels).text;
+        if (TRACE) traceItems([item], 'reader.summarised');
+        await writeFlushed(this.out, text);
+        if (TRACE) traceItems([item], 'reader.printed');
         this.cursor = { seq: item.record.seq, offset: item.end };
         cursorFile.step(this.cursor);
         this.count(item);
@@ -129,4 +134,9 @@ export class Printer {
     const bounced = entryStanding(r, current, this.replaced) === 'possibly_bounced' ? { session: r.session } : null;
     return { text: entrySummary({ seq: r.seq, entry: entry.value, possiblyBounced: bounced }, labels), possiblyBounced: bounced !== null };
   }
+}
+
+/** The trace's hop for each entry record (bench/bridge-latency.mjs --trace). */
+function traceItems(items: readonly SpoolItem[], name: string, at?: Instant): void {
+  for (const { record } of items) if (record.type === 'entry') hop(name, (record.entry as { message_id?: unknown }).message_id, at);
 }

@@ -20,6 +20,7 @@ import { type Coded, CONNECTION_KNOBS, EXIT, readKnobs, type Result, success, ty
 import type { Output } from '../util/output.js';
 import type { Timers } from '../util/clock.js';
 import type { LaunchRequest } from '../spawn/index.js';
+import { stamp, TRACE } from '../util/trace.js';
 import { CONSUMER_NODE_FLAGS } from './consumer-flags.js';
 import { Heartbeat, judgeHolder, myRecord, displacedBy, noteDisplaced, type AttendanceEnd } from './attendance.js';
 import { isReported, planConnection, type NamedFlags } from './connection.js';
@@ -375,7 +376,11 @@ export class Reader {
         const ended = watch.ended();
         if (ended) finish({ kind: 'consumer', end: ended });
       };
-      cleanups.push(watchFiles(this.stateDir.dir, [STATE_FILES.spool, STATE_FILES.consumer], check, { clock: io.clock }));
+      const woken = () => {
+        if (TRACE) stamp('reader.woken');
+        check();
+      };
+      cleanups.push(watchFiles(this.stateDir.dir, [STATE_FILES.spool, STATE_FILES.consumer], woken, { clock: io.clock }));
       cleanups.push(io.clock.setTimer(remaining, () => finish({ kind: 'deadline' })));
       cleanups.push(this.run.stop.onStop(() => finish({ kind: 'signal' })));
       this.wake = check;

@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, renameSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { fsyncDir, writeFileAtomic } from '../util/fs-durable.js';
+import { stamp, TRACE } from '../util/trace.js';
 import { fail, ok, type Result } from '../core/index.js';
 import { openStateFile, replacedUnder } from './safe-open.js';
 
@@ -117,6 +118,7 @@ export class AppendLog {
     try {
       let off = 0;
       while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+      if (TRACE) stamp('spool.written');
     } catch (e) {
       this.brokenBy = `write: ${(e as Error).message}`;
       throw this.spec.error('write_failed', `writing to the ${this.spec.what} ${this.spec.file} failed: ${(e as Error).message}`);

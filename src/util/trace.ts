@@ -3,19 +3,32 @@ import { appendFileSync } from 'node:fs';
 /**
  * The push-latency trace (bench/bridge-latency.mjs --trace): with OH_HAI_TRACE naming a file,
  * the Hub, the background connection and the reader each append one line per hop a message
- * passes — `<monotonic ns> <hop> <message id>` — so a bench can split send → printed line
- * into its hops. CLOCK_MONOTONIC is one clock for every process on the machine. Off by
- * default, and then a call site costs one comparison: each is written `if (TRACE) hop(…)`.
- * Never a secret in a line: hop names and message ids only. O_APPEND keeps the lines of
- * several processes whole.
+ * passes — `<monotonic ns> <hop> <message id> <process CPU µs>` — so a bench can split send →
+ * printed line into its hops, by wall time and, between two hops of one process, by the CPU
+ * that process spent (what a loaded machine does not change). CLOCK_MONOTONIC is one clock
+ * for every process on the machine. Off by default, and then a call site costs one
+ * comparison: each is written `if (TRACE) hop(…)`. Never a secret in a line: hop names and
+ * message ids only. O_APPEND keeps the lines of several processes whole.
  */
 export const TRACE: string | null = process.env.OH_HAI_TRACE || null;
 
-/** Record that `messageId` passed `hop` now (or at `at`, a process.hrtime.bigint() taken earlier). */
-export function hop(name: string, messageId: unknown, at: bigint = process.hrtime.bigint()): void {
+/** A moment of this process: the monotonic clock and the CPU time spent so far (user + system). */
+export interface Instant {
+  ns: bigint;
+  cpuUs: number;
+}
+
+export function instant(): Instant {
+  const cpu = process.cpuUsage();
+  return { ns: process.hrtime.bigint(), cpuUs: cpu.user + cpu.system };
+}
+
+/** Record that `messageId` passed `hop` now (or at `at`: an Instant, or a process.hrtime.bigint() taken earlier). */
+export function hop(name: string, messageId: unknown, at: bigint | Instant = instant()): void {
   if (TRACE === null || typeof messageId !== 'string') return;
+  const line = typeof at === 'bigint' ? `${at} ${name} ${messageId} -\n` : `${at.ns} ${name} ${messageId} ${at.cpuUs}\n`;
   try {
-    appendFileSync(TRACE, `${at} ${name} ${messageId}\n`);
+    appendFileSync(TRACE, line);
   } catch {
     // A trace that cannot be written changes nothing the product does.
   }
@@ -24,3 +37,16 @@ export function hop(name: string, messageId: unknown, at: bigint = process.hrtim
 /** The message id a raw delivery names, if it names one (the trace's key). */
 export const deliveredMessageId = (raw: unknown): unknown =>
   typeof raw === 'object' && raw !== null ? ((raw as { entry?: { message_id?: unknown } }).entry ?? {}).message_id : undefined;
+
+const stamps = new Map<string, Instant>();
+
+/**
+ * Note that `name` happened now, before the message it concerns is known (a reader woken by
+ * fs.watch has not yet read what woke it); `hop(name, id, stamped(name))` records it later.
+ */
+export function stamp(name: string): void {
+  if (TRACE !== null) stamps.set(name, instant());
+}
+
+/** The instant `stamp(name)` last noted (now when it never did). */
+export const stamped = (name: string): Instant => stamps.get(name) ?? instant();
