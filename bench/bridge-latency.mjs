@@ -3,7 +3,9 @@
 // the ledger run beside the reader, not before it). Each sample starts a fresh reader and
 // sends once it is idle in its wait. Targets (issue 19): p50 ≤ 1.2 ms, p99 ≤ 3 ms.
 // Findings: docs/performance.md. Needs `npm run build`. Never run by CI.
-//   node bench/bridge-latency.mjs [--samples 100] [--trace]
+//   node bench/bridge-latency.mjs [--samples 100] [--trace] [--against <another checkout, built>]
+// --against runs a second world (Hub, connection, readers) from that checkout's bin/oh-hai and
+// alternates samples between the two, then prints both and their ratio.
 // --trace sets OH_HAI_TRACE for the Hub, the connection and the readers (src/util/trace.ts) and
 // prints p50/p99 of every hop, and between two hops of one process the CPU it spent:
 // received → committed (the Hub's unit and its fsync) → paged (bus wake, the stream's page
@@ -13,30 +15,24 @@
 // sessions, labels) → summarised → printed (line written) → read by the bench. The trace's own
 // writes (one append per hop) are in the figures: quote the untraced run.
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, closeSync, fsyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sessionStateDir, stateKey } from '../dist/spool/index.js';
 import { agentEnv, bin, percentile, startHub, timed, until } from './bridge-world.mjs';
 
-const i = process.argv.indexOf('--samples');
-const SAMPLES = i === -1 ? 100 : Number(process.argv[i + 1]);
-const traceFile = process.argv.includes('--trace') ? path.join(mkdtempSync(path.join(os.tmpdir(), 'oh-hai-trace-')), 'trace') : null;
-const traceEnv = traceFile === null ? {} : { OH_HAI_TRACE: traceFile };
-const mark = (hop, id, at = process.hrtime.bigint()) => traceFile !== null && appendFileSync(traceFile, `${at} ${hop} ${id}\n`);
+const arg = (name) => {
+  const at = process.argv.indexOf(name);
+  return at === -1 ? null : process.argv[at + 1];
+};
+const SAMPLES = Number(arg('--samples') ?? 100);
+const TRACE = process.argv.includes('--trace');
+const against = arg('--against');
 
 console.log(
-  `bridge-latency: Node ${process.version}; ${SAMPLES} samples${traceFile ? ', hop trace on' : ''}; load average ${os
-    .loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ')}`,
+  `bridge-latency: Node ${process.version}; ${SAMPLES} samples${TRACE ? ', hop trace on' : ''}${against ? `, alternating with ${against}` : ''}; load average ${loadavg()}`,
 );
-const hub = await startHub([], traceEnv);
-const receiver = await hub.mint('latency-receiver');
-const sender = await hub.mint('latency-sender');
-const { env: baseEnv, tmp } = agentEnv(hub.url, receiver, 'latency');
-const env = { ...baseEnv, ...traceEnv };
-const dir = sessionStateDir(env.XDG_STATE_HOME, stateKey(hub.url, receiver.id, 'latency'));
+
 /**
  * The reader is idle in its wait: on Linux, asleep with its CPU time unchanged over 10 ms
  * (it has claimed the entry, printed nothing and armed its watch); elsewhere, 50 ms after
@@ -60,22 +56,54 @@ async function idle(pid) {
     last = now;
   }
 }
-const readJson = (name) => {
-  try {
-    return JSON.parse(readFileSync(path.join(dir, name), 'utf8'));
-  } catch {
-    return null;
-  }
-};
 
-try {
-  await timed(process.execPath, [bin, 'bridge', '--wait', '0'], env);
-  const session = (await until(() => readJson('session.json'), 'the session')).id;
-  await until(() => readJson('consumer.json')?.state === 'running', 'the connection to run');
-  const to = `agent:${receiver.id}#${session}`;
+/**
+ * One build's world: its own Hub, receiving agent and background connection, all run from
+ * `cli` (bin/oh-hai of that checkout), with a trace file of its own under --trace.
+ */
+async function world(label, cli) {
+  const traceFile = TRACE ? path.join(mkdtempSync(path.join(os.tmpdir(), 'oh-hai-trace-')), 'trace') : null;
+  const traceEnv = traceFile === null ? {} : { OH_HAI_TRACE: traceFile };
+  const mark = (hop, id, at = process.hrtime.bigint()) => traceFile !== null && appendFileSync(traceFile, `${at} ${hop} ${id}\n`);
+  const hub = await startHub([], traceEnv, cli);
+  const receiver = await hub.mint('latency-receiver');
+  const sender = await hub.mint('latency-sender');
+  const { env: baseEnv, tmp } = agentEnv(hub.url, receiver, 'latency');
+  const env = { ...baseEnv, ...traceEnv };
+  const dir = sessionStateDir(env.XDG_STATE_HOME, stateKey(hub.url, receiver.id, 'latency'));
+  const readJson = (name) => {
+    try {
+      return JSON.parse(readFileSync(path.join(dir, name), 'utf8'));
+    } catch {
+      return null;
+    }
+  };
+  const stop = async () => {
+    const c = readJson('consumer.json');
+    if (c) {
+      try {
+        process.kill(c.pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    }
+    await hub.stop();
+    rmSync(tmp, { recursive: true, force: true });
+    if (traceFile !== null) rmSync(path.dirname(traceFile), { recursive: true, force: true });
+  };
+  try {
+    await timed(process.execPath, [cli, 'bridge', '--wait', '0'], env);
+    const session = (await until(() => readJson('session.json'), 'the session')).id;
+    await until(() => readJson('consumer.json')?.state === 'running', 'the connection to run');
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const to = `agent:${receiver.id}#${(readJson('session.json') ?? {}).id}`;
   const latencies = [];
-  for (let n = 0; n < SAMPLES; n++) {
-    const reader = spawn(process.execPath, [bin, 'bridge', '--wait', '30'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  /** One sample: a fresh reader, idle in its wait, then a send; ms from the 202 to the printed line. */
+  const sample = async (n) => {
+    const reader = spawn(process.execPath, [cli, 'bridge', '--wait', '30'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     reader.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
     const marker = `latency sample ${n}`;
@@ -90,7 +118,7 @@ try {
     const exited = new Promise((r) => reader.once('exit', r)).then(() => (gone = true));
     // Measure the steady state: the reader has claimed the entry and is waiting.
     await until(() => gone || readJson('reader.json')?.pid === reader.pid, 'the reader to wait');
-    if (gone) throw new Error(`sample ${n}: the reader exited before the send:\n${stderr}`);
+    if (gone) throw new Error(`${label} sample ${n}: the reader exited before the send:\n${stderr}`);
     await idle(reader.pid);
     const sent = await hub.call(sender.token, 'POST', '/v1/messages', { to, intent: 'notify', text: marker });
     const t0 = performance.now();
@@ -99,29 +127,65 @@ try {
     mark('bench.read', sent.message.id, read);
     latencies.push(t1 - t0);
     await exited;
-  }
-  const f = (p) => `${percentile(latencies, p).toFixed(1)} ms`;
-  console.log(
-    `send 202 → printed line, ${SAMPLES} samples over SSE: p50 ${f(50)}, p90 ${f(90)}, p99 ${f(99)}, max ${f(100)} (targets: p50 ≤ 1.2 ms, p99 ≤ 3 ms)`,
-  );
-  if (traceFile !== null) printHops(readFileSync(traceFile, 'utf8'));
-  console.log(
-    `load average at the end ${os
-      .loadavg()
-      .map((l) => l.toFixed(1))
-      .join(' ')}`,
-  );
-} finally {
-  const c = readJson('consumer.json');
-  if (c) {
-    try {
-      process.kill(c.pid, 'SIGTERM');
-    } catch {
-      // already gone
+  };
+  return { label, tmp, latencies, sample, stop, hops: () => (traceFile === null ? null : readFileSync(traceFile, 'utf8')) };
+}
+
+/**
+ * The disk's floor for this path, in the same run: the spool's and the ledger's appends, each a
+ * write(2) of a spool-sized line and an fsync, in the agent's own temp directory.
+ */
+function diskFloor(dir, rounds = 50) {
+  const line = Buffer.from(JSON.stringify({ pad: 'x'.repeat(560) }) + '\n');
+  const times = [];
+  for (const name of ['floor-a.ndjson', 'floor-b.ndjson']) closeSync(openSync(path.join(dir, name), 'a'));
+  for (let r = 0; r < rounds; r++) {
+    const t0 = performance.now();
+    for (const name of ['floor-a.ndjson', 'floor-b.ndjson']) {
+      const fd = openSync(path.join(dir, name), 'a');
+      writeSync(fd, line);
+      fsyncSync(fd);
+      closeSync(fd);
     }
+    times.push(performance.now() - t0);
   }
-  await hub.stop();
-  rmSync(tmp, { recursive: true, force: true });
+  return times;
+}
+
+function loadavg() {
+  return os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+}
+
+const worlds = [await world('this build', bin)];
+try {
+  if (against) worlds.push(await world(against, path.join(path.resolve(against), 'bin', 'oh-hai')));
+  // Alternate sample by sample: the load on a shared machine changes within minutes.
+  for (let n = 0; n < SAMPLES; n++) for (const w of worlds) await w.sample(n);
+  const floor = diskFloor(worlds[0].tmp);
+  const f = (xs, p) => `${percentile(xs, p).toFixed(1)} ms`;
+  for (const w of worlds) {
+    const l = w.latencies;
+    console.log(
+      `${w.label}: send 202 → printed line, ${SAMPLES} samples over SSE: p50 ${f(l, 50)}, p90 ${f(l, 90)}, p99 ${f(l, 99)}, max ${f(l, 100)} (targets: p50 ≤ 1.2 ms, p99 ≤ 3 ms)`,
+    );
+  }
+  if (worlds.length === 2) {
+    const ratio = (p) => (percentile(worlds[0].latencies, p) / percentile(worlds[1].latencies, p)).toFixed(2);
+    console.log(`this build / ${against}: p50 ×${ratio(50)}, p99 ×${ratio(99)}`);
+  }
+  console.log(`the disk's floor in the same run (two appends, each write + fsync): p50 ${f(floor, 50)}, p99 ${f(floor, 99)}`);
+  for (const w of worlds) {
+    const text = w.hops();
+    if (text === null) continue;
+    console.log(`${w.label}:`);
+    printHops(text);
+  }
+  console.log(`load average at the end ${loadavg()}`);
+} finally {
+  for (const w of worlds) await w.stop();
 }
 
 /**

@@ -37,11 +37,11 @@ export function hubCaller(url) {
   };
 }
 
-/** Start `oh-hai hub serve` on an ephemeral loopback port; resolves once its ready line is out. */
-export async function startHub(args = [], extraEnv = {}) {
+/** Start `oh-hai hub serve` (of `cli`, default this checkout's) on an ephemeral loopback port; resolves once its ready line is out. */
+export async function startHub(args = [], extraEnv = {}, cli = bin) {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-bench-hub-'));
   const data = path.join(tmp, 'data');
-  const proc = spawn(process.execPath, [bin, 'hub', 'serve', '--port', '0', '--data', data, ...args], {
+  const proc = spawn(process.execPath, [cli, 'hub', 'serve', '--port', '0', '--data', data, ...args], {
     env: { PATH: process.env.PATH, HOME: tmp, XDG_STATE_HOME: path.join(tmp, 'state'), XDG_CONFIG_HOME: path.join(tmp, 'config'), ...extraEnv },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
