@@ -1,6 +1,17 @@
 import { validateEntry } from '../hub/contract/entry.js';
 import { escapeUnsafe } from '../util/escape.js';
-import { CursorWriter, entryStanding, stoodDownSessions, writeCursor, type Cursor, type SpoolItem, type StateDir } from '../spool/index.js';
+import {
+  CursorWriter,
+  entryStanding,
+  writeCursor,
+  type Cursor,
+  type FileMemo,
+  type RecordRead,
+  type SessionRecord,
+  type SpoolItem,
+  type StateDir,
+  type StoodDownRecord,
+} from '../spool/index.js';
 import type { Output } from '../util/output.js';
 import { writeFlushed } from '../util/output.js';
 import { hop, stamped, TRACE, type Instant } from '../util/trace.js';
@@ -49,6 +60,9 @@ export class Printer {
   private cursor: Cursor;
   /** Sessions this entry moved away from: entries that arrived under them may have bounced. */
   private readonly replaced = new Set<string>();
+  /** session.json and stood-down.json: read before a wait, and on a wake again only when they changed. */
+  private readonly session: FileMemo<RecordRead<SessionRecord>>;
+  private readonly stoodDown: FileMemo<RecordRead<StoodDownRecord>>;
   printed = 0;
   /** Of those, entries: mail, as opposed to news about the address (a transition). */
   mail = 0;
@@ -60,34 +74,59 @@ export class Printer {
     /** Asked before each record: a stop request lets the record in flight finish, and no more. */
     private readonly stopRequested: () => boolean,
     private readonly collected: Collected | null = null,
-    /** Senders' labels from the directory cache: read once per batch a summary is written for, never fetched. */
+    /** Senders' labels from the directory cache: asked once per batch a summary is written for, never fetched. */
     private readonly senderLabels: () => Labels = () => NO_LABELS,
   ) {
     const checked = stateDir.checkedCursor();
     if (checked.rewound) stateDir.log(`reader: ${checked.rewound}`);
     this.cursor = checked.cursor;
+    this.session = stateDir.memo('session');
+    this.stoodDown = stateDir.memo('stoodDown');
   }
 
-  /** Something after the cursor is in the spool. */
-  pending(): boolean {
-    return this.stateDir.spoolReader().readFrom(this.cursor, 1).length > 0;
+  /** The records after the cursor, read once: a wake that finds some hands them to `printAvailable`. */
+  available(): SpoolItem[] {
+    return this.stateDir.spoolReader().readFrom(this.cursor);
   }
 
   /**
-   * Print what is there now. Rejects when stdout fails; the cursor then stays before the
-   * failed record. Each step is written in place; the last is made durable before returning
-   * (see CursorWriter for why not an atomic replace per record).
+   * Read what labels a line (the session, the stood-down sessions, the senders' labels) ahead
+   * of a wait: a wake then only checks that those files did not change, and its first line
+   * costs no more than reading the records (docs/performance.md "Push latency").
    */
-  async printAvailable(): Promise<void> {
-    const items = this.stateDir.spoolReader().readFrom(this.cursor);
+  prepare(): void {
+    this.standing();
+    if (!this.raw) this.senderLabels();
+  }
+
+  /** Let go of the files held to see whether they changed. */
+  close(): void {
+    this.session.close();
+    this.stoodDown.close();
+  }
+
+  /** The current session's id ('' when none is recorded), with every session it replaced now in `replaced`. */
+  private standing(): string {
+    // Stood-down sessions first: a new session takes them into its history before they are cleared.
+    const stood = this.stoodDown.get();
+    if (stood.state === 'ok') for (const s of stood.value.sessions) this.replaced.add(s.id);
+    const session = this.session.get();
+    if (session.state !== 'ok') return '';
+    for (const h of session.value.history) this.replaced.add(h.id);
+    return session.value.id;
+  }
+
+  /**
+   * Print what is there now (or `items`, the records `available` just read). Rejects when
+   * stdout fails; the cursor then stays before the failed record. Each step is written in
+   * place; the last is made durable before returning (see CursorWriter for why not an atomic
+   * replace per record).
+   */
+  async printAvailable(items: readonly SpoolItem[] = this.available()): Promise<void> {
     if (items.length === 0) return;
     if (TRACE) traceItems(items, 'reader.woken', stamped('reader.woken'));
     if (TRACE) traceItems(items, 'reader.read');
-    // Stood-down sessions first: a new session takes them into its history before they are cleared.
-    for (const s of stoodDownSessions(this.stateDir)) this.replaced.add(s.id);
-    const session = this.stateDir.read('session');
-    const current = session.state === 'ok' ? session.value.id : '';
-    if (session.state === 'ok') for (const h of session.value.history) this.replaced.add(h.id);
+    const current = this.standing();
     for (const { record } of items) if (record.type === 'transition') this.replaced.add(record.from_session);
     const labels = this.raw ? NO_LABELS : this.senderLabels();
     if (TRACE) traceItems(items, 'reader.prepared');

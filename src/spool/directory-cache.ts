@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseAgents, type AgentRow } from '../hub/contract/index.js';
 import { ensureDir, writeFileAtomic } from '../util/fs-durable.js';
+import { FileMemo } from './file-memo.js';
 import { stateKey } from './paths.js';
 
 /**
@@ -37,9 +38,18 @@ export function writeDirectoryCache(k: DirectoryCacheKey, rows: readonly AgentRo
 
 /** The cached rows; null when there is no cache or it cannot be read as a directory (never an error). */
 export function readDirectoryCache(k: DirectoryCacheKey): AgentRow[] | null {
+  try {
+    return directoryRows(readFileSync(directoryCacheFile(k), 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/** The rows of a cache file's text; null when it is not a directory. */
+function directoryRows(text: string): AgentRow[] | null {
   let json: unknown;
   try {
-    json = JSON.parse(readFileSync(directoryCacheFile(k), 'utf8'));
+    json = JSON.parse(text);
   } catch {
     return null;
   }
@@ -50,6 +60,13 @@ export function readDirectoryCache(k: DirectoryCacheKey): AgentRow[] | null {
 
 /** Agent id → label, from the cache; empty when there is none (summary lines then print ids alone). */
 export function cachedLabels(k: DirectoryCacheKey): ReadonlyMap<string, string> {
-  const rows = readDirectoryCache(k) ?? [];
-  return new Map(rows.filter((r) => r.label !== null).map((r) => [r.id, r.label!]));
+  return labelsOf(readDirectoryCache(k));
 }
+
+/** The cache's labels, read again only when the file changed (a reader that prints more than once); the caller closes it. */
+export function cachedLabelsMemo(k: DirectoryCacheKey): FileMemo<ReadonlyMap<string, string>> {
+  return new FileMemo(directoryCacheFile(k), (got) => labelsOf(got.state === 'read' ? directoryRows(got.bytes.toString('utf8')) : null));
+}
+
+const labelsOf = (rows: readonly AgentRow[] | null): ReadonlyMap<string, string> =>
+  new Map((rows ?? []).filter((r) => r.label !== null).map((r) => [r.id, r.label!]));

@@ -14,3 +14,5 @@ export * from './stand-down.js';
 export * from './stop-connection.js';
 export { NotRegularFileError, openStateFile, readStateFile } from './safe-open.js';
 export * from './directory-cache.js';
+export { FileMemo } from './file-memo.js';
+export { ioCounts, resetIoCounts, type IoCounts } from './io-counts.js';

@@ -33,30 +33,42 @@ export function readRecord<T>(dir: string, name: string, parse: (x: unknown) => 
   return readRecordBytes(dir, name, parse).read;
 }
 
+/** A state file's bytes as read, before they are parsed: absent, read, or failed (the error open or read gave). */
+export type FileRead = { state: 'absent' } | { state: 'failed'; error: unknown } | { state: 'read'; bytes: Buffer };
+
 /** A record and the bytes it was parsed from (null when none could be read), read once. */
 export function readRecordBytes<T>(dir: string, name: string, parse: (x: unknown) => Result<T>): { read: RecordRead<T>; bytes: Buffer | null } {
   const file = path.join(dir, name);
-  let bytes: Buffer;
+  let got: FileRead;
   try {
-    bytes = readStateBytes(file);
+    got = { state: 'read', bytes: readStateBytes(file) };
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    const unreadable = (reason: string) => ({ read: { state: 'unreadable' as const, reason }, bytes: null });
-    if (code === 'ENOENT') return { read: { state: 'absent' }, bytes: null };
-    if (e instanceof NotRegularFileError) return unreadable(e.message);
-    if (code === 'EISDIR') return unreadable(`${file} is a directory, not a file`);
-    if (code === 'EACCES' || code === 'EPERM') return unreadable(`${file} cannot be read (permission denied)`);
-    return unreadable(`${file} cannot be read (${code ?? (e as Error).message})`);
+    got = (e as NodeJS.ErrnoException).code === 'ENOENT' ? { state: 'absent' } : { state: 'failed', error: e };
   }
-  const text = bytes.toString('utf8');
+  return { read: parseRecordRead(file, got, parse), bytes: got.state === 'read' ? got.bytes : null };
+}
+
+/** A state file's bytes as the record `parse` makes of them; `file` names it in the reasons. */
+export function parseRecordRead<T>(file: string, got: FileRead, parse: (x: unknown) => Result<T>): RecordRead<T> {
+  if (got.state === 'absent') return { state: 'absent' };
+  if (got.state === 'failed') {
+    const e = got.error;
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { state: 'absent' };
+    if (e instanceof NotRegularFileError) return { state: 'unreadable', reason: e.message };
+    if (code === 'EISDIR') return { state: 'unreadable', reason: `${file} is a directory, not a file` };
+    if (code === 'EACCES' || code === 'EPERM') return { state: 'unreadable', reason: `${file} cannot be read (permission denied)` };
+    return { state: 'unreadable', reason: `${file} cannot be read (${code ?? (e as Error).message})` };
+  }
+  const text = got.bytes.toString('utf8');
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    return { read: { state: 'unreadable', reason: `${file} is not valid JSON (${text.length} bytes)` }, bytes };
+    return { state: 'unreadable', reason: `${file} is not valid JSON (${text.length} bytes)` };
   }
   const parsed = parse(json);
-  return { read: parsed.ok ? { state: 'ok', value: parsed.value } : { state: 'unreadable', reason: `${file}: ${parsed.reason}` }, bytes };
+  return parsed.ok ? { state: 'ok', value: parsed.value } : { state: 'unreadable', reason: `${file}: ${parsed.reason}` };
 }
 
 /**

@@ -1,4 +1,6 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from 'node:fs';
+import path from 'node:path';
+import { countOpen } from './io-counts.js';
 
 /**
  * Opening a state file: never through a symbolic link (O_NOFOLLOW), never blocking on a
@@ -37,6 +39,7 @@ const refuse = (file: string, what: string): NotRegularFileError =>
  */
 export function openStateFile(file: string, mode: 'read' | 'append'): number {
   const access = mode === 'read' ? constants.O_RDONLY : constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT;
+  countOpen(path.basename(file));
   let fd: number;
   try {
     fd = openSync(file, access | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
@@ -63,17 +66,23 @@ export function readStateFile(file: string): string {
 export function readStateBytes(file: string): Buffer {
   const fd = openStateFile(file, 'read');
   try {
-    const chunks: Buffer[] = [];
-    const buf = Buffer.allocUnsafe(64 * 1024);
-    for (;;) {
-      const n = readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) break;
-      chunks.push(Buffer.from(buf.subarray(0, n)));
-    }
-    return Buffer.concat(chunks);
+    return readToEnd(fd);
   } finally {
     closeSync(fd);
   }
+}
+
+/** Every byte of an open file from its start (positioned reads: the descriptor's offset is left alone). */
+export function readToEnd(fd: number): Buffer {
+  const chunks: Buffer[] = [];
+  const buf = Buffer.allocUnsafe(64 * 1024);
+  for (let pos = 0; ;) {
+    const n = readSync(fd, buf, 0, buf.length, pos);
+    if (n === 0) break;
+    chunks.push(Buffer.from(buf.subarray(0, n)));
+    pos += n;
+  }
+  return Buffer.concat(chunks);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
+import { countListing } from './io-counts.js';
 import { STATE_FILES } from './records.js';
 
 /**
@@ -25,6 +26,7 @@ export interface SealedSegment {
 /** The sealed segments in `dir`, oldest first; none when the directory does not exist. */
 export function sealedSegments(dir: string): SealedSegment[] {
   let names: string[];
+  countListing();
   try {
     names = readdirSync(dir);
   } catch (e) {

@@ -327,15 +327,13 @@ export class SpoolReader {
     // in the current segment. Tried first without listing the segments (a readdir and an open of
     // each segment for its first seq, twice per wake, was most of a waiting reader's time from
     // wake to print). Only a record that is seq + 1 is taken: seqs are unique and rising across
-    // segments, so that is the next record wherever the cursor lives; anything else reads the
-    // segments as below.
-    if (cursor.seq > 0) {
-      for (const item of walk([{ file: this.file, first: cursor.seq + 1 }], { index: 0, offset: cursor.offset, seq: cursor.seq })) {
-        items.push(item);
-        if (items.length >= limit) break;
-      }
-      if (items.length > 0) return items;
+    // segments, so that is the next record wherever the cursor lives (seq 1 at byte 0 for a
+    // reader that printed nothing yet); anything else reads the segments as below.
+    for (const item of walk([{ file: this.file, first: cursor.seq + 1 }], { index: 0, offset: cursor.offset, seq: cursor.seq })) {
+      items.push(item);
+      if (items.length >= limit) break;
     }
+    if (items.length > 0) return items;
     const segments = this.segments();
     const at = cursor.seq === 0 ? -1 : holding(segments, cursor.seq);
     const it = walk(segments, at === -1 ? walkReaching(segments, cursor.seq + 1) : { index: at, offset: cursor.offset, seq: cursor.seq });

@@ -19,6 +19,7 @@ import {
   parseSessionRecord,
   parseStandDownRequest,
   parseStoodDownRecord,
+  parseRecordRead,
   readRecord,
   readRecordBytes,
   writeRecord,
@@ -33,6 +34,7 @@ import {
   type StandDownRequest,
   type StoodDownRecord,
 } from './records.js';
+import { FileMemo } from './file-memo.js';
 import { SeenJti } from './seen-jti.js';
 import { sha256Hex } from '../util/sha256.js';
 import { Spool, SpoolReader, type SegmentBounds } from './spool.js';
@@ -97,6 +99,12 @@ export class StateDir {
 
   read<K extends keyof RecordKinds>(kind: K): RecordRead<RecordKinds[K]> {
     return readRecord(this.dir, STATE_FILES[kind], PARSERS[kind]);
+  }
+
+  /** A record read again only when its file changed (FileMemo); the caller closes it. */
+  memo<K extends keyof RecordKinds>(kind: K): FileMemo<RecordRead<RecordKinds[K]>> {
+    const file = this.path(STATE_FILES[kind]);
+    return new FileMemo(file, (got) => parseRecordRead(file, got, PARSERS[kind]));
   }
 
   write<K extends keyof RecordKinds>(kind: K, value: RecordKinds[K]): void {

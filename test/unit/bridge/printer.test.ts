@@ -100,7 +100,7 @@ describe('Printer', () => {
   it('prints every record after the cursor, moving the cursor past each only once stdout took it', async () => {
     const w = world([entryRecord('e1'), entryRecord('e2'), entryRecord('e3')]);
     const p = w.printer(true);
-    expect(p.pending()).toBe(true);
+    expect(p.available()).not.toHaveLength(0);
     await p.printAvailable();
     expect(w.out.taken).toEqual(
       w.stateDir
@@ -112,7 +112,7 @@ describe('Printer', () => {
     expect(w.out.cursorAtWrite).toEqual([0, 1, 2]);
     expect(readCursor(w.dir)).toEqual({ seq: 3, offset: w.ends()[2] });
     expect(p.printed).toBe(3);
-    expect(p.pending()).toBe(false);
+    expect(p.available()).toHaveLength(0);
     await p.printAvailable();
     expect(w.out.taken).toHaveLength(3);
   });
@@ -122,7 +122,7 @@ describe('Printer', () => {
     await w.printer(true).printAvailable();
     w.append([entryRecord('e3')]);
     const p = w.printer(true);
-    expect(p.pending()).toBe(true);
+    expect(p.available()).not.toHaveLength(0);
     await p.printAvailable();
     expect(w.out.taken).toHaveLength(3);
     expect(p.printed).toBe(1);
@@ -152,7 +152,7 @@ describe('Printer', () => {
     w.stateDir.writeCursor({ seq: 2, offset: w.ends()[0]! });
     const p = w.printer(true);
     expect(w.log()).toContain(`reader: no record 2 ends at byte ${w.ends()[0]} of ${w.stateDir.path(STATE_FILES.spool)}; rewound to seq 2`);
-    expect(p.pending()).toBe(false);
+    expect(p.available()).toHaveLength(0);
   });
 
   it('a matching cursor logs nothing', () => {
