@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCursorRecord } from '../../../src/spool/index.js';
 import { collect, runOhHai, startOhHai } from '../../helpers/cli.js';
 import { withSeed } from '../../helpers/seed.js';
-import { EPILOGUE, message, stage, type Stage } from './stage.js';
+import { EPILOGUE, message, rawSeqs, stage, type Stage } from './stage.js';
 
 /**
  * Kill the reader with SIGKILL at random instants while it prints a burst; the next run
@@ -12,12 +12,6 @@ import { EPILOGUE, message, stage, type Stage } from './stage.js';
  */
 const RECORDS = 60;
 const TRIALS = 50;
-
-const seqs = (stdout: string): number[] =>
-  stdout
-    .split('\n')
-    .slice(0, -1) // a last piece without its newline was not printed
-    .map((l) => (JSON.parse(l) as { seq: number }).seq);
 
 let st: Stage;
 beforeAll(() => {
@@ -46,7 +40,7 @@ describe('SIGKILL at random instants while printing a burst', () => {
             if (before < target && seen >= target) fire();
           });
         const first = await collect(child);
-        const a = seqs(first.stdout);
+        const a = rawSeqs(first.stdout);
         if (first.signal === 'SIGKILL') killedAt.push(a.length);
         // Killed mid-burst: nothing after the records (the epilogue comes only after the last one).
         if (first.signal === 'SIGKILL' && a.length < RECORDS) expect(first.stderr).not.toMatch(EPILOGUE);
@@ -60,7 +54,7 @@ describe('SIGKILL at random instants while printing a burst', () => {
         const second = await runOhHai(['bridge', '--raw', '--wait', '0'], { env: st.env });
         expect(second.code, second.stderr).toBe(0);
         expect(second.stderr).toMatch(EPILOGUE);
-        const b = seqs(second.stdout);
+        const b = rawSeqs(second.stdout);
         // Everything after the cursor, in order: the in-flight record (if any) again, then the rest.
         expect(b).toEqual(Array.from({ length: RECORDS - cursor }, (_, i) => cursor + i + 1));
         const twice = a.filter((s) => b.includes(s));

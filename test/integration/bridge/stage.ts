@@ -151,5 +151,12 @@ export function stage(opts: { session?: string | null; env?: NodeJS.ProcessEnv }
   return s;
 }
 
+/** The seqs of `--raw` lines printed, in order; a last piece without its newline was not printed. */
+export const rawSeqs = (stdout: string): number[] =>
+  stdout
+    .split('\n')
+    .slice(0, -1)
+    .map((l) => (JSON.parse(l) as { seq: number }).seq);
+
 /** The stderr line the epilogue always starts with. */
 export const EPILOGUE = /^oh-hai bridge: lease — /m;

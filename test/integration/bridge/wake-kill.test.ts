@@ -4,7 +4,7 @@ import { collect, runOhHai, startOhHai } from '../../helpers/cli.js';
 import { withSeed } from '../../helpers/seed.js';
 import { waitFor } from '../../helpers/wait.js';
 import { asleep } from './proc.js';
-import { message, stage, type Stage } from './stage.js';
+import { message, rawSeqs, stage, type Stage } from './stage.js';
 
 /**
  * A waiting reader prints what its wake read — one read of the spool, the records handed
@@ -16,12 +16,6 @@ import { message, stage, type Stage } from './stage.js';
  */
 const TRIALS = 15;
 const BURST = 12;
-
-const seqs = (stdout: string): number[] =>
-  stdout
-    .split('\n')
-    .slice(0, -1) // a last piece without its newline was not printed
-    .map((l) => (JSON.parse(l) as { seq: number }).seq);
 
 let st: Stage;
 beforeAll(() => {
@@ -61,7 +55,7 @@ describe('SIGKILL of a woken reader at random instants', () => {
           sent += n;
         }
         const first = await done;
-        const a = seqs(first.stdout);
+        const a = rawSeqs(first.stdout);
         if (first.signal === 'SIGKILL') killedAt.push(a.length);
         else expect(first.code, first.stderr).toBe(0);
         // What it printed is a prefix of what arrived after the cursor.
@@ -72,7 +66,7 @@ describe('SIGKILL of a woken reader at random instants', () => {
 
         const second = await runOhHai(['bridge', '--raw', '--wait', '0'], { env: st.env });
         expect(second.code, second.stderr).toBe(0);
-        const b = seqs(second.stdout);
+        const b = rawSeqs(second.stdout);
         expect(b).toEqual(Array.from({ length: last - cursor }, (_, i) => cursor + i + 1));
         expect(a.filter((s) => b.includes(s)).length).toBeLessThanOrEqual(1);
         expect(new Set([...a, ...b]).size).toBe(BURST);
