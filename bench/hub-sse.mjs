@@ -1,6 +1,8 @@
 // SSE push latency of the reference Hub: N concurrent streams (default 500) on one Hub on
-// loopback, M messages (default 1000) sent to random sessions, at most C sends in flight.
-// Prints send→push latency p50/p95/p99/max and the Hub's RSS. Needs `npm run build` first.
+// loopback, M messages (default 1000) sent to random sessions, at most C sends in flight over
+// kept-alive connections (bench/sender.mjs). Prints sends/s and the Hub's CPU per send (issue 19:
+// ≥ 1,500/s with 5,000 streams open), send→push latency p50/p95/p99/max and the Hub's RSS.
+// Needs `npm run build` first.
 // Never run by CI. Usage: node bench/hub-sse.mjs [--sessions 500] [--messages 1000] [--concurrency 10]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -9,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { holdStream, pushTimer } from './hub-streams.mjs';
+import { keepAliveCaller } from './sender.mjs';
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -70,18 +73,28 @@ for (const s of sessions) holdStream({ ...s, url }, timer, { onOpen: () => opene
 while (opened < SESSIONS) await new Promise((r) => setTimeout(r, 20));
 const rssOpen = rssKb();
 
+/** The Hub's CPU time so far (user + system, ms; USER_HZ is 100 here). */
+const hubCpuMs = () => {
+  const f = readFileSync(`/proc/${hub.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+};
+const send = keepAliveCaller(url, CONCURRENCY);
 let next = 0;
+const cpu0 = hubCpuMs();
 const t0 = performance.now();
 async function worker() {
   while (next < MESSAGES) {
     next++;
     const s = sessions[Math.floor(Math.random() * sessions.length)];
     const start = performance.now();
-    const r = await call('POST', '/v1/messages', sender.token, { to: s.address, intent: 'notify', text: `bench ${next}` });
+    const r = await send(sender.token, 'POST', '/v1/messages', { to: s.address, intent: 'notify', text: `bench ${next}` });
     timer.sent(r.message.id, start);
   }
 }
 await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+const sendS = (performance.now() - t0) / 1000;
+const sendCpu = hubCpuMs() - cpu0;
+send.close();
 const latencies = timer.latencies;
 while (latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
 const elapsed = (performance.now() - t0) / 1000;
@@ -89,6 +102,9 @@ const elapsed = (performance.now() - t0) / 1000;
 latencies.sort((a, b) => a - b);
 const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(1);
 console.log(`sessions ${SESSIONS} (streams open), messages ${MESSAGES} (${CONCURRENCY} in flight), ${latencies.length} pushes seen in ${elapsed.toFixed(1)} s`);
+console.log(
+  `sends: ${MESSAGES} in ${sendS.toFixed(2)} s → ${(MESSAGES / sendS).toFixed(0)} sends/s with ${SESSIONS} streams open; Hub CPU ${(sendCpu / MESSAGES).toFixed(3)} ms per send (push included)`,
+);
 console.log(`send→push latency ms: p50 ${pct(50)}  p95 ${pct(95)}  p99 ${pct(99)}  max ${latencies[latencies.length - 1].toFixed(1)}`);
 console.log(
   `hub RSS: ${(rssIdle / 1024).toFixed(0)} MiB before streams, ${(rssOpen / 1024).toFixed(0)} MiB with ${SESSIONS} open, ${(rssKb() / 1024).toFixed(0)} MiB after the sends`,
