@@ -13,6 +13,7 @@ const SQLITE_ONLY = [
   'test/integration/hub/sqlite-driver.test.ts',
   'test/integration/hub/admin.test.ts',
   'test/integration/hub/backlog-paging.test.ts',
+  'test/integration/hub/canonical-bodies.test.ts',
 ];
 const CLUSTER = ['test/integration/cluster/*.test.ts'];
 

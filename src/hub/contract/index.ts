@@ -4,7 +4,7 @@
 export type * from './types.js';
 export { MAX_PAGE_BYTES, PAGE_ENVELOPE_BYTES, maximalDelivery, maxDeliveryBytes, deliveryWrapperBytes, maxPageAcceptBytes } from './limits.js';
 export { MAX_TEXT_BYTES, ENTRY_KINDS, MESSAGE_INTENTS, RECEIPT_STATUSES, PRIOR_STATES, validateEntry, splitDelivery, checkText } from './entry.js';
-export { SIGNATURE_ALG, parseSignature, formatSignature, canonicalJson, macHex, signEntry, verifyMac } from './signature.js';
+export { SIGNATURE_ALG, parseSignature, formatSignature, canonicalJson, macHex, signEntry, signCanonical, verifyMac } from './signature.js';
 export {
   MIN_VERSION,
   DEFAULT_REPLAY_WINDOW_SECONDS,

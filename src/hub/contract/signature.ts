@@ -65,14 +65,20 @@ export function canonicalJson(v: unknown): string {
 }
 
 /** v1 = hex HMAC-SHA256(utf8(key), "<t>.<jti>.<canonical entry>"). */
-export function macHex(key: string, t: number, jti: string, entry: unknown): string {
+export const macHex = (key: string, t: number, jti: string, entry: unknown): string => macOfCanonical(key, t, jti, canonicalJson(entry));
+
+/** v1 over an entry already in its canonical JSON text (the Hub stores entries so: no parse, no re-serialising). */
+export function macOfCanonical(key: string, t: number, jti: string, canonical: string): string {
   // Two updates, not one concatenated string: an entry's canonical JSON can be ~400 KB.
-  return createHmac('sha256', Buffer.from(key, 'utf8')).update(`${t}.${jti}.`, 'utf8').update(canonicalJson(entry), 'utf8').digest('hex');
+  return createHmac('sha256', Buffer.from(key, 'utf8')).update(`${t}.${jti}.`, 'utf8').update(canonical, 'utf8').digest('hex');
 }
 
 /** The full signature value for one delivery of `entry` (the Hub's side). */
-export const signEntry = (key: string, entry: unknown, t: number, jti: string): string =>
-  formatSignature({ t, jti, alg: SIGNATURE_ALG, v1: macHex(key, t, jti, entry) });
+export const signEntry = (key: string, entry: unknown, t: number, jti: string): string => signCanonical(key, canonicalJson(entry), t, jti);
+
+/** {@link signEntry} for an entry given as its canonical JSON text. */
+export const signCanonical = (key: string, canonical: string, t: number, jti: string): string =>
+  formatSignature({ t, jti, alg: SIGNATURE_ALG, v1: macOfCanonical(key, t, jti, canonical) });
 
 /**
  * Recompute and compare the MAC. Only a holder of the Hub key can do this — the Hub

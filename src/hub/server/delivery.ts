@@ -1,5 +1,5 @@
 import type { Delivery, Entry } from '../contract/index.js';
-import { formatAddress, parseAddress, signEntry } from '../contract/index.js';
+import { formatAddress, parseAddress, signCanonical, signEntry } from '../contract/index.js';
 import type { HubCore } from './core.js';
 import { entryOf, type EntryRow } from './entries.js';
 import type { TamperMode } from './faults.js';
@@ -23,34 +23,43 @@ const FOREIGN_FIELD: Record<Entry['kind'], [string, unknown]> = {
 export class Signer {
   private lastJti: string | null = null;
 
-  constructor(private readonly core: HubCore) {}
+  constructor(private readonly core: Pick<HubCore, 'config' | 'clock' | 'faults'>) {}
 
   deliver(row: EntryRow, cls: 'drain' | 'stream'): Delivery {
-    const { entry, signature } = this.sign(row, this.core.faults.tamperFor(cls));
-    return { entry, signature };
+    const tamper = this.core.faults.tamperFor(cls);
+    if (tamper === null) return { entry: entryOf(row), signature: this.signature(row, null, null) };
+    const entry = tamperEntry(entryOf(row), tamper);
+    return { entry, signature: this.signature(row, entry, tamper) };
   }
 
   /**
    * The delivery as JSON text, serialised once: the entry is the row's stored JSON spliced in
    * as it is (it parses to the entry the signature covers), not parsed and written out again.
+   * A row stored canonical (every row this build wrote) is signed over that text too: the
+   * delivery never parses the entry.
    */
   deliveryJson(row: EntryRow, cls: 'drain' | 'stream'): string {
     const tamper = this.core.faults.tamperFor(cls);
-    const { entry, signature } = this.sign(row, tamper);
-    return `{"entry":${tamper === null ? row.body : JSON.stringify(entry)},"signature":${JSON.stringify(signature)}}`;
+    if (tamper === null) return `{"entry":${row.body},"signature":${JSON.stringify(this.signature(row, null, null))}}`;
+    const entry = tamperEntry(entryOf(row), tamper);
+    return `{"entry":${JSON.stringify(entry)},"signature":${JSON.stringify(this.signature(row, entry, tamper))}}`;
   }
 
-  private sign(row: EntryRow, tamper: TamperMode | null): Delivery {
-    let entry: Entry = entryOf(row);
+  /**
+   * The signature of one delivery of `entry` (the row's own when null, or a tampered copy). The
+   * MAC covers the entry's canonical JSON: for an untampered row stored canonical that is its
+   * body; otherwise (a row of an earlier build, a tamper fault) it is made from the entry.
+   */
+  private signature(row: EntryRow, entry: Entry | null, tamper: TamperMode | null): string {
     let t = Math.floor(this.core.clock.now() / 1000);
     let jti = newJti();
     if (tamper === 'stale_t') t -= STALE_T_SECONDS;
     if (tamper === 'replay_jti' && this.lastJti !== null) jti = this.lastJti;
-    if (tamper !== null) entry = tamperEntry(entry, tamper);
-    let signature = signEntry(this.core.config.signingKey, entry, t, jti);
+    const key = this.core.config.signingKey;
+    let signature = entry === null && row.canonical === 1 ? signCanonical(key, row.body, t, jti) : signEntry(key, entry ?? entryOf(row), t, jti);
     if (tamper === 'signature_syntax') signature = signature.replace(/^t=(\d+),jti=([^,]+),/, 'jti=$2,t=$1,');
     this.lastJti = jti;
-    return { entry, signature };
+    return signature;
   }
 }
 

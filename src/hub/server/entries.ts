@@ -1,5 +1,5 @@
 import type { Entry } from '../contract/index.js';
-import { deliveryWrapperBytes, formatAddress } from '../contract/index.js';
+import { canonicalJson, deliveryWrapperBytes, formatAddress } from '../contract/index.js';
 import type { Param, Sql, Tx } from './sql.js';
 
 /**
@@ -19,8 +19,14 @@ export interface EntryRow {
   created_at: number;
   delivered: number;
   state: 'pending' | 'acknowledged' | 'bounced' | 'expired';
+  /** 1: `body` is the entry's canonical JSON, signed as stored; null: written by an earlier build. */
+  canonical: number | null;
 }
 
+/**
+ * Store an entry in its mailbox. The body is written as its canonical JSON (MA2H §12) once, here,
+ * so every delivery signs the stored text as it is instead of parsing and re-serialising it.
+ */
 export async function insertEntry(tx: Tx, entry: Entry, to: { agentId: string; sessionId: string | null }, messageId: string | null): Promise<void> {
   // A stream reads its mailbox by keyset (seq > the last it pushed), so an agent's entries must
   // become visible in seq order. On PostgreSQL two units inserting for one agent at once could
@@ -29,11 +35,11 @@ export async function insertEntry(tx: Tx, entry: Entry, to: { agentId: string; s
   // commit order seq order per agent (docs/deploy.md); on SQLite units are serial already.
   await tx.lockAgent(to.agentId);
   await tx.run(
-    `INSERT INTO entries (id, kind, body, to_agent, to_session, claimed_session, message_id, created_at, delivered, state)
-     VALUES (?, ?, ?, ?, ?, NULL, ?, ?, 0, 'pending')`,
+    `INSERT INTO entries (id, kind, body, to_agent, to_session, claimed_session, message_id, created_at, delivered, state, canonical)
+     VALUES (?, ?, ?, ?, ?, NULL, ?, ?, 0, 'pending', 1)`,
     entry.id,
     entry.kind,
-    JSON.stringify(entry),
+    canonicalJson(entry),
     to.agentId,
     to.sessionId,
     messageId,
@@ -236,6 +242,6 @@ export async function setEntryState(tx: Tx, id: string, state: EntryRow['state']
  */
 export async function moveToPrincipal(tx: Tx, row: EntryRow): Promise<void> {
   const entry = { ...entryOf(row), to: formatAddress(row.to_agent, null) };
-  await tx.run('UPDATE entries SET to_session = NULL, claimed_session = NULL, body = ? WHERE id = ?', JSON.stringify(entry), row.id);
+  await tx.run('UPDATE entries SET to_session = NULL, claimed_session = NULL, body = ?, canonical = 1 WHERE id = ?', canonicalJson(entry), row.id);
   tx.wake('released', row.to_agent);
 }

@@ -105,7 +105,8 @@ CREATE TABLE IF NOT EXISTS entries (
   message_id TEXT,
   created_at INTEGER NOT NULL,
   delivered INTEGER NOT NULL DEFAULT 0,
-  state TEXT NOT NULL
+  state TEXT NOT NULL,
+  canonical INTEGER
 );
 -- Mailbox reads are keyset pages (entries.ts pendingSeqs): each index ends in seq, so a page is
 -- one range scan in seq order that reads no row it skips. A session's own mail and unclaimed
@@ -151,6 +152,7 @@ export function openStore(dataDir: string, driver: SqliteDriverChoice = 'auto'):
     db.pragma('synchronous = FULL');
     db.exec('BEGIN EXCLUSIVE; COMMIT');
     db.exec(SCHEMA);
+    addCanonicalMark(db);
     const version = getMeta(db, 'schema_version');
     if (version === null) setMeta(db, 'schema_version', String(SCHEMA_VERSION));
     else if (Number(version) !== SCHEMA_VERSION) {
@@ -166,6 +168,18 @@ export function openStore(dataDir: string, driver: SqliteDriverChoice = 'auto'):
     throw e;
   }
   return db;
+}
+
+/**
+ * `entries.canonical` is 1 where `body` is the entry's canonical JSON (MA2H §12), so a delivery
+ * is signed over the stored text as it is. Rows written by earlier builds have NULL there (their
+ * bodies are JSON.stringify in the order the fields were built) and are re-serialised when signed.
+ * A store made by an earlier build gains the column here; a nullable column added at the end is
+ * still read and written as before by a Hub of an earlier build on the same file.
+ */
+function addCanonicalMark(db: Db): void {
+  const columns = db.pragma('table_info(entries)') as { name: string }[];
+  if (!columns.some((c) => c.name === 'canonical')) db.exec('ALTER TABLE entries ADD COLUMN canonical INTEGER');
 }
 
 function getMeta(db: Db, key: string): string | null {

@@ -9,6 +9,7 @@ import {
   macHex,
   parseSignature,
   replayWindowSeconds,
+  signCanonical,
   signEntry,
   validateEntry,
   verifyMac,
@@ -64,6 +65,8 @@ describe('signature vectors', () => {
   it.each(v.cases.map((c, i) => [i, c] as const))('case %i: canonical form, MAC and full value', (_i, c) => {
     expect(canonicalJson(c.entry)).toBe(c.canonical);
     expect(signEntry(v.key, c.entry, c.t, c.jti)).toBe(c.signature);
+    // The Hub signs a stored canonical body as it is: the same value from the text alone.
+    expect(signCanonical(v.key, c.canonical, c.t, c.jti)).toBe(c.signature);
     expect(c.signature.endsWith(`v1=${macHex(v.key, c.t, c.jti, c.entry)}`)).toBe(true);
     expect(verifyMac(v.key, c.signature, c.entry)).toBe(true);
     expect(validateEntry(c.entry).ok).toBe(true);

@@ -141,6 +141,11 @@ DROP INDEX entries_free;
 CREATE INDEX entries_to_session ON entries (to_session, state, seq) WHERE to_session IS NOT NULL;
 CREATE INDEX entries_unclaimed ON entries (to_agent, to_session, state, claimed_session, seq) WHERE to_session IS NULL AND claimed_session IS NULL;
 `,
+  // 5: entries.canonical is 1 where the body is the entry's canonical JSON (MA2H §12): a delivery
+  // is signed over the stored text as it is. NULL on rows of earlier builds (re-serialised when signed).
+  `
+ALTER TABLE entries ADD COLUMN canonical INTEGER;
+`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
