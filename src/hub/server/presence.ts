@@ -21,12 +21,21 @@ export async function touchPrincipal(tx: Tx, agentId: string): Promise<void> {
   );
 }
 
-/** `agent:<id>`: online when the principal drain or any live session of the agent is (§12). */
+/**
+ * `agent:<id>`: online when the principal drain or any live session of the agent is (§12). ONE
+ * statement (a send to a principal address asks it every time): the principal's last drain, whether
+ * any session of the agent was ever seen, and one row per live session (none: one row of NULLs).
+ */
 export async function principalReachability(core: HubCore, q: Sql, agentId: string, now: number): Promise<Reachability> {
-  const principal = await q.get<{ seen_at: number }>('SELECT seen_at FROM principal_presence WHERE agent_id = ?', agentId);
-  if (principal && within(core, now, principal.seen_at)) return 'online';
-  const live = await q.all<Pick<SessionRow, 'id' | 'seen_at'>>(`SELECT id, seen_at FROM sessions WHERE agent_id = ? AND state = 'active'`, agentId);
-  if (live.some((s) => sessionReachability(core, s, now) === 'online')) return 'online';
-  const everSeen = principal !== null || (await q.get('SELECT 1 AS one FROM sessions WHERE agent_id = ? AND seen_at IS NOT NULL LIMIT 1', agentId)) !== null;
-  return everSeen ? 'offline' : 'unknown';
+  const rows = await q.all<{ principal_seen: number | null; ever_seen: number | null; id: string | null; seen_at: number | null }>(
+    `SELECT p.seen_at AS principal_seen, (SELECT 1 FROM sessions WHERE agent_id = a.id AND seen_at IS NOT NULL LIMIT 1) AS ever_seen, s.id, s.seen_at
+       FROM (SELECT CAST(? AS TEXT) AS id) AS a
+       LEFT JOIN principal_presence AS p ON p.agent_id = a.id
+       LEFT JOIN sessions AS s ON s.agent_id = a.id AND s.state = 'active'`,
+    agentId,
+  );
+  const first = rows[0]!;
+  if (within(core, now, first.principal_seen)) return 'online';
+  for (const s of rows) if (s.id !== null && sessionReachability(core, { id: s.id, seen_at: s.seen_at }, now) === 'online') return 'online';
+  return first.principal_seen !== null || first.ever_seen !== null ? 'offline' : 'unknown';
 }
