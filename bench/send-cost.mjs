@@ -18,11 +18,11 @@
 // long-running process; a CLI `oh-hai send` pays a TCP connect besides.
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { holdStream } from './hub-streams.mjs';
+import { keepAliveCaller } from './sender.mjs';
 
 const argv = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -104,24 +104,9 @@ async function startHub(checkout, label) {
     proc.once('exit', (c, sig) => reject(new Error(`${label}: hub exited ${c ?? sig} before it was ready`)));
   });
   const human = readFileSync(path.join(data, 'human-token'), 'utf8').trim();
-  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  // A kept-alive socket the Hub closed as idle (its keep-alive timeout; long under valgrind)
-  // resets the next request on it before the Hub read it: that one is made again.
-  const call = (method, p, token, body) =>
-    attempt(method, p, token, body).catch((e) => (e.code === 'ECONNRESET' ? attempt(method, p, token, body) : Promise.reject(e)));
-  const attempt = (method, p, token, body) =>
-    new Promise((resolve, reject) => {
-      const data = body === undefined ? undefined : JSON.stringify(body);
-      const headers = { authorization: `Bearer ${token}` };
-      if (data !== undefined) headers['content-type'] = 'application/json';
-      const req = request(url + p, { method, agent, headers }, (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (d) => (text += d));
-        res.on('end', () => (res.statusCode >= 400 ? reject(new Error(`${method} ${p} ${res.statusCode} ${text}`)) : resolve(JSON.parse(text))));
-      });
-      req.on('error', reject);
-      req.end(data);
-    });
+  // One kept-alive connection per request in flight, as a long-running sender holds them.
+  const send = keepAliveCaller(url, CONCURRENCY);
+  const call = (method, p, token, body) => send(token, method, p, body);
   const sender = await call('POST', '/v1/account/agents', human, { label: 'cost-sender' });
   const recipient = await call('POST', '/v1/account/agents', human, { label: 'cost-recipient' });
   const sessions = [];

@@ -6,7 +6,7 @@ import { canonicalJson, verifyMac, type Entry } from '../../../src/hub/contract/
 import { STORE_FILE } from '../../../src/hub/server/files.js';
 import type { HubServer } from '../../../src/hub/server/server.js';
 import { openSqlite } from '../../../src/hub/server/sqlite-driver.js';
-import { inProcessHub } from './in-process.js';
+import { callHub, inProcessHub } from './in-process.js';
 import { waitFor } from '../../helpers/wait.js';
 import { openSse } from './sse.js';
 
@@ -24,16 +24,7 @@ describe('entries stored canonical, and rows of an earlier build', () => {
   let dir: string;
   let hub: HubServer | null = null;
 
-  const call = async (token: string, method: string, p: string, body?: unknown): Promise<Record<string, any>> => {
-    const res = await fetch(hub!.url + p, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const json = (await res.json()) as Record<string, any>;
-    expect(res.status, JSON.stringify(json)).toBeLessThan(300);
-    return json;
-  };
+  const call = (token: string, method: string, p: string, body?: unknown) => callHub(hub!, token, method, p, body);
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-canonical-'));

@@ -1,12 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HubServer } from '../../../src/hub/server/server.js';
+import { describe, expect, it } from 'vitest';
 import type { Param, Sql, Store } from '../../../src/hub/server/sql.js';
 import { waitFor } from '../../helpers/wait.js';
-import { inProcessHub } from './in-process.js';
-import { openSse, type SseConn } from './sse.js';
+import { inProcessFixture } from './in-process.js';
+import { openSse } from './sse.js';
 
 // Issue 19 (CPU per send): a send to one session used to wake every stream of the agent, and
 // each woken stream read its mailbox twice (the second page always empty), each read a unit of
@@ -17,37 +13,12 @@ const SENDS = 12;
 const SESSIONS = 4;
 
 describe('a push reads one page, on the one stream it is for', () => {
-  let dir: string;
-  let hub: HubServer;
-  let human: string;
-  const streams: SseConn[] = [];
-
-  const call = async (token: string, method: string, p: string, body?: unknown): Promise<Record<string, any>> => {
-    const res = await fetch(hub.url + p, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const json = (await res.json()) as Record<string, any>;
-    expect(res.status, JSON.stringify(json)).toBeLessThan(300);
-    return json;
-  };
-
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-push-cost-'));
-    hub = await inProcessHub(dir);
-    human = readFileSync(hub.humanTokenPath!, 'utf8').trim();
-  });
-
-  afterAll(async () => {
-    for (const s of streams) s.close();
-    await hub?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const f = inProcessFixture('push-cost');
+  const { call, streams } = f;
 
   it(`${SENDS} sends to one of ${SESSIONS} streamed sessions of an agent read ${SENDS} mailbox pages`, async () => {
-    const sender = await call(human, 'POST', '/v1/account/agents', { label: 'sender' });
-    const recipient = await call(human, 'POST', '/v1/account/agents', { label: 'recipient' });
+    const sender = await call(f.human, 'POST', '/v1/account/agents', { label: 'sender' });
+    const recipient = await call(f.human, 'POST', '/v1/account/agents', { label: 'recipient' });
     const sessions = [];
     for (let i = 0; i < SESSIONS; i++) sessions.push((await call(recipient.token, 'POST', '/v1/sessions', { client_key: `s${i}` })).session);
     // Every statement passes here, in a unit or outside one: a mailbox page is the read of its pending seqs.
@@ -59,13 +30,13 @@ describe('a push reads one page, on the one stream it is for', () => {
         return q.all<T>(sql, ...p);
       },
     });
-    const store = hub.core.store as { write: Store['write']; read: Sql };
+    const store = f.hub.core.store as { write: Store['write']; read: Sql };
     const write = store.write.bind(store);
     const read = store.read;
     store.write = (unit) => write((tx) => unit({ ...tx, ...counting(tx) }));
     store.read = counting(read);
     for (const s of sessions) {
-      const conn = await openSse(`${hub.url}/v1/inbox/stream?session=${s.id}`, { token: recipient.token });
+      const conn = await openSse(`${f.hub.url}/v1/inbox/stream?session=${s.id}`, { token: recipient.token });
       await conn.next((e) => e.event === 'open');
       streams.push(conn);
     }
