@@ -5,7 +5,7 @@ import path from 'node:path';
 import { EscapingOutput } from './escaping-output.js';
 import { FdOutput } from './fd-output.js';
 import type { Output } from '../util/output.js';
-import { isatty } from 'node:tty';
+import { fstatSync } from 'node:fs';
 import { intervalTicker, StatusLine, terminalFacts, TerminalOutput, type TerminalFacts } from './terminal/index.js';
 
 /** An output of this process: the entry waits for it to drain before exiting. */
@@ -41,6 +41,21 @@ export interface CliTerminal {
 /** The path of the launcher-independent entry script, dist/cli/main.js. */
 export const mainScript = (): string => path.join(path.dirname(fileURLToPath(import.meta.url)), 'main.js');
 
+/**
+ * isatty(3) without loading node:tty on a pipe or a file: node:tty loads net and most of
+ * stream, about 4 M instructions of the bridge's warm run (docs/performance.md). A terminal is
+ * a character device, so anything else is answered by one fstat; a character device (a
+ * terminal, or /dev/null) is asked of node:tty. A descriptor that is not open is no terminal.
+ */
+export function isTerminal(fd: number): boolean {
+  try {
+    if (!fstatSync(fd).isCharacterDevice()) return false;
+  } catch {
+    return false;
+  }
+  return process.getBuiltinModule('node:tty').isatty(fd);
+}
+
 export interface ProcessIO extends CliIO {
   stdout: ProcessOutput;
   stderr: ProcessOutput;
@@ -55,8 +70,10 @@ export function processIO(outputs: 'streams' | 'descriptors' = 'streams'): Proce
   const rawOut: ProcessOutput = direct ? new FdOutput(1, () => process.stdout) : process.stdout;
   const rawErr: ProcessOutput = direct ? new FdOutput(2, () => process.stderr) : process.stderr;
   // process.stdout/stderr are only touched on a terminal: creating them on a pipe costs the bridge's warm path.
-  const outFacts = terminalFacts(isatty(1), isatty(1) ? process.stdout.columns : undefined, process.env);
-  const errFacts = terminalFacts(isatty(2), isatty(2) ? process.stderr.columns : undefined, process.env);
+  const outTty = isTerminal(1);
+  const errTty = isTerminal(2);
+  const outFacts = terminalFacts(outTty, outTty ? process.stdout.columns : undefined, process.env);
+  const errFacts = terminalFacts(errTty, errTty ? process.stderr.columns : undefined, process.env);
   const status = errFacts.tty ? new StatusLine(rawErr, intervalTicker, () => process.stderr.columns ?? null) : null;
   const decorated = (raw: ProcessOutput, facts: TerminalFacts, wrap: boolean): ProcessOutput =>
     facts.tty || facts.color ? new TerminalOutput(raw, facts, { wrap, status }) : raw;
