@@ -48,7 +48,10 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
   const redact = redactor(o.db);
   // Instants are BIGINT milliseconds: numbers, as on the SQLite store (exact below 2^53).
   const types = { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) };
-  const config = { connectionString: o.db.url, application_name: 'oh-hai-hub', types };
+  // Every statement is prepared (store.ts) and is an index lookup whose best plan does not hang on
+  // its parameters' values, so each connection plans it once, generically: by default PostgreSQL
+  // first plans it afresh five times, and a batched page read of 32 streams costs ~10 ms to plan.
+  const config = { connectionString: o.db.url, application_name: 'oh-hai-hub', types, options: '-c plan_cache_mode=force_generic_plan' };
   const pool = new pg.Pool({ ...config, max: o.poolMax });
   pool.on('error', (e) => o.log(`hub: an idle database connection failed: ${redact(e.message)}`));
   const instance = randomBytes(6).toString('hex');
