@@ -93,6 +93,33 @@ describe('the code cache', () => {
     }
   });
 
+  it("written by another Node version, under this version's name, is refused by V8 and rewritten; the command prints the same", async () => {
+    // A real cache of another Node line: CI keeps them in ~/.cache/oh-hai-ci (.ci/node-line.sh).
+    const lines = path.join(process.env.OH_HAI_CI_CACHE ?? path.join(process.env.HOME ?? '/nonexistent', '.cache', 'oh-hai-ci'));
+    const other = (existsSync(lines) ? readdirSync(lines) : [])
+      .filter((d) => /^node-\d+\.\d+\.\d+$/.test(d) && `v${d.slice('node-'.length)}` !== process.version)
+      .map((d) => path.join(lines, d, 'bin', 'node'))
+      .find((n) => existsSync(n));
+    if (other === undefined) {
+      console.log(`SKIPPED: no other Node line in ${lines} (.ci/node-line.sh fetches one) to write a cache with`);
+      return;
+    }
+    t = tempEnv();
+    const foreign = await collect(
+      spawn(other, [path.join(repoRoot, 'bin', 'oh-hai'), 'bridge', '--exit-codes'], { env: t.env, stdio: ['ignore', 'pipe', 'pipe'] }),
+    );
+    expect(foreign.code, foreign.stderr).toBe(0);
+    const [written] = caches(t.env, 'bridge');
+    expect(written).not.toContain(process.version);
+    // Claims three writes, so only a refusal makes this run write it again.
+    const mine = path.join(cacheDir(t.env), written!.replace(/-v\d+\.\d+\.\d+-/, `-${process.version}-`));
+    writeFileSync(mine, Buffer.concat([Buffer.from([3]), readFileSync(path.join(cacheDir(t.env), written!)).subarray(1)]), { mode: 0o600 });
+    const before = statSync(mine).size;
+    expect((await exitCodes(t.env)).stdout).toBe(foreign.stdout);
+    expect(readFileSync(mine)[0]).toBe(1);
+    expect(statSync(mine).size).not.toBe(before);
+  });
+
   it('of an earlier build of the same bundle is removed when the new one is written', async () => {
     t = tempEnv();
     mkdirSync(cacheDir(t.env), { recursive: true, mode: 0o700 });
