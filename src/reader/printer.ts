@@ -145,8 +145,10 @@ export class Printer {
         if (this.stopRequested()) return;
         const text = this.raw ? escapeUnsafe(item.line) + '\n' : this.summary(item, current, labels).text;
         if (TRACE) traceItems([item], 'reader.summarised');
-        await writeFlushed(this.out, text);
+        const flushed = writeFlushed(this.out, text);
+        // The bridge's stdout (FdOutput) has made its write(2) by now; the callback comes a turn later.
         if (TRACE) traceItems([item], 'reader.printed');
+        await flushed;
         this.cursor = { seq: item.record.seq, offset: item.end };
         cursorFile.step(this.cursor);
         this.count(item);
