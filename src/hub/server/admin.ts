@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Lane, LaneStats } from './lanes.js';
 import type { HubMetrics } from './metrics.js';
 import type { Store } from './sql.js';
 
@@ -17,6 +18,8 @@ export interface AdminSources {
 
 export interface DatabaseStats {
   pool(): { total: number; idle: number; waiting: number };
+  /** The pool's lanes: stream work and everyone else's requests (src/hub/server/lanes.ts). */
+  lanes(): Record<Lane, LaneStats>;
   /** Round trips since start by work (route pattern, push, sweep, …), inside units and outside them. */
   roundTrips(): ReadonlyMap<string, { unit: number; read: number }>;
 }
@@ -123,6 +126,37 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
       },
     });
     // Kept as plain numbers by the store (no prom-client on the query path); read at scrape.
+    const waitedSeen = new Map<Lane, number>();
+    new prom.Counter({
+      name: 'oh_hai_hub_db_lane_waited_total',
+      help: 'Database work that had to wait for a pool connection, by lane (stream: stream pages and connects; request: everything else)',
+      labelNames: ['lane'],
+      registers: [registry],
+      collect() {
+        for (const [lane, l] of Object.entries(database.lanes()) as Array<[Lane, LaneStats]>) {
+          this.inc({ lane }, l.waited - (waitedSeen.get(lane) ?? 0));
+          waitedSeen.set(lane, l.waited);
+        }
+      },
+    });
+    new prom.Gauge({
+      name: 'oh_hai_hub_db_lane_waiting_max',
+      help: 'The most database work of a lane waiting for a pool connection at once, since start',
+      labelNames: ['lane'],
+      registers: [registry],
+      collect() {
+        for (const [lane, l] of Object.entries(database.lanes())) this.set({ lane }, l.waitingMax);
+      },
+    });
+    new prom.Gauge({
+      name: 'oh_hai_hub_db_lane_held_max',
+      help: 'The most pool connections a lane held at once, since start',
+      labelNames: ['lane'],
+      registers: [registry],
+      collect() {
+        for (const [lane, l] of Object.entries(database.lanes())) this.set({ lane }, l.heldMax);
+      },
+    });
     const reported = new Map<string, number>();
     new prom.Counter({
       name: 'oh_hai_hub_db_round_trips_total',

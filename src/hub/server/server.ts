@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Clock } from '../../util/clock.js';
 import { writeFileAtomic } from '../../util/fs-durable.js';
 import { bootAccount } from './account.js';
+import { coalesced } from './coalesce.js';
 import { Bus } from './bus.js';
 import type { HubConfig } from './config.js';
 import { capConnections, defaultMaxConnections } from './connections.js';
@@ -237,7 +238,9 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
 
   // Leases and TTLs are stored instants; the sweep only notices that one has passed.
   const sweepMs = Math.max(20, Math.min(1000, (config.leaseMinSeconds * 1000) / 4));
-  const sweep = async () => {
+  // One sweep at a time (a tick during one asks for one more after it): a sweep slowed by row
+  // locks never piles up units that hold the pool's connections other requests need.
+  const sweep = coalesced(async () => {
     try {
       await runAs({ name: 'sweep' }, () =>
         store.write(async (tx) => {
@@ -248,23 +251,21 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     } catch (e) {
       o.log(`hub: sweep failed: ${e instanceof Error ? e.message : String(e)}`);
     }
-  };
+  });
   track(sweep());
   const sweeper = setInterval(() => track(sweep()), sweepMs);
   // On a shared store no other instance sees our streams: they learn of them from the
   // session rows, refreshed well inside the presence and holder-stale windows.
   const seenMs = Math.max(20, (Math.min(config.presenceSeconds, config.holderStaleSeconds) * 1000) / 3);
-  const seen = store.shared
-    ? setInterval(() => {
-        const held = streams.held();
-        if (held.length > 0)
-          track(
-            runAs({ name: 'presence' }, () => store.write((tx) => streamsSeen(tx, held))).catch((e: unknown) =>
-              o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`),
-            ),
-          );
-      }, seenMs)
-    : undefined;
+  // One presence write at a time, like the sweep; the one after it records the streams held then.
+  const present = coalesced(async () => {
+    const held = streams.held();
+    if (held.length > 0)
+      await runAs({ name: 'presence' }, () => store.write((tx) => streamsSeen(tx, held))).catch((e: unknown) =>
+        o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`),
+      );
+  });
+  const seen = store.shared ? setInterval(() => track(present()), seenMs) : undefined;
 
   let closing: Promise<void> | null = null;
   return {

@@ -15,8 +15,12 @@ import { hop, TRACE } from '../../util/trace.js';
 
 /** How many deliveries one `entries` event carries at most (and at most `pageBytes` of them). */
 const PUSH_BATCH = 100;
-/** Pages run as this work, whoever's commit woke them (/metrics counts round trips by work). */
-const PUSH: Work = { name: 'push' };
+/**
+ * Pages run as this work, whoever's commit woke them (/metrics counts round trips by work). On
+ * PostgreSQL they draw from the pool's stream lane, so however many streams have a backlog, the
+ * connections left for everyone else's requests stay free (src/hub/server/lanes.ts).
+ */
+const PUSH: Work = { name: 'push', lane: 'stream' };
 
 export interface StreamRequest {
   agentId: string;
@@ -26,7 +30,11 @@ export interface StreamRequest {
   drop: boolean;
 }
 
-/** Stream pages read at once per Hub: half the database pool, so requests always find a connection. */
+/**
+ * Stream pages read at once per Hub: half the database pool. On PostgreSQL the batched read
+ * gathers the streams woken meanwhile while it waits here; the pool's stream lane (which stream
+ * connects share) is what keeps the rest of the pool for everyone else's requests.
+ */
 const pageGates = new WeakMap<HubCore, Gate>();
 function pageGate(core: HubCore): Gate {
   let gate = pageGates.get(core);

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Lane } from './lanes.js';
 
 /**
  * What the Hub is doing when it talks to its store: a request's route pattern (never its ids),
@@ -8,6 +9,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  */
 export interface Work {
   name: string;
+  /** The share of the database pool it draws from (PostgreSQL); `request` when unset. */
+  lane?: Lane;
 }
 
 const current = new AsyncLocalStorage<Work>();
@@ -26,8 +29,14 @@ export const runAs = <T>(work: Work, fn: () => T): T => (tracking ? current.run(
 /** The work this code runs for; `other` outside any. */
 export const workName = (): string => current.getStore()?.name ?? 'other';
 
-/** Name the work under way (a request learns its route pattern only once it is matched). */
-export function nameWork(name: string): void {
+/** The pool's lane this code draws from; `request` outside any work. */
+export const workLane = (): Lane => current.getStore()?.lane ?? 'request';
+
+/** Name the work under way (a request learns its route pattern, and so its lane, only once it is matched). */
+export function nameWork(name: string, lane: Lane): void {
   const w = current.getStore();
-  if (w !== undefined) w.name = name;
+  if (w !== undefined) {
+    w.name = name;
+    w.lane = lane;
+  }
 }

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Lanes } from '../../../src/hub/server/lanes.js';
 import { migrate } from '../../../src/hub/server/postgres/schema.js';
 import { postgresStore } from '../../../src/hub/server/postgres/store.js';
 import { freshDatabase, sql } from '../../helpers/postgres.js';
@@ -23,6 +24,7 @@ describe('the PostgreSQL store prepares each statement once per connection', () 
     const clock = { now: () => Date.now(), monotonic: () => performance.now() };
     store = postgresStore({
       pool,
+      lanes: new Lanes(1, 1),
       instance: 'test',
       local: clock,
       offsetMs: 0,

@@ -1,10 +1,12 @@
 // The PostgreSQL store: loaded (with `pg`) only when a Hub is given a database URL.
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
+import type { Pool } from 'pg';
 import type { Clock } from '../../../util/clock.js';
 import type { DatabaseStats } from '../admin.js';
 import type { HubMetrics } from '../metrics.js';
 import type { Store, WakeFrom, WakeTopic } from '../sql.js';
+import { Lanes } from '../lanes.js';
 import { trackWork } from '../work.js';
 import { listen } from './listener.js';
 import { migrate } from './schema.js';
@@ -38,6 +40,14 @@ export interface PostgresHandle {
   stats: DatabaseStats;
 }
 
+/** Open `n` connections at once and put them back idle; the first refusal is the error. */
+async function fill(pool: Pool, n: number): Promise<void> {
+  const opened = await Promise.allSettled(Array.from({ length: n }, () => pool.connect()));
+  for (const c of opened) if (c.status === 'fulfilled') c.value.release();
+  const refused = opened.find((c) => c.status === 'rejected');
+  if (refused) throw refused.reason;
+}
+
 /**
  * Connect, migrate (under the advisory lock), and start listening. Every error that leaves
  * here has the URL and password redacted.
@@ -52,10 +62,16 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
   // its parameters' values, so each connection plans it once, generically: by default PostgreSQL
   // first plans it afresh five times, and a batched page read of 32 streams costs ~10 ms to plan.
   const config = { connectionString: o.db.url, application_name: 'oh-hai-hub', types, options: '-c plan_cache_mode=force_generic_plan' };
-  const pool = new pg.Pool({ ...config, max: o.poolMax });
+  // The whole pool is opened at start and kept open (min = max): a connection made on demand
+  // costs whoever asked for it a backend start and a SCRAM exchange, 30–140 ms on a loaded
+  // machine, and a burst of streams made other clients' requests pay exactly that.
+  const pool = new pg.Pool({ ...config, max: o.poolMax, min: o.poolMax });
+  // Stream work (pages, stream connects) holds at most half the pool; requests are served first.
+  const lanes = new Lanes(o.poolMax, Math.max(1, Math.floor(o.poolMax / 2)));
   pool.on('error', (e) => o.log(`hub: an idle database connection failed: ${redact(e.message)}`));
   const instance = randomBytes(6).toString('hex');
   try {
+    await fill(pool, o.poolMax);
     const client = await pool.connect();
     try {
       await migrate(client);
@@ -73,6 +89,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
   trackWork();
   const store = postgresStore({
     pool,
+    lanes,
     instance,
     local: o.local,
     offsetMs: o.offsetMs,
@@ -104,6 +121,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
     clock: store.clock,
     stats: {
       pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+      lanes: () => lanes.stats(),
       roundTrips: () => store.roundTrips,
     },
   };

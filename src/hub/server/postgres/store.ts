@@ -1,7 +1,8 @@
 import type { Pool, PoolClient } from 'pg';
 import type { Clock } from '../../../util/clock.js';
 import type { Param, Sql, Store, Tx, WakeTopic } from '../sql.js';
-import { workName } from '../work.js';
+import type { Lanes } from '../lanes.js';
+import { workLane, workName } from '../work.js';
 import { storeClosed } from '../database-errors.js';
 import { schemaVersion, SCHEMA_VERSION } from './schema.js';
 
@@ -56,6 +57,13 @@ function statements(q: Pool | PoolClient, statement: (sql: string) => { name: st
   };
 }
 
+/** Each read outside a unit takes its pool connection through the lanes (src/hub/server/lanes.ts). */
+const laned = (sql: Sql, lanes: Lanes): Sql => ({
+  get: <T>(text: string, ...params: Param[]) => lanes.run(workLane(), () => sql.get<T>(text, ...params)),
+  all: <T>(text: string, ...params: Param[]) => lanes.run(workLane(), () => sql.all<T>(text, ...params)),
+  run: (text: string, ...params: Param[]) => lanes.run(workLane(), () => sql.run(text, ...params)),
+});
+
 /**
  * Why a unit is run again from the start: a deadlock (two units locking the same rows in
  * opposite orders), a serialization failure, or a unique violation (two instances
@@ -72,6 +80,8 @@ const PAYLOAD_BYTES = 7000;
 
 export interface PostgresStoreOptions {
   pool: Pool;
+  /** Every connection of `pool` is taken through these (src/hub/server/lanes.ts). */
+  lanes: Lanes;
   /** This instance's id: its own NOTIFYs are not woken twice. */
   instance: string;
   /** Our real clock; the deployment's clock is read from the database and followed here. */
@@ -207,12 +217,15 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     clock,
     pool: o.pool,
     roundTrips,
-    read: statements(o.pool, statement, () => counted('read'), true),
+    read: laned(
+      statements(o.pool, statement, () => counted('read'), true),
+      o.lanes,
+    ),
     async write<T>(unit: (tx: Tx) => Promise<T>): Promise<T> {
       for (let n = 1; ; n++) {
         if (closed) throw storeClosed();
         try {
-          return await attempt(unit);
+          return await o.lanes.run(workLane(), () => attempt(unit));
         } catch (e) {
           const code = (e as { code?: unknown }).code;
           if (typeof code !== 'string' || !RETRY_CODES.has(code) || n >= MAX_ATTEMPTS) throw e;
@@ -222,7 +235,7 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     },
     async health() {
       try {
-        const v = await schemaVersion(o.pool);
+        const v = await o.lanes.run('request', () => schemaVersion(o.pool));
         if (v === SCHEMA_VERSION) return { ok: true, reason: null };
         return { ok: false, reason: `the database is at schema version ${v ?? 'none'}; this Hub needs ${SCHEMA_VERSION}` };
       } catch (e) {
