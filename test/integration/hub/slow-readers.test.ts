@@ -3,7 +3,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_TEXT_BYTES, maxDeliveryBytes } from '../../../src/hub/contract/index.js';
 import { TURN_BYTES } from '../../../src/hub/server/turns.js';
-import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { HUB_STORE, hubCall, startHub, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 
 // Issue 18 High 2: a connect pushed every pending entry at once, ignoring backpressure, and a
@@ -19,11 +19,19 @@ import { waitFor } from '../../helpers/wait.js';
 // The test asserts the Hub's own count of the most bytes one turn carried (/metrics), and that the
 // budget was exercised (pages were put off to a later turn); the other client's worst wait and the
 // Hub's event-loop delay are printed as figures (docs/reliability.md, "Slow readers").
+//
+// On PostgreSQL the other client's requests are database reads, and they queued for a pool
+// connection behind the 16 connects (each holding its connection while it waited for the session's
+// row lock) and the pages. Stream work now holds at most half the pool and requests are served
+// first (src/hub/server/lanes.ts): the Hub counts both lanes on /metrics, and the test asserts them.
 
 const STREAMS = 16;
 const MAILBOX = 40;
 const PAGE_BYTES = 1024 * 1024;
 const WRITE_TIMEOUT_S = 2;
+/** OH_HAI_HUB_DB_POOL_MAX's default, and the half of it stream work may hold. */
+const POOL_MAX = 10;
+const STREAM_SHARE = POOL_MAX / 2;
 /** The mailbox as the Hub sends it: every text JSON-escaped, six bytes per U+0001. */
 const MAILBOX_MIB = (MAILBOX * 6 * MAX_TEXT_BYTES) / 2 ** 20;
 /**
@@ -36,12 +44,12 @@ const RSS_BOUND_MIB = STREAMS * MAILBOX_MIB;
 /** What one turn of the Hub's event loop may carry: its budget, plus the one entry a page always holds. */
 const TURN_BOUND = Math.min(PAGE_BYTES, TURN_BYTES) + maxDeliveryBytes();
 
-/** One scrape of the Hub's /metrics (the admin listener it printed at start): a figure by name. */
+/** One scrape of the Hub's /metrics (the admin listener it printed at start): a figure by name (with its labels, if any). */
 async function scrape(hub: TestHub): Promise<(name: string) => number> {
   const admin = /^hub: admin \(healthz, readyz, metrics\) at (\S+)$/m.exec(hub.output().stdout)![1]!;
   const text = await (await fetch(`${admin}/metrics`)).text();
   return (name) => {
-    const line = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    const line = new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text);
     if (!line) throw new Error(`/metrics has no ${name}:\n${text}`);
     return Number(line[1]);
   };
@@ -133,9 +141,24 @@ describe('16 streams that never read, against a mailbox of maximal-escape mail',
     const turnBytes = metric('oh_hai_hub_push_turn_bytes_max');
     const deferred = metric('oh_hai_hub_push_pages_deferred_total');
     const loopMaxMs = 1000 * metric('oh_hai_hub_process_nodejs_eventloop_lag_max_seconds');
+    // On PostgreSQL: the pool's lanes (src/hub/server/lanes.ts), counted by the Hub.
+    const lane = (name: string, l: 'request' | 'stream') => metric(`oh_hai_hub_db_lane_${name}{lane="${l}"}`);
+    const lanes =
+      HUB_STORE === 'postgres'
+        ? {
+            requestWaited: lane('waited_total', 'request'),
+            requestHeldMax: lane('held_max', 'request'),
+            streamWaited: lane('waited_total', 'stream'),
+            streamHeldMax: lane('held_max', 'stream'),
+          }
+        : null;
     console.log(
       `16 deaf streams × a ${MAILBOX_MIB.toFixed(0)} MiB mailbox: Hub RSS ${base.toFixed(0)} → peak ${peak.toFixed(0)} MiB (bound: base + ${RSS_BOUND_MIB} MiB); ` +
         `most bytes one turn carried ${turnBytes} (bound ${TURN_BOUND}), ${deferred} pages put off to a later turn; ` +
+        (lanes === null
+          ? ''
+          : `pool lanes: stream work held at most ${lanes.streamHeldMax} of ${POOL_MAX} connections (${lanes.streamWaited} waits), ` +
+            `requests held at most ${lanes.requestHeldMax} and waited ${lanes.requestWaited} times; `) +
         `another client: ${probes} requests, worst ${worstMs.toFixed(0)} ms; Hub event-loop delay max ${loopMaxMs.toFixed(0)} ms`,
     );
     expect(peak - base).toBeLessThan(RSS_BOUND_MIB);
@@ -145,6 +168,14 @@ describe('16 streams that never read, against a mailbox of maximal-escape mail',
     expect(turnBytes).toBeGreaterThan(0);
     expect(turnBytes).toBeLessThanOrEqual(TURN_BOUND);
     expect(deferred).toBeGreaterThan(0);
+    if (lanes !== null) {
+      // The streams' connects and pages never held more than their share of the pool, and a request
+      // waited for a connection only if requests alone filled the rest. Here they are the probe, the
+      // fleet poll, the sweep and two presence writes: at most the share left to them, so none waits
+      // (the old pool had them queue behind the 16 connects, each holding a connection on a row lock).
+      expect(lanes.streamHeldMax).toBeLessThanOrEqual(STREAM_SHARE);
+      if (lanes.requestHeldMax < POOL_MAX - STREAM_SHARE) expect(lanes.requestWaited).toBe(0);
+    }
     // The Hub ended the connections it dropped.
     for (const s of deaf) s.resume();
     await waitFor(() => deaf.every((s) => s.destroyed || s.readableEnded), { what: 'every deaf socket to be closed by the Hub', timeoutMs: 30_000 });
