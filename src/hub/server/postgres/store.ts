@@ -166,14 +166,15 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
       const dbNow = Number(began[1]!.rows[0]!.now);
       // Whole ms: instants are BIGINT columns.
       skew = Math.round(dbNow - (sent + o.local.now()) / 2);
+      const sql = statements(client, statement, inUnit);
       const tx: Tx = {
-        ...statements(client, statement, inUnit),
+        ...sql,
         now: dbNow + o.offsetMs,
         afterCommit: (effect) => effects.push(effect),
         wake: (topic, key) => wakes.push([topic, key]),
+        // Prepared like every statement: every send takes its recipient's lock.
         lockAgent: async (agentId) => {
-          inUnit();
-          await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [agentId]);
+          await sql.run('SELECT pg_advisory_xact_lock(hashtext(?))', agentId);
         },
       };
       let value: T;
