@@ -9,7 +9,7 @@ import { deliveryBytes, insertEntry, pendingPage, type EntryRow, type Mailbox } 
 import { newId } from '../../../src/hub/server/ids.js';
 import type { HubServer } from '../../../src/hub/server/server.js';
 import type { Param, Tx } from '../../../src/hub/server/sql.js';
-import { inProcessHub } from './in-process.js';
+import { inProcessHub, notifyEntry } from './in-process.js';
 
 // Issue 19: a backlog of n used to cost O(n²) rows read (every page re-read and sorted the whole
 // mailbox). Pages are keyset reads now. Counted, never timed: the rows each page's statements
@@ -57,18 +57,7 @@ async function counted<T>(core: HubCore, fn: (tx: Tx) => Promise<T>): Promise<{ 
   return { value, counted: [...seen.values()] };
 }
 
-function message(to: string, i: number): Entry {
-  return {
-    id: newId('ent'),
-    kind: 'message',
-    from: 'agent:agt_sender',
-    to,
-    created_at: new Date().toISOString(),
-    message_id: newId('msg'),
-    intent: 'notify',
-    text: `backlog ${i}`,
-  };
-}
+const message = (to: string, i: number): Entry => notifyEntry(to, `backlog ${i}`);
 
 describe('mailbox pages are keyset reads: rows read per page are bounded by the page, not by the backlog', () => {
   let dir: string;

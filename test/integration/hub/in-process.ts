@@ -2,10 +2,24 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { afterAll, beforeAll, expect } from 'vitest';
 import path from 'node:path';
+import type { Entry } from '../../../src/hub/contract/index.js';
 import { defaultHubConfig } from '../../../src/hub/server/config.js';
+import { newId } from '../../../src/hub/server/ids.js';
 import { createHubServer, type HubServer } from '../../../src/hub/server/server.js';
 import { systemClock } from '../../../src/util/clock.js';
 import type { SseConn } from './sse.js';
+
+/** A notify message entry to `to` (an address) saying `text`, for inserting straight into a store. */
+export const notifyEntry = (to: string, text: string): Entry => ({
+  id: newId('ent'),
+  kind: 'message',
+  from: 'agent:agt_sender',
+  to,
+  created_at: new Date().toISOString(),
+  message_id: newId('msg'),
+  intent: 'notify',
+  text,
+});
 
 /** A reference Hub in this process on a free loopback port, its data in `<dir>/hub`: for tests that count what its store runs. */
 export const inProcessHub = (dir: string): Promise<HubServer> =>

@@ -2,11 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatAddress, type Entry } from '../../../src/hub/contract/index.js';
+import { formatAddress } from '../../../src/hub/contract/index.js';
 import { deliveryBytes, insertEntry, readPage, readPages, type Mailbox } from '../../../src/hub/server/entries.js';
-import { newId } from '../../../src/hub/server/ids.js';
 import type { HubServer } from '../../../src/hub/server/server.js';
-import { inProcessHub } from '../../integration/hub/in-process.js';
+import { inProcessHub, notifyEntry } from '../../integration/hub/in-process.js';
 
 // Issue 14: on PostgreSQL the pages of every stream woken together are read by ONE statement
 // (page-reader.ts). Each mailbox's page must be exactly what reading it alone gives: its own
@@ -14,16 +13,7 @@ import { inProcessHub } from '../../integration/hub/in-process.js';
 // in the page of every session that may claim it.
 
 const agentId = 'agt_pages';
-const entry = (to: string, text: string): Entry => ({
-  id: newId('ent'),
-  kind: 'message',
-  from: 'agent:agt_sender',
-  to,
-  created_at: new Date().toISOString(),
-  message_id: newId('msg'),
-  intent: 'notify',
-  text,
-});
+const entry = notifyEntry;
 
 describe('readPages: many mailboxes in one statement', () => {
   let dir: string;
