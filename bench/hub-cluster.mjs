@@ -256,12 +256,13 @@ async function run(label, instances, database) {
     // Where pushes queue: requests waiting for a pool connection, sampled through the send phase.
     let poolWaiting = 0;
     let sampling = database;
+    // A sample that fails (the run is failing, its Hubs stopping) ends the sampling; the run says why.
     const sampler = (async () => {
       while (sampling) {
         poolWaiting = Math.max(poolWaiting, await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_db_pool_connections', /state="waiting"/)));
         await new Promise((r) => setTimeout(r, 250));
       }
-    })();
+    })().catch(() => (sampling = false));
     let next = 0;
     const t0 = performance.now();
     const worker = async () => {
@@ -273,11 +274,15 @@ async function run(label, instances, database) {
         timer.sent(r.message.id, start);
       }
     };
-    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-    const sendSeconds = (performance.now() - t0) / 1000;
-    while (timer.latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
-    sampling = false;
-    await sampler;
+    let sendSeconds;
+    try {
+      await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+      sendSeconds = (performance.now() - t0) / 1000;
+      while (timer.latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      sampling = false;
+      await sampler;
+    }
     const deferred = (await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_push_pages_deferred_total'))) - deferred0;
     const cpu = hubs.reduce((sum, h, i) => sum + cpuOf(h.proc.pid) - cpu0[i], 0);
     const self = process.cpuUsage(self0);

@@ -6,7 +6,6 @@ import type { Entry } from '../../../src/hub/contract/index.js';
 import { formatAddress } from '../../../src/hub/contract/index.js';
 import type { HubCore } from '../../../src/hub/server/core.js';
 import { deliveryBytes, insertEntry, pendingPage, type EntryRow, type Mailbox } from '../../../src/hub/server/entries.js';
-import { newId } from '../../../src/hub/server/ids.js';
 import type { HubServer } from '../../../src/hub/server/server.js';
 import type { Param, Tx } from '../../../src/hub/server/sql.js';
 import { inProcessHub, notifyEntry } from './in-process.js';
