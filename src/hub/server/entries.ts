@@ -191,9 +191,14 @@ export async function claimPage(tx: Tx, box: Mailbox, rows: EntryRow[]): Promise
   const won = new Set(
     (
       await tx.all<{ seq: number }>(
-        `UPDATE entries SET claimed_session = ? WHERE seq IN (${wanted.map(() => '?').join(', ')}) AND claimed_session IS NULL AND state = 'pending' RETURNING seq`,
+        // Only for a session still active: a stream's page claimed after its session ended
+        // (the close released its claims a moment before) would be held by no one, for good.
+        // The share lock orders the claim with a concurrent close, which locks the row FOR UPDATE.
+        `UPDATE entries SET claimed_session = ? WHERE seq IN (${wanted.map(() => '?').join(', ')}) AND claimed_session IS NULL AND state = 'pending'
+           AND EXISTS (SELECT 1 FROM sessions WHERE id = ? AND state = 'active' FOR KEY SHARE) RETURNING seq`,
         box.sessionId,
         ...wanted,
+        box.sessionId,
       )
     ).map((r) => r.seq),
   );

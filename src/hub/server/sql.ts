@@ -5,7 +5,7 @@
  *
  * SQL is written once in the subset both dialects share: `?` placeholders (PostgreSQL's
  * store numbers them), `CAST(x AS INTEGER)` for counts, no boolean parameters. A trailing
- * `FOR UPDATE` takes a row lock on PostgreSQL; SQLite, which runs one writer at a time,
+ * `FOR UPDATE` (or a sub-select's `FOR KEY SHARE`) takes a row lock on PostgreSQL; SQLite, which runs one writer at a time,
  * drops it.
  */
 export type Param = string | number | null;

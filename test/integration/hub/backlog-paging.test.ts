@@ -71,6 +71,15 @@ describe('mailbox pages are keyset reads: rows read per page are bounded by the 
     hub = await inProcessHub(dir);
     core = hub.core;
     await core.store.write(async (tx) => {
+      // The reading session is active: principal mail is claimed only for a live session.
+      await tx.run(
+        `INSERT INTO sessions (id, agent_id, client_key, state, lease_seconds, expires_at, last_renewed_at, created_at) VALUES (?, ?, 'k', 'active', 900, ?, ?, ?)`,
+        session,
+        agentId,
+        tx.now + 900_000,
+        tx.now,
+        tx.now,
+      );
       // The backlog: principal entries, the session's own entries, and noise the page must not
       // read — principal entries another session claimed, and another agent's mail.
       for (let i = 0; i < BACKLOG; i++) {
