@@ -106,6 +106,16 @@ export async function registered(dir: string): Promise<string> {
   }
 }
 
+/** The entries in the spool's current segment, in order: each one's message id and when the connection received it (ms). */
+export function spooledEntries(dir: string): { messageId: string; receivedAt: number }[] {
+  return readFileSync(path.join(dir, 'bridge.ndjson'), 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as { type: string; received_at: string; entry?: { message_id?: string } })
+    .filter((r) => r.type === 'entry')
+    .map((r) => ({ messageId: r.entry!.message_id!, receivedAt: Date.parse(r.received_at) }));
+}
+
 /** Records in the spool (what the consumer has made durable), by reading the file. */
 export function spooled(dir: string): number {
   try {

@@ -6,7 +6,7 @@ import { startPair, type Pair } from '../../helpers/cluster.js';
 import { findNginx, type Balancer } from '../../helpers/nginx.js';
 import { sql } from '../../helpers/postgres.js';
 import { waitFor } from '../../helpers/wait.js';
-import { agent, bridge, stateDirOf, registered, sessionIdOf, stopConsumers, type Agent } from '../bridge/world.js';
+import { agent, bridge, stateDirOf, registered, sessionIdOf, spooledEntries, stopConsumers, type Agent } from '../bridge/world.js';
 import { openSse, type SseConn } from '../hub/sse.js';
 
 // Two Hub instances on one PostgreSQL database, behind the shipped nginx config: the
@@ -151,13 +151,7 @@ describe.skipIf(noNginx !== null)('two Hub instances on one PostgreSQL, behind n
           }
         }),
       );
-      const spooled = (): { id: string; at: number }[] =>
-        readFileSync(path.join(dir, 'bridge.ndjson'), 'utf8')
-          .split('\n')
-          .filter((l) => l !== '')
-          .map((l) => JSON.parse(l) as { type: string; received_at: string; entry?: { message_id?: string } })
-          .filter((r) => r.type === 'entry')
-          .map((r) => ({ id: r.entry!.message_id!, at: Date.parse(r.received_at) }));
+      const spooled = () => spooledEntries(dir);
       await waitFor(
         () => {
           const n = spooled().length;
@@ -168,13 +162,13 @@ describe.skipIf(noNginx !== null)('two Hub instances on one PostgreSQL, behind n
       );
       const got = spooled();
       expect(got.length, 'an entry spooled twice').toBe(N);
-      expect(got.map((g) => g.id).sort()).toEqual([...sentAt.keys()].sort());
+      expect(got.map((g) => g.messageId).sort()).toEqual([...sentAt.keys()].sort());
       // No stream of either instance ended during the burst: every entry came down the one held stream.
       expect([await streamsEnded(a), await streamsEnded(b)]).toEqual(ended);
       expect(await openStreams(holder)).toBe(1);
       expect(await openStreams(other)).toBe(0);
 
-      const waits = got.map((g) => g.at - sentAt.get(g.id)!).sort((x, y) => x - y);
+      const waits = got.map((g) => g.receivedAt - sentAt.get(g.messageId)!).sort((x, y) => x - y);
       const at = (q: number): number => waits[Math.min(waits.length - 1, Math.floor(q * waits.length))]!;
       console.log(
         `cluster push under load (${N} sends, ${WIDE} in flight, sender on one instance, stream through nginx on the other): send → spooled p50 ${at(0.5)} ms, p99 ${at(0.99)} ms (a figure, not a bound)`,
@@ -211,13 +205,7 @@ describe.skipIf(noNginx !== null)('two Hub instances on one PostgreSQL, behind n
         expect(r.status, r.text).toBe(202);
         accepted.push(r.body.message.id as string);
       }
-      const spooledIds = (): string[] =>
-        readFileSync(path.join(dir, 'bridge.ndjson'), 'utf8')
-          .split('\n')
-          .filter((l) => l !== '')
-          .map((l) => JSON.parse(l) as { type: string; entry?: { message_id?: string } })
-          .filter((r) => r.type === 'entry')
-          .map((r) => r.entry!.message_id!);
+      const spooledIds = (): string[] => spooledEntries(dir).map((e) => e.messageId);
       await waitFor(() => spooledIds().length >= N, { timeoutMs: 45_000, what: `${N} entries spooled` });
       const ids = spooledIds();
       expect(ids.length, 'an entry spooled twice').toBe(N);

@@ -1,9 +1,7 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
-import { agent, bridge, registered, stateDirOf, stopConsumers } from '../bridge/world.js';
+import { agent, bridge, registered, spooledEntries, stateDirOf, stopConsumers } from '../bridge/world.js';
 
 // A stream reads its mailbox by keyset (seq > the last it pushed). Sends to one agent that
 // commit out of seq order (PostgreSQL: several units at once on the pool) would let a stream
@@ -44,13 +42,7 @@ describe('a burst of concurrent sends to one session', () => {
           }
         }),
       );
-      const spooled = (): string[] =>
-        readFileSync(path.join(dir, 'bridge.ndjson'), 'utf8')
-          .split('\n')
-          .filter((l) => l !== '')
-          .map((l) => JSON.parse(l) as { type: string; entry?: { message_id?: string } })
-          .filter((r) => r.type === 'entry')
-          .map((r) => r.entry!.message_id!);
+      const spooled = (): string[] => spooledEntries(dir).map((e) => e.messageId);
       await waitFor(
         () => {
           const n = spooled().length;
