@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -86,4 +86,25 @@ describe.skipIf(why !== null)('the packed tarball, installed with no compiler on
     expect(demo.stdout).toMatch(/^\[mail 1\] notify from agent:agt_\S+ \(msg_\S+\) · notify: no reply expected · .*"Hello from alice/m);
     expect(demo.stdout).toContain('queued → delivered → acknowledged');
   }, 900_000);
+});
+
+// `npm publish` takes exactly what `npm pack` makes; these are the manifest's parts a
+// registry install depends on, checked on every line (no registry needed).
+describe('the manifest npm publishes', () => {
+  const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
+    private?: boolean;
+    engines?: { node?: string };
+    bin?: Record<string, string>;
+    man?: string[];
+    files?: string[];
+  };
+
+  it('is publishable, names the supported Node lines, and every bin and man entry it lists exists', () => {
+    expect(pkg.private, '"private": true makes `npm publish` refuse').toBeUndefined();
+    expect(pkg.engines?.node).toBe('>=20.18.1');
+    expect(pkg.bin).toEqual({ 'oh-hai': 'bin/oh-hai' });
+    expect(pkg.files).toEqual(['bin', 'dist', 'man']);
+    for (const f of [...Object.values(pkg.bin ?? {}), ...(pkg.man ?? [])]) expect(existsSync(path.join(repoRoot, f)), f).toBe(true);
+    expect(pkg.man?.length).toBeGreaterThan(0);
+  });
 });
