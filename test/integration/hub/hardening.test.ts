@@ -133,7 +133,8 @@ describe('connections are capped below the fd limit, idle ones shed first', () =
       `ulimit -n ${FD_LIMIT}: ${IDLE} idle sockets, ${closedByHub} closed by the Hub; a new client answered in ${ms.toFixed(0)} ms; the 3 held long-polls answered ${held.map((h) => h.status).join(', ')}`,
     );
     expect(held.map((h) => h.status)).toEqual([200, 200, 200]);
-    // The cap is the fd limit less a reserve of 64: at least the rest were shed.
-    expect(closedByHub).toBeGreaterThanOrEqual(IDLE - (FD_LIMIT - 64));
+    // The cap is the fd limit less a reserve of 64: at least the rest are shed (their close
+    // events may still be on their way to this process on a loaded machine).
+    await waitFor(() => closedByHub >= IDLE - (FD_LIMIT - 64), { what: `at least ${IDLE - (FD_LIMIT - 64)} idle sockets closed by the Hub` });
   }, 60_000);
 });
