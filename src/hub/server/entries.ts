@@ -1,6 +1,6 @@
 import type { Entry } from '../contract/index.js';
 import { canonicalJson, deliveryWrapperBytes, formatAddress } from '../contract/index.js';
-import type { Param, Sql, Tx } from './sql.js';
+import type { Insert, Param, Sql, Tx } from './sql.js';
 
 /**
  * Entry rows: one per entry in a mailbox. `state` is `pending` until a consumer
@@ -23,32 +23,55 @@ export interface EntryRow {
   canonical: number | null;
 }
 
+/** Where an entry goes: an agent's session mailbox, or (sessionId null) its principal mailbox. */
+export interface EntryTarget {
+  agentId: string;
+  sessionId: string | null;
+}
+
 /**
- * Store an entry in its mailbox. The body is written as its canonical JSON (MA2H §12) once, here,
+ * An entry's row as it is stored. The body is written as its canonical JSON (MA2H §12) once, here,
  * so every delivery signs the stored text as it is instead of parsing and re-serialising it.
  */
-export async function insertEntry(tx: Tx, entry: Entry, to: { agentId: string; sessionId: string | null }, messageId: string | null): Promise<void> {
-  // A stream reads its mailbox by keyset (seq > the last it pushed), so an agent's entries must
-  // become visible in seq order. On PostgreSQL two units inserting for one agent at once could
-  // commit out of order (seq 11 before 10): a stream woken by 11 moves past 10, and 10 waits
-  // for the hold bound. Holding the agent's lock from before the seq is drawn until COMMIT makes
-  // commit order seq order per agent (docs/deploy.md); on SQLite units are serial already.
-  await tx.lockAgent(to.agentId);
-  await tx.run(
-    `INSERT INTO entries (id, kind, body, to_agent, to_session, claimed_session, message_id, created_at, delivered, state, canonical)
-     VALUES (?, ?, ?, ?, ?, NULL, ?, ?, 0, 'pending', 1)`,
-    entry.id,
-    entry.kind,
-    canonicalJson(entry),
-    to.agentId,
-    to.sessionId,
-    messageId,
-    Date.parse(entry.created_at),
-  );
+export const entryInsert = (entry: Entry, to: EntryTarget, messageId: string | null): Insert => ({
+  table: 'entries',
+  row: {
+    id: entry.id,
+    kind: entry.kind,
+    body: canonicalJson(entry),
+    to_agent: to.agentId,
+    to_session: to.sessionId,
+    claimed_session: null,
+    message_id: messageId,
+    created_at: Date.parse(entry.created_at),
+    delivered: 0,
+    state: 'pending',
+    canonical: 1,
+  },
+});
+
+/**
+ * Store `first` (a message, or the entry itself) and the entry in one locked insert, and wake the
+ * entry's mailbox once committed. A stream reads its mailbox by keyset (seq > the last it pushed),
+ * so an agent's entries must become visible in seq order. On PostgreSQL two units inserting for
+ * one agent at once could commit out of order (seq 11 before 10): a stream woken by 11 moves past
+ * 10, and 10 waits for the hold bound. Holding the agent's lock from before the seq is drawn until
+ * COMMIT makes commit order seq order per agent (docs/deploy.md; Tx.insertLocked takes it in the
+ * insert's own statement); on SQLite units are serial already.
+ */
+export async function insertWithEntry<T>(tx: Tx, first: Insert | null, entry: Entry, to: EntryTarget, messageId: string | null): Promise<T> {
+  const row = entryInsert(entry, to, messageId);
+  const stored = first === null ? await tx.insertLocked<T>(to.agentId, row) : await tx.insertLocked<T>(to.agentId, first, row);
   // Drains (and Hubs of earlier builds) wait on the agent; a stream waits on its own mailbox
   // only, so a send to one session wakes that session's stream, not every stream of the agent.
   tx.wake('mail', to.agentId);
   tx.wake('mail', mailboxKey(to.agentId, to.sessionId));
+  return stored;
+}
+
+/** Store an entry in its mailbox (a receipt: no message of its own). */
+export async function insertEntry(tx: Tx, entry: Entry, to: EntryTarget, messageId: string | null): Promise<void> {
+  await insertWithEntry(tx, null, entry, to, messageId);
 }
 
 /**

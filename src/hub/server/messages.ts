@@ -1,15 +1,15 @@
-import type { DirectiveEntry, DirectiveRequest, MessageEntry, RespondRequest, ResponseEntry, SendRequest } from '../contract/index.js';
+import type { DirectiveEntry, DirectiveRequest, Entry, MessageEntry, RespondRequest, ResponseEntry, SendRequest } from '../contract/index.js';
 import { canonicalJson, formatAddress, parseAddress, sessionEndedCode } from '../contract/index.js';
 import { createHash } from 'node:crypto';
 import { findAgent } from './agents.js';
 import type { Caller } from './auth.js';
 import type { HubCore } from './core.js';
-import { insertEntry } from './entries.js';
+import { insertWithEntry, type EntryTarget } from './entries.js';
 import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
 import { principalReachability, sessionReachability } from './presence.js';
 import { current, presentSession, sessionById, type SessionRow } from './sessions.js';
-import type { Sql, Tx } from './sql.js';
+import { insertStatement, type Insert, type Sql, type Tx } from './sql.js';
 import { markUndeliverable, messageById, replyTarget, type MessageRow } from './track.js';
 
 export interface Sent {
@@ -61,33 +61,40 @@ function sendTargetEnded(s: SessionRow): Answer<Recipient> {
   return bad(410, sessionEndedCode(state), `session ${s.id} is ${state.replace(/_/g, ' ')}; it receives no more mail`, { state });
 }
 
-async function insertMessage(
-  tx: Tx,
-  m: Omit<MessageRow, 'seq' | 'state' | 'prior' | 'track' | 'response_id' | 'response_text' | 'response_at'>,
-): Promise<MessageRow> {
-  // RETURNING: the stored row comes back in the insert's own round trip.
-  const row = await tx.get<MessageRow>(
-    `INSERT INTO messages (id, intent, from_addr, from_agent, reply_session, to_addr, to_agent, to_session, text, in_reply_to, created_at,
-         state, prior, track, destination, idempotency_key, request_hash)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, ?, ?, ?, ?) RETURNING *`,
-    m.id,
-    m.intent,
-    m.from_addr,
-    m.from_agent,
-    m.reply_session,
-    m.to_addr,
-    m.to_agent,
-    m.to_session,
-    m.text,
-    m.in_reply_to,
-    m.created_at,
-    JSON.stringify([{ state: 'queued', at: iso(m.created_at) }]),
-    m.destination,
-    m.idempotency_key,
-    m.request_hash,
-  );
-  return row!;
+type NewMessage = Omit<MessageRow, 'seq' | 'state' | 'prior' | 'track' | 'response_id' | 'response_text' | 'response_at'>;
+
+const messageInsert = (m: NewMessage): Insert => ({
+  table: 'messages',
+  row: {
+    id: m.id,
+    intent: m.intent,
+    from_addr: m.from_addr,
+    from_agent: m.from_agent,
+    reply_session: m.reply_session,
+    to_addr: m.to_addr,
+    to_agent: m.to_agent,
+    to_session: m.to_session,
+    text: m.text,
+    in_reply_to: m.in_reply_to,
+    created_at: m.created_at,
+    state: 'queued',
+    prior: null,
+    track: JSON.stringify([{ state: 'queued', at: iso(m.created_at) }]),
+    destination: m.destination,
+    idempotency_key: m.idempotency_key,
+    request_hash: m.request_hash,
+  },
+});
+
+/** A message with no entry (a response that bounced); RETURNING: the stored row comes back in the insert's own round trip. */
+async function insertMessage(tx: Tx, m: NewMessage): Promise<MessageRow> {
+  const st = insertStatement(messageInsert(m));
+  return (await tx.get<MessageRow>(`${st.sql} RETURNING *`, ...st.params))!;
 }
+
+/** A message and its recipient's entry: on PostgreSQL one statement with the recipient's lock (Tx.insertLocked). */
+const insertDelivered = (tx: Tx, m: NewMessage, entry: Entry, to: EntryTarget): Promise<MessageRow> =>
+  insertWithEntry<MessageRow>(tx, messageInsert(m), entry, to, m.id);
 
 const requestHash = (req: SendRequest): string =>
   createHash('sha256')
@@ -121,7 +128,7 @@ export async function sendMessage(core: HubCore, tx: Tx, agentId: string, req: S
   const to = await resolveRecipient(core, tx, req.to);
   if (!to.ok) return to;
   const now = tx.now;
-  const row = await insertMessage(tx, {
+  const m: NewMessage = {
     id: newId('msg'),
     intent: req.intent,
     from_addr: formatAddress(agentId, req.session ?? null),
@@ -136,19 +143,19 @@ export async function sendMessage(core: HubCore, tx: Tx, agentId: string, req: S
     destination: JSON.stringify({ address: req.to, snapshot: to.value.snapshot }),
     idempotency_key: req.idempotency_key ?? null,
     request_hash: hash,
-  });
+  };
   const entry: MessageEntry = {
     id: newId('ent'),
     kind: 'message',
-    from: row.from_addr,
-    to: row.to_addr,
+    from: m.from_addr,
+    to: m.to_addr,
     created_at: iso(now),
-    message_id: row.id,
+    message_id: m.id,
     intent: req.intent,
     text: req.text,
   };
   if (req.in_reply_to !== undefined) entry.in_reply_to = req.in_reply_to;
-  await insertEntry(tx, entry, { agentId: row.to_agent, sessionId: row.to_session }, row.id);
+  const row = await insertDelivered(tx, m, entry, { agentId: m.to_agent, sessionId: m.to_session });
   return good({ row, replay: false, lease });
 }
 
@@ -180,7 +187,7 @@ export async function respond(core: HubCore, tx: Tx, agentId: string, askId: str
     : target.sessionId !== null
       ? sessionReachability(core, (await sessionById(tx, target.sessionId))!, now)
       : await principalReachability(core, tx, ask.from_agent, now);
-  const row = await insertMessage(tx, {
+  const m: NewMessage = {
     id: newId('msg'),
     intent: 'response',
     from_addr: formatAddress(agentId, req.session ?? null),
@@ -195,25 +202,24 @@ export async function respond(core: HubCore, tx: Tx, agentId: string, askId: str
     destination: JSON.stringify({ address: toAddr, snapshot }),
     idempotency_key: null,
     request_hash: null,
-  });
+  };
+  const entry: ResponseEntry = {
+    id: newId('ent'),
+    kind: 'response',
+    from: m.from_addr,
+    to: toAddr,
+    created_at: iso(now),
+    message_id: m.id,
+    in_reply_to: ask.id,
+    text: req.text,
+  };
+  const row = bounced ? await insertMessage(tx, m) : await insertDelivered(tx, m, entry, target);
   await tx.run('UPDATE messages SET response_id = ?, response_text = ?, response_at = ? WHERE id = ?', row.id, req.text, now, ask.id);
   tx.wake('message', ask.id);
   if (bounced) {
     const ended = (await sessionById(tx, ask.reply_session!))!;
     const reason = ended.state === 'closed_by_operator' ? 'session_closed_by_operator' : ended.state === 'closed' ? 'session_closed' : 'session_lapsed';
     await markUndeliverable(tx, row.id, reason);
-  } else {
-    const entry: ResponseEntry = {
-      id: newId('ent'),
-      kind: 'response',
-      from: row.from_addr,
-      to: toAddr,
-      created_at: iso(now),
-      message_id: row.id,
-      in_reply_to: ask.id,
-      text: req.text,
-    };
-    await insertEntry(tx, entry, target, row.id);
   }
   return good({ row: (await messageById(tx, row.id))!, replay: false, lease });
 }
@@ -224,7 +230,7 @@ export async function sendDirective(core: HubCore, tx: Tx, req: DirectiveRequest
   if (!to.ok) return to;
   const now = tx.now;
   const from = `human:${core.account.id}`;
-  const row = await insertMessage(tx, {
+  const m: NewMessage = {
     id: newId('msg'),
     intent: 'directive',
     from_addr: from,
@@ -239,11 +245,11 @@ export async function sendDirective(core: HubCore, tx: Tx, req: DirectiveRequest
     destination: JSON.stringify({ address: req.to, snapshot: to.value.snapshot }),
     idempotency_key: null,
     request_hash: null,
-  });
+  };
   // thread_id (a common field, MA2H §7) carries the directive's message id: the msg_… that the
   // human's `hub directive` printed is then on the agent's line too, so the two sides can be matched.
-  const entry: DirectiveEntry = { id: newId('ent'), kind: 'directive', from, to: req.to, created_at: iso(now), text: req.text, thread_id: row.id };
-  await insertEntry(tx, entry, { agentId: row.to_agent, sessionId: row.to_session }, row.id);
+  const entry: DirectiveEntry = { id: newId('ent'), kind: 'directive', from, to: req.to, created_at: iso(now), text: req.text, thread_id: m.id };
+  const row = await insertDelivered(tx, m, entry, { agentId: m.to_agent, sessionId: m.to_session });
   return good(row);
 }
 

@@ -46,6 +46,34 @@ export interface Tx extends Sql {
    * order); held until the unit ends. On SQLite every unit is already serial.
    */
   lockAgent(agentId: string): Promise<void>;
+  /**
+   * Insert `first` and then `rest`, holding `agentId`'s lock (as {@link lockAgent}) from before
+   * any of their seqs is drawn, and answer `first`'s stored row: a message and its entry commit in
+   * seq order per recipient agent. On PostgreSQL ONE statement, a data-modifying CTE that takes
+   * the lock and then forms the rows (one round trip for what were three); on SQLite, where units
+   * are serial, the INSERTs in turn.
+   */
+  insertLocked<T>(agentId: string, first: Insert, ...rest: Insert[]): Promise<T>;
+}
+
+/** One row to insert: its table, and each column's value (every value a parameter). */
+export interface Insert {
+  table: 'messages' | 'entries';
+  row: Readonly<Record<string, Param>>;
+}
+
+/**
+ * `INSERT INTO <table> (<columns>)` with its values as parameters: `VALUES (?, …)`, or with
+ * `from` named, `SELECT ?, … FROM <from>` (the row is formed, and its seq drawn, only once `from`
+ * has been read; PostgreSQL types the parameters by their target columns either way).
+ */
+export function insertStatement(ins: Insert, from?: string): { sql: string; params: Param[] } {
+  const columns = Object.keys(ins.row);
+  const marks = columns.map(() => '?').join(', ');
+  return {
+    sql: `INSERT INTO ${ins.table} (${columns.join(', ')}) ${from === undefined ? `VALUES (${marks})` : `SELECT ${marks} FROM ${from}`}`,
+    params: Object.values(ins.row),
+  };
 }
 
 export interface StoreHealth {

@@ -5,7 +5,7 @@ import type { Clock } from '../../util/clock.js';
 import { GroupCommit } from './commit.js';
 import { STORE_FILE } from './files.js';
 import { openSqlite, sqliteErrorCode, type SqliteDatabase, type SqliteDriverChoice, type SqliteStatement } from './sqlite-driver.js';
-import type { Param, Sql, Store, Tx, WakeTopic } from './sql.js';
+import { insertStatement, type Insert, type Param, type Sql, type Store, type Tx, type WakeTopic } from './sql.js';
 
 export type Db = SqliteDatabase;
 
@@ -244,6 +244,15 @@ export function sqliteStore(db: Db, hooks: SqliteStoreHooks): Store {
           afterCommit: (effect) => commits.afterCommit(effect),
           wake: (topic, key) => commits.afterCommit(() => hooks.wake(topic, key)),
           lockAgent: async () => {},
+          insertLocked: async <R>(_agentId: string, first: Insert, ...rest: Insert[]) => {
+            const head = insertStatement(first);
+            const row = await sql.get<R>(`${head.sql} RETURNING *`, ...head.params);
+            for (const ins of rest) {
+              const st = insertStatement(ins);
+              await sql.run(st.sql, ...st.params);
+            }
+            return row!;
+          },
         };
         return unit(tx);
       }),

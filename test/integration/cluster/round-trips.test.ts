@@ -11,8 +11,12 @@ import { openSse, type SseConn } from '../hub/sse.js';
 
 /** Auth + messaging switch: one read. */
 const SEND_READS = 1;
-/** BEGIN+clock, session with its agent, INSERT message RETURNING, the recipient's lock (entries commit in seq order), INSERT entry, NOTIFY+COMMIT. */
-const SEND_UNIT = 6;
+/**
+ * BEGIN+clock, session with its agent, ONE statement for the rest (the recipient's lock so entries
+ * commit in seq order, INSERT message RETURNING, INSERT entry: a data-modifying CTE), NOTIFY+COMMIT.
+ * It was 6 with the lock and the two INSERTs as statements of their own.
+ */
+const SEND_UNIT = 4;
 /** A stream's page of its own entries: one read, no unit; a short page ends the pass. */
 const PAGE_READS = 1;
 /** A page of principal entries: the read, then BEGIN+clock, one set-based claim, COMMIT. */

@@ -1,12 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import type { Param, Sql, Store } from '../../../src/hub/server/sql.js';
+import type { Insert, Param, Sql, Store } from '../../../src/hub/server/sql.js';
 import { inProcessFixture } from './in-process.js';
 import { openSse } from './sse.js';
 
 // Issue 19 (CPU per send): what one send runs in the store, counted, never timed. A send to a
 // principal address asked three statements for the recipient's reachability (its last drain, its
 // live sessions, whether any session was ever seen); it is one now, so a send is the credential
-// read outside the unit and four statements in it. The snapshot it records is unchanged.
+// read outside the unit and three calls in it: the recipient, its reachability, and the message
+// with its entry as ONE locked insert (Tx.insertLocked: one statement on PostgreSQL, the two
+// INSERTs in turn on SQLite). The snapshot it records is unchanged.
 
 describe('the statements of one send', () => {
   const f = inProcessFixture('send-cost');
@@ -23,7 +25,17 @@ describe('the statements of one send', () => {
     const store = f.hub.core.store as { write: Store['write']; read: Sql };
     const [original, read] = [store.write, store.read];
     const write = original.bind(store);
-    store.write = (unit) => write((tx) => unit({ ...tx, ...counting(tx, 'tx') }));
+    store.write = (unit) =>
+      write((tx) =>
+        unit({
+          ...tx,
+          ...counting(tx, 'tx'),
+          insertLocked: <T>(agentId: string, ...ins: [Insert, ...Insert[]]) => (
+            seen.push(`tx locked insert ${ins.map((i) => i.table).join(' + ')}`),
+            tx.insertLocked<T>(agentId, ...ins)
+          ),
+        }),
+      );
     store.read = counting(read, 'read');
     try {
       await fn();
@@ -34,7 +46,7 @@ describe('the statements of one send', () => {
     return seen;
   }
 
-  it('a send to a principal address: one read outside the unit, four statements in it', async () => {
+  it('a send to a principal address: one read outside the unit, three calls in it (the message and its entry one locked insert)', async () => {
     const sender = await call(f.human, 'POST', '/v1/account/agents', { label: 'sender' });
     const recipient = await call(f.human, 'POST', '/v1/account/agents', { label: 'recipient' });
     await call(sender.token, 'POST', '/v1/messages', { to: `agent:${recipient.agent.id}`, intent: 'notify', text: 'warm' });
@@ -47,7 +59,8 @@ describe('the statements of one send', () => {
     expect(
       where.filter((w) => w === 'tx'),
       seen.join('\n'),
-    ).toHaveLength(4);
+    ).toHaveLength(3);
+    expect(seen.filter((s) => s.startsWith('tx locked insert'))).toEqual(['tx locked insert messages + entries']);
     expect(
       seen.filter((s) => /principal_presence/.test(s)),
       'reachability in one statement',

@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import type { Clock } from '../../../util/clock.js';
-import type { Param, Sql, Store, Tx, WakeTopic } from '../sql.js';
+import { insertStatement, type Insert, type Param, type Sql, type Store, type Tx, type WakeTopic } from '../sql.js';
 import type { Lanes } from '../lanes.js';
 import { workLane, workName } from '../work.js';
 import { storeClosed } from '../database-errors.js';
@@ -63,6 +63,12 @@ const laned = (sql: Sql, lanes: Lanes): Sql => ({
   all: <T>(text: string, ...params: Param[]) => lanes.run(workLane(), () => sql.all<T>(text, ...params)),
   run: (text: string, ...params: Param[]) => lanes.run(workLane(), () => sql.run(text, ...params)),
 });
+
+/**
+ * An agent's transaction lock (Tx.lockAgent). In `insertLocked`'s CTE every row is formed from
+ * the materialised lock's one row, so no seq is drawn before the lock is held.
+ */
+const AGENT_LOCK = 'pg_advisory_xact_lock(hashtext(?))';
 
 /**
  * Why a unit is run again from the start: a deadlock (two units locking the same rows in
@@ -172,9 +178,16 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
         now: dbNow + o.offsetMs,
         afterCommit: (effect) => effects.push(effect),
         wake: (topic, key) => wakes.push([topic, key]),
-        // Prepared like every statement: every send takes its recipient's lock.
         lockAgent: async (agentId) => {
-          await sql.run('SELECT pg_advisory_xact_lock(hashtext(?))', agentId);
+          await sql.run(`SELECT ${AGENT_LOCK}`, agentId);
+        },
+        insertLocked: async <R>(agentId: string, ...inserts: [Insert, ...Insert[]]) => {
+          const parts = inserts.map((ins) => insertStatement(ins, 'agent'));
+          return (await sql.get<R>(
+            `WITH agent AS MATERIALIZED (SELECT ${AGENT_LOCK} AS locked), ${parts.map((p, i) => `i${i} AS (${p.sql}${i === 0 ? ' RETURNING *' : ''})`).join(', ')} SELECT * FROM i0`,
+            agentId,
+            ...parts.flatMap((p) => p.params),
+          ))!;
         },
       };
       let value: T;
