@@ -11,10 +11,17 @@
 // soft limit is raised to the hard one when the bench starts its own cluster. Before any run it
 // prints and checks what would bound it first (open files, ephemeral ports and TIME_WAIT reuse,
 // the listen backlog, PostgreSQL's max_connections) and refuses a run a limit would break.
-// Per configuration it also prints how long the streams took to open and the database round
-// trips per stream connect. Never run by CI.
+// Per configuration it also prints how long the streams took to open and what the streams cost with
+// no sends at all: the Hubs run with the hold bound and keep-alive deploy/ ships (the defaults:
+// 30 s and 15 s), so every stream reconnects — and renews its lease — every 30 s, and the opening
+// is spread over one hold as a fleet's launches are (docs/deploy.md); an idle phase of one hold then
+// counts the Hub and database CPU per second and per connect, the round trips per connect, and the
+// connects' answers by status (an error answer is not a connect). During the sends it says where
+// each push waited: on the connection open at the send, for the stream's next connect (the stream
+// was between connections), or on a later connection although one was open at the send.
+// Never run by CI.
 // Usage: node bench/hub-cluster.mjs [--streams 1000] [--messages 2000] [--concurrency 50]
-//          [--only sqlite,postgres:1,postgres:2]
+//          [--idle <seconds, default one hold>] [--only sqlite,postgres:1,postgres:2]
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -23,7 +30,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hubReady } from './bridge-world.mjs';
-import { holdStream, pushTimer } from './hub-streams.mjs';
+import { connectionAt, holdStream, pushTimer } from './hub-streams.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const admin = process.env.OH_HAI_BENCH_DATABASE_URL;
@@ -87,7 +94,10 @@ if (fdsNeeded > softLimit) {
 const [lo, hi] = (sysctl('net.ipv4.ip_local_port_range') ?? '32768 60999').split(/\s+/).map(Number);
 const twReuse = sysctl('net.ipv4.tcp_tw_reuse');
 const ports = hi - lo + 1;
-const reconnectsPerMinute = Math.ceil((STREAMS / 55) * 60);
+/** The hold bound deploy/ ships (the Hub's default; the systemd unit sets none); checked against each Hub's capability. */
+const HOLD_SECONDS = 30;
+const IDLE_SECONDS = arg('idle', HOLD_SECONDS);
+const reconnectsPerMinute = Math.ceil((STREAMS / HOLD_SECONDS) * 60);
 const portsNeeded = STREAMS + CONCURRENCY * 2 + (twReuse === '0' ? reconnectsPerMinute : 0);
 console.log(
   `limits: ephemeral ports ${lo}–${hi} (${ports} per instance address); ${portsNeeded} needed on one instance (tcp_tw_reuse ${twReuse ?? '?'}${twReuse === '0' ? `: ${reconnectsPerMinute} reconnects a minute sit in TIME_WAIT` : ': TIME_WAIT is reused on loopback'})`,
@@ -102,8 +112,8 @@ console.log(
   `limits: listen backlog: somaxconn ${sysctl('net.core.somaxconn') ?? '?'}, Node listens with 511; at most ${OPENING} stream connects in flight while they open`,
 );
 const KEY = randomBytes(16).toString('hex');
-// Holds long enough that reconnects on the bound do not dominate a run (under nginx's 75 s read timeout).
-const HUB_ARGS = ['--stream-max-hold-seconds', '55', '--keepalive-seconds', '15', '--admin-listen', '127.0.0.1:0'];
+// The hold bound and keep-alive as deploy/ runs them (defaults): the reconnects they cost are part of the figure.
+const HUB_ARGS = ['--admin-listen', '127.0.0.1:0'];
 const keepAlive = new Agent({ keepAlive: true, maxSockets: CONCURRENCY * 2 });
 
 async function adminQuery(text) {
@@ -232,21 +242,59 @@ async function run(label, instances, database) {
       for (const [j, s] of made.entries()) sessions.push({ token: a.token, id: s.session.id, address: s.session.address, url: urls[(i + j) % urls.length] });
     }
 
+    const capability = await (await fetch(`${urls[0]}/v1/capability`)).json();
+    if (capability.inbound.stream_max_hold_seconds !== HOLD_SECONDS)
+      throw new Error(`the Hub holds streams ${capability.inbound.stream_max_hold_seconds} s, not deploy/'s ${HOLD_SECONDS} s`);
     const timer = pushTimer();
     let opened = 0;
-    let connects = 0;
+    // Connect answers by HTTP status (`error`: none came), counted from zero again per phase.
+    let answers = new Map();
+    const onAnswer = (status) => answers.set(status, (answers.get(status) ?? 0) + 1);
+    const phaseAnswers = () => {
+      const a = answers;
+      answers = new Map();
+      return a;
+    };
     const open = [];
     const openDeadline = performance.now() + 300_000;
-    const connectTrips0 = database ? (await Promise.all(hubs.map((h) => roundTrips(h.adminUrl, CONNECT_WORKS)))).reduce((a, b) => a + b, 0) : 0;
+    const connectTrips0 = database ? await sumOver(hubs, (h) => roundTrips(h.adminUrl, CONNECT_WORKS)) : 0;
+    // Launches spread over one hold, as a fleet's are: the reconnects then come at the steady
+    // rate (streams / hold) and not as a herd at every bound.
+    const openStart = performance.now();
     for (const [i, s] of sessions.entries()) {
-      while (i - opened >= OPENING && performance.now() < openDeadline) await new Promise((r) => setTimeout(r, 10));
-      open.push(...holdStream(s, timer, { onOpen: () => opened++, onConnect: () => connects++ }));
+      const due = openStart + (i * HOLD_SECONDS * 1000) / STREAMS;
+      while ((i - opened >= OPENING || performance.now() < due) && performance.now() < openDeadline)
+        await new Promise((r) => setTimeout(r, Math.max(1, Math.min(10, due - performance.now()))));
+      s.state = { conn: 0, open: false, ended: new Map() };
+      open.push(holdStream(s, timer, { onOpen: () => opened++, onAnswer, state: s.state }));
     }
     while (opened < STREAMS && performance.now() < openDeadline) await new Promise((r) => setTimeout(r, 50));
-    const openSeconds = (performance.now() - openDeadline + 300_000) / 1000;
-    const connectTrips = database
-      ? (await Promise.all(hubs.map((h) => roundTrips(h.adminUrl, CONNECT_WORKS)))).reduce((a, b) => a + b, 0) - connectTrips0
-      : null;
+    const openSeconds = (performance.now() - openStart) / 1000;
+    const openAnswers = phaseAnswers();
+    const connectTrips = database ? (await sumOver(hubs, (h) => roundTrips(h.adminUrl, CONNECT_WORKS))) - connectTrips0 : null;
+
+    // What the streams cost with nothing sent: every one reconnects about once per hold.
+    const idle0 = { hub: hubs.map((h) => cpuOf(h.proc.pid)), db: database ? await databaseCpu() : 0, self: process.cpuUsage(), at: performance.now() };
+    const idleTrips0 = database ? await sumOver(hubs, (h) => roundTrips(h.adminUrl, CONNECT_WORKS)) : 0;
+    await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+    const idleSeconds = (performance.now() - idle0.at) / 1000;
+    const idleHub = hubs.reduce((sum, h, i) => sum + cpuOf(h.proc.pid) - idle0.hub[i], 0);
+    const idleDb = database ? (await databaseCpu()) - idle0.db : null;
+    const idleSelf = process.cpuUsage(idle0.self);
+    const idleTrips = database ? (await sumOver(hubs, (h) => roundTrips(h.adminUrl, CONNECT_WORKS))) - idleTrips0 : null;
+    const idleAnswers = phaseAnswers();
+    const idleConnects = idleAnswers.get(200) ?? 0;
+    const idle = {
+      seconds: idleSeconds,
+      answers: idleAnswers,
+      connectsPerSecond: idleConnects / idleSeconds,
+      hubCpuPerSecond: idleHub / idleSeconds,
+      dbCpuPerSecond: idleDb === null ? null : idleDb / idleSeconds,
+      loadCpuPerSecond: (idleSelf.user + idleSelf.system) / 1e6 / idleSeconds,
+      hubMsPerConnect: idleConnects === 0 ? null : (idleHub * 1000) / idleConnects,
+      dbMsPerConnect: idleDb === null || idleConnects === 0 ? null : (idleDb * 1000) / idleConnects,
+      tripsPerConnect: idleTrips === null || idleConnects === 0 ? null : idleTrips / idleConnects,
+    };
 
     const cpu0 = hubs.map((h) => cpuOf(h.proc.pid));
     const db0 = database ? await databaseCpu() : 0;
@@ -270,8 +318,9 @@ async function run(label, instances, database) {
         const n = next++;
         const s = sessions[Math.floor(Math.random() * sessions.length)];
         const start = performance.now();
+        const at = connectionAt(s.state);
         const r = await call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, { to: s.address, intent: 'notify', text: `bench ${n}` });
-        timer.sent(r.message.id, start);
+        timer.sent(r.message.id, start, at);
       }
     };
     let sendSeconds;
@@ -288,8 +337,14 @@ async function run(label, instances, database) {
     const self = process.cpuUsage(self0);
     const dbCpu = database ? (await databaseCpu()) - db0 : null;
     const trips = database ? (await Promise.all(hubs.map((h) => roundTrips(h.adminUrl)))).reduce((a, b) => a + b, 0) - trips0 : null;
-    for (const r of open) r.destroy();
+    const sendAnswers = phaseAnswers();
+    for (const stream of open) stream.stop();
     return {
+      idle,
+      openAnswers,
+      sendAnswers,
+      waits: Object.fromEntries(Object.entries(timer.waits).map(([k, xs]) => [k, { n: xs.length, p99: xs.length === 0 ? null : timer.pct(99, xs) }])),
+      missedLived: timer.missedLived,
       label,
       instances,
       streams: opened,
@@ -304,7 +359,7 @@ async function run(label, instances, database) {
       deferredPerSend: deferred / MESSAGES,
       poolWaiting: database ? poolWaiting : null,
       openSeconds,
-      tripsPerConnect: connectTrips === null || connects === 0 ? null : connectTrips / connects,
+      tripsPerConnect: connectTrips === null || !openAnswers.get(200) ? null : connectTrips / openAnswers.get(200),
     };
   } finally {
     for (const h of hubs) {
@@ -339,6 +394,28 @@ for (const r of results)
   console.log(
     `${r.label} ×${r.instances}: stream pages deferred to a later turn ${r.deferredPerSend.toFixed(2)}/send; pool waiting at most ${fmt(r.poolWaiting, 0)}`,
   );
+// The streams alone (no sends): what holding them costs, and every connect answer by status.
+const statuses = (m) => [...m.entries()].map(([k, v]) => `${k} ×${v}`).join(', ') || 'none';
+console.log(`idle: ${STREAMS} streams, no sends, hold ${HOLD_SECONDS} s (deploy/'s), measured ${IDLE_SECONDS} s`);
+console.log('store      instances  connects/s  Hub CPU ms/s  DB CPU ms/s  load CPU ms/s  Hub CPU ms/connect  DB CPU ms/connect  DB trips/connect');
+for (const r of results) {
+  const i = r.idle;
+  console.log(
+    `${r.label.padEnd(10)} ${String(r.instances).padStart(9)}  ${i.connectsPerSecond.toFixed(0).padStart(10)}  ${(i.hubCpuPerSecond * 1000).toFixed(0).padStart(12)}  ${fmt(i.dbCpuPerSecond === null ? null : i.dbCpuPerSecond * 1000, 0).padStart(11)}  ${(i.loadCpuPerSecond * 1000).toFixed(0).padStart(13)}  ${fmt(i.hubMsPerConnect, 2).padStart(18)}  ${fmt(i.dbMsPerConnect, 2).padStart(17)}  ${fmt(i.tripsPerConnect, 1).padStart(16)}`,
+  );
+}
+for (const r of results)
+  console.log(
+    `${r.label} ×${r.instances}: connect answers while opening ${statuses(r.openAnswers)}; idle ${statuses(r.idle.answers)}; during the sends ${statuses(r.sendAnswers)}`,
+  );
+// Where each push waited (hub-streams.mjs): `missed` is a push that came on a later connection although one was open at its send.
+for (const r of results) {
+  const w = r.waits;
+  const lived = r.missedLived.filter((ms) => ms > 1000).length;
+  console.log(
+    `${r.label} ×${r.instances}: pushes on the connection open at the send ${w.open.n} (p99 ${fmt(w.open.p99, 1)} ms); waited for the stream's next connect ${w.between.n} (p99 ${fmt(w.between.p99, 1)} ms); on a later connection although one was open ${w.missed.n} (p99 ${fmt(w.missed.p99, 1)} ms; of them ${lived} whose open connection lived on > 1 s after the send started)`,
+  );
+}
 const base = results.find((r) => r.label === 'sqlite');
 if (base) {
   for (const r of results.filter((x) => x !== base))

@@ -209,7 +209,7 @@ try {
   if (CPU_PROF !== null) writeFileSync(path.join(path.resolve(CPU_PROF), 'send-phases.json'), JSON.stringify(windows));
 } finally {
   for (const hub of hubs) {
-    for (const req of hub.streams.flat()) req.destroy();
+    for (const stream of hub.streams) stream.stop();
     hub.proc.kill('SIGTERM');
     await new Promise((r) => (hub.proc.exitCode !== null ? r() : hub.proc.once('exit', r)));
     rmSync(hub.tmp, { recursive: true, force: true });

@@ -1,27 +1,35 @@
-import { streamsSeen } from './sessions.js';
+import { seenStatements } from './sessions.js';
 import type { Store } from './sql.js';
 import { runAs } from './work.js';
 
-type Ended = { sessionId: string; home: string | null };
-
 /**
- * Records that streams ended (their sessions and holders were seen until then), in batches:
- * every end queued while one write is in flight goes into the next, as one set-based
- * statement. A stream ends once per hold (10,000 streams at a 55 s hold are ~180 ends/s), and
- * a unit per end would cost the database as much again as the connects themselves.
+ * Records that streams ended (their sessions and holders were seen until then), in batches: the
+ * ends of `delayMs` go into one set-based statement, a statement of its own (`Store.once`: one
+ * round trip on PostgreSQL). A stream ends once per hold bound — 10,000 streams at deploy/'s 30 s
+ * hold are ~330 ends/s — and its client reconnects at once: that connect's renewal writes the
+ * session seen later than the end would, so an end whose session connects here meanwhile is
+ * dropped, and a fleet's reconnects cost the database no end writes at all.
  */
 export class StreamEnds {
-  private queued: Ended[] = [];
+  /** Session → the ended stream's home. */
+  private queued = new Map<string, string | null>();
   private flushing: Promise<void> | null = null;
 
   constructor(
     private readonly store: Store,
     private readonly log: (line: string) => void,
+    /** How long ends gather before they are written: well inside the presence and holder-stale windows. */
+    private readonly delayMs: number,
   ) {}
 
   record(sessionId: string, home: string | null): void {
-    this.queued.push({ sessionId, home });
+    this.queued.set(sessionId, home);
     this.flushing ??= this.flush();
+  }
+
+  /** A stream of `sessionId` connected here (its renewal committed): the session was seen now. */
+  connected(sessionId: string): void {
+    this.queued.delete(sessionId);
   }
 
   /** Resolves once every end recorded so far is written (or its write failed and was logged). */
@@ -30,13 +38,13 @@ export class StreamEnds {
   }
 
   private async flush(): Promise<void> {
-    // Let the ends of this turn of the event loop join the batch.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    while (this.queued.length > 0) {
-      const batch = this.queued;
-      this.queued = [];
+    // Let the ends (and the reconnects) of the next `delayMs` join the batch.
+    await new Promise<void>((resolve) => (this.delayMs > 0 ? setTimeout(resolve, this.delayMs) : setImmediate(resolve)));
+    while (this.queued.size > 0) {
+      const batch = [...this.queued].map(([sessionId, home]) => ({ sessionId, home }));
+      this.queued = new Map();
       try {
-        await runAs({ name: 'presence' }, () => this.store.write((tx) => streamsSeen(tx, batch)));
+        for (const s of seenStatements(batch)) await runAs({ name: 'presence' }, () => this.store.once(s.sql, s.params));
       } catch (e) {
         this.log(`hub: recording the end of ${batch.length} stream(s) failed: ${e instanceof Error ? e.message : String(e)}`);
       }

@@ -181,13 +181,18 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     await store.close();
     throw e;
   }
+  // On a shared store no other instance sees our streams: they learn of them from the
+  // session rows, refreshed well inside the presence and holder-stale windows.
+  const seenMs = Math.max(20, (Math.min(config.presenceSeconds, config.holderStaleSeconds) * 1000) / 3);
   core = {
     store,
     config,
     clock: opened.clock,
     bus,
     streams,
-    ends: new StreamEnds(store, o.log),
+    // Ends gather for at most a tenth of the refresh below (1 s with the default windows): a
+    // session is counted seen that much past its stream's end at most.
+    ends: new StreamEnds(store, o.log, Math.min(1000, seenMs / 10)),
     faults: new FaultTable(),
     account: boot.account,
     configAgents: new Map(config.configTokens.map((t) => [hashToken(t.token), t.agentId])),
@@ -254,9 +259,6 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   });
   track(sweep());
   const sweeper = setInterval(() => track(sweep()), sweepMs);
-  // On a shared store no other instance sees our streams: they learn of them from the
-  // session rows, refreshed well inside the presence and holder-stale windows.
-  const seenMs = Math.max(20, (Math.min(config.presenceSeconds, config.holderStaleSeconds) * 1000) / 3);
   // One presence write at a time, like the sweep; the one after it records the streams held then.
   const present = coalesced(async () => {
     const held = streams.held();

@@ -6,7 +6,7 @@ import { moveToPrincipal, releaseClaims, setEntryState, type EntryRow } from './
 import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
-import type { Param, Sql, Tx } from './sql.js';
+import { bindNow, type Param, type Sql, type Tx } from './sql.js';
 import { markUndeliverable, type EndReason } from './track.js';
 
 export interface SessionRow {
@@ -133,9 +133,10 @@ export interface Presenting {
  * this statement count is what bounds the deployment (docs/deploy.md "Round trips").
  */
 export async function presentSession(core: HubCore, tx: Tx, agentId: string, id: string, p: Presenting): Promise<Answer<SessionRow>> {
-  const renewed = await renewIfHeld(tx, agentId, id, p);
+  const held = renewIfHeld(agentId, id, p);
+  const renewed = await tx.get<SessionRow>(...inUnit(tx, held));
   if (renewed !== null) {
-    registerStream(core, tx, renewed, p, false);
+    registerStream(core, (effect) => tx.afterCommit(effect), renewed, p, false);
     return good(renewed);
   }
   const found = await ownSession(core, tx, agentId, id, true);
@@ -145,38 +146,63 @@ export async function presentSession(core: HubCore, tx: Tx, agentId: string, id:
   const c = p.consumer;
   if (c && r.holder_home !== null && r.holder_home !== c.home && holderSeen(core, r, tx.now)) return heldError(r);
   const replaced = c !== null && r.holder_home !== null && (r.holder_home !== c.home || r.holder_pid !== c.pid);
-  const row = await renew(tx, r.id, p, c !== null && (r.holder_home !== c.home || r.holder_pid !== c.pid), '');
+  const row = await tx.get<SessionRow>(...inUnit(tx, renewal(r.id, p, c !== null && (r.holder_home !== c.home || r.holder_pid !== c.pid), '')));
   // A stream of the old holder may be open on another instance.
   if (replaced) tx.wake('session', r.id);
-  registerStream(core, tx, row!, p, replaced);
+  registerStream(core, (effect) => tx.afterCommit(effect), row!, p, replaced);
   return good(row!);
+}
+
+/**
+ * A stream connect's present in ONE statement of its own (`Store.once`): the common case of
+ * {@link presentSession} (an active, unexpired session of this agent presented by its holder or
+ * with none), which on PostgreSQL is one round trip instead of a unit's three. Null when it
+ * misses: the connect then takes presentSession in a unit, which decides and words the refusal.
+ */
+export async function presentStream(core: HubCore, agentId: string, id: string, p: Presenting): Promise<SessionRow | null> {
+  const held = renewIfHeld(agentId, id, p);
+  const [row] = await core.store.once<SessionRow>(held.sql, held.params, ([r]) => {
+    if (r !== undefined) registerStream(core, (effect) => effect(), r, p, false);
+  });
+  return row ?? null;
+}
+
+/** A statement whose `?now` is the deployment's clock (see `Store.once`). */
+export interface AtNow {
+  sql: string;
+  params: Param[];
+}
+
+/** `s` bound to the unit's clock, as `tx.get`'s arguments. */
+function inUnit(tx: Tx, s: AtNow): [string, ...Param[]] {
+  const bound = bindNow(s.sql, s.params, tx.now);
+  return [bound.sql, ...bound.params];
 }
 
 /**
  * Renew the lease (and, for a consumer, record it as holder, seen now) in one statement,
  * returning the row. `guard` narrows which rows it touches; `newHolder` restarts `holder_since`.
  */
-async function renew(tx: Tx, id: string, p: Presenting, newHolder: boolean | 'if unheld', guard: string, ...guardParams: Param[]): Promise<SessionRow | null> {
-  const now = tx.now;
-  const sets = ['expires_at = CAST(? + lease_seconds * 1000 AS BIGINT)', 'last_renewed_at = ?'];
-  const params: Param[] = [now, now];
-  if (p.connect) (sets.push('seen_at = ?'), params.push(now));
+function renewal(id: string, p: Presenting, newHolder: boolean | 'if unheld', guard: string, ...guardParams: Param[]): AtNow {
+  const sets = ['expires_at = CAST(?now + lease_seconds * 1000 AS BIGINT)', 'last_renewed_at = ?now'];
+  const params: Param[] = [];
+  if (p.connect) sets.push('seen_at = ?now');
   const c = p.consumer;
   if (c) {
-    sets.push('holder_home = ?', 'holder_host = ?', 'holder_pid = ?', 'holder_seen_at = ?');
-    params.push(c.home, c.host, c.pid, now);
-    if (newHolder === 'if unheld') (sets.push('holder_since = CASE WHEN holder_home IS NULL THEN ? ELSE holder_since END'), params.push(now));
-    else if (newHolder) (sets.push('holder_since = ?'), params.push(now));
+    sets.push('holder_home = ?', 'holder_host = ?', 'holder_pid = ?', 'holder_seen_at = ?now');
+    params.push(c.home, c.host, c.pid);
+    if (newHolder === 'if unheld') sets.push('holder_since = CASE WHEN holder_home IS NULL THEN ?now ELSE holder_since END');
+    else if (newHolder) sets.push('holder_since = ?now');
   }
-  return tx.get<SessionRow>(`UPDATE sessions SET ${sets.join(', ')} WHERE id = ?${guard} RETURNING *`, ...params, id, ...guardParams);
+  return { sql: `UPDATE sessions SET ${sets.join(', ')} WHERE id = ?${guard} RETURNING *`, params: [...params, id, ...guardParams] };
 }
 
 /** The one-statement present: only an active, unexpired session of this agent, held by this consumer or by nobody. */
-function renewIfHeld(tx: Tx, agentId: string, id: string, p: Presenting): Promise<SessionRow | null> {
-  const guard = ` AND agent_id = ? AND state = 'active' AND expires_at > ?`;
+function renewIfHeld(agentId: string, id: string, p: Presenting): AtNow {
+  const guard = ` AND agent_id = ? AND state = 'active' AND expires_at > ?now`;
   const c = p.consumer;
-  if (c === null) return renew(tx, id, p, false, guard, agentId, tx.now);
-  return renew(tx, id, p, 'if unheld', `${guard} AND (holder_home IS NULL OR (holder_home = ? AND holder_pid = ?))`, agentId, tx.now, c.home, c.pid);
+  if (c === null) return renewal(id, p, false, guard, agentId);
+  return renewal(id, p, 'if unheld', `${guard} AND (holder_home IS NULL OR (holder_home = ? AND holder_pid = ?))`, agentId, c.home, c.pid);
 }
 
 /**
@@ -184,11 +210,16 @@ function renewIfHeld(tx: Tx, agentId: string, id: string, p: Presenting): Promis
  * — in the unit's effects, so an end committed after it (a later unit of the same SQLite batch,
  * a NOTIFY from another instance) already finds it.
  */
-function registerStream(core: HubCore, tx: Tx, r: SessionRow, p: Presenting, replaced: boolean): void {
+function registerStream(core: HubCore, afterCommit: (effect: () => void) => void, r: SessionRow, p: Presenting, replaced: boolean): void {
   const consumer = p.consumer;
   const stream = p.stream ?? null;
-  if (consumer && (replaced || stream)) tx.afterCommit(() => core.streams.supersede(r.id, consumer, stream));
-  if (stream) tx.afterCommit(() => core.streams.add(stream));
+  if (consumer && (replaced || stream)) afterCommit(() => core.streams.supersede(r.id, consumer, stream));
+  if (stream)
+    afterCommit(() => {
+      core.streams.add(stream);
+      // The renewal wrote the session (and holder) seen now: an end of it still queued says less.
+      core.ends.connected(r.id);
+    });
 }
 
 /**
@@ -197,24 +228,29 @@ function registerStream(core: HubCore, tx: Tx, r: SessionRow, p: Presenting, rep
  * here; a stream's end is recorded so presence and the holder rule count it seen until then.
  */
 export async function streamsSeen(tx: Tx, held: ReadonlyArray<{ sessionId: string; home: string | null }>): Promise<void> {
-  // Set-based, ONE statement per chunk: at 10,000 streams a statement per stream would be
-  // 20,000 round trips per refresh on PostgreSQL. A holder counts as seen only when the stream
-  // was its own (same home).
+  for (const s of seenStatements(held)) await tx.run(...inUnit(tx, s));
+}
+
+/**
+ * {@link streamsSeen}'s statements, each deciding on its `?now`. Set-based, ONE statement per
+ * chunk: at 10,000 streams a statement per stream would be 20,000 round trips per refresh on
+ * PostgreSQL. A holder counts as seen only when the stream was its own (same home).
+ */
+export function seenStatements(held: ReadonlyArray<{ sessionId: string; home: string | null }>): AtNow[] {
+  const out: AtNow[] = [];
   for (let i = 0; i < held.length; i += SEEN_CHUNK) {
     const chunk = held.slice(i, i + SEEN_CHUNK);
     const holders = chunk.filter((h): h is { sessionId: string; home: string } => h.home !== null);
     const holderSet =
       holders.length === 0
         ? ''
-        : `, holder_seen_at = CASE WHEN ${holders.map(() => '(id = ? AND holder_home = ?)').join(' OR ')} THEN ? ELSE holder_seen_at END`;
-    await tx.run(
-      `UPDATE sessions SET seen_at = ?${holderSet} WHERE id IN (${chunk.map(() => '?').join(', ')})`,
-      tx.now,
-      ...holders.flatMap((h) => [h.sessionId, h.home]),
-      ...(holders.length === 0 ? [] : [tx.now]),
-      ...chunk.map((h) => h.sessionId),
-    );
+        : `, holder_seen_at = CASE WHEN ${holders.map(() => '(id = ? AND holder_home = ?)').join(' OR ')} THEN ?now ELSE holder_seen_at END`;
+    out.push({
+      sql: `UPDATE sessions SET seen_at = ?now${holderSet} WHERE id IN (${chunk.map(() => '?').join(', ')})`,
+      params: [...holders.flatMap((h) => [h.sessionId, h.home]), ...chunk.map((h) => h.sessionId)],
+    });
   }
+  return out;
 }
 
 /** Sessions per presence statement: well under SQLite's 32,766 parameters and PostgreSQL's 65,535. */

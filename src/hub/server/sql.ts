@@ -88,9 +88,29 @@ export interface Store {
   readonly shared: boolean;
   /** Run `unit` in a transaction; settles after it commits (or with its throw). */
   write<T>(unit: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * A unit of ONE statement deciding on the deployment's clock: each `?now` in `sql` is that
+   * clock's instant (ms, as `Tx.now`), each `?` the next of `params`; its rows once committed. On
+   * PostgreSQL it runs on its own (autocommit) and reads the database's clock inside the statement:
+   * one round trip where a unit takes three (BEGIN with the clock, the statement, COMMIT). A stream
+   * connect renews its lease so, every hold bound, on every stream (docs/deploy.md "Round trips").
+   * `committed` runs with its rows as a unit's effects do: before any later unit's.
+   */
+  once<T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void): Promise<T[]>;
   /** Statements outside a transaction, for reads that decide nothing another request could race. */
   readonly read: Sql;
   /** Whether the store answers and is migrated. */
   health(): Promise<StoreHealth>;
   close(): Promise<void>;
+}
+
+/** `sql` of {@link Store.once} with each `?now` as a plain `?` bound to `now`, and the parameters in order. */
+export function bindNow(sql: string, params: readonly Param[], now: number): { sql: string; params: Param[] } {
+  const out: Param[] = [];
+  let next = 0;
+  const text = sql.replace(/\?(now\b)?/g, (_, isNow: string | undefined) => {
+    out.push(isNow ? now : params[next++]!);
+    return '?';
+  });
+  return { sql: text, params: out };
 }

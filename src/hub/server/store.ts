@@ -5,7 +5,7 @@ import type { Clock } from '../../util/clock.js';
 import { GroupCommit } from './commit.js';
 import { STORE_FILE } from './files.js';
 import { openSqlite, sqliteErrorCode, type SqliteDatabase, type SqliteDriverChoice, type SqliteStatement } from './sqlite-driver.js';
-import { insertStatement, type Insert, type Param, type Sql, type Store, type Tx, type WakeTopic } from './sql.js';
+import { bindNow, insertStatement, type Insert, type Param, type Sql, type Store, type Tx, type WakeTopic } from './sql.js';
 
 export type Db = SqliteDatabase;
 
@@ -255,6 +255,13 @@ export function sqliteStore(db: Db, hooks: SqliteStoreHooks): Store {
           },
         };
         return unit(tx);
+      }),
+    once: <T>(text: string, params: readonly Param[], committed?: (rows: T[]) => void): Promise<T[]> =>
+      commits.run(async () => {
+        const bound = bindNow(text, params, hooks.clock.now());
+        const rows = await sql.all<T>(bound.sql, ...bound.params);
+        if (committed) commits.afterCommit(() => committed(rows));
+        return rows;
       }),
     health: async () => {
       try {

@@ -7,10 +7,10 @@ import type { Signer } from './delivery.js';
 import { runAs, type Work } from './work.js';
 import { claimPage, mailboxKey, needsClaim, readPage, type PendingPage } from './entries.js';
 import { PageReader } from './page-reader.js';
-import { errorReply, type Reply } from './http.js';
+import { errorReply, good, type Reply } from './http.js';
 import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
-import { presentSession } from './sessions.js';
+import { presentSession, presentStream } from './sessions.js';
 import { hop, TRACE } from '../../util/trace.js';
 
 /** How many deliveries one `entries` event carries at most (and at most `pageBytes` of them). */
@@ -111,10 +111,12 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     },
   };
 
-  // The connect is the renewal the client records: it is durable before `open` says so.
-  const presented = await core.store.write((tx) =>
-    presentSession(core, tx, sr.agentId, sr.sessionId, { consumer: sr.consumer, connect: true, stream: handle }),
-  );
+  // The connect is the renewal the client records: it is durable before `open` says so. Every
+  // stream makes one per hold bound, so the common case is one statement (one round trip on
+  // PostgreSQL); anything else — a refusal, another holder, a lapse due — is decided in a unit.
+  const presenting = { consumer: sr.consumer, connect: true, stream: handle };
+  const renewed = await presentStream(core, sr.agentId, sr.sessionId, presenting);
+  const presented = renewed !== null ? good(renewed) : await core.store.write((tx) => presentSession(core, tx, sr.agentId, sr.sessionId, presenting));
   if (!presented.ok) return errorReply(presented.error);
   if (res.destroyed) {
     // The client left while the renewal committed: nothing to hold open.

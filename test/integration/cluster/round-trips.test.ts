@@ -22,11 +22,15 @@ const PAGE_READS = 1;
 /** A page of principal entries: the read, then BEGIN+clock, one set-based claim, COMMIT. */
 const CLAIM_UNIT = 3;
 const N = 20;
-/** A stream connect: the credential (one read), then BEGIN+clock, ONE conditional UPDATE … RETURNING (session, lease, holder), COMMIT. */
+/**
+ * A stream connect: the credential (one read), then ONE conditional UPDATE … RETURNING (session,
+ * lease, holder) on its own, the database's clock read inside it (it was BEGIN+clock, the UPDATE,
+ * COMMIT: 3).
+ */
 const CONNECT_READS = 1;
-const CONNECT_UNIT = 3;
-/** Streams ended together are recorded in batches: one statement per unit, never more units than ends. */
-const END_UNIT = 3;
+const CONNECT_UNIT = 1;
+/** Streams ended together are recorded in batches: one statement on its own per batch (it was a unit of 3), never more than ends. */
+const END_UNIT = 1;
 
 type Trips = Map<string, { unit: number; read: number }>;
 
@@ -201,6 +205,64 @@ describe('database round trips per stream connect and end (PostgreSQL)', () => {
       expect(ends.unit).toBeLessThanOrEqual(K * END_UNIT);
       expect(ends.unit).toBeGreaterThanOrEqual(END_UNIT);
     }
+  });
+});
+
+describe('a stream reconnecting on its hold bound (PostgreSQL)', () => {
+  let db: Awaited<ReturnType<typeof freshDatabase>>;
+  let h: TestHub;
+  beforeAll(async () => {
+    db = await freshDatabase();
+    // Holds of 1 s; no presence refresh during the test, so the `presence` work is the ends alone.
+    h = await startHub({
+      database: db.url,
+      args: ['--admin-listen', '127.0.0.1:0', '--presence-seconds', '600', '--holder-stale-seconds', '600', '--stream-max-hold-seconds', '1'],
+    });
+  });
+  afterAll(async () => {
+    await h?.dispose();
+    await db?.drop();
+  });
+
+  it('costs its connect and no write of its end: the connect wrote the session seen later (an end alone is still written)', async () => {
+    const reader = await h.mintAgent('reader');
+    const K = 4;
+    const ids: string[] = [];
+    for (let i = 0; i < K; i++) {
+      const r = await hubCall(h, 'POST', '/v1/sessions', { token: reader.token, body: { client_key: `k${i}`, lease_seconds: 300 } });
+      expect(r.status, r.text).toBe(201);
+      ids.push(r.body.session.id);
+    }
+    const connect = async (id: string) => {
+      const c = await openSse(`${h.url}/v1/inbox/stream?session=${id}`, {
+        token: reader.token,
+        headers: { 'MA2H-Consumer': `home=h-${id}; host=hostA; pid=7` },
+      });
+      expect(c.status, c.errorBody).toBe(200);
+      return c;
+    };
+    const conns = await Promise.all(ids.map(connect));
+    const before = await tripsOf(h);
+    // Each stream is told to reconnect at its bound and does so at once, as a bridge does, twice.
+    await Promise.all(
+      ids.map(async (id, i) => {
+        for (let pass = 0; pass < 2; pass++) {
+          await conns[i]!.next((e) => e.event === 'reconnect', { timeoutMs: 10_000 });
+          conns[i] = await connect(id);
+        }
+      }),
+    );
+    // Past the ends' gathering delay (1 s at most) and the last batch's write.
+    await new Promise((r) => setTimeout(r, 1500));
+    const after = await tripsOf(h);
+    expect(delta(before, after, 'GET /v1/inbox/stream')).toEqual({ unit: 2 * K * CONNECT_UNIT, read: 2 * K * CONNECT_READS });
+    expect(delta(before, after, 'presence')).toEqual({ unit: 0, read: 0 });
+    // A stream that ends and does not come back is recorded as seen until its end.
+    const seenAt = async () => Number((await sql<{ seen_at: string }>(db.url, 'SELECT seen_at FROM sessions WHERE id = $1', [ids[0]]))[0]!.seen_at);
+    const seen = await seenAt();
+    for (const c of conns) c.close();
+    await waitFor(async () => (await seenAt()) > seen, { timeoutMs: 20_000, what: 'the end written' });
+    expect(delta(after, await tripsOf(h), 'presence').unit).toBeGreaterThanOrEqual(END_UNIT);
   });
 });
 

@@ -158,6 +158,25 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
   let skew = 0;
   const clock: Clock = { now: () => o.local.now() + skew + o.offsetMs, monotonic: () => o.local.monotonic() };
 
+  /** Units (and lone statements) run again after a deadlock, a unique violation or a stale plan, at most MAX_ATTEMPTS times. */
+  async function retried<T>(run: () => Promise<T>): Promise<T> {
+    for (let n = 1; ; n++) {
+      if (closed) throw storeClosed();
+      try {
+        return await o.lanes.run(workLane(), run);
+      } catch (e) {
+        const code = (e as { code?: unknown }).code;
+        if (typeof code !== 'string' || !RETRY_CODES.has(code) || n >= MAX_ATTEMPTS) throw e;
+        o.retried?.(code);
+      }
+    }
+  }
+  // A lone statement runs on a pooled connection outside any unit: the pool drops that connection
+  // on any error, so a stale plan is prepared afresh on the next attempt's.
+  const lone = statements(o.pool, statement, inUnit);
+  /** The deployment's clock inside a statement, read once per statement (a volatile CTE is evaluated once). */
+  const onceClock = `WITH oh_hai_clock AS (SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT) + ${Math.round(o.offsetMs)} AS now) `;
+
   async function attempt<T>(unit: (tx: Tx) => Promise<T>): Promise<T> {
     const client = await o.pool.connect();
     const effects: Array<() => void> = [];
@@ -235,18 +254,13 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
       statements(o.pool, statement, () => counted('read'), true),
       o.lanes,
     ),
-    async write<T>(unit: (tx: Tx) => Promise<T>): Promise<T> {
-      for (let n = 1; ; n++) {
-        if (closed) throw storeClosed();
-        try {
-          return await o.lanes.run(workLane(), () => attempt(unit));
-        } catch (e) {
-          const code = (e as { code?: unknown }).code;
-          if (typeof code !== 'string' || !RETRY_CODES.has(code) || n >= MAX_ATTEMPTS) throw e;
-          o.retried?.(code);
-        }
-      }
-    },
+    write: <T>(unit: (tx: Tx) => Promise<T>): Promise<T> => retried(() => attempt(unit)),
+    once: <T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void): Promise<T[]> =>
+      retried(async () => {
+        const rows = await lone.all<T>(onceClock + sql.replace(/\?now\b/g, '(SELECT now FROM oh_hai_clock)'), ...params);
+        if (committed) run(() => committed(rows));
+        return rows;
+      }),
     async health() {
       try {
         const v = await o.lanes.run('request', () => schemaVersion(o.pool));
