@@ -143,25 +143,33 @@ describe('database round trips per send and per pushed page (PostgreSQL)', () =>
   });
 });
 
-describe('database round trips per stream connect and end (PostgreSQL)', () => {
+/**
+ * A Hub on a fresh database holding streams `holdSeconds`, for the tests of one describe. No
+ * presence refresh during a test (every 200 s), so its `presence` work is the streams' ends alone.
+ */
+function quietHub(holdSeconds: number): { h: () => TestHub; db: () => Awaited<ReturnType<typeof freshDatabase>> } {
   let db: Awaited<ReturnType<typeof freshDatabase>>;
   let h: TestHub;
   beforeAll(async () => {
     db = await freshDatabase();
-    // No presence refresh during the test (every 200 s), so the `presence` work is the ends alone.
     h = await startHub({
       database: db.url,
-      args: ['--admin-listen', '127.0.0.1:0', '--presence-seconds', '600', '--holder-stale-seconds', '600', '--stream-max-hold-seconds', '120'],
+      args: ['--admin-listen', '127.0.0.1:0', '--presence-seconds', '600', '--holder-stale-seconds', '600', '--stream-max-hold-seconds', String(holdSeconds)],
     });
   });
   afterAll(async () => {
     await h?.dispose();
     await db?.drop();
   });
+  return { h: () => h, db: () => db };
+}
 
-  const trips = () => tripsOf(h);
+describe('database round trips per stream connect and end (PostgreSQL)', () => {
+  const quiet = quietHub(120);
+  const trips = () => tripsOf(quiet.h());
 
   it(`a connect costs ${CONNECT_READS + CONNECT_UNIT} round trips (first and every reconnect of its holder); ends are written in batches`, async () => {
+    const [h, db] = [quiet.h(), quiet.db()];
     const reader = await h.mintAgent('reader');
     const K = 8;
     const sessions: Array<{ id: string }> = [];
@@ -209,22 +217,10 @@ describe('database round trips per stream connect and end (PostgreSQL)', () => {
 });
 
 describe('a stream reconnecting on its hold bound (PostgreSQL)', () => {
-  let db: Awaited<ReturnType<typeof freshDatabase>>;
-  let h: TestHub;
-  beforeAll(async () => {
-    db = await freshDatabase();
-    // Holds of 1 s; no presence refresh during the test, so the `presence` work is the ends alone.
-    h = await startHub({
-      database: db.url,
-      args: ['--admin-listen', '127.0.0.1:0', '--presence-seconds', '600', '--holder-stale-seconds', '600', '--stream-max-hold-seconds', '1'],
-    });
-  });
-  afterAll(async () => {
-    await h?.dispose();
-    await db?.drop();
-  });
+  const quiet = quietHub(1);
 
   it('costs its connect and no write of its end: the connect wrote the session seen later (an end alone is still written)', async () => {
+    const [h, db] = [quiet.h(), quiet.db()];
     const reader = await h.mintAgent('reader');
     const K = 4;
     const ids: string[] = [];
