@@ -15,6 +15,7 @@ import {
 import type { Output } from '../util/output.js';
 import { writeFlushed } from '../util/output.js';
 import { hop, stamped, TRACE, type Instant } from '../util/trace.js';
+import { rehearseWake } from './rehearse.js';
 import { entrySummary, type Labels, NO_LABELS, plain, transitionSummary } from './summary.js';
 
 /** A record a collecting reader took: what the bridge would have printed for it, not yet past the cursor. */
@@ -92,11 +93,13 @@ export class Printer {
   /**
    * Read what labels a line (the session, the stood-down sessions, the senders' labels) ahead
    * of a wait: a wake then only checks that those files did not change, and its first line
-   * costs no more than reading the records (docs/performance.md "Push latency").
+   * costs no more than reading the records (docs/performance.md "Push latency"). With
+   * `rehearse`, a wait that will sleep also runs the summary code once on a made-up record.
    */
-  prepare(): void {
+  prepare(opts: { rehearse: boolean }): void {
     this.standing();
-    if (!this.raw) this.senderLabels();
+    const labels = this.raw ? NO_LABELS : this.senderLabels();
+    if (opts.rehearse) rehearseWake(this.raw, labels);
   }
 
   /** Let go of the files held to see whether they changed. */

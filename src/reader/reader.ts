@@ -403,8 +403,9 @@ export class Reader {
       cleanups.push(this.run.stop.onStop(() => finish({ kind: 'signal' })));
       this.wake = check;
       check();
-      // Asleep from here: what labels a line is read now, not after the wake.
-      if (!settled) printer.prepare();
+      // Asleep from here: what labels a line is read now, not after the wake, and a wait with
+      // time left runs the summary code once so the wake does not compile it.
+      if (!settled) printer.prepare({ rehearse: remaining > 0 });
     });
   }
 }

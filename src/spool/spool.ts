@@ -129,11 +129,15 @@ export function parseSpoolRecord(x: unknown): Result<SpoolRecord> {
   });
 }
 
+/** A spool line's text (its sum checked) as a record, or why it is not one. */
+export function parseSpoolLine(text: string): Result<SpoolRecord> {
+  const opened = openLine(text);
+  return opened.ok ? parseSpoolRecord(opened.value) : opened;
+}
+
 /** A raw line as the record with sequence number `seq`, or why it is not. */
 function itemOf(line: RawLine, seq: number): Result<SpoolItem> {
-  const opened = openLine(line.text);
-  if (!opened.ok) return opened;
-  const parsed = parseSpoolRecord(opened.value);
+  const parsed = parseSpoolLine(line.text);
   if (!parsed.ok) return parsed;
   if (parsed.value.seq !== seq) return fail(`the line has seq ${parsed.value.seq} where ${seq} belongs`);
   const text = line.text.endsWith('\r') ? line.text.slice(0, -1) : line.text;
