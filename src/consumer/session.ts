@@ -117,11 +117,16 @@ export class SessionKeeper {
     return this.register(this.record, reason);
   }
 
-  /** The Hub reported a renewal (drain, stream open, ack with session). */
+  /**
+   * The Hub reported a renewal (drain, stream open, ack with session). Written whole but not
+   * fsynced into the directory (two acks per message renew it): a power cut may leave the
+   * previous renewal of the same session, never a torn record or another id — the epilogue
+   * then says the lease ends sooner, never later (docs/consumer.md "What a renewal's write owes").
+   */
   renewed(lease: SessionLease): void {
     if (this.record === null || lease.id !== this.record.id) return;
     this.record = { ...this.record, expires_at: lease.expires_at, lease_seconds: lease.lease_seconds, renewed_at: this.d.clock.now() };
-    this.d.stateDir.write('session', this.record);
+    this.d.stateDir.write('session', this.record, 'whole');
   }
 
   private context(operation: string, sessionId: string | null): FailureContext {

@@ -71,7 +71,7 @@ export class CursorWriter {
   step(cursor: Cursor): void {
     this.last = { seq: cursor.seq, offset: cursor.offset };
     const fd = this.open();
-    if (fd === null) writeFileAtomic(this.file, cursorLine(this.last), 0o600, false);
+    if (fd === null) writeFileAtomic(this.file, cursorLine(this.last), 0o600, 'none');
     else {
       const line = cursorLine(this.last);
       writeSync(fd, line, 0, line.length, 0);

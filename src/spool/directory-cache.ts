@@ -30,7 +30,7 @@ export function writeDirectoryCache(k: DirectoryCacheKey, rows: readonly AgentRo
   try {
     ensureDir(path.dirname(path.dirname(file)));
     ensureDir(path.dirname(file));
-    writeFileAtomic(file, JSON.stringify({ fetched_at: nowIso, agents: rows }) + '\n', 0o600, false);
+    writeFileAtomic(file, JSON.stringify({ fetched_at: nowIso, agents: rows }) + '\n', 0o600, 'none');
   } catch {
     // A read-only or full state root: labels are a convenience, never needed to act.
   }

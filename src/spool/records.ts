@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { writeFileAtomic } from '../util/fs-durable.js';
+import { writeFileAtomic, type Durability } from '../util/fs-durable.js';
 import { type Result } from '../core/index.js';
 import { Fields } from '../util/shape.js';
 import { NotRegularFileError, readStateBytes } from './safe-open.js';
@@ -71,12 +71,9 @@ export function parseRecordRead<T>(file: string, got: FileRead, parse: (x: unkno
   return parsed.ok ? { state: 'ok', value: parsed.value } : { state: 'unreadable', reason: `${file}: ${parsed.reason}` };
 }
 
-/**
- * Atomic replace, 0600, one JSON document with a trailing newline: durable (temp, fsync,
- * rename, fsync dir), or for a live process's own record only replaced (no fsyncs).
- */
-export function writeRecord(dir: string, name: string, value: unknown, durability: 'durable' | 'live' = 'durable'): void {
-  writeFileAtomic(path.join(dir, name), JSON.stringify(value) + '\n', 0o600, durability === 'durable');
+/** Atomic replace, 0600, one JSON document with a trailing newline, as durable as `durability` says (fs-durable.ts). */
+export function writeRecord(dir: string, name: string, value: unknown, durability: Durability = 'durable'): void {
+  writeFileAtomic(path.join(dir, name), JSON.stringify(value) + '\n', 0o600, durability);
 }
 
 export interface ProcessStamp {

@@ -1,7 +1,7 @@
 import { chmodSync, lstatSync, readdirSync, unlinkSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../util/clock.js';
-import { ensureDir, parseTempName } from '../util/fs-durable.js';
+import { ensureDir, parseTempName, type Durability } from '../util/fs-durable.js';
 import { type Result } from '../core/index.js';
 import { readCursor, validateCursor, writeCursor, type Cursor, type CursorCheck } from './cursor.js';
 import { Ledger } from './ledger.js';
@@ -107,8 +107,9 @@ export class StateDir {
     return new FileMemo(file, (got) => parseRecordRead(file, got, PARSERS[kind]));
   }
 
-  write<K extends keyof RecordKinds>(kind: K, value: RecordKinds[K]): void {
-    writeRecord(this.dir, STATE_FILES[kind], value, LIVE_RECORDS.has(kind) ? 'live' : 'durable');
+  /** Durable unless the record is a live process's (`none`) or the caller says less is owed (`whole`: see SessionKeeper.renewed). */
+  write<K extends keyof RecordKinds>(kind: K, value: RecordKinds[K], durability: Durability = LIVE_RECORDS.has(kind) ? 'none' : 'durable'): void {
+    writeRecord(this.dir, STATE_FILES[kind], value, durability);
   }
 
   /**

@@ -58,12 +58,17 @@ export function parseTempName(name: string): TempFileName | null {
 }
 
 /**
- * temp file → write → fsync → rename → fsync dir. Readers see the old or the new file, never
- * half. `durable: false` skips both fsyncs: a crash or power loss may then leave the old file
- * or an empty one — only for records of a live process, which no longer mean anything once
- * the machine went down.
+ * What a power cut may do to an atomic replace (a kill -9 never loses a finished one):
+ * - `durable`: nothing — the new file is on disk when the call returns.
+ * - `whole`: leave the old file instead of the new one, never a torn or empty one (the temp
+ *   file is fsynced before the rename; the rename is not fsynced into the directory).
+ * - `none`: leave the old file or an empty one — only for records of a live process, which
+ *   no longer mean anything once the machine went down.
  */
-export function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600, durable = true): void {
+export type Durability = 'durable' | 'whole' | 'none';
+
+/** temp file → write → fsync → rename → fsync dir (as `durability` asks). Readers see the old or the new file, never half. */
+export function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600, durability: Durability = 'durable'): void {
   const dir = path.dirname(file);
   const tmp = tempName(file);
   const fd = openSync(tmp, 'w', mode);
@@ -71,7 +76,7 @@ export function writeFileAtomic(file: string, data: string | Uint8Array, mode = 
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     let off = 0;
     while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
-    if (durable) fsyncSync(fd);
+    if (durability !== 'none') fsyncSync(fd);
   } catch (e) {
     closeSync(fd);
     try {
@@ -84,5 +89,5 @@ export function writeFileAtomic(file: string, data: string | Uint8Array, mode = 
   closeSync(fd);
   chmodSync(tmp, mode);
   renameSync(tmp, file);
-  if (durable) fsyncDir(dir);
+  if (durability === 'durable') fsyncDir(dir);
 }

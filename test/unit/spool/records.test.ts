@@ -15,6 +15,7 @@ import {
   type SessionRecord,
 } from '../../../src/spool/index.js';
 import type { Result } from '../../../src/core/result.js';
+import type { Durability } from '../../../src/util/fs-durable.js';
 import { tempDir } from './tmp.js';
 
 const consumer: ConsumerRecord = {
@@ -73,7 +74,7 @@ const settings: ConsumerSettings = {
 };
 
 describe('records', () => {
-  function roundTrips<T>(name: string, value: T, parse: (x: unknown) => Result<T>, durability: 'durable' | 'live' = 'durable'): void {
+  function roundTrips<T>(name: string, value: T, parse: (x: unknown) => Result<T>, durability: Durability = 'durable'): void {
     const dir = tempDir();
     writeRecord(dir, name, value, durability);
     expect(readRecord(dir, name, parse)).toEqual({ state: 'ok', value });
@@ -87,8 +88,9 @@ describe('records', () => {
   it('each record round-trips through writeRecord/readRecord, 0600', () => {
     roundTrips('consumer.json', consumer, parseConsumerRecord);
     roundTrips('reader.json', reader, parseReaderRecord);
-    roundTrips('reader.json', reader, parseReaderRecord, 'live');
+    roundTrips('reader.json', reader, parseReaderRecord, 'none');
     roundTrips('session.json', session, parseSessionRecord);
+    roundTrips('session.json', session, parseSessionRecord, 'whole');
     roundTrips('settings.json', settings, parseConsumerSettings);
     roundTrips('settings.json', { ...settings, pin_candidate: 'builder-1' }, parseConsumerSettings);
     roundTrips('settings.json', { ...settings, pin_candidate: null }, parseConsumerSettings);
