@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { writeFileAtomic } from '../../../src/util/fs-durable.js';
 import type { TestHub } from '../../helpers/hub.js';
 import { withSeed } from '../../helpers/seed.js';
-import { FAST_HUB, hubCall, useBenches, waitFor, type Bench } from './harness.js';
+import { expectEachAcknowledgedOnce, FAST_HUB, hubCall, useBenches, type Bench } from './harness.js';
 
 /**
  * The safety property under kill -9 (DESIGN.md "The safety property"): kill the consumer —
@@ -81,17 +81,7 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Every message: spooled exactly once, acknowledged at the Hub, and never before the reader passed it. */
 async function checkInvariants(bench: Bench, reader: TestReader, sent: string[]): Promise<void> {
-  await waitFor(
-    async () => {
-      reader.advance(Infinity);
-      const states = await Promise.all(sent.map(async (id) => (await bench.track(id)).state));
-      return states.every((s) => s === 'acknowledged');
-    },
-    { what: 'every message acknowledged', timeoutMs: 45_000, intervalMs: 100 },
-  );
-  const spooled = bench.entries().map((e) => e.entry!.message_id as string);
-  expect(new Set(spooled).size, 'no entry spooled twice').toBe(spooled.length);
-  expect([...spooled].sort(), 'none lost').toEqual([...sent].sort());
+  await expectEachAcknowledgedOnce(bench, sent, () => reader.advance(Infinity));
   for (const id of sent) {
     const m = await bench.track(id);
     const ackAt = Date.parse(m.track.find((t) => t.state === 'acknowledged')!.at);

@@ -3,7 +3,7 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startOhHai, collect, type RunResult } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
-import { afterEach } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { hubCall, startHub, type StartHubOptions, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 import { undoAfterEach, useHub } from '../../helpers/world.js';
@@ -277,6 +277,24 @@ export async function makeBench(hub: TestHub, opts: BenchOptions = {}): Promise<
   const me = opts.me ?? (await hub.mintAgent('me'));
   const peer = opts.peer ?? (await hub.mintAgent('peer'));
   return new Bench(hub, me, peer, tempEnv(), opts.sessionKey ?? 'test-session', opts.env ?? {});
+}
+
+/**
+ * Every message of `sent` acknowledged at the Hub (`pass` plays the reader between looks), then
+ * spooled exactly once: none lost, none twice.
+ */
+export async function expectEachAcknowledgedOnce(bench: Bench, sent: readonly string[], pass: () => void): Promise<void> {
+  await waitFor(
+    async () => {
+      pass();
+      const states = await Promise.all(sent.map(async (id) => (await bench.track(id)).state));
+      return states.every((s) => s === 'acknowledged');
+    },
+    { what: 'every message acknowledged', timeoutMs: 45_000, intervalMs: 100 },
+  );
+  const spooled = bench.entries().map((e) => e.entry!.message_id as string);
+  expect(new Set(spooled).size, 'no entry spooled twice').toBe(spooled.length);
+  expect([...spooled].sort(), 'none lost').toEqual([...sent].sort());
 }
 
 /** A consumer test file's world: its Hub, and the benches and Hubs each test makes, undone after it. */

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseSessionRecord } from '../../../src/spool/index.js';
 import { withSeed } from '../../helpers/seed.js';
-import { FAST_HUB, hubCall, useBenches, waitFor } from './harness.js';
+import { expectEachAcknowledgedOnce, FAST_HUB, hubCall, useBenches, waitFor } from './harness.js';
 
 /**
  * A lease renewal rewrites session.json whole but without fsyncing the rename into the
@@ -61,18 +61,10 @@ describe('SIGKILL of the connection while acks renew the lease', () => {
         lastRenewal = bench.session()!.renewed_at;
       }
       // Every message spooled exactly once, acknowledged at the Hub once the cursor passed it.
-      await waitFor(
-        async () => {
-          const last = bench.spool().at(-1);
-          if (last) bench.advanceCursor(last.seq);
-          const states = await Promise.all(sent.map(async (id) => (await bench.track(id)).state));
-          return states.every((s) => s === 'acknowledged');
-        },
-        { what: 'every message acknowledged', timeoutMs: 45_000, intervalMs: 100 },
-      );
-      const spooled = bench.entries().map((e) => e.entry!.message_id as string);
-      expect(new Set(spooled).size, 'no entry spooled twice').toBe(spooled.length);
-      expect([...spooled].sort(), 'none lost').toEqual([...sent].sort());
+      await expectEachAcknowledgedOnce(bench, sent, () => {
+        const last = bench.spool().at(-1);
+        if (last) bench.advanceCursor(last.seq);
+      });
       expect(
         bench.spool().filter((l) => l.type === 'transition'),
         'the session was adopted every time: no address change',
