@@ -1,6 +1,6 @@
 import { validateEntry } from '../hub/contract/entry.js';
 import { parseSpoolLine, spoolLine } from '../spool/index.js';
-import { escapeUnsafe } from '../util/escape.js';
+import { escapeUnsafe, escapeUnsafeLines } from '../util/escape.js';
 import { entrySummary, type Labels } from './summary.js';
 
 /**
@@ -20,15 +20,16 @@ const REHEARSAL_ENTRY = {
 } as const;
 
 /**
- * Runs what a woken reader runs for one record — the spool line's sum and shape, the entry's
- * contract check, the summary line — on a made-up record, in memory, before the reader
- * sleeps. A reader prints its first line in a fresh process, where each of these functions
- * and regular expressions runs for the first time: V8 compiles a function on its first call
- * and a regular expression on its first execution, then compiles the expression again to
- * native code on its second (~0.1 ms each for the contract's `\p{Cc}` and ISO-instant
- * patterns). Twice here moves that compilation from the wake to the wait: nothing is
- * read, written or printed, and what it computes is dropped (docs/performance.md "Push
- * latency"). Returns the last line it made (what a test checks the rehearsal reached).
+ * Runs what a woken reader runs for one record — the line found in the bytes read, its sum
+ * and shape, the entry's contract check, the summary line, stdout's escaping of it
+ * (src/cli/escaping-output.ts) — on a made-up record, in memory, before the reader sleeps. A
+ * reader prints its first line in a fresh process, where each of these functions and regular
+ * expressions runs for the first time: V8 compiles a function on its first call and a
+ * regular expression on its first execution, then compiles the expression again to native
+ * code on its second (~0.1 ms each for the contract's `\p{Cc}` and ISO-instant patterns).
+ * Twice here moves that compilation from the wake to the wait: nothing is read, written or
+ * printed, and what it computes is dropped (docs/performance.md "Push latency"). Returns the
+ * last text it would have written (what a test checks the rehearsal reached).
  */
 export function rehearseWake(raw: boolean, labels: Labels): string | null {
   let made: string | null = null;
@@ -39,15 +40,16 @@ export function rehearseWake(raw: boolean, labels: Labels): string | null {
       entry: REHEARSAL_ENTRY,
       signature: 'rehearsal',
     });
-    const record = parseSpoolLine(line);
+    const bytes = Buffer.from(`${line}\n`, 'utf8');
+    const record = parseSpoolLine(bytes.toString('utf8', 0, bytes.indexOf(0x0a)));
     if (!record.ok || record.value.type !== 'entry') return null;
     if (raw) {
-      made = escapeUnsafe(line);
+      made = escapeUnsafeLines(escapeUnsafe(line) + '\n');
       continue;
     }
     const entry = validateEntry(record.value.entry);
     if (!entry.ok) return null;
-    made = entrySummary({ seq: record.value.seq, entry: entry.value, possiblyBounced: null }, labels);
+    made = escapeUnsafeLines(entrySummary({ seq: record.value.seq, entry: entry.value, possiblyBounced: null }, labels));
   }
   return made;
 }

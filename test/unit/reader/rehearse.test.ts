@@ -9,7 +9,7 @@ import { ioCounts, resetIoCounts } from '../../../src/spool/index.js';
  * shape, the entry's contract check, the summary — and it must touch no file.
  */
 describe('rehearseWake', () => {
-  it('takes its record through the spool line check, the contract and the summary line', () => {
+  it('takes its record through the spool line check, the contract, the summary line and stdout escaping', () => {
     const line = rehearseWake(false, new Map([['agt_rehearsal', 'rehearsal label']]));
     expect(line).toBe(
       '[mail 2] notify from agent:agt_rehearsal#sess_rehearsal ("rehearsal label") (msg_rehearsal) · thread thr_rehearsal · ' +
@@ -17,8 +17,9 @@ describe('rehearseWake', () => {
     );
   });
 
-  it('under --raw, makes the escaped spool line a raw reader prints', () => {
+  it('under --raw, makes the escaped spool line a raw reader prints, with its newline', () => {
     const line = rehearseWake(true, NO_LABELS);
+    expect(line!.endsWith('\n')).toBe(true);
     expect(JSON.parse(line!)).toMatchObject({ seq: 2, type: 'entry', entry: { id: 'ent_rehearsal' } });
   });
 
