@@ -1,4 +1,5 @@
 import { escapeUnsafeLines } from '../util/escape.js';
+import { writeFlushedNow } from '../util/output.js';
 import { ForwardingOutput } from './forwarding-output.js';
 
 /**
@@ -12,5 +13,9 @@ import { ForwardingOutput } from './forwarding-output.js';
 export class EscapingOutput extends ForwardingOutput {
   write(text: string, cb?: (err?: Error | null) => void): boolean {
     return this.inner.write(escapeUnsafeLines(text), cb);
+  }
+
+  writeNow(text: string): Promise<void> | null {
+    return writeFlushedNow(this.inner, escapeUnsafeLines(text));
   }
 }

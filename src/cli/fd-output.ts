@@ -1,8 +1,11 @@
 import { EventEmitter } from 'node:events';
 import { writeSync } from 'node:fs';
+import { writeFlushed } from '../util/output.js';
 
 /** How long a burst of writes may go without a turn of the event loop (see callBack). */
 const TURN_NS = 1_000_000n;
+
+const WRITTEN = Symbol('written');
 
 /**
  * stdout or stderr written with write(2) on the descriptor rather than through Node's stream
@@ -30,21 +33,45 @@ export class FdOutput extends EventEmitter {
 
   write(text: string, cb?: (err?: Error | null) => void): boolean {
     if (this.stream) return this.stream.write(text, cb);
+    const r = this.writeDirect(text);
+    if (r === WRITTEN) {
+      if (cb) this.callBack(cb);
+      return true;
+    }
+    if (r instanceof Error) {
+      setImmediate(() => {
+        cb?.(r);
+        this.emit('error', r);
+      });
+      return false;
+    }
+    return this.toStream().write(r, cb);
+  }
+
+  /** Output.writeNow: null once write(2) has taken every byte and no turn of the event loop is due (see callBack). */
+  writeNow(text: string): Promise<void> | null {
+    if (this.stream) return writeFlushed(this.stream, text);
+    const r = this.writeDirect(text);
+    if (r === WRITTEN) return this.turnDue() ? new Promise((resolve) => setImmediate(resolve)) : null;
+    if (r instanceof Error) {
+      setImmediate(() => this.emit('error', r));
+      return Promise.reject(r);
+    }
+    const stream = this.toStream();
+    return new Promise((resolve, reject) => stream.write(r, (err?: Error | null) => (err ? reject(err) : resolve())));
+  }
+
+  /** write(2) until every byte is taken: WRITTEN, the bytes left when the descriptor answered EAGAIN, or the failure. */
+  private writeDirect(text: string): typeof WRITTEN | Buffer | Error {
     const bytes = Buffer.from(text, 'utf8');
     let done = 0;
     try {
       while (done < bytes.length) done += writeSync(this.fd, bytes, done);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'EAGAIN' || code === 'EWOULDBLOCK') return this.toStream().write(bytes.subarray(done), cb);
-      setImmediate(() => {
-        cb?.(e as Error);
-        this.emit('error', e);
-      });
-      return false;
+      return code === 'EAGAIN' || code === 'EWOULDBLOCK' ? bytes.subarray(done) : (e as Error);
     }
-    if (cb) this.callBack(cb);
-    return true;
+    return WRITTEN;
   }
 
   /**
@@ -54,13 +81,16 @@ export class FdOutput extends EventEmitter {
    * since the last one, and is otherwise called straight after this write.
    */
   private callBack(cb: (err?: Error | null) => void): void {
+    if (this.turnDue()) setImmediate(cb, null);
+    else process.nextTick(cb, null);
+  }
+
+  /** A millisecond has passed since the last turn this output gave the event loop: it gives one now. */
+  private turnDue(): boolean {
     const now = process.hrtime.bigint();
-    if (now - this.lastTurn < TURN_NS) {
-      process.nextTick(cb, null);
-      return;
-    }
+    if (now - this.lastTurn < TURN_NS) return false;
     this.lastTurn = now;
-    setImmediate(cb, null);
+    return true;
   }
 
   /** Bytes accepted but not yet written: only the stream, once in use, ever holds any. */

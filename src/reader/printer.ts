@@ -13,7 +13,7 @@ import {
   type StoodDownRecord,
 } from '../spool/index.js';
 import type { Output } from '../util/output.js';
-import { writeFlushed } from '../util/output.js';
+import { writeFlushedNow } from '../util/output.js';
 import { hop, stamped, TRACE, type Instant } from '../util/trace.js';
 import { rehearseWake } from './rehearse.js';
 import { entrySummary, type Labels, NO_LABELS, plain, transitionSummary } from './summary.js';
@@ -148,10 +148,10 @@ export class Printer {
         if (this.stopRequested()) return;
         const text = this.raw ? escapeUnsafe(item.line) + '\n' : this.summary(item, current, labels).text;
         if (TRACE) traceItems([item], 'reader.summarised');
-        const flushed = writeFlushed(this.out, text);
-        // The bridge's stdout (FdOutput) has made its write(2) by now; the callback comes a turn later.
+        const flushed = writeFlushedNow(this.out, text);
+        // The bridge's stdout (FdOutput) has made its write(2) by now: null when there is nothing to wait for.
         if (TRACE) traceItems([item], 'reader.printed');
-        await flushed;
+        if (flushed !== null) await flushed;
         this.cursor = { seq: item.record.seq, offset: item.end };
         cursorFile.step(this.cursor);
         this.count(item);

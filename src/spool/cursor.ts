@@ -35,7 +35,10 @@ export function readCursor(dir: string): Cursor {
 /** Every cursor is written as exactly this many bytes, so an in-place step fully replaces the last. */
 const WIDTH = 64;
 
-const cursorLine = (c: Cursor): Buffer => Buffer.from(JSON.stringify({ seq: c.seq, offset: c.offset }).padEnd(WIDTH - 1) + '\n', 'utf8');
+/** `{"seq":…,"offset":…}` (what JSON.stringify writes for two integers) padded to WIDTH bytes, ASCII. */
+const cursorText = (c: Cursor): string => `{"seq":${c.seq},"offset":${c.offset}}`.padEnd(WIDTH - 1) + '\n';
+
+const cursorLine = (c: Cursor): Buffer => Buffer.from(cursorText(c), 'latin1');
 
 /**
  * cursor.json's only writer: the reader advancing it, the consumer rewinding it, a collected
@@ -72,10 +75,7 @@ export class CursorWriter {
     this.last = { seq: cursor.seq, offset: cursor.offset };
     const fd = this.open();
     if (fd === null) writeFileAtomic(this.file, cursorLine(this.last), 0o600, 'none');
-    else {
-      const line = cursorLine(this.last);
-      writeSync(fd, line, 0, line.length, 0);
-    }
+    else writeSync(fd, cursorText(this.last), 0, 'latin1');
   }
 
   /** Make the last step durable (an atomic replace) and let go of the file; nothing to do without a step. */

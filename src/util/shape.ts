@@ -158,16 +158,17 @@ export class Fields {
     }
   }
 
-  private read<T>(key: string, expected: string, placeholder: T, reader: () => T): T {
-    try {
-      return reader();
-    } catch (e) {
-      if (!(e instanceof ShapeError)) throw e;
-      const v = this.o[key];
-      this.problem ??=
-        v === undefined ? `${this.what} has no '${key}'` : `${this.what} field '${key}' is not ${expected} (got ${JSON.stringify(v)?.slice(0, 60)})`;
-      return placeholder;
-    }
+  /**
+   * A field that is not what was expected: the first problem is kept, worded by whether the key
+   * is absent, and the placeholder is handed out. Callers check the value inline and build
+   * `expected` only here, on the failure path: a parser runs for every state file and spool
+   * line a bridge run reads (docs/performance.md).
+   */
+  private miss<T>(key: string, expected: string, placeholder: T): T {
+    const v = this.o[key];
+    this.problem ??=
+      v === undefined ? `${this.what} has no '${key}'` : `${this.what} field '${key}' is not ${expected} (got ${JSON.stringify(v)?.slice(0, 60)})`;
+    return placeholder;
   }
 
   /** The value as parsed, for a field kept verbatim (e.g. a spooled entry). */
@@ -176,11 +177,9 @@ export class Fields {
   }
 
   str(key: string, pattern?: RegExp): string {
-    return this.read(key, pattern ? `a string matching ${String(pattern)}` : 'a string', '', () => {
-      const v = str(this.o, key, this.what);
-      if (pattern !== undefined && !pattern.test(v)) bad('no match');
-      return v;
-    });
+    const v = this.o[key];
+    if (typeof v === 'string' && (pattern === undefined || pattern.test(v))) return v;
+    return this.miss(key, pattern ? `a string matching ${String(pattern)}` : 'a string', '');
   }
 
   strOrNull(key: string, pattern?: RegExp): string | null {
@@ -188,7 +187,8 @@ export class Fields {
   }
 
   num(key: string): number {
-    return this.read(key, 'a number', 0, () => num(this.o, key, this.what));
+    const v = this.o[key];
+    return typeof v === 'number' && Number.isFinite(v) ? v : this.miss(key, 'a number', 0);
   }
 
   numOrNull(key: string): number | null {
@@ -196,11 +196,8 @@ export class Fields {
   }
 
   int(key: string, min = 0): number {
-    return this.read(key, `an integer ≥ ${min}`, min, () => {
-      const v = int(this.o, key, this.what);
-      if (v < min) bad('below min');
-      return v;
-    });
+    const v = this.o[key];
+    return Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) >= min ? (v as number) : this.miss(key, `an integer ≥ ${min}`, min);
   }
 
   intOrNull(key: string, min = 0): number | null {
@@ -208,11 +205,13 @@ export class Fields {
   }
 
   bool(key: string): boolean {
-    return this.read(key, 'true or false', false, () => bool(this.o, key, this.what));
+    const v = this.o[key];
+    return typeof v === 'boolean' ? v : this.miss(key, 'true or false', false);
   }
 
   oneOf<const T extends string>(key: string, choices: readonly T[]): T {
-    return this.read(key, `one of ${choices.join(', ')}`, choices[0] as T, () => oneOf(this.o, key, choices, this.what));
+    const v = this.o[key];
+    return typeof v === 'string' && (choices as readonly string[]).includes(v) ? (v as T) : this.miss(key, `one of ${choices.join(', ')}`, choices[0] as T);
   }
 
   oneOfOrNull<const T extends string>(key: string, choices: readonly T[]): T | null {
@@ -220,11 +219,8 @@ export class Fields {
   }
 
   strings(key: string): string[] {
-    return this.read(key, 'an array of strings', [], () => {
-      const v = arr(this.o, key, this.what);
-      if (!v.every((x) => typeof x === 'string')) bad('not strings');
-      return [...(v as string[])];
-    });
+    const v = this.o[key];
+    return Array.isArray(v) && v.every((x) => typeof x === 'string') ? [...(v as string[])] : this.miss(key, 'an array of strings', []);
   }
 
   stringsOrNull(key: string): string[] | null {
@@ -239,7 +235,8 @@ export class Fields {
 
   /** An array of objects, each read by `each` with its own Fields. */
   list<T>(key: string, each: (f: Fields) => T): T[] {
-    const v = this.read<unknown[]>(key, 'an array', [], () => arr(this.o, key, this.what));
+    const found = this.o[key];
+    const v: unknown[] = Array.isArray(found) ? found : this.miss(key, 'an array', []);
     return v.map((item, i) => this.nested(new Fields(item, `${this.what} ${key}[${i}]`), each));
   }
 

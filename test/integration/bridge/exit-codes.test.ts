@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { isSameProcessAlive, parentPid, stampOf } from '../../../src/spool/index.js';
+import { isSameProcessAlive, parentPid, readCursorRecord, stampOf } from '../../../src/spool/index.js';
 import { collect, startOhHai } from '../../helpers/cli.js';
 import { waitFor } from '../../helpers/wait.js';
 import { descendants } from './proc.js';
@@ -29,6 +29,11 @@ const world = useBridgeWorld();
 
 const consumerPid = (dir: string): number => consumerOf(dir)!.pid;
 const NO_FATAL = /FATAL|STOOD DOWN/;
+/** The seq the reader's cursor names (0 before it printed anything). */
+const cursorSeq = (dir: string): number => {
+  const c = readCursorRecord(dir);
+  return c.state === 'ok' ? c.value.seq : 0;
+};
 
 describe('oh-hai bridge exit codes against the reference Hub', () => {
   it("0: prints the mail that arrives while it waits; the reader is never the connection's parent", async () => {
@@ -280,12 +285,15 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
     expect((await bridge(a, 'killed', ['--wait', '0'])).code).toBe(0);
     const sess = await registered(dir);
     const N = 20;
-    for (let i = 1; i <= N; i++) await directive(world.hub, `agent:${a.id}#${sess}`, `burst ${i}`);
+    // 20 records of ~4 KB each are more than a pipe holds (64 KiB): with nobody reading its
+    // stdout yet, the reader blocks in write(2) mid-burst, and the kill lands there however
+    // fast it prints.
+    const text = (i: number) => `burst ${i} ${'x'.repeat(4000)}`;
+    for (let i = 1; i <= N; i++) await directive(world.hub, `agent:${a.id}#${sess}`, text(i));
     await waitFor(() => spooled(dir) === N, { what: 'the burst to be spooled' });
-    // A long wait keeps the reader alive after the burst, so the kill always lands on a live
-    // reader: mid-burst as a rule, in its wait at worst on a loaded box.
     const child = startOhHai(['bridge', '--raw', '--wait', '60'], { env: { ...a.env, MA2H_AGENT_SESSION_ID: 'killed' } });
-    child.stdout!.once('data', () => child.kill('SIGKILL'));
+    await waitFor(() => cursorSeq(dir) > 0, { what: 'the reader to print its first record' });
+    child.kill('SIGKILL');
     const killed = await collect(child);
     expect(killed.signal).toBe('SIGKILL');
     expect(killed.stderr).not.toMatch(/FATAL|lease —/);
@@ -300,7 +308,7 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
     expect(r.stderr).not.toMatch(NO_FATAL);
     expect(r.stderr).toMatch(leaseLine(sess, consumerPid(dir)));
     const after = texts(r.stdout);
-    const all = Array.from({ length: N }, (_, i) => `burst ${i + 1}`);
+    const all = Array.from({ length: N }, (_, i) => text(i + 1));
     expect(new Set([...before, ...after])).toEqual(new Set(all));
     expect(before.filter((t) => after.includes(t)).length).toBeLessThanOrEqual(1);
     expect(after).toEqual(all.slice(all.length - after.length));

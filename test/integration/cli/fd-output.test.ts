@@ -62,7 +62,7 @@ describe('FdOutput', () => {
     expect(r.stdout.subarray(-3).toString()).toBe('AB\n');
   });
 
-  it('fails the write and emits error when nobody reads (EPIPE), instead of killing the process', async () => {
+  it('fails the write (and writeNow) and emits error when nobody reads (EPIPE), instead of killing the process', async () => {
     const r = await child(
       `
       await new Promise((r) => setTimeout(r, 0));
@@ -71,11 +71,36 @@ describe('FdOutput', () => {
       for (let i = 0; i < 1000 && !last; i++) out.write('x'.repeat(65536), (e) => { if (e) last = e; });
       await new Promise((r) => setImmediate(r));
       process.stderr.write('callback ' + (last && last.code) + '\\n');
+      await out.writeNow('x').catch((e) => process.stderr.write('writeNow rejected ' + e.code + '\\n'));
     `,
       { closeStdout: true },
     );
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain('callback EPIPE');
+    expect(r.stderr).toContain('writeNow rejected EPIPE');
     expect(r.stderr).toContain('error event EPIPE');
+  });
+
+  it('writeNow answers null once write(2) has taken the bytes, and a promise when a turn of the event loop is due', async () => {
+    const r = await child(`
+      let nulls = 0;
+      for (let i = 0; i < 200; i++) {
+        const p = out.writeNow('line ' + i + ' \\u2028 é\\n');
+        if (p === null) nulls++;
+        else await p;
+      }
+      // Two milliseconds without a turn: the next write must give the event loop one.
+      const t = process.hrtime.bigint();
+      while (process.hrtime.bigint() - t < 2_000_000n);
+      let turned = false;
+      setImmediate(() => (turned = true));
+      const due = out.writeNow('last\\n');
+      process.stderr.write('nulls ' + (nulls > 0) + ', due ' + (due !== null) + ', ');
+      await due;
+      process.stderr.write('turned ' + turned);
+    `);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.toString('utf8')).toBe(Array.from({ length: 200 }, (_, i) => `line ${i} \u2028 é\n`).join('') + 'last\n');
+    expect(r.stderr).toBe('nulls true, due true, turned true');
   });
 });
