@@ -190,6 +190,15 @@ export const KNOBS = spec({
     readBy: ['hub serve'],
     what: 'How long a Hub on PostgreSQL waits before re-opening a dropped LISTEN connection (every waiter re-checks its mailbox once it is back).',
   },
+  hubCredentialCacheMs: {
+    env: 'OH_HAI_HUB_CREDENTIAL_CACHE_MS',
+    unit: 'milliseconds',
+    default: 1000,
+    min: 0,
+    above: false,
+    readBy: ['hub serve'],
+    what: 'How long a Hub remembers a token it let in, so a busy client\u2019s requests skip the credential read (0: never). A revocation or a change of the messaging switch forgets at once on every instance; this bounds what a lost notification can leave in use.',
+  },
   hubShutdownStreamsMs: {
     env: 'OH_HAI_HUB_SHUTDOWN_STREAMS_MS',
     unit: 'milliseconds',

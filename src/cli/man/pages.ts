@@ -386,6 +386,7 @@ The test knobs (--lease-min-seconds, --stream-max-hold-seconds, \u2026) shrink e
     ['OH_HAI_HUB_DATABASE_URL', 'Run on this PostgreSQL database (postgres://user@host:port/db) instead of SQLite; may carry the password (never printed or logged), or put it in PGPASSFILE.'],
     envKnob('hubDbPoolMax'),
     envKnob('hubListenRetryMs'),
+    envKnob('hubCredentialCacheMs'),
     envKnob('hubShutdownStreamsMs'),
     envKnob('hubShutdownWorkMs'),
     [

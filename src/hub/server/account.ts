@@ -19,6 +19,8 @@ export const getMeta = async (q: Sql, key: string): Promise<string | null> =>
 
 export async function setMeta(tx: Tx, key: string, value: string): Promise<void> {
   await tx.run('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value', key, value);
+  // The human token's hash and the messaging switch are read with every credential.
+  tx.wake('credentials', key);
 }
 
 /**

@@ -57,6 +57,7 @@ export async function revokeAgent(core: HubCore, tx: Tx, id: string): Promise<An
     return bad(400, 'invalid_request', `agent ${id} comes from the Hub's configured token store (MA2H_AGENT_TOKENS); remove it there and restart the Hub`);
   }
   await tx.run('UPDATE agents SET revoked = 1 WHERE id = ?', id);
+  tx.wake('credentials', id);
   return good({ ...agent, revoked: true });
 }
 

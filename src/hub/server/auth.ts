@@ -40,12 +40,25 @@ const credential = (q: Sql, hash: string): Promise<CredentialRow | null> =>
     hash,
   );
 
-/** Resolve `Authorization: Bearer <token>`; missing, unknown or revoked is 401 (§0). */
+/**
+ * Resolve `Authorization: Bearer <token>`; missing, unknown or revoked is 401 (§0). A token let in
+ * lately is answered from `core.credentials` without a statement (bounded, and forgotten on every
+ * instance when any credential or the switch changes: credentials.ts).
+ */
 export async function authenticate(core: HubCore, req: IncomingMessage): Promise<Answer<Authenticated>> {
   const header = req.headers.authorization;
   const m = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m) return bad(401, 'unauthorized', 'send the credential as "Authorization: Bearer <token>"');
   const hash = presentedTokenHash(m[1]!);
+  const known = core.credentials.get(hash);
+  if (known !== undefined) return good(known);
+  const since = core.credentials.begin();
+  const who = await lookUp(core, hash);
+  if (who.ok) core.credentials.remember(hash, who.value, since);
+  return who;
+}
+
+async function lookUp(core: HubCore, hash: string): Promise<Answer<Authenticated>> {
   const row = await credential(core.store.read, hash);
   const messaging = row?.messaging !== '0';
   if (row !== null && hash === row.human_hash) return good({ caller: { kind: 'human' }, messaging });

@@ -59,6 +59,8 @@ export interface HubConfig {
   databasePoolMax: number;
   /** How long a dropped database listener waits before it is re-opened; OH_HAI_HUB_LISTEN_RETRY_MS. */
   listenRetryMs: number;
+  /** How long a token's check is remembered (0: never); OH_HAI_HUB_CREDENTIAL_CACHE_MS (credentials.ts). */
+  credentialCacheMs: number;
   /** How long a stopping Hub waits for its streams' last events; OH_HAI_HUB_SHUTDOWN_STREAMS_MS. */
   shutdownStreamsMs: number;
   /** How long it then waits for the work under way; OH_HAI_HUB_SHUTDOWN_WORK_MS. */
@@ -91,6 +93,7 @@ export const HUB_DEFAULTS = {
   maxLivePerAgent: 16,
   databasePoolMax: 10,
   listenRetryMs: 500,
+  credentialCacheMs: 1000,
   shutdownStreamsMs: 2000,
   shutdownWorkMs: 5000,
 } as const;
@@ -121,6 +124,7 @@ export function defaultHubConfig(required: Pick<HubConfig, 'dataDir' | 'signingK
     database: null,
     databasePoolMax: d.databasePoolMax,
     listenRetryMs: d.listenRetryMs,
+    credentialCacheMs: d.credentialCacheMs,
     shutdownStreamsMs: d.shutdownStreamsMs,
     shutdownWorkMs: d.shutdownWorkMs,
     ...required,

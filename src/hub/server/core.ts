@@ -1,6 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Clock } from '../../util/clock.js';
+import type { Authenticated } from './auth.js';
 import type { Bus } from './bus.js';
+import type { CredentialCache } from './credentials.js';
 import type { HubConfig } from './config.js';
 import type { FaultTable } from './faults.js';
 import type { StreamRegistry } from './registry.js';
@@ -45,6 +47,8 @@ export interface HubCore {
   ends: StreamEnds;
   faults: FaultTable;
   account: Account;
+  /** Tokens let in lately, by hash (OH_HAI_HUB_CREDENTIAL_CACHE_MS; forgotten on any credential change). */
+  credentials: CredentialCache<Authenticated>;
   /** Agent ids by token hash, from MA2H_AGENT_TOKENS. */
   configAgents: Map<string, string>;
   /** One line per event the operator should see; never a secret. */

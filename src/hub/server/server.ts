@@ -4,7 +4,9 @@ import path from 'node:path';
 import type { Clock } from '../../util/clock.js';
 import { writeFileAtomic } from '../../util/fs-durable.js';
 import { bootAccount } from './account.js';
+import type { Authenticated } from './auth.js';
 import { coalesced } from './coalesce.js';
+import { CredentialCache } from './credentials.js';
 import { Bus } from './bus.js';
 import type { HubConfig } from './config.js';
 import { capConnections, defaultMaxConnections } from './connections.js';
@@ -143,7 +145,9 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     else if (r.holder_home !== null && r.holder_pid !== null) streams.keepHolder(sessionId, { home: r.holder_home, pid: r.holder_pid });
   };
   const onReconcileError = (e: unknown) => o.log(`hub: re-checking a session another instance changed failed: ${e instanceof Error ? e.message : String(e)}`);
+  const credentials = new CredentialCache<Authenticated>(o.clock, config.credentialCacheMs);
   const wake = (topic: WakeTopic, key: string, from: WakeFrom) => {
+    if (topic === 'credentials') return credentials.forgetAll();
     if (topic === 'session') {
       // This instance's own streams were told in the unit's after-commit effects.
       if (from !== 'local') void reconcile(key).catch(onReconcileError);
@@ -153,6 +157,8 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     else bus[topic].emit(key);
   };
   const resync = () => {
+    // A revocation notified meanwhile may have been lost.
+    credentials.forgetAll();
     // `released` rewinds each stream's cursor: a missed release may have put mail behind it.
     bus.released.emitAll();
     bus.mail.emitAll();
@@ -195,6 +201,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     ends: new StreamEnds(store, o.log, Math.min(1000, seenMs / 10)),
     faults: new FaultTable(),
     account: boot.account,
+    credentials,
     configAgents: new Map(config.configTokens.map((t) => [hashToken(t.token), t.agentId])),
     log: o.log,
     access: o.access ?? null,

@@ -19,8 +19,12 @@ export interface Sql {
   run(sql: string, ...params: Param[]): Promise<number>;
 }
 
-/** What wakes a Hub: new mail for an agent, mail back behind readers' cursors (released), a message's track, a session that ended or changed holder. */
-export type WakeTopic = 'mail' | 'released' | 'message' | 'session';
+/**
+ * What wakes a Hub: new mail for an agent, mail back behind readers' cursors (released), a
+ * message's track, a session that ended or changed holder, a credential or the messaging switch
+ * that changed (every instance forgets the credentials it remembered: credentials.ts).
+ */
+export type WakeTopic = 'mail' | 'released' | 'message' | 'session' | 'credentials';
 
 /**
  * Who committed a wake-up: this process (`local`), another instance (`remote`), or another

@@ -9,8 +9,11 @@ import { openSse, type SseConn } from '../hub/sse.js';
 // pattern or `push`), so background work (sweeps, presence) running meanwhile is not in it.
 // A change that adds a round trip to either path fails here.
 
-/** Auth + messaging switch: one read. */
-const SEND_READS = 1;
+/**
+ * Auth + messaging switch: none once the sender's token is remembered (OH_HAI_HUB_CREDENTIAL_CACHE_MS,
+ * ten minutes here); one read for a token not remembered (its first request, or the bound passed).
+ */
+const SEND_READS = 0;
 /**
  * BEGIN+clock, session with its agent, ONE statement for the rest (the recipient's lock so entries
  * commit in seq order, INSERT message RETURNING, INSERT entry: a data-modifying CTE), NOTIFY+COMMIT.
@@ -23,7 +26,7 @@ const PAGE_READS = 1;
 const CLAIM_UNIT = 3;
 const N = 20;
 /**
- * A stream connect: the credential (one read), then ONE conditional UPDATE … RETURNING (session,
+ * A stream connect: the credential (one read: the Hub below remembers none), then ONE conditional UPDATE … RETURNING (session,
  * lease, holder) on its own, the database's clock read inside it (it was BEGIN+clock, the UPDATE,
  * COMMIT: 3).
  */
@@ -61,7 +64,7 @@ describe('database round trips per send and per pushed page (PostgreSQL)', () =>
   let h: TestHub;
   beforeAll(async () => {
     db = await freshDatabase();
-    h = await startHub({ database: db.url, args: ['--admin-listen', '127.0.0.1:0'] });
+    h = await startHub({ database: db.url, args: ['--admin-listen', '127.0.0.1:0'], env: { OH_HAI_HUB_CREDENTIAL_CACHE_MS: '600000' } });
   });
   afterAll(async () => {
     await h?.dispose();
@@ -83,8 +86,13 @@ describe('database round trips per send and per pushed page (PostgreSQL)', () =>
       expect(r.status, r.text).toBe(202);
     };
 
-    // Sends, no stream open: nothing but the send itself.
+    // The sender's first request reads its credential once; from then on it is remembered.
     let before = await trips();
+    await send(session.address, 'first');
+    expect(delta(before, await trips(), 'POST /v1/messages')).toEqual({ unit: SEND_UNIT, read: 1 });
+
+    // Sends, no stream open: nothing but the send itself.
+    before = await trips();
     for (let i = 0; i < N; i++) await send(session.address, `queued ${i}`);
     expect(delta(before, await trips(), 'POST /v1/messages')).toEqual({ unit: N * SEND_UNIT, read: N * SEND_READS });
 
@@ -92,7 +100,7 @@ describe('database round trips per send and per pushed page (PostgreSQL)', () =>
     before = await trips();
     const stream = await openSse(`${h.url}/v1/inbox/stream?session=${session.id}`, { token: reader.token });
     try {
-      await waitFor(() => stream.events.filter((e) => e.event === 'entries').flatMap((e) => JSON.parse(e.data).messages).length === N, {
+      await waitFor(() => stream.events.filter((e) => e.event === 'entries').flatMap((e) => JSON.parse(e.data).messages).length === N + 1, {
         timeoutMs: 20_000,
       });
       expect(pages(stream)).toBe(1);
@@ -155,6 +163,8 @@ function quietHub(holdSeconds: number): { h: () => TestHub; db: () => Awaited<Re
     h = await startHub({
       database: db.url,
       args: ['--admin-listen', '127.0.0.1:0', '--presence-seconds', '600', '--holder-stale-seconds', '600', '--stream-max-hold-seconds', String(holdSeconds)],
+      // Every connect's own credential read is counted: none is remembered.
+      env: { OH_HAI_HUB_CREDENTIAL_CACHE_MS: '0' },
     });
   });
   afterAll(async () => {

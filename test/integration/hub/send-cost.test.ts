@@ -50,6 +50,8 @@ describe('the statements of one send', () => {
     const sender = await call(f.human, 'POST', '/v1/account/agents', { label: 'sender' });
     const recipient = await call(f.human, 'POST', '/v1/account/agents', { label: 'recipient' });
     await call(sender.token, 'POST', '/v1/messages', { to: `agent:${recipient.agent.id}`, intent: 'notify', text: 'warm' });
+    // As for a token not remembered (its first request, or OH_HAI_HUB_CREDENTIAL_CACHE_MS passed): the credential is read.
+    f.hub.core.credentials.forgetAll();
     const seen = await counted(() => call(sender.token, 'POST', '/v1/messages', { to: `agent:${recipient.agent.id}`, intent: 'notify', text: 'counted' }));
     const where = seen.map((s) => s.split(' ')[0]);
     expect(

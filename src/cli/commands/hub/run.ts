@@ -45,7 +45,7 @@ async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
       ),
     };
   }
-  const knobs = readKnobs(io.env, ['hubDbPoolMax', 'hubListenRetryMs', 'hubShutdownStreamsMs', 'hubShutdownWorkMs']);
+  const knobs = readKnobs(io.env, ['hubDbPoolMax', 'hubListenRetryMs', 'hubCredentialCacheMs', 'hubShutdownStreamsMs', 'hubShutdownWorkMs']);
   if (!knobs.ok) return { ok: false, outcome: usageError(knobs.error.message, knobs.error.code) };
   const base = defaultHubConfig({
     dataDir: resolveDataDir(flags.data, io.env, io.cwd),
@@ -79,6 +79,7 @@ async function buildConfig(flags: ServeFlags, io: CliIO): Promise<Built> {
     database: database.value,
     databasePoolMax: knobs.value.hubDbPoolMax,
     listenRetryMs: knobs.value.hubListenRetryMs,
+    credentialCacheMs: knobs.value.hubCredentialCacheMs,
     shutdownStreamsMs: knobs.value.hubShutdownStreamsMs,
     shutdownWorkMs: knobs.value.hubShutdownWorkMs,
     sqliteDriver: driver.value,

@@ -125,7 +125,7 @@ export function parsePayload(payload: string): { instance: string; sentAt: numbe
   if (!instance || !Number.isFinite(sentAt)) return null;
   const wakes: Array<[WakeTopic, string]> = [];
   for (const item of items) {
-    const m = /^(mail|released|message|session):(.+)$/.exec(item);
+    const m = /^(mail|released|message|session|credentials):(.+)$/.exec(item);
     if (m) wakes.push([m[1] as WakeTopic, m[2]!]);
   }
   return { instance, sentAt, wakes };
