@@ -4,7 +4,8 @@
 // (parse, auth, validation, insert, commit, sign, push fan-out, respond, routing), else to
 // "node (event loop, sockets, GC)"; idle samples are left out. A profile samples wall time on
 // the main thread: time blocked in a system call counts (the COMMIT's fsync is under commit).
-// Never run by CI.   node bench/cpu-profile-breakdown.mjs <dir> [--top 25]
+// bench/hub-cluster.mjs --cpu-prof <dir> writes its idle phases (streams, no sends) as well: --phases idle.
+// Never run by CI.   node bench/cpu-profile-breakdown.mjs <dir> [--top 25] [--phases send|idle]
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -12,10 +13,16 @@ const dir = process.argv[2];
 if (!dir) throw new Error('usage: node bench/cpu-profile-breakdown.mjs <dir written by send-cost.mjs --cpu-prof>');
 const topAt = process.argv.indexOf('--top');
 const topN = topAt === -1 ? 25 : Number(process.argv[topAt + 1]);
-const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-if (file === undefined) throw new Error(`no .cpuprofile in ${dir}`);
-const prof = JSON.parse(readFileSync(path.join(dir, file), 'utf8'));
-const windows = JSON.parse(readFileSync(path.join(dir, 'send-phases.json'), 'utf8'));
+const phasesAt = process.argv.indexOf('--phases');
+const PHASES = phasesAt === -1 ? 'send' : process.argv[phasesAt + 1];
+const windows = JSON.parse(readFileSync(path.join(dir, `${PHASES}-phases.json`), 'utf8'));
+// The profile whose samples fall in the phases (a run may leave one per Hub it started).
+const profiles = readdirSync(dir)
+  .filter((f) => f.endsWith('.cpuprofile'))
+  .map((f) => ({ f, p: JSON.parse(readFileSync(path.join(dir, f), 'utf8')) }));
+const hit = profiles.find(({ p }) => windows.some(([a, b]) => p.startTime <= b && p.endTime >= a));
+if (hit === undefined) throw new Error(`no .cpuprofile in ${dir} covers its ${PHASES} phases`);
+const { f: file, p: prof } = hit;
 
 /** Steps by the names of the functions that do them (the bundle keeps names; esbuild may add a digit). */
 const STEPS = [
@@ -26,6 +33,7 @@ const STEPS = [
   ['commit', ['flush', 'runUnit']],
   ['sign', ['sign', 'deliveryJson', 'signEntry', 'macHex', 'canonicalJson', 'newJti', 'entryOf']],
   ['push fan-out', ['page', 'pendingPage', 'pendingSeqs', 'push', 'wake']],
+  ['stream connect and end', ['openStream', 'presentStream', 'registerStream', 'finish', 'StreamEnds']],
   ['respond', ['send', 'sentBody', 'messageJson']],
   ['routing', ['dispatch', 'route', 'match']],
 ];
@@ -59,7 +67,7 @@ for (let i = 0; i < prof.samples.length; i++) {
   bySelf.set(self, (bySelf.get(self) ?? 0) + dt);
 }
 const pct = (v) => `${((100 * v) / total).toFixed(1)}%`.padStart(6);
-console.log(`${file}: ${(total / 1000).toFixed(0)} ms of samples in ${windows.length} send phases (idle left out)`);
+console.log(`${file}: ${(total / 1000).toFixed(0)} ms of samples in ${windows.length} ${PHASES} phases (idle left out)`);
 for (const [step, v] of [...byStep].sort((a, b) => b[1] - a[1])) console.log(`  ${pct(v)}  ${step}`);
 console.log(`top ${topN} functions by self time:`);
 for (const [fn, v] of [...bySelf].sort((a, b) => b[1] - a[1]).slice(0, topN)) console.log(`  ${pct(v)}  ${fn}`);

@@ -22,9 +22,11 @@
 // Never run by CI.
 // Usage: node bench/hub-cluster.mjs [--streams 1000] [--messages 2000] [--concurrency 50]
 //          [--idle <seconds, default one hold>] [--only sqlite,postgres:1,postgres:2]
+//          [--cpu-prof <dir>]   (each Hub writes a V8 CPU profile there, and the bench the idle and
+//          send phases' time windows: node bench/cpu-profile-breakdown.mjs <dir> [--phases idle])
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -60,6 +62,12 @@ const arg = (name, dflt) => {
 const STREAMS = arg('streams', 1000);
 const MESSAGES = arg('messages', 2000);
 const CONCURRENCY = arg('concurrency', 50);
+const profAt = process.argv.indexOf('--cpu-prof');
+const CPU_PROF = profAt > 0 ? path.resolve(process.argv[profAt + 1]) : null;
+/** The profiled phases' windows (CLOCK_MONOTONIC µs, as the profiles' timestamps), by phase. */
+const windows = { idle: [], send: [] };
+if (CPU_PROF !== null) mkdirSync(CPU_PROF, { recursive: true });
+const monoUs = () => Number(process.hrtime.bigint() / 1000n);
 const onlyAt = process.argv.indexOf('--only');
 const ONLY = (onlyAt > 0 ? process.argv[onlyAt + 1] : 'sqlite,postgres:1,postgres:2').split(',');
 /** Issue 14's targets on a 2-core machine. */
@@ -137,7 +145,8 @@ if (connectionsNeeded > Number(maxConnections)) {
 }
 
 function startHub(dir, env) {
-  const hub = spawn(process.execPath, [path.join(root, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', dir, ...HUB_ARGS], {
+  const profile = CPU_PROF === null ? [] : ['--cpu-prof', '--cpu-prof-dir', CPU_PROF];
+  const hub = spawn(process.execPath, [...profile, path.join(root, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', dir, ...HUB_ARGS], {
     env: { ...process.env, MA2H_SIGNING_KEY: KEY, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -171,6 +180,8 @@ async function metric(adminUrl, name, labels = /.*/) {
 const sumOver = async (hubs, f) => (await Promise.all(hubs.map(f))).reduce((a, b) => a + b, 0);
 /** Round trips of stream connects and ends (`presence` also holds the refresh of held streams). */
 const CONNECT_WORKS = ['GET /v1/inbox/stream', 'presence'];
+/** With nothing sent, every page read is a connect's first (`push`): round trips per connect with it. */
+const IDLE_WORKS = [...CONNECT_WORKS, 'push'];
 
 /** The PostgreSQL server's CPU so far, in seconds: the postmaster, its reaped children, and every live child. */
 async function databaseCpu() {
@@ -204,6 +215,8 @@ function call(base, method, p, token, body) {
 
 const TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 /** utime + stime of a process, in seconds (fields 14 and 15 of /proc/<pid>/stat), and with `children` its reaped children's (16, 17). */
+/** A process's system (kernel) CPU so far, in seconds: on loopback its sockets' TCP work is mostly here. */
+const sysCpuOf = (pid) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[12]) / TICKS;
 const cpuOf = (pid, children = false) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(f[11]) + Number(f[12]) + (children ? Number(f[13]) + Number(f[14]) : 0)) / TICKS;
@@ -274,14 +287,23 @@ async function run(label, instances, database) {
     const connectTrips = database ? (await sumOver(hubs, (h) => roundTrips(h.adminUrl, CONNECT_WORKS))) - connectTrips0 : null;
 
     // What the streams cost with nothing sent: every one reconnects about once per hold.
-    const idle0 = { hub: hubs.map((h) => cpuOf(h.proc.pid)), db: database ? await databaseCpu() : 0, self: process.cpuUsage(), at: performance.now() };
-    const idleTrips0 = database ? await sumOver(hubs, (h) => roundTrips(h.adminUrl, CONNECT_WORKS)) : 0;
+    const idle0 = {
+      hub: hubs.map((h) => cpuOf(h.proc.pid)),
+      hubSys: hubs.map((h) => sysCpuOf(h.proc.pid)),
+      db: database ? await databaseCpu() : 0,
+      self: process.cpuUsage(),
+      at: performance.now(),
+    };
+    const idleTrips0 = database ? await sumOver(hubs, (h) => roundTrips(h.adminUrl, IDLE_WORKS)) : 0;
+    const idleUs = monoUs();
     await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+    windows.idle.push([idleUs, monoUs()]);
     const idleSeconds = (performance.now() - idle0.at) / 1000;
     const idleHub = hubs.reduce((sum, h, i) => sum + cpuOf(h.proc.pid) - idle0.hub[i], 0);
+    const idleHubSys = hubs.reduce((sum, h, i) => sum + sysCpuOf(h.proc.pid) - idle0.hubSys[i], 0);
     const idleDb = database ? (await databaseCpu()) - idle0.db : null;
     const idleSelf = process.cpuUsage(idle0.self);
-    const idleTrips = database ? (await sumOver(hubs, (h) => roundTrips(h.adminUrl, CONNECT_WORKS))) - idleTrips0 : null;
+    const idleTrips = database ? (await sumOver(hubs, (h) => roundTrips(h.adminUrl, IDLE_WORKS))) - idleTrips0 : null;
     const idleAnswers = phaseAnswers();
     const idleConnects = idleAnswers.get(200) ?? 0;
     const idle = {
@@ -292,6 +314,7 @@ async function run(label, instances, database) {
       dbCpuPerSecond: idleDb === null ? null : idleDb / idleSeconds,
       loadCpuPerSecond: (idleSelf.user + idleSelf.system) / 1e6 / idleSeconds,
       hubMsPerConnect: idleConnects === 0 ? null : (idleHub * 1000) / idleConnects,
+      hubSysShare: idleHub === 0 ? null : idleHubSys / idleHub,
       dbMsPerConnect: idleDb === null || idleConnects === 0 ? null : (idleDb * 1000) / idleConnects,
       tripsPerConnect: idleTrips === null || idleConnects === 0 ? null : idleTrips / idleConnects,
     };
@@ -312,6 +335,7 @@ async function run(label, instances, database) {
       }
     })().catch(() => (sampling = false));
     let next = 0;
+    const sendUs = monoUs();
     const t0 = performance.now();
     const worker = async () => {
       while (next < MESSAGES) {
@@ -327,6 +351,7 @@ async function run(label, instances, database) {
     try {
       await Promise.all(Array.from({ length: CONCURRENCY }, worker));
       sendSeconds = (performance.now() - t0) / 1000;
+      windows.send.push([sendUs, monoUs()]);
       while (timer.latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
     } finally {
       sampling = false;
@@ -379,6 +404,7 @@ for (const which of ONLY) {
   else throw new Error(`--only: ${which} is not sqlite or postgres:<instances>`);
 }
 
+if (CPU_PROF !== null) for (const [phase, w] of Object.entries(windows)) writeFileSync(path.join(CPU_PROF, `${phase}-phases.json`), JSON.stringify(w));
 const fmt = (v, digits) => (v === null ? '—' : v.toFixed(digits));
 console.log(`streams ${STREAMS} in total, ${MESSAGES} sends at ${CONCURRENCY} in flight; ${os.cpus().length} cores (a shared machine makes figures noisy)`);
 console.log(
@@ -397,11 +423,11 @@ for (const r of results)
 // The streams alone (no sends): what holding them costs, and every connect answer by status.
 const statuses = (m) => [...m.entries()].map(([k, v]) => `${k} ×${v}`).join(', ') || 'none';
 console.log(`idle: ${STREAMS} streams, no sends, hold ${HOLD_SECONDS} s (deploy/'s), measured ${IDLE_SECONDS} s`);
-console.log('store      instances  connects/s  Hub CPU ms/s  DB CPU ms/s  load CPU ms/s  Hub CPU ms/connect  DB CPU ms/connect  DB trips/connect');
+console.log('store      instances  connects/s  Hub CPU ms/s  DB CPU ms/s  load CPU ms/s  Hub CPU ms/connect  (kernel)  DB CPU ms/connect  DB trips/connect');
 for (const r of results) {
   const i = r.idle;
   console.log(
-    `${r.label.padEnd(10)} ${String(r.instances).padStart(9)}  ${i.connectsPerSecond.toFixed(0).padStart(10)}  ${(i.hubCpuPerSecond * 1000).toFixed(0).padStart(12)}  ${fmt(i.dbCpuPerSecond === null ? null : i.dbCpuPerSecond * 1000, 0).padStart(11)}  ${(i.loadCpuPerSecond * 1000).toFixed(0).padStart(13)}  ${fmt(i.hubMsPerConnect, 2).padStart(18)}  ${fmt(i.dbMsPerConnect, 2).padStart(17)}  ${fmt(i.tripsPerConnect, 1).padStart(16)}`,
+    `${r.label.padEnd(10)} ${String(r.instances).padStart(9)}  ${i.connectsPerSecond.toFixed(0).padStart(10)}  ${(i.hubCpuPerSecond * 1000).toFixed(0).padStart(12)}  ${fmt(i.dbCpuPerSecond === null ? null : i.dbCpuPerSecond * 1000, 0).padStart(11)}  ${(i.loadCpuPerSecond * 1000).toFixed(0).padStart(13)}  ${fmt(i.hubMsPerConnect, 2).padStart(18)}  ${(i.hubSysShare === null ? '—' : `${(i.hubSysShare * 100).toFixed(0)}%`).padStart(8)}  ${fmt(i.dbMsPerConnect, 2).padStart(17)}  ${fmt(i.tripsPerConnect, 1).padStart(16)}`,
   );
 }
 for (const r of results)
@@ -413,7 +439,7 @@ for (const r of results) {
   const w = r.waits;
   const lived = r.missedLived.filter((ms) => ms > 1000).length;
   console.log(
-    `${r.label} ×${r.instances}: pushes on the connection open at the send ${w.open.n} (p99 ${fmt(w.open.p99, 1)} ms); waited for the stream's next connect ${w.between.n} (p99 ${fmt(w.between.p99, 1)} ms); on a later connection although one was open ${w.missed.n} (p99 ${fmt(w.missed.p99, 1)} ms; of them ${lived} whose open connection lived on > 1 s after the send started)`,
+    `${r.label} ×${r.instances}: pushes on the connection open at the send ${w.open.n} (p99 ${fmt(w.open.p99, 1)} ms); waited for the stream's next connect ${w.between.n} (p99 ${fmt(w.between.p99, 1)} ms); on a later connection although one was open ${w.missed.n} (p99 ${fmt(w.missed.p99, 1)} ms; of them ${lived} whose open connection lived on > 1 s after the send's 202)`,
   );
 }
 const base = results.find((r) => r.label === 'sqlite');

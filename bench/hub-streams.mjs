@@ -16,14 +16,14 @@ export function pushTimer() {
   const sentAt = new Map();
   const arrivedAt = new Map();
   const latencies = [];
-  /** Per class of {@link WAITS}: latencies, and for `missed`, how long the open connection lived on after the send. */
+  /** Per class of {@link WAITS}: latencies, and for `missed`, how long the open connection lived on after the send's 202 (its entry committed). */
   const waits = Object.fromEntries(WAITS.map((w) => [w, []]));
   const missedLived = [];
-  const classify = (at, on, start, latency) => {
+  const classify = (at, on, accepted, latency) => {
     if (at === undefined || on === undefined) return;
     const cls = !at.open ? 'between' : on.conn === at.conn ? 'open' : 'missed';
     waits[cls].push(latency);
-    if (cls === 'missed') missedLived.push((at.state.ended.get(at.conn) ?? Infinity) - start);
+    if (cls === 'missed') missedLived.push((at.state.ended.get(at.conn) ?? Infinity) - accepted);
   };
   return {
     latencies,
@@ -34,18 +34,19 @@ export function pushTimer() {
       const sent = sentAt.get(id);
       if (sent !== undefined) {
         latencies.push(now - sent.start);
-        classify(sent.at, on, sent.start, now - sent.start);
+        classify(sent.at, on, sent.accepted, now - sent.start);
         sentAt.delete(id);
       } else if (!arrivedAt.has(id)) arrivedAt.set(id, { now, on });
     },
     /** The send of `id` started at `start` (its 202 is in); `at`: {@link connectionAt} of its stream when it started. */
     sent(id, start, at) {
       const arrived = arrivedAt.get(id);
+      const accepted = performance.now();
       if (arrived !== undefined) {
         latencies.push(arrived.now - start);
-        classify(at, arrived.on, start, arrived.now - start);
+        classify(at, arrived.on, accepted, arrived.now - start);
         arrivedAt.delete(id);
-      } else sentAt.set(id, { start, at });
+      } else sentAt.set(id, { start, at, accepted });
     },
     /** Latency at percentile p, in ms (of `xs`, all pushes by default). */
     pct(p, xs = latencies) {

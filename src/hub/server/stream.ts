@@ -132,7 +132,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
   });
-  res.flushHeaders();
+  // No flushHeaders(): the headers go out with `open`, in one write (every stream connects once per hold).
   res.socket?.setNoDelay(true);
   const open = frame('open', {
     session: session.id,
@@ -240,10 +240,14 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     }),
   );
 
-  // A socket with bytes still queued shows the connection is alive without another comment.
+  // A socket with bytes still queued shows the connection is alive without another comment; so
+  // does the `reconnect` event of a bound due within half an interval (30 s holds with 15 s
+  // keep-alives: one comment per hold, not two).
+  const keepaliveMs = core.config.keepaliveSeconds * 1000;
+  const boundAt = core.clock.monotonic() + hold;
   const keepalive = setInterval(() => {
-    if (!res.writableNeedDrain) write(': keepalive\n\n');
-  }, core.config.keepaliveSeconds * 1000);
+    if (!res.writableNeedDrain && boundAt - core.clock.monotonic() > keepaliveMs / 2) write(': keepalive\n\n');
+  }, keepaliveMs);
   const bound = setTimeout(() => finish(frame('reconnect', { reason: 'hold_bound' })), hold);
   cleanups.push(
     () => clearInterval(keepalive),

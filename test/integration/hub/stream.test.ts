@@ -166,6 +166,23 @@ describe('reference Hub: the SSE stream', () => {
   });
 });
 
+describe('reference Hub: a hold no longer than the keep-alive interval', () => {
+  it('writes no keep-alive comment: the reconnect event at its bound is the sign of life (one write fewer per hold)', async () => {
+    const hub = await startHub({ args: ['--stream-max-hold-seconds', '1', '--keepalive-seconds', '1'] });
+    try {
+      const b = await hub.mintAgent('held');
+      const s = (await hubCall(hub, 'POST', '/v1/sessions', { token: b.token, body: { client_key: 'k' } })).body.session as { id: string };
+      const c = await openSse(`${hub.url}/v1/inbox/stream?session=${s.id}`, { token: b.token });
+      const reconnect = await c.next((e) => e.event === 'reconnect');
+      expect(JSON.parse(reconnect.data)).toEqual({ reason: 'hold_bound' });
+      await c.ended;
+      expect(c.comments).toEqual([]);
+    } finally {
+      await hub.dispose();
+    }
+  });
+});
+
 describe('reference Hub: stopping', () => {
   it('ends every open stream with reconnect {"reason":"shutdown"} on SIGTERM (not a bare close), then exits 0', async () => {
     const hub = await startHub({ args: ['--stream-max-hold-seconds', '60', '--keepalive-seconds', '30'] });
