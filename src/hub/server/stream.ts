@@ -219,9 +219,14 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   };
   // One page at a time per stream, one per turn of the event loop; a wake-up during a page
   // asks for another pass right after it.
+  // The hold bound waits for the connect's first page: whatever committed before the connect is
+  // in it however slow the read (a loaded Hub, a queue for the pool), so a stream is never told
+  // to reconnect before it was given what was pending when it connected.
+  let firstPaged!: () => void;
+  const paged = new Promise<void>((resolve) => (firstPaged = resolve));
   const push = coalesced(async () => {
     try {
-      while (await page()) await new Promise<void>((resolve) => setImmediate(resolve));
+      while (await page().finally(firstPaged)) await new Promise<void>((resolve) => setImmediate(resolve));
     } catch (e) {
       // The entries stay pending: the next wake-up, or the client's next connect, takes them.
       core.log(`hub: a push on session ${sr.sessionId} failed: ${e instanceof Error ? e.message : String(e)}`);
@@ -248,7 +253,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   const keepalive = setInterval(() => {
     if (!res.writableNeedDrain && boundAt - core.clock.monotonic() > keepaliveMs / 2) write(': keepalive\n\n');
   }, keepaliveMs);
-  const bound = setTimeout(() => finish(frame('reconnect', { reason: 'hold_bound' })), hold);
+  const bound = setTimeout(() => void paged.then(() => finish(frame('reconnect', { reason: 'hold_bound' }))), hold);
   cleanups.push(
     () => clearInterval(keepalive),
     () => clearTimeout(bound),
