@@ -14,6 +14,7 @@ const SQLITE_ONLY = [
   'test/integration/hub/admin.test.ts',
   'test/integration/hub/backlog-paging.test.ts',
   'test/integration/hub/canonical-bodies.test.ts',
+  'test/integration/hub/statement-cost.test.ts',
 ];
 const CLUSTER = ['test/integration/cluster/*.test.ts'];
 

@@ -36,7 +36,7 @@ const credential = (q: Sql, hash: string): Promise<CredentialRow | null> =>
     `SELECT (SELECT value FROM meta WHERE key = 'human_token_hash') AS human_hash,
             (SELECT value FROM meta WHERE key = 'agent_messaging') AS messaging,
             a.id, a.label, a.revoked
-       FROM (SELECT 1 AS one) AS q LEFT JOIN agents AS a ON a.token_hash = ?`,
+       FROM (SELECT 1 AS one) AS q LEFT JOIN agents AS a ON a.token_hash = CAST(? AS TEXT)`,
     hash,
   );
 

@@ -101,29 +101,67 @@ export interface PageBound {
 /** What one row costs a page: the bytes its delivery puts on the wire, at most. */
 export const deliveryBytes = (row: EntryRow): number => Buffer.byteLength(row.body) + deliveryWrapperBytes();
 
+/** One statement and its parameters. */
+export interface Statement {
+  sql: string;
+  params: Param[];
+}
+
+/**
+ * A mailbox's next pending entries after `afterSeq`, oldest first, at most `limit` from each
+ * source, as keyset reads selecting `columns`: each a range scan on an index that ends in `seq`
+ * (so none reads rows it skips or sorts). A session's own entries, principal entries nobody has
+ * claimed, and principal entries it claimed already; the principal mailbox is the second alone.
+ * The sources never share an entry (a claim is only ever taken on principal mail).
+ */
+export function pendingArms(box: Mailbox, afterSeq: number, limit: number, columns = 'seq'): Statement[] {
+  const free = {
+    sql: `SELECT ${columns} FROM entries
+    WHERE to_agent = CAST(? AS TEXT) AND to_session IS NULL AND state = 'pending' AND claimed_session IS NULL AND seq > ? ORDER BY seq LIMIT CAST(? AS INTEGER)`,
+    params: [box.agentId, afterSeq, limit],
+  };
+  if (box.sessionId === null) return [free];
+  return [
+    {
+      sql: `SELECT ${columns} FROM entries
+         WHERE to_session = CAST(? AS TEXT) AND state = 'pending' AND seq > ? ORDER BY seq LIMIT CAST(? AS INTEGER)`,
+      params: [box.sessionId, afterSeq, limit],
+    },
+    free,
+    {
+      sql: `SELECT ${columns} FROM entries
+         WHERE claimed_session = CAST(? AS TEXT) AND state = 'pending' AND seq > ? ORDER BY seq LIMIT CAST(? AS INTEGER)`,
+      params: [box.sessionId, afterSeq, limit],
+    },
+  ];
+}
+
 /**
  * The seqs of a mailbox's next pending entries after `afterSeq`, oldest first, at most `limit`,
- * as a subquery and its parameters. Keyset reads, one per source, each a range scan on an
- * index that ends in `seq` (so neither reads rows it skips nor sorts): a session's own entries,
- * principal entries nobody has claimed, and principal entries it claimed already. At most
- * 3 × limit index entries are read.
+ * as ONE subquery and its parameters: the {@link pendingArms} merged. At most 3 × limit index
+ * entries are read.
  */
-function pendingSeqs(box: Mailbox, afterSeq: number, limit: number): { sql: string; params: Param[] } {
-  const free = `SELECT seq FROM entries
-    WHERE to_agent = ? AND to_session IS NULL AND state = 'pending' AND claimed_session IS NULL AND seq > ? ORDER BY seq LIMIT ?`;
-  if (box.sessionId === null) return { sql: free, params: [box.agentId, afterSeq, limit] };
+function pendingSeqs(box: Mailbox, afterSeq: number, limit: number): Statement {
+  const arms = pendingArms(box, afterSeq, limit);
+  if (arms.length === 1) return arms[0]!;
+  const [own, free, claimed] = arms as [Statement, Statement, Statement];
   // Every derived table is named: PostgreSQL requires it, SQLite accepts it.
   return {
     sql: `SELECT seq FROM (
-       SELECT * FROM (SELECT seq FROM entries
-         WHERE to_session = ? AND state = 'pending' AND seq > ? ORDER BY seq LIMIT ?) AS own
-       UNION ALL SELECT * FROM (${free}) AS free
-       UNION ALL SELECT * FROM (SELECT seq FROM entries
-         WHERE claimed_session = ? AND state = 'pending' AND seq > ? ORDER BY seq LIMIT ?) AS claimed
-     ) AS pending ORDER BY seq LIMIT ?`,
-    params: [box.sessionId, afterSeq, limit, box.agentId, afterSeq, limit, box.sessionId, afterSeq, limit, limit],
+       SELECT * FROM (${own.sql}) AS own
+       UNION ALL SELECT * FROM (${free.sql}) AS free
+       UNION ALL SELECT * FROM (${claimed.sql}) AS claimed
+     ) AS pending ORDER BY seq LIMIT CAST(? AS INTEGER)`,
+    params: [...own.params, ...free.params, ...claimed.params, limit],
   };
 }
+
+/**
+ * Whether an entry whose delivery takes `bytes` joins a page holding `count` entries and `used`
+ * bytes: the first always (an entry of any legal size makes progress), the rest while the page's
+ * byte bound holds.
+ */
+export const fitsPage = (count: number, used: number, bytes: number, bound: PageBound): boolean => count === 0 || used + bytes <= bound.maxBytes;
 
 /** One mailbox's page to read: after which seq, and how much it may carry. */
 export interface PageRequest {
@@ -169,7 +207,7 @@ export async function readPages(q: Sql, requests: readonly PageRequest[]): Promi
   for (const { box, candidates, ...row } of rows) {
     const page = pages[box]!;
     const b = deliveryBytes(row);
-    if (page.full || (page.rows.length > 0 && page.bytes + b > requests[box]!.bound.maxBytes)) {
+    if (page.full || !fitsPage(page.rows.length, page.bytes, b, requests[box]!.bound)) {
       page.full = true;
       continue;
     }

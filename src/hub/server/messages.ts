@@ -31,7 +31,7 @@ async function resolveRecipient(core: HubCore, tx: Tx, to: string): Promise<Answ
   if (addr.value.sessionId !== null) {
     // The common case in one statement: the session with its agent's standing.
     const joined = await tx.get<SessionRow & { agent_revoked: number | null }>(
-      'SELECT s.*, a.revoked AS agent_revoked FROM sessions AS s LEFT JOIN agents AS a ON a.id = s.agent_id WHERE s.id = ?',
+      'SELECT s.*, a.revoked AS agent_revoked FROM sessions AS s LEFT JOIN agents AS a ON a.id = s.agent_id WHERE s.id = CAST(? AS TEXT)',
       addr.value.sessionId,
     );
     if (joined !== null && joined.agent_id === addr.value.agentId) {

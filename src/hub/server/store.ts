@@ -192,7 +192,7 @@ function setMeta(db: Db, key: string, value: string): void {
 }
 
 /** SQLite has no row locks: one writer at a time is the rule, so a trailing `FOR UPDATE` or a sub-select's `FOR KEY SHARE` says nothing here. */
-const dropRowLock = (sql: string): string => sql.replace(/\s+FOR UPDATE\s*$/i, '').replace(/ FOR KEY SHARE\)/g, ')');
+export const dropRowLock = (sql: string): string => sql.replace(/\s+FOR UPDATE\s*$/i, '').replace(/ FOR KEY SHARE\)/g, ')');
 
 /** Statements on one SQLite connection, each prepared once. */
 function sqliteStatements(db: Db): Sql {

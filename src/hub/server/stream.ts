@@ -5,8 +5,9 @@ import { holdMs } from './config.js';
 import type { HubCore } from './core.js';
 import type { Signer } from './delivery.js';
 import { runAs, type Work } from './work.js';
-import { claimPage, mailboxKey, needsClaim, readPage, type PendingPage } from './entries.js';
+import { claimPage, mailboxKey, needsClaim, type PendingPage } from './entries.js';
 import { PageReader } from './page-reader.js';
+import { readSqlitePage } from './sqlite-pages.js';
 import { errorReply, good, type Reply } from './http.js';
 import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
@@ -184,10 +185,11 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
         read,
         rows: needsClaim(box, read.rows) ? await core.store.write((tx) => claimPage(tx, box, read.rows)) : read.rows,
       });
-      // One read outside a unit (shared with the other streams woken meanwhile, when batched); a
+      // One read outside a unit (SQLite: a statement per keyset arm, which costs less there than
+      // one statement merging them; batched: shared with the other streams woken meanwhile); a
       // unit only when the page holds principal entries to claim.
       const { read, rows } = await runAs(PUSH, async () => {
-        if (!batched) return pageGate(core).run(async () => claimed(await readPage(core.store.read, box, after, bound)));
+        if (!batched) return pageGate(core).run(async () => claimed(await readSqlitePage(core.store.read, box, after, bound)));
         const read = await pageReader(core).page(box, after, bound);
         return needsClaim(box, read.rows) ? pageGate(core).run(() => claimed(read)) : { read, rows: read.rows };
       });

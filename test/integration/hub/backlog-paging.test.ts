@@ -8,6 +8,7 @@ import type { HubCore } from '../../../src/hub/server/core.js';
 import { deliveryBytes, insertEntry, pendingPage, type EntryRow, type Mailbox } from '../../../src/hub/server/entries.js';
 import type { HubServer } from '../../../src/hub/server/server.js';
 import type { Param, Tx } from '../../../src/hub/server/sql.js';
+import { readSqlitePage } from '../../../src/hub/server/sqlite-pages.js';
 import { inProcessHub, notifyEntry } from './in-process.js';
 
 // Issue 19: a backlog of n used to cost O(n²) rows read (every page re-read and sorted the whole
@@ -96,6 +97,43 @@ describe('mailbox pages are keyset reads: rows read per page are bounded by the 
   afterAll(async () => {
     await hub?.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  // First, while no principal entry is claimed yet: the stream's reader on SQLite (a statement per
+  // keyset arm, then the page's rows by seq) reads the same backlog, claiming nothing.
+  it(`a stream's page on SQLite reads the ${BACKLOG}-entry backlog with four statements a page, each returning at most a page of rows`, async () => {
+    const box: Mailbox = { agentId, sessionId: session };
+    const read: EntryRow[] = [];
+    let after = 0;
+    let worstRows = 0;
+    let worstStatements = 0;
+    const sqls = new Set<string>();
+    for (;;) {
+      const { value: page, counted: stats } = await counted(core, (tx) => readSqlitePage(tx, box, after, { limit: LIMIT, maxBytes: 1024 * 1024 }));
+      expect(page.more).toBe(page.rows.length === LIMIT);
+      for (const c of stats) sqls.add(c.sql);
+      if (page.rows.length === 0) break;
+      worstRows = Math.max(worstRows, ...stats.map((c) => c.rows));
+      worstStatements = Math.max(
+        worstStatements,
+        stats.reduce((n, c) => n + c.runs, 0),
+      );
+      read.push(...page.rows);
+      after = page.rows[page.rows.length - 1]!.seq;
+    }
+    console.log(`backlog ${BACKLOG} on the SQLite stream reader: worst page ${worstStatements} statements, at most ${worstRows} rows from one`);
+    expect(read).toHaveLength(BACKLOG);
+    expect(read.map((r) => r.seq)).toEqual([...read.map((r) => r.seq)].sort((a, b) => a - b));
+    expect(read.every((r) => r.to_session === session || (r.to_session === null && r.claimed_session === null))).toBe(true);
+    // Three keyset arms and the rows: no statement returns more than a page's worth, whatever is behind it.
+    expect(worstStatements).toBeLessThanOrEqual(4);
+    expect(worstRows).toBeLessThanOrEqual(LIMIT);
+    for (const sql of sqls) {
+      const plan = (await core.store.read.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ...planArgs(sql))).map((p) => p.detail);
+      for (const d of plan) {
+        expect(d, `${sql}\n${plan.join('\n')}`).toMatch(/^SEARCH entries USING ((COVERING )?INDEX \w+ \(.*seq>\?\)|INTEGER PRIMARY KEY \(rowid=\?\))/);
+      }
+    }
   });
 
   it(`claims a ${BACKLOG}-entry backlog page by page, each page's statements returning at most a page of rows`, async () => {

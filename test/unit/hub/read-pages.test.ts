@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatAddress } from '../../../src/hub/contract/index.js';
 import { deliveryBytes, insertEntry, readPage, readPages, type Mailbox } from '../../../src/hub/server/entries.js';
 import type { HubServer } from '../../../src/hub/server/server.js';
+import { readSqlitePage } from '../../../src/hub/server/sqlite-pages.js';
 import { inProcessHub, notifyEntry } from '../../integration/hub/in-process.js';
 
 // Issue 14: on PostgreSQL the pages of every stream woken together are read by ONE statement
@@ -62,5 +63,22 @@ describe('readPages: many mailboxes in one statement', () => {
       ['principal', 'b0', 'b1', 'b2'],
     ]);
     expect(later.map((p) => p.more)).toEqual([false, false]);
+  });
+
+  it('the SQLite stream reader gives exactly the page of the one statement: every mailbox, cursor, count and byte bound', async () => {
+    const q = hub.core.store.read;
+    const all = await readPage(q, a, 0, { limit: 100, maxBytes: 1 << 20 });
+    const each = deliveryBytes(all.rows[0]!);
+    const cursors = [0, ...all.rows.map((r) => r.seq)];
+    let compared = 0;
+    for (const box of [a, b, empty, { agentId, sessionId: null }])
+      for (const afterSeq of cursors)
+        for (const limit of [1, 2, 3, 100])
+          for (const maxBytes of [1, each, 1.5 * each, 2.5 * each, 1 << 20]) {
+            const bound = { limit, maxBytes };
+            expect(await readSqlitePage(q, box, afterSeq, bound), JSON.stringify({ box, afterSeq, bound })).toEqual(await readPage(q, box, afterSeq, bound));
+            compared += 1;
+          }
+    expect(compared).toBe(4 * cursors.length * 4 * 5);
   });
 });
