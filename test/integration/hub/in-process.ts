@@ -6,6 +6,7 @@ import type { Entry } from '../../../src/hub/contract/index.js';
 import { defaultHubConfig } from '../../../src/hub/server/config.js';
 import { newId } from '../../../src/hub/server/ids.js';
 import { createHubServer, type HubServer } from '../../../src/hub/server/server.js';
+import { bindNow, insertStatement, type Insert, type Param, type Sql, type Store } from '../../../src/hub/server/sql.js';
 import { systemClock } from '../../../src/util/clock.js';
 import type { SseConn } from './sse.js';
 
@@ -77,4 +78,51 @@ export function inProcessFixture(name: string): HubFixture {
     streams,
     call: (token, method, p, body) => callHub(hub!, token, method, p, body),
   };
+}
+
+/**
+ * One statement as an in-process Hub's store ran it: outside a unit (`read`), in one (`tx`), or as a
+ * one-statement unit (`once`, its `?now` bound as the SQLite store binds it). A locked insert is one
+ * entry, `locked insert <tables>`, with the INSERTs it runs in `inserts`.
+ */
+export interface RanStatement {
+  where: 'read' | 'tx' | 'once';
+  sql: string;
+  params: Param[];
+  inserts?: Array<{ sql: string; params: Param[] }>;
+}
+
+/** Every statement `hub`'s store runs while `fn` runs, in order. */
+export async function statementsRun(hub: HubServer, fn: () => Promise<unknown>): Promise<RanStatement[]> {
+  const seen: RanStatement[] = [];
+  const recording = (q: Sql, where: RanStatement['where']): Sql => ({
+    get: <T>(sql: string, ...params: Param[]) => (seen.push({ where, sql, params }), q.get<T>(sql, ...params)),
+    all: <T>(sql: string, ...params: Param[]) => (seen.push({ where, sql, params }), q.all<T>(sql, ...params)),
+    run: (sql: string, ...params: Param[]) => (seen.push({ where, sql, params }), q.run(sql, ...params)),
+  });
+  const store = hub.core.store as { write: Store['write']; read: Sql; once: Store['once'] };
+  const [original, read, originalOnce] = [store.write, store.read, store.once];
+  const write = original.bind(store);
+  const once = originalOnce.bind(store);
+  store.write = (unit) =>
+    write((tx) =>
+      unit({
+        ...tx,
+        ...recording(tx, 'tx'),
+        insertLocked: <T>(agentId: string, ...ins: [Insert, ...Insert[]]) => (
+          seen.push({ where: 'tx', sql: `locked insert ${ins.map((i) => i.table).join(' + ')}`, params: [], inserts: ins.map((i) => insertStatement(i)) }),
+          tx.insertLocked<T>(agentId, ...ins)
+        ),
+      }),
+    );
+  store.read = recording(read, 'read');
+  store.once = (sql, params, committed) => (seen.push({ where: 'once', ...bindNow(sql, params, Date.now()) }), once(sql, params, committed));
+  try {
+    await fn();
+  } finally {
+    store.write = original;
+    store.read = read;
+    store.once = originalOnce;
+  }
+  return seen;
 }

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Insert, Param, Sql, Store } from '../../../src/hub/server/sql.js';
-import { inProcessFixture } from './in-process.js';
+import { inProcessFixture, statementsRun } from './in-process.js';
 import { openSse } from './sse.js';
 
 // Issue 19 (CPU per send): what one send runs in the store, counted, never timed. A send to a
@@ -14,37 +13,8 @@ describe('the statements of one send', () => {
   const f = inProcessFixture('send-cost');
   const { call, streams } = f;
 
-  /** Every statement run while `fn` runs, in a unit (`tx`) or outside one (`read`). */
-  async function counted(fn: () => Promise<unknown>): Promise<string[]> {
-    const seen: string[] = [];
-    const counting = (q: Sql, where: string): Sql => ({
-      get: <T>(sql: string, ...p: Param[]) => (seen.push(`${where} ${sql}`), q.get<T>(sql, ...p)),
-      all: <T>(sql: string, ...p: Param[]) => (seen.push(`${where} ${sql}`), q.all<T>(sql, ...p)),
-      run: (sql: string, ...p: Param[]) => (seen.push(`${where} ${sql}`), q.run(sql, ...p)),
-    });
-    const store = f.hub.core.store as { write: Store['write']; read: Sql };
-    const [original, read] = [store.write, store.read];
-    const write = original.bind(store);
-    store.write = (unit) =>
-      write((tx) =>
-        unit({
-          ...tx,
-          ...counting(tx, 'tx'),
-          insertLocked: <T>(agentId: string, ...ins: [Insert, ...Insert[]]) => (
-            seen.push(`tx locked insert ${ins.map((i) => i.table).join(' + ')}`),
-            tx.insertLocked<T>(agentId, ...ins)
-          ),
-        }),
-      );
-    store.read = counting(read, 'read');
-    try {
-      await fn();
-    } finally {
-      store.write = original;
-      store.read = read;
-    }
-    return seen;
-  }
+  /** Every statement run while `fn` runs, in a unit (`tx`) or outside one (`read`), as `<where> <sql>`. */
+  const counted = async (fn: () => Promise<unknown>): Promise<string[]> => (await statementsRun(f.hub, fn)).map((r) => `${r.where} ${r.sql}`);
 
   it('a send to a principal address: one read outside the unit, three calls in it (the message and its entry one locked insert)', async () => {
     const sender = await call(f.human, 'POST', '/v1/account/agents', { label: 'sender' });

@@ -4,10 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { STORE_FILE } from '../../../src/hub/server/files.js';
-import type { Param, Sql, Store } from '../../../src/hub/server/sql.js';
+import type { Param } from '../../../src/hub/server/sql.js';
 import { dropRowLock, openStore } from '../../../src/hub/server/store.js';
 import { waitFor } from '../../helpers/wait.js';
-import { inProcessFixture } from './in-process.js';
+import { inProcessFixture, statementsRun, type RanStatement } from './in-process.js';
 import { openSse, type SseConn, type SseEvent } from './sse.js';
 
 // Issue 19 (sends/s with 5,000 streams open): what the SQLite store runs for a send and its push,
@@ -22,13 +22,6 @@ import { openSse, type SseConn, type SseEvent } from './sse.js';
 //   authorizer, Node 24); the statements are the ones every driver runs.
 
 const PUSHES = 4;
-
-/** One statement as the store ran it: outside a unit (`read`) or in one (`tx`). */
-interface Ran {
-  where: 'read' | 'tx';
-  sql: string;
-  params: Param[];
-}
 
 const deliveries = (e: SseEvent) => (JSON.parse(e.data) as { messages: { entry: { id: string; text: string } }[] }).messages;
 
@@ -56,30 +49,13 @@ interface AuthorizedDb {
 describe('what SQLite runs for a send and its push', () => {
   const f = inProcessFixture('statement-cost');
   const { call, streams } = f;
-  const ran: Ran[] = [];
 
-  /** Every statement run while `fn` runs, with its parameters. */
-  async function recorded(fn: () => Promise<void>): Promise<Ran[]> {
-    const seen: Ran[] = [];
-    const recording = (q: Sql, where: Ran['where']): Sql => ({
-      get: <T>(sql: string, ...params: Param[]) => (seen.push({ where, sql, params }), q.get<T>(sql, ...params)),
-      all: <T>(sql: string, ...params: Param[]) => (seen.push({ where, sql, params }), q.all<T>(sql, ...params)),
-      run: (sql: string, ...params: Param[]) => (seen.push({ where, sql, params }), q.run(sql, ...params)),
-    });
-    const store = f.hub.core.store as { write: Store['write']; read: Sql };
-    const [original, read] = [store.write, store.read];
-    const write = original.bind(store);
-    store.write = (unit) => write((tx) => unit({ ...tx, ...recording(tx, 'tx') }));
-    store.read = recording(read, 'read');
-    try {
-      await fn();
-    } finally {
-      store.write = original;
-      store.read = read;
-    }
+  const ran: RanStatement[] = [];
+  const recorded = async (fn: () => Promise<void>): Promise<RanStatement[]> => {
+    const seen = await statementsRun(f.hub, fn);
     ran.push(...seen);
     return seen;
-  }
+  };
 
   it(`${PUSHES} sends to a streamed session: each push reads its page with one statement per keyset arm and one for its rows, none sorting or materialising`, async () => {
     const sender = await call(f.human, 'POST', '/v1/account/agents', { label: 'sender' });
@@ -165,7 +141,7 @@ describe('what SQLite runs for a send and its push', () => {
         let compiles = 0;
         db.setAuthorizer(() => ((compiles += 1), 0));
         try {
-          for (const r of ran) {
+          for (const r of ran.flatMap((r) => r.inserts ?? [r])) {
             const sql = dropRowLock(r.sql);
             const statement = db.prepare(sql);
             db.exec('BEGIN');
