@@ -352,7 +352,9 @@ describe('leases', () => {
 
   it('pinned: an active session is drained as is, and never replaced', async () => {
     const bench = await world.bench({ on: lapsing.hub });
-    const created = await hubCall(lapsing.hub, 'POST', '/v1/sessions', { token: bench.me.token, body: { client_key: 'pin-live' } });
+    // A lease of its own, not this Hub's 1.5 s default: on a loaded machine the connection's start
+    // alone can outlast 1.5 s, and the session would lapse before it is first presented.
+    const created = await hubCall(lapsing.hub, 'POST', '/v1/sessions', { token: bench.me.token, body: { client_key: 'pin-live', lease_seconds: 60 } });
     const sid = created.body.session.id as string;
     bench.settings({ pinned: sid, name: null });
     bench.start();
