@@ -203,6 +203,30 @@ class NodeEngine extends Engine {
 
 // ---- better-sqlite3 ---------------------------------------------------------------------
 
+/**
+ * A statement that returns no rows (an UPDATE without RETURNING). better-sqlite3 refuses get(),
+ * all() and iterate() on one; node:sqlite runs it and answers nothing, and so does this, so a
+ * caller that reads whatever a statement returns (the store's one-statement unit) runs on both.
+ */
+class Unread implements SqliteStatement {
+  constructor(private readonly stmt: BetterSqlite3.Statement<SqlParam[]>) {}
+  run(...params: SqlParam[]): RunResult {
+    return this.stmt.run(...params);
+  }
+  get(...params: SqlParam[]): unknown {
+    this.stmt.run(...params);
+    return undefined;
+  }
+  all(...params: SqlParam[]): unknown[] {
+    this.stmt.run(...params);
+    return [];
+  }
+  iterate(...params: SqlParam[]): IterableIterator<unknown> {
+    this.stmt.run(...params);
+    return [][Symbol.iterator]();
+  }
+}
+
 class BetterEngine extends Engine {
   readonly driver = 'better-sqlite3';
   constructor(private readonly db: BetterSqlite3.Database) {
@@ -212,7 +236,8 @@ class BetterEngine extends Engine {
     return this.db.inTransaction;
   }
   prepare(sql: string): SqliteStatement {
-    return this.db.prepare<SqlParam[]>(sql);
+    const stmt = this.db.prepare<SqlParam[]>(sql);
+    return stmt.reader ? stmt : new Unread(stmt);
   }
   exec(sql: string): void {
     this.db.exec(sql);

@@ -58,6 +58,15 @@ describe.each(eachSqliteDriver())('SQLite driver $driver', ({ driver }) => {
     expect(JSON.stringify(db.prepare('SELECT text FROM note WHERE id = 1').get())).toBe('{"text":"a"}');
   });
 
+  it('runs a statement that returns no rows whichever way it is called: get() undefined, all() and iterate() nothing', () => {
+    insert('a');
+    const update = db.prepare('UPDATE note SET n = coalesce(n, 0) + 1 WHERE id = ?');
+    expect(update.get(1)).toBeUndefined();
+    expect(update.all(1)).toEqual([]);
+    expect([...update.iterate(1)]).toEqual([]);
+    expect(db.prepare('SELECT n FROM note WHERE id = 1').get()).toEqual({ n: 3 });
+  });
+
   it('binds undefined as NULL, and a blob, a bigint and a real round-trip', () => {
     db.prepare('INSERT INTO note (text, n) VALUES (?, ?)').run(undefined, 1);
     expect(db.prepare('SELECT text FROM note WHERE n = 1').get()).toEqual({ text: null });
