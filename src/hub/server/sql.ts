@@ -104,7 +104,7 @@ export interface Store {
    * PostgreSQL it runs on its own (autocommit) and reads the database's clock inside the statement:
    * one round trip where a unit takes three (BEGIN with the clock, the statement, COMMIT). A stream
    * connect renews its lease so, every hold bound, on every stream (docs/deploy.md "Round trips").
-   * `committed` runs with its rows as a unit's effects do: before any later unit's.
+   * `committed` runs with its rows (none without RETURNING) as a unit's effects do: before any later unit's.
    */
   once<T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void): Promise<T[]>;
   /** Statements outside a transaction, for reads that decide nothing another request could race. */

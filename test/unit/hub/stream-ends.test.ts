@@ -1,0 +1,61 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { StreamEnds } from '../../../src/hub/server/seen.js';
+import type { Store } from '../../../src/hub/server/sql.js';
+import { openStore, sqliteStore } from '../../../src/hub/server/store.js';
+import { fakeClock } from '../../../src/util/clock.js';
+
+// A stream's end is written as one statement on its own (Store.once); on SQLite a statement with
+// no RETURNING must run, not be read (it once failed there: "This statement does not return data").
+// An end whose session connected meanwhile is not written (PostgreSQL: round-trips.test.ts).
+const dirs: string[] = [];
+const stores: Store[] = [];
+afterAll(async () => {
+  for (const s of stores) await s.close();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function withSessions(ids: string[]) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-stream-ends-'));
+  dirs.push(dir);
+  const clock = fakeClock(1_000);
+  const store = sqliteStore(openStore(dir), {
+    clock,
+    wake: () => undefined,
+    committed: () => undefined,
+    effectFailed: (e) => {
+      throw e;
+    },
+  });
+  stores.push(store);
+  await store.write(async (tx) => {
+    for (const id of ids)
+      await tx.run(
+        `INSERT INTO sessions (id, agent_id, client_key, state, lease_seconds, expires_at, last_renewed_at, created_at, seen_at, holder_home, holder_seen_at)
+         VALUES (?, 'agt_a', ?, 'active', 900, 901000, 1000, 1000, 1000, 'home-a', 1000)`,
+        id,
+        `k-${id}`,
+      );
+  });
+  const seen = async (id: string) =>
+    store.read.get<{ seen_at: number; holder_seen_at: number }>('SELECT seen_at, holder_seen_at FROM sessions WHERE id = ?', id);
+  return { store, clock, seen };
+}
+
+describe('StreamEnds on SQLite', () => {
+  it("writes an end (the session, and its holder's stream) seen at the clock's now, and drops the end of a session that connected since", async () => {
+    const { store, clock, seen } = await withSessions(['s1', 's2']);
+    const logged: string[] = [];
+    const ends = new StreamEnds(store, (line) => logged.push(line), 0);
+    clock.advance(5_000);
+    ends.record('s1', 'home-a');
+    ends.record('s2', 'home-a');
+    ends.connected('s2');
+    await ends.drain();
+    expect(logged).toEqual([]);
+    expect(await seen('s1')).toEqual({ seen_at: 6_000, holder_seen_at: 6_000 });
+    expect(await seen('s2')).toEqual({ seen_at: 1_000, holder_seen_at: 1_000 });
+  });
+});
