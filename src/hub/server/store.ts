@@ -259,8 +259,7 @@ export function sqliteStore(db: Db, hooks: SqliteStoreHooks): Store {
     once: <T>(text: string, params: readonly Param[], committed?: (rows: T[]) => void): Promise<T[]> =>
       commits.run(async () => {
         const bound = bindNow(text, params, hooks.clock.now());
-        // SQLite refuses `all` for a statement that returns no rows.
-        const rows = /\bRETURNING\b/i.test(text) ? await sql.all<T>(bound.sql, ...bound.params) : (await sql.run(bound.sql, ...bound.params), []);
+        const rows = await sql.all<T>(bound.sql, ...bound.params);
         if (committed) commits.afterCommit(() => committed(rows));
         return rows;
       }),
