@@ -206,6 +206,8 @@ function call(base, method, p, token, body) {
     const req = request(base + p, { method, agent: keepAlive, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (d) => (text += d));
+      // A connection reset mid-answer is this call's failure, not the process's.
+      res.on('error', reject);
       res.on('end', () => (res.statusCode >= 400 ? reject(new Error(`${method} ${p} ${res.statusCode} ${text}`)) : resolve(JSON.parse(text))));
     });
     req.on('error', reject);
