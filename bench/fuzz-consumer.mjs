@@ -271,7 +271,7 @@ function readOnce() {
   for (const { record: rec, end } of items) {
     if (rec.type === 'entry' && rec.entry.message_id && !printedAt.has(rec.entry.message_id)) printedAt.set(rec.entry.message_id, Date.now());
     cursor = { seq: rec.seq, offset: end };
-    writeFileAtomic(`${dir}/cursor.json`, JSON.stringify(cursor) + '\n', 0o600, false);
+    writeFileAtomic(`${dir}/cursor.json`, JSON.stringify(cursor) + '\n', 0o600, 'none');
   }
 }
 const readerTimer = setInterval(readOnce, 50);
