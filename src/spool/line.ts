@@ -1,5 +1,5 @@
 import { closeSync, readSync } from 'node:fs';
-import { crc32 } from 'node:zlib';
+import { crc32 } from '../util/crc32.js';
 import { escapeUnsafe } from '../util/escape.js';
 import { fail, ok, type Result } from '../core/index.js';
 import { openStateFile } from './safe-open.js';
@@ -8,9 +8,7 @@ import { openStateFile } from './safe-open.js';
  * NDJSON lines that carry their own checksum: `{…,"sum":"<8 hex>"}` where sum is the
  * crc32 of the same line's bytes without `,"sum":"…"`. A crash can leave garbage, not
  * only a short line, and a checksum is what tells a complete-looking garbage line from a
- * record. (node:zlib crc32 exists in every Node this package supports, ≥ 20.18.1. Loading
- * zlib costs a run ~1 ms, but a CRC-32 in JavaScript costs ~25 µs a line until the JIT
- * warms up, more than that over the 100 lines of a warm run: docs/performance.md.)
+ * record. (The CRC is node:zlib's, computed without loading node:zlib: src/util/crc32.ts.)
  */
 const SUM_TAIL = /,"sum":"([0-9a-f]{8})"\}$/;
 

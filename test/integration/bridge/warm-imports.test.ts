@@ -121,10 +121,10 @@ describe('the warm path loads only what it needs', () => {
     expect(loaded.filter((m) => m.startsWith('dist/') || m.startsWith('node_modules/'))).toEqual(['dist/cli/launch.cjs']);
     expect(loaded).toContain('builtin:vm');
     // crypto and child_process cost ~2.5 and ~1 ms to load; perf_hooks and the fs/promises +
-    // readline pair come from a careless performance.now() or { ...fs }. (zlib stays: the
-    // spool lines' CRC-32 is cheaper there than in JavaScript.)
+    // readline pair come from a careless performance.now() or { ...fs }. zlib loads most of
+    // stream (~8 M instructions): the spool lines' CRC-32 is a WebAssembly loop (src/util/crc32.ts).
     // tty loads net and most of stream (~4 M instructions): on pipes, as here, isatty is an fstat.
-    for (const b of ['crypto', 'child_process', 'perf_hooks', 'internal/fs/promises', 'readline', 'tty', 'net']) {
+    for (const b of ['crypto', 'child_process', 'perf_hooks', 'internal/fs/promises', 'readline', 'tty', 'net', 'zlib', 'stream']) {
       expect(loaded, b).not.toContain(`builtin:${b}`);
     }
   });
