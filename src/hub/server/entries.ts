@@ -51,22 +51,22 @@ export const entryInsert = (entry: Entry, to: EntryTarget, messageId: string | n
 });
 
 /**
- * Store `first` (a message, or the entry itself) and the entry in one locked insert, and wake the
- * entry's mailbox once committed. A stream reads its mailbox by keyset (seq > the last it pushed),
+ * Store `first` (a message, or nothing) and the entry in one locked insert, answer the seq of the
+ * first row stored, and wake the entry's mailbox once committed. A stream reads its mailbox by keyset (seq > the last it pushed),
  * so an agent's entries must become visible in seq order. On PostgreSQL two units inserting for
  * one agent at once could commit out of order (seq 11 before 10): a stream woken by 11 moves past
  * 10, and 10 waits for the hold bound. Holding the agent's lock from before the seq is drawn until
  * COMMIT makes commit order seq order per agent (docs/deploy.md; Tx.insertLocked takes it in the
  * insert's own statement); on SQLite units are serial already.
  */
-export async function insertWithEntry<T>(tx: Tx, first: Insert | null, entry: Entry, to: EntryTarget, messageId: string | null): Promise<T> {
+export async function insertWithEntry(tx: Tx, first: Insert | null, entry: Entry, to: EntryTarget, messageId: string | null): Promise<number> {
   const row = entryInsert(entry, to, messageId);
-  const stored = first === null ? await tx.insertLocked<T>(to.agentId, row) : await tx.insertLocked<T>(to.agentId, first, row);
+  const seq = first === null ? await tx.insertLocked(to.agentId, row) : await tx.insertLocked(to.agentId, first, row);
   // Drains (and Hubs of earlier builds) wait on the agent; a stream waits on its own mailbox
   // only, so a send to one session wakes that session's stream, not every stream of the agent.
   tx.wake('mail', to.agentId);
   tx.wake('mail', mailboxKey(to.agentId, to.sessionId));
-  return stored;
+  return seq;
 }
 
 /** Store an entry in its mailbox (a receipt: no message of its own). */

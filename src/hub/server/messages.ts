@@ -9,7 +9,7 @@ import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
 import { principalReachability, sessionReachability } from './presence.js';
 import { current, presentSession, sessionById, type SessionRow } from './sessions.js';
-import { insertStatement, type Insert, type Sql, type Tx } from './sql.js';
+import { insertStatement, type Sql, type Tx } from './sql.js';
 import { markUndeliverable, messageById, replyTarget, type MessageRow } from './track.js';
 
 export interface Sent {
@@ -63,38 +63,46 @@ function sendTargetEnded(s: SessionRow): Answer<Recipient> {
 
 type NewMessage = Omit<MessageRow, 'seq' | 'state' | 'prior' | 'track' | 'response_id' | 'response_text' | 'response_at'>;
 
-const messageInsert = (m: NewMessage): Insert => ({
-  table: 'messages',
-  row: {
-    id: m.id,
-    intent: m.intent,
-    from_addr: m.from_addr,
-    from_agent: m.from_agent,
-    reply_session: m.reply_session,
-    to_addr: m.to_addr,
-    to_agent: m.to_agent,
-    to_session: m.to_session,
-    text: m.text,
-    in_reply_to: m.in_reply_to,
-    created_at: m.created_at,
-    state: 'queued',
-    prior: null,
-    track: JSON.stringify([{ state: 'queued', at: iso(m.created_at) }]),
-    destination: m.destination,
-    idempotency_key: m.idempotency_key,
-    request_hash: m.request_hash,
-  },
+/** The row a new message is stored as, but its seq. */
+const newRow = (m: NewMessage): Omit<MessageRow, 'seq'> => ({
+  id: m.id,
+  intent: m.intent,
+  from_addr: m.from_addr,
+  from_agent: m.from_agent,
+  reply_session: m.reply_session,
+  to_addr: m.to_addr,
+  to_agent: m.to_agent,
+  to_session: m.to_session,
+  text: m.text,
+  in_reply_to: m.in_reply_to,
+  created_at: m.created_at,
+  state: 'queued',
+  prior: null,
+  track: JSON.stringify([{ state: 'queued', at: iso(m.created_at) }]),
+  destination: m.destination,
+  response_id: null,
+  response_text: null,
+  response_at: null,
+  idempotency_key: m.idempotency_key,
+  request_hash: m.request_hash,
 });
 
-/** A message with no entry (a response that bounced); RETURNING: the stored row comes back in the insert's own round trip. */
+/**
+ * A message with no entry (a response that bounced). Only the seq comes back (RETURNING, in the
+ * insert's own round trip): the rest of the row is what was written, so the message's text is not
+ * sent back and parsed again.
+ */
 async function insertMessage(tx: Tx, m: NewMessage): Promise<MessageRow> {
-  const st = insertStatement(messageInsert(m));
-  return (await tx.get<MessageRow>(`${st.sql} RETURNING *`, ...st.params))!;
+  const row = newRow(m);
+  const st = insertStatement({ table: 'messages', row });
+  return { seq: (await tx.get<{ seq: number }>(`${st.sql} RETURNING seq`, ...st.params))!.seq, ...row };
 }
 
 /** A message and its recipient's entry: on PostgreSQL one statement with the recipient's lock (Tx.insertLocked). */
-const insertDelivered = (tx: Tx, m: NewMessage, entry: Entry, to: EntryTarget): Promise<MessageRow> =>
-  insertWithEntry<MessageRow>(tx, messageInsert(m), entry, to, m.id);
+async function insertDelivered(tx: Tx, m: NewMessage, entry: Entry, to: EntryTarget): Promise<MessageRow> {
+  const row = newRow(m);
+  return { seq: await insertWithEntry(tx, { table: 'messages', row }, entry, to, m.id), ...row };
+}
 
 const requestHash = (req: SendRequest): string =>
   createHash('sha256')

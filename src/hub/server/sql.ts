@@ -58,12 +58,13 @@ export interface Tx extends Sql {
   lockAgent(agentId: string): Promise<void>;
   /**
    * Insert `first` and then `rest`, holding `agentId`'s lock (as {@link lockAgent}) from before
-   * any of their seqs is drawn, and answer `first`'s stored row: a message and its entry commit in
-   * seq order per recipient agent. On PostgreSQL ONE statement, a data-modifying CTE that takes
-   * the lock and then forms the rows (one round trip for what were three); on SQLite, where units
-   * are serial, the INSERTs in turn.
+   * any of their seqs is drawn, and answer `first`'s seq (the rest of its row is what was
+   * inserted: nothing more is sent back or parsed): a message and its entry commit in seq order
+   * per recipient agent. On PostgreSQL ONE statement, a data-modifying CTE that takes the lock and
+   * then forms the rows (one round trip for what were three); on SQLite, where units are serial,
+   * the INSERTs in turn.
    */
-  insertLocked<T>(agentId: string, first: Insert, ...rest: Insert[]): Promise<T>;
+  insertLocked(agentId: string, first: Insert, ...rest: Insert[]): Promise<number>;
 }
 
 /** One row to insert: its table, and each column's value (every value a parameter). */

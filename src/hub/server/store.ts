@@ -244,14 +244,14 @@ export function sqliteStore(db: Db, hooks: SqliteStoreHooks): Store {
           afterCommit: (effect) => commits.afterCommit(effect),
           wake: (topic, key) => commits.afterCommit(() => hooks.wake(topic, key)),
           lockAgent: async () => {},
-          insertLocked: async <R>(_agentId: string, first: Insert, ...rest: Insert[]) => {
+          insertLocked: async (_agentId: string, first: Insert, ...rest: Insert[]) => {
             const head = insertStatement(first);
-            const row = await sql.get<R>(`${head.sql} RETURNING *`, ...head.params);
+            const row = await sql.get<{ seq: number }>(`${head.sql} RETURNING seq`, ...head.params);
             for (const ins of rest) {
               const st = insertStatement(ins);
               await sql.run(st.sql, ...st.params);
             }
-            return row!;
+            return row!.seq;
           },
         };
         return unit(tx);

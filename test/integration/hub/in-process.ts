@@ -109,9 +109,9 @@ export async function statementsRun(hub: HubServer, fn: () => Promise<unknown>):
       unit({
         ...tx,
         ...recording(tx, 'tx'),
-        insertLocked: <T>(agentId: string, ...ins: [Insert, ...Insert[]]) => (
+        insertLocked: (agentId: string, ...ins: [Insert, ...Insert[]]) => (
           seen.push({ where: 'tx', sql: `locked insert ${ins.map((i) => i.table).join(' + ')}`, params: [], inserts: ins.map((i) => insertStatement(i)) }),
-          tx.insertLocked<T>(agentId, ...ins)
+          tx.insertLocked(agentId, ...ins)
         ),
       }),
     );

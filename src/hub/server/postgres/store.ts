@@ -200,13 +200,14 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
         lockAgent: async (agentId) => {
           await sql.run(`SELECT ${AGENT_LOCK}`, agentId);
         },
-        insertLocked: async <R>(agentId: string, ...inserts: [Insert, ...Insert[]]) => {
+        insertLocked: async (agentId: string, ...inserts: [Insert, ...Insert[]]) => {
           const parts = inserts.map((ins) => insertStatement(ins, 'agent'));
-          return (await sql.get<R>(
-            `WITH agent AS MATERIALIZED (SELECT ${AGENT_LOCK} AS locked), ${parts.map((p, i) => `i${i} AS (${p.sql}${i === 0 ? ' RETURNING *' : ''})`).join(', ')} SELECT * FROM i0`,
+          const row = await sql.get<{ seq: number }>(
+            `WITH agent AS MATERIALIZED (SELECT ${AGENT_LOCK} AS locked), ${parts.map((p, i) => `i${i} AS (${p.sql}${i === 0 ? ' RETURNING seq' : ''})`).join(', ')} SELECT seq FROM i0`,
             agentId,
             ...parts.flatMap((p) => p.params),
-          ))!;
+          );
+          return row!.seq;
         },
       };
       let value: T;
