@@ -285,10 +285,11 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
     expect((await bridge(a, 'killed', ['--wait', '0'])).code).toBe(0);
     const sess = await registered(dir);
     const N = 20;
-    // 20 records of ~4 KB each are more than a pipe holds (64 KiB): with nobody reading its
-    // stdout yet, the reader blocks in write(2) mid-burst, and the kill lands there however
-    // fast it prints.
-    const text = (i: number) => `burst ${i} ${'x'.repeat(4000)}`;
+    // 20 records of ~16 KB each are far more than a pipe holds (64 KiB) plus what this
+    // process's stream reads ahead of a listener: with nobody reading its stdout yet, the reader
+    // blocks in write(2) mid-burst, and the kill lands there however fast it prints (with ~4 KB
+    // records, 80 KB in all, a fast printer finished the burst and exited before the kill).
+    const text = (i: number) => `burst ${i} ${'x'.repeat(16_000)}`;
     for (let i = 1; i <= N; i++) await directive(world.hub, `agent:${a.id}#${sess}`, text(i));
     await waitFor(() => spooled(dir) === N, { what: 'the burst to be spooled' });
     const child = startOhHai(['bridge', '--raw', '--wait', '60'], { env: { ...a.env, MA2H_AGENT_SESSION_ID: 'killed' } });
@@ -303,6 +304,7 @@ describe('oh-hai bridge exit codes against the reference Hub', () => {
         .slice(0, -1)
         .map((l) => (JSON.parse(l) as { entry: { text: string } }).entry.text);
     const before = texts(killed.stdout);
+    expect(before.length, 'the kill landed mid-burst').toBeLessThan(N);
     const r = await bridge(a, 'killed', ['--raw', '--wait', '0']);
     expect(r.code).toBe(0);
     expect(r.stderr).not.toMatch(NO_FATAL);
