@@ -44,6 +44,8 @@ function call(method, p, token, body) {
     const req = request(url + p, { method, agent: false, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (d) => (text += d));
+      // A connection reset mid-answer is this call's failure, not the process's.
+      res.on('error', reject);
       res.on('end', () => (res.statusCode >= 400 ? reject(new Error(`${method} ${p} ${res.statusCode} ${text}`)) : resolve(JSON.parse(text))));
     });
     req.on('error', reject);

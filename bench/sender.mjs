@@ -20,6 +20,8 @@ export function keepAliveCaller(url, maxSockets) {
       const req = request(url + p, { method, agent, headers }, (res) => {
         let text = '';
         res.setEncoding('utf8').on('data', (d) => (text += d));
+        // A connection reset mid-answer is this call's failure (made again below), not the process's.
+        res.on('error', reject);
         res.on('end', () => (res.statusCode >= 400 ? reject(new Error(`${method} ${p} → ${res.statusCode} ${text}`)) : resolve(JSON.parse(text))));
       });
       req.on('error', reject);
