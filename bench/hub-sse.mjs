@@ -27,6 +27,13 @@ const hub = spawn(process.execPath, [path.join(root, 'bin', 'oh-hai'), 'hub', 's
   env: { ...process.env, MA2H_SIGNING_KEY: 'bench-key' },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
+// However the bench ends (a failed call, ^C), its Hub and data directory go with it.
+const cleanUp = () => {
+  hub.kill('SIGTERM');
+  rmSync(dir, { recursive: true, force: true });
+};
+process.once('exit', cleanUp);
+process.once('SIGINT', () => process.exit(130));
 const url = await new Promise((resolve, reject) => {
   let out = '';
   hub.stdout.setEncoding('utf8').on('data', (d) => {
@@ -115,5 +122,4 @@ console.log(`stream connects: ${connects} (reconnects on the 30 s hold bound inc
 
 hub.kill('SIGTERM');
 await new Promise((r) => hub.once('exit', r));
-rmSync(dir, { recursive: true, force: true });
 process.exit(0);
