@@ -46,10 +46,8 @@ const credential = (q: Sql, hash: string): Promise<CredentialRow | null> =>
  * instance when any credential or the switch changes: credentials.ts).
  */
 export async function authenticate(core: HubCore, req: IncomingMessage): Promise<Answer<Authenticated>> {
-  const header = req.headers.authorization;
-  const m = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!m) return bad(401, 'unauthorized', 'send the credential as "Authorization: Bearer <token>"');
-  const hash = presentedTokenHash(m[1]!);
+  const hash = presentedHash(req);
+  if (hash === null) return bad(401, 'unauthorized', 'send the credential as "Authorization: Bearer <token>"');
   const known = core.credentials.get(hash);
   if (known !== undefined) return good(known);
   const since = core.credentials.begin();
@@ -57,6 +55,26 @@ export async function authenticate(core: HubCore, req: IncomingMessage): Promise
   if (who.ok) core.credentials.remember(hash, who.value, since);
   return who;
 }
+
+/** The hash of the token in `Authorization: Bearer <token>`; null when the header is missing or not of that form. */
+export function presentedHash(req: IncomingMessage): string | null {
+  const header = req.headers.authorization;
+  const m = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? presentedTokenHash(m[1]!) : null;
+}
+
+/**
+ * The id of the agent whose token hashes to the parameter, as a sub-select, when {@link authenticate}
+ * would let that token in to a messaging route: an agent row not revoked, not the human token, and
+ * agent messaging not switched off. Null otherwise (and for a token only the configured token store
+ * names: it has no row). The same three rows as the credential statement, so a statement that
+ * decides on it (the stream connect's renewal) lets in exactly who the credential statement would,
+ * on the store's rows of that instant: nothing remembered (credentials.ts), so a change committed
+ * before it is never missed. Its one parameter is the token's hash.
+ */
+export const AGENT_LET_IN = `(SELECT a.id FROM agents AS a WHERE a.token_hash = CAST(? AS TEXT) AND a.revoked = 0
+    AND NOT EXISTS (SELECT 1 FROM meta WHERE key = 'agent_messaging' AND value = '0')
+    AND NOT EXISTS (SELECT 1 FROM meta WHERE key = 'human_token_hash' AND value = a.token_hash))`;
 
 async function lookUp(core: HubCore, hash: string): Promise<Answer<Authenticated>> {
   const row = await credential(core.store.read, hash);

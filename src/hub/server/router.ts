@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { nameWork, runAs } from './work.js';
-import { authenticate, checkKind, tokenInUrl, type Caller, type Needs } from './auth.js';
+import { authenticate, checkKind, tokenInUrl, type Authenticated, type Caller, type Needs } from './auth.js';
 import type { HubCore } from './core.js';
 import type { RequestClass, RequestFaults } from './faults.js';
 import { STORE_CLOSED } from './database-errors.js';
-import { errorReply, fault, readBody, send, type Body, type ErrorReply, type Reply } from './http.js';
+import { errorReply, fault, readBody, send, type Answer, type Body, type ErrorReply, type Reply } from './http.js';
 
 export interface RouteContext {
   req: IncomingMessage;
@@ -16,6 +16,12 @@ export interface RouteContext {
   caller: Caller | null;
   /** Whether agent messaging is on, read with the credential; null on routes that need none. */
   messaging: boolean | null;
+  /**
+   * Let the caller in as the router does for every other route (the credential, then the token
+   * kind `needs`): for a route that reads the credential itself, on each path its own statement
+   * did not let the caller in.
+   */
+  authenticate(): Promise<Answer<Authenticated>>;
   body: Body;
   faults: RequestFaults;
   /** Aborts when the client goes away (held long-polls stop waiting). */
@@ -28,6 +34,13 @@ export interface Route {
   path: string;
   needs: Needs;
   cls: RequestClass;
+  /**
+   * The handler reads the credential inside its own first statement (the stream connect: ONE
+   * round trip for the credential and the lease renewal): the router does not authenticate first,
+   * `caller` and `messaging` stay null, and the handler calls `authenticate()` wherever its
+   * statement did not let the caller in.
+   */
+  ownCredential?: true;
   handle(ctx: RouteContext): Reply | Promise<Reply>;
 }
 
@@ -186,11 +199,15 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
     }
     let caller: Caller | null = null;
     let messaging: boolean | null = null;
-    if (r.needs !== 'none') {
+    const letIn = async (): Promise<Answer<Authenticated>> => {
       const who = await authenticate(core, req);
-      if (!who.ok) return errorReply(who.error);
+      if (!who.ok) return who;
       const allowed = checkKind(who.value.caller, r.needs);
-      if (!allowed.ok) return errorReply(allowed.error);
+      return allowed.ok ? who : allowed;
+    };
+    if (r.needs !== 'none' && !r.ownCredential) {
+      const who = await letIn();
+      if (!who.ok) return errorReply(who.error);
       caller = who.value.caller;
       messaging = who.value.messaging;
     }
@@ -209,6 +226,7 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
       messaging,
       body,
       faults,
+      authenticate: letIn,
       get signal() {
         return signal();
       },

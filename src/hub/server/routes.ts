@@ -15,7 +15,7 @@ import {
 } from '../contract/index.js';
 import { messagingEnabled, setMessaging } from './account.js';
 import { agentView, directory, findAgent, mintAgent, revokeAgent } from './agents.js';
-import type { Caller } from './auth.js';
+import { presentedHash, type Caller } from './auth.js';
 import { effectiveMaxWaitSeconds, HUB_DEFAULTS } from './config.js';
 import type { HubCore } from './core.js';
 import type { Signer } from './delivery.js';
@@ -31,7 +31,8 @@ import { openStream } from './stream.js';
 import { isTerminal, messageById, messageJson } from './track.js';
 import { hop, TRACE } from '../../util/trace.js';
 
-const agentOf = (c: RouteContext): string => (c.caller as Extract<Caller, { kind: 'agent' }>).agentId;
+const agentId = (caller: Caller | null): string => (caller as Extract<Caller, { kind: 'agent' }>).agentId;
+const agentOf = (c: RouteContext): string => agentId(c.caller);
 
 function bodyOf<T>(c: RouteContext, validate: (b: unknown) => RequestCheck<T>): Answer<T> {
   const raw = c.body.kind === 'json' ? c.body.value : undefined;
@@ -62,6 +63,23 @@ function sessionParam(c: RouteContext): Answer<string | null> {
   if (raw === null) return good(null);
   const v = validateId(raw, 'query parameter session');
   return v.ok ? good(v.value) : bad(400, 'invalid_request', v.reason);
+}
+
+/**
+ * What a stream connect asks for, checked in order: Accept (406), the session (400), agent messaging
+ * (403, when `messaging` is known: false is off), the MA2H-Consumer header (400).
+ */
+function streamShape(c: RouteContext, messaging: boolean | null): Answer<{ sessionId: string; consumer: ConsumerIdentity | null }> {
+  const accept = c.req.headers.accept;
+  if (accept !== undefined && !/text\/event-stream|text\/\*|\*\/\*/i.test(accept)) {
+    return bad(406, 'not_acceptable', 'the stream answers only text/event-stream; send "Accept: text/event-stream"');
+  }
+  const session = sessionParam(c);
+  if (!session.ok) return session;
+  if (session.value === null) return bad(400, 'invalid_request', 'the stream needs ?session=<session id>; the principal mailbox is drained with GET /v1/inbox');
+  if (messaging === false) return { ok: false, error: MESSAGING_OFF };
+  const consumer = consumerOf(c);
+  return consumer.ok ? good({ sessionId: session.value, consumer: consumer.value }) : consumer;
 }
 
 const withLease = (body: Record<string, unknown>, lease: SessionRow | null): Record<string, unknown> => (lease ? { ...body, session: leaseView(lease) } : body);
@@ -234,19 +252,27 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/inbox/stream',
       needs: 'agent',
       cls: 'stream',
+      // Every stream connects once per hold: the credential is read in the renewal's statement.
+      ownCredential: true,
       handle: async (c) => {
-        const accept = c.req.headers.accept;
-        if (accept !== undefined && !/text\/event-stream|text\/\*|\*\/\*/i.test(accept)) {
-          return fault(406, 'not_acceptable', 'the stream answers only text/event-stream; send "Accept: text/event-stream"');
+        const drop = c.faults.drop;
+        // A well-formed connect by a token with an agent row: the renewal statement lets it in.
+        const formed = streamShape(c, null);
+        const hash = presentedHash(c.req);
+        if (formed.ok && hash !== null && !core.configAgents.has(hash)) {
+          const admit = async (): Promise<Answer<string>> => {
+            const who = await c.authenticate();
+            if (!who.ok) return who;
+            return who.value.messaging ? good(agentId(who.value.caller)) : { ok: false, error: MESSAGING_OFF };
+          };
+          return openStream(core, signer, c.res, { who: { tokenHash: hash, admit }, ...formed.value, drop });
         }
-        const session = sessionParam(c);
-        if (!session.ok) return errorReply(session.error);
-        if (session.value === null)
-          return fault(400, 'invalid_request', 'the stream needs ?session=<session id>; the principal mailbox is drained with GET /v1/inbox');
-        if (!(await messagingOn(c))) return errorReply(MESSAGING_OFF);
-        const consumer = consumerOf(c);
-        if (!consumer.ok) return errorReply(consumer.error);
-        return openStream(core, signer, c.res, { agentId: agentOf(c), sessionId: session.value, consumer: consumer.value, drop: c.faults.drop });
+        // Anything else is let in first, then checked in the order every route answers in.
+        const who = await c.authenticate();
+        if (!who.ok) return errorReply(who.error);
+        const checked = streamShape(c, who.value.messaging);
+        if (!checked.ok) return errorReply(checked.error);
+        return openStream(core, signer, c.res, { who: { agentId: agentId(who.value.caller) }, ...checked.value, drop });
       },
     },
     {

@@ -1,6 +1,7 @@
 import type { ConsumerIdentity, CreateSessionRequest, Session, SessionLease, SessionState } from '../contract/index.js';
 import { formatAddress, sessionEndedCode } from '../contract/index.js';
 import { HUB_DEFAULTS, clampLease } from './config.js';
+import { AGENT_LET_IN } from './auth.js';
 import type { HubCore } from './core.js';
 import { moveToPrincipal, releaseClaims, setEntryState, type EntryRow } from './entries.js';
 import { bad, good, type Answer } from './http.js';
@@ -133,7 +134,7 @@ export interface Presenting {
  * this statement count is what bounds the deployment (docs/deploy.md "Round trips").
  */
 export async function presentSession(core: HubCore, tx: Tx, agentId: string, id: string, p: Presenting): Promise<Answer<SessionRow>> {
-  const held = renewIfHeld(agentId, id, p);
+  const held = renewIfHeld({ sql: '?', params: [agentId] }, id, p);
   const renewed = await tx.get<SessionRow>(...inUnit(tx, held));
   if (renewed !== null) {
     registerStream(core, (effect) => tx.afterCommit(effect), renewed, p, false);
@@ -154,13 +155,22 @@ export async function presentSession(core: HubCore, tx: Tx, agentId: string, id:
 }
 
 /**
+ * Who presents a session: an agent let in already, or the hash of the token presented, let in by
+ * the renewal statement itself ({@link AGENT_LET_IN}: the credential read folded into it).
+ */
+export type Presenter = { agentId: string } | { tokenHash: string };
+
+/**
  * A stream connect's present in ONE statement of its own (`Store.once`): the common case of
  * {@link presentSession} (an active, unexpired session of this agent presented by its holder or
- * with none), which on PostgreSQL is one round trip instead of a unit's three. Null when it
- * misses: the connect then takes presentSession in a unit, which decides and words the refusal.
+ * with none), which on PostgreSQL is one round trip instead of a unit's three. Presented by a
+ * token, the same statement lets the token in: the credential and the renewal in one round trip,
+ * where they were two. Null when it misses (any refusal, of the token or of the session, or a
+ * case the locked path decides): the connect then lets the caller in as any request is
+ * (authenticate) and takes presentSession in a unit, which decides and words the refusal.
  */
-export async function presentStream(core: HubCore, agentId: string, id: string, p: Presenting): Promise<SessionRow | null> {
-  const held = renewIfHeld(agentId, id, p);
+export async function presentStream(core: HubCore, who: Presenter, id: string, p: Presenting): Promise<SessionRow | null> {
+  const held = renewIfHeld('agentId' in who ? { sql: '?', params: [who.agentId] } : { sql: AGENT_LET_IN, params: [who.tokenHash] }, id, p);
   const [row] = await core.store.once<SessionRow>(held.sql, held.params, ([r]) => {
     if (r !== undefined) registerStream(core, (effect) => effect(), r, p, false);
   });
@@ -197,12 +207,15 @@ function renewal(id: string, p: Presenting, newHolder: boolean | 'if unheld', gu
   return { sql: `UPDATE sessions SET ${sets.join(', ')} WHERE id = ?${guard} RETURNING *`, params: [...params, id, ...guardParams] };
 }
 
-/** The one-statement present: only an active, unexpired session of this agent, held by this consumer or by nobody. */
-function renewIfHeld(agentId: string, id: string, p: Presenting): AtNow {
-  const guard = ` AND agent_id = ? AND state = 'active' AND expires_at > ?now`;
+/**
+ * The one-statement present: only an active, unexpired session of the agent `agent` names (an id
+ * parameter, or a sub-select of one), held by this consumer or by nobody.
+ */
+function renewIfHeld(agent: AtNow, id: string, p: Presenting): AtNow {
+  const guard = ` AND agent_id = ${agent.sql} AND state = 'active' AND expires_at > ?now`;
   const c = p.consumer;
-  if (c === null) return renewal(id, p, false, guard, agentId);
-  return renewal(id, p, 'if unheld', `${guard} AND (holder_home IS NULL OR (holder_home = ? AND holder_pid = ?))`, agentId, c.home, c.pid);
+  if (c === null) return renewal(id, p, false, guard, ...agent.params);
+  return renewal(id, p, 'if unheld', `${guard} AND (holder_home IS NULL OR (holder_home = ? AND holder_pid = ?))`, ...agent.params, c.home, c.pid);
 }
 
 /**

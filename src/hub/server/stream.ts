@@ -8,10 +8,10 @@ import { runAs, type Work } from './work.js';
 import { claimPage, mailboxKey, needsClaim, type PendingPage } from './entries.js';
 import { PageReader } from './page-reader.js';
 import { readSqlitePage } from './sqlite-pages.js';
-import { errorReply, good, type Reply } from './http.js';
+import { errorReply, good, type Answer, type Reply } from './http.js';
 import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
-import { presentSession, presentStream } from './sessions.js';
+import { presentSession, presentStream, type SessionRow } from './sessions.js';
 import { hop, TRACE } from '../../util/trace.js';
 
 /** How many deliveries one `entries` event carries at most (and at most `pageBytes` of them). */
@@ -24,7 +24,11 @@ const PUSH_BATCH = 100;
 const PUSH: Work = { name: 'push', lane: 'stream' };
 
 export interface StreamRequest {
-  agentId: string;
+  /**
+   * The agent let in already, or the presented token's hash: the renewal statement lets it in
+   * itself, and `admit` lets it in as any request is (its refusal worded) when that statement misses.
+   */
+  who: { agentId: string } | { tokenHash: string; admit: () => Promise<Answer<string>> };
   sessionId: string;
   consumer: ConsumerIdentity | null;
   /** Fault injection: send `open`, then destroy the socket. */
@@ -115,9 +119,16 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   // The connect is the renewal the client records: it is durable before `open` says so. Every
   // stream makes one per hold bound, so the common case is one statement (one round trip on
   // PostgreSQL); anything else — a refusal, another holder, a lapse due — is decided in a unit.
+  // Presented by its token, the same statement is the credential's read (one round trip, not two).
   const presenting = { consumer: sr.consumer, connect: true, stream: handle };
-  const renewed = await presentStream(core, sr.agentId, sr.sessionId, presenting);
-  const presented = renewed !== null ? good(renewed) : await core.store.write((tx) => presentSession(core, tx, sr.agentId, sr.sessionId, presenting));
+  const renewed = await presentStream(core, sr.who, sr.sessionId, presenting);
+  let presented: Answer<SessionRow>;
+  if (renewed !== null) presented = good(renewed);
+  else {
+    const agent = 'agentId' in sr.who ? good(sr.who.agentId) : await sr.who.admit();
+    if (!agent.ok) return errorReply(agent.error);
+    presented = await core.store.write((tx) => presentSession(core, tx, agent.value, sr.sessionId, presenting));
+  }
   if (!presented.ok) return errorReply(presented.error);
   if (res.destroyed) {
     // The client left while the renewal committed: nothing to hold open.
@@ -125,6 +136,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     return { kind: 'handled' };
   }
   const session = presented.value;
+  const agentId = session.agent_id;
   const hold = holdMs(core.config, session.lease_seconds);
 
   res.writeHead(200, {
@@ -163,7 +175,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   // connection sent so a rewind (claims released elsewhere) does not send it twice.
   let after = 0;
   const pushed = new Set<string>();
-  const box = { agentId: sr.agentId, sessionId: sr.sessionId };
+  const box = { agentId, sessionId: sr.sessionId };
   // A released claim puts an entry behind the cursor: the next page starts over.
   let rewind = false;
   /** One page; true when another may follow at once (this one stopped at its bound). */
@@ -239,9 +251,9 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   wake();
   cleanups.push(
     // Its own entries, and principal entries it may claim; not the agent's other sessions' mail.
-    core.bus.mail.on(mailboxKey(sr.agentId, sr.sessionId), wake),
-    core.bus.mail.on(mailboxKey(sr.agentId, null), wake),
-    core.bus.released.on(sr.agentId, () => {
+    core.bus.mail.on(mailboxKey(agentId, sr.sessionId), wake),
+    core.bus.mail.on(mailboxKey(agentId, null), wake),
+    core.bus.released.on(agentId, () => {
       rewind = true;
       wake();
     }),

@@ -2,6 +2,7 @@ import { createParser } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateEntry, verifyMac } from '../../../src/hub/contract/index.js';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { waitFor } from '../../helpers/wait.js';
 import { openSse, type SseEvent } from './sse.js';
 
 // SSE (§5): framing, pushes, keep-alive comments, the hold bound and the close events.
@@ -144,6 +145,44 @@ describe('reference Hub: the SSE stream', () => {
     const again = await stream(s.id);
     expect(again.status).toBe(410);
     expect(JSON.parse(again.errorBody).error.code).toBe('session_closed');
+  });
+
+  // The connect's renewal statement checks its token too (one round trip): whatever it does not
+  // let in is let in, or refused, as by every route, and the session's refusals are the locked path's.
+  it('refuses a token or a session the connect cannot present with the answers of every route: 401, 403, 404, 409, 410', async () => {
+    const refused = async (c: Promise<Awaited<ReturnType<typeof stream>>>, status: number, code: string) => {
+      const r = await c;
+      expect(r.status, r.errorBody).toBe(status);
+      const error = JSON.parse(r.errorBody).error;
+      expect(error.code).toBe(code);
+      return error as { message: string; holder?: unknown };
+    };
+    const s = await session({ lease_seconds: 30 });
+    const url = `${hub.url}/v1/inbox/stream?session=${s.id}`;
+    await refused(openSse(url, { token: '', headers: { authorization: 'Basic x' } }), 401, 'unauthorized');
+    await refused(openSse(url, { token: 'ohh_a_not-a-token-this-hub-minted' }), 401, 'unauthorized');
+    await refused(openSse(url, { token: hub.humanToken }), 403, 'forbidden');
+    // Another agent's session is not found, for that agent.
+    await refused(openSse(url, { token: a.token }), 404, 'session_not_found');
+    const gone = await hub.mintAgent('soon-revoked');
+    const own = (await hubCall(hub, 'POST', '/v1/sessions', { token: gone.token, body: { client_key: 'ck-revoked' } })).body.session;
+    expect((await hubCall(hub, 'POST', `/v1/account/agents/${gone.id}/revoke`, { token: hub.humanToken })).status).toBe(200);
+    expect((await refused(openSse(`${hub.url}/v1/inbox/stream?session=${own.id}`, { token: gone.token }), 401, 'unauthorized')).message).toContain('revoked');
+    // Held by a consumer of another home (registered with it just now: seen).
+    const held = await session({ home: 'h-first', host: 'box-1', pid: 10 });
+    const other = { 'MA2H-Consumer': 'home=h-second; host=box-2; pid=20' };
+    expect((await refused(stream(held.id, other), 409, 'session_held')).holder).toMatchObject({ home: 'h-first', pid: 10 });
+    const lapsing = await session({ lease_seconds: 0.5 });
+    await waitFor(async () => (await hubCall(hub, 'GET', `/v1/sessions/${lapsing.id}`, { token: b.token })).body.session.state === 'lapsed');
+    await refused(stream(lapsing.id), 410, 'session_lapsed');
+    const stopped = await session();
+    expect((await hubCall(hub, 'POST', `/v1/sessions/${stopped.id}/operator-close`, { token: hub.humanToken })).status).toBe(200);
+    await refused(stream(stopped.id), 403, 'session_closed_by_operator');
+    // None of them took the session: its own agent connects.
+    const c = await stream(s.id);
+    expect(c.status).toBe(200);
+    await c.next((e) => e.event === 'open');
+    c.close();
   });
 
   it('refuses before the stream starts with the JSON errors: 406, 400, 404, 403 messaging_disabled', async () => {
