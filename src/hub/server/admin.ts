@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Lane, LaneStats } from './lanes.js';
+import type { LanesStats, Share } from './lanes.js';
 import type { HubMetrics } from './metrics.js';
 import type { Store } from './sql.js';
 
@@ -18,8 +18,8 @@ export interface AdminSources {
 
 export interface DatabaseStats {
   pool(): { total: number; idle: number; waiting: number };
-  /** The pool's lanes: stream work and everyone else's requests (src/hub/server/lanes.ts). */
-  lanes(): Record<Lane, LaneStats>;
+  /** The pool's shares (stream work, everyone else's requests) and stream work's two lanes (src/hub/server/lanes.ts). */
+  lanes(): LanesStats;
   /** Round trips since start by work (route pattern, push, sweep, …), inside units and outside them. */
   roundTrips(): ReadonlyMap<string, { unit: number; read: number }>;
 }
@@ -126,35 +126,79 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
       },
     });
     // Kept as plain numbers by the store (no prom-client on the query path); read at scrape.
-    const waitedSeen = new Map<Lane, number>();
+    const SHARES: readonly Share[] = ['request', 'stream'];
+    const STREAM_WORK = ['page', 'connect'] as const;
+    const seen = new Map<string, number>();
+    /** What one of the lanes' running totals (named `key`) grew by since the last scrape. */
+    const grown = (key: string, total: number): number => {
+      const n = total - (seen.get(key) ?? 0);
+      seen.set(key, total);
+      return n;
+    };
     new prom.Counter({
       name: 'oh_hai_hub_db_lane_waited_total',
-      help: 'Database work that had to wait for a pool connection, by lane (stream: stream pages and connects; request: everything else)',
+      help: 'Database work that had to wait for a pool connection, by share of the pool (stream: stream pages and connects; request: everything else)',
       labelNames: ['lane'],
       registers: [registry],
       collect() {
-        for (const [lane, l] of Object.entries(database.lanes()) as Array<[Lane, LaneStats]>) {
-          this.inc({ lane }, l.waited - (waitedSeen.get(lane) ?? 0));
-          waitedSeen.set(lane, l.waited);
-        }
+        const l = database.lanes();
+        for (const lane of SHARES) this.inc({ lane }, grown(`share ${lane}`, l[lane].waited));
       },
     });
     new prom.Gauge({
       name: 'oh_hai_hub_db_lane_waiting_max',
-      help: 'The most database work of a lane waiting for a pool connection at once, since start',
+      help: 'The most database work of a share of the pool waiting for a connection at once, since start',
       labelNames: ['lane'],
       registers: [registry],
       collect() {
-        for (const [lane, l] of Object.entries(database.lanes())) this.set({ lane }, l.waitingMax);
+        const l = database.lanes();
+        for (const lane of SHARES) this.set({ lane }, l[lane].waitingMax);
       },
     });
     new prom.Gauge({
       name: 'oh_hai_hub_db_lane_held_max',
-      help: 'The most pool connections a lane held at once, since start',
+      help: 'The most pool connections a share of the pool held at once, since start',
       labelNames: ['lane'],
       registers: [registry],
       collect() {
-        for (const [lane, l] of Object.entries(database.lanes())) this.set({ lane }, l.heldMax);
+        const l = database.lanes();
+        for (const lane of SHARES) this.set({ lane }, l[lane].heldMax);
+      },
+    });
+    new prom.Counter({
+      name: 'oh_hai_hub_db_stream_waited_total',
+      help: "Stream work that had to wait for a pool connection, by work (page: a push to open streams; connect: a stream's credential and renewal)",
+      labelNames: ['work'],
+      registers: [registry],
+      collect() {
+        const l = database.lanes();
+        for (const work of STREAM_WORK) this.inc({ work }, grown(`stream ${work}`, l[work].waited));
+      },
+    });
+    new prom.Gauge({
+      name: 'oh_hai_hub_db_stream_waiting_max',
+      help: 'The most stream work of a kind (page, connect) waiting for a pool connection at once, since start',
+      labelNames: ['work'],
+      registers: [registry],
+      collect() {
+        const l = database.lanes();
+        for (const work of STREAM_WORK) this.set({ work }, l[work].waitingMax);
+      },
+    });
+    new prom.Counter({
+      name: 'oh_hai_hub_db_pages_before_connects_total',
+      help: 'Pool connections handed to a waiting stream page while a stream connect waited too (pages go first, a few in a row at most)',
+      registers: [registry],
+      collect() {
+        this.inc(grown('pages first', database.lanes().pagesBeforeConnects));
+      },
+    });
+    new prom.Counter({
+      name: 'oh_hai_hub_db_stream_before_requests_total',
+      help: 'Pool connections handed to waiting stream work below its share while requests, holding their own share or more, waited too',
+      registers: [registry],
+      collect() {
+        this.inc(grown('stream first', database.lanes().streamBeforeRequests));
       },
     });
     const reported = new Map<string, number>();

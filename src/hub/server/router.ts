@@ -179,8 +179,8 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
     }
     const r = hit.c.route;
     patternOf.set(res, `${r.method} ${r.path}`);
-    // A stream connect draws from the pool's stream lane, from its credential check on.
-    nameWork(`${r.method} ${r.path}`, r.cls === 'stream' ? 'stream' : 'request');
+    // A stream connect draws from stream work's share of the pool, from its credential check on.
+    nameWork(`${r.method} ${r.path}`, r.cls === 'stream' ? 'connect' : 'request');
     const faults = core.faults.forRequest(r.cls);
     if (faults.delayMs > 0) await sleep(faults.delayMs);
     if (faults.status !== null) {

@@ -18,10 +18,11 @@ import { hop, TRACE } from '../../util/trace.js';
 const PUSH_BATCH = 100;
 /**
  * Pages run as this work, whoever's commit woke them (/metrics counts round trips by work). On
- * PostgreSQL they draw from the pool's stream lane, so however many streams have a backlog, the
- * connections left for everyone else's requests stay free (src/hub/server/lanes.ts).
+ * PostgreSQL they draw from stream work's share of the pool, so however many streams have a
+ * backlog, the connections left for everyone else's requests stay free, and they go before the
+ * streams' connects (src/hub/server/lanes.ts).
  */
-const PUSH: Work = { name: 'push', lane: 'stream' };
+const PUSH: Work = { name: 'push', lane: 'page' };
 
 export interface StreamRequest {
   /**

@@ -150,6 +150,8 @@ describe('16 streams that never read, against a mailbox of maximal-escape mail',
             requestHeldMax: lane('held_max', 'request'),
             streamWaited: lane('waited_total', 'stream'),
             streamHeldMax: lane('held_max', 'stream'),
+            pageWaited: metric('oh_hai_hub_db_stream_waited_total{work="page"}'),
+            connectWaited: metric('oh_hai_hub_db_stream_waited_total{work="connect"}'),
           }
         : null;
     console.log(
@@ -157,7 +159,7 @@ describe('16 streams that never read, against a mailbox of maximal-escape mail',
         `most bytes one turn carried ${turnBytes} (bound ${TURN_BOUND}), ${deferred} pages put off to a later turn; ` +
         (lanes === null
           ? ''
-          : `pool lanes: stream work held at most ${lanes.streamHeldMax} of ${POOL_MAX} connections (${lanes.streamWaited} waits), ` +
+          : `pool lanes: stream work held at most ${lanes.streamHeldMax} of ${POOL_MAX} connections (${lanes.streamWaited} waits: pages ${lanes.pageWaited}, connects ${lanes.connectWaited}), ` +
             `requests held at most ${lanes.requestHeldMax} and waited ${lanes.requestWaited} times; `) +
         `another client: ${probes} requests, worst ${worstMs.toFixed(0)} ms; Hub event-loop delay max ${loopMaxMs.toFixed(0)} ms`,
     );
@@ -174,6 +176,8 @@ describe('16 streams that never read, against a mailbox of maximal-escape mail',
       // fleet poll, the sweep and two presence writes: at most the share left to them, so none waits
       // (the old pool had them queue behind the 16 connects, each holding a connection on a row lock).
       expect(lanes.streamHeldMax).toBeLessThanOrEqual(STREAM_SHARE);
+      // Stream work's waits, split by kind: every one is a page's or a connect's.
+      expect(lanes.pageWaited + lanes.connectWaited).toBe(lanes.streamWaited);
       if (lanes.requestHeldMax < POOL_MAX - STREAM_SHARE) expect(lanes.requestWaited).toBe(0);
     }
     // The Hub ended the connections it dropped.
