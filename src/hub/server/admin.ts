@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { LanesStats, Share } from './lanes.js';
+import type { Lane, LanesStats, Share } from './lanes.js';
 import type { HubMetrics } from './metrics.js';
 import type { Store } from './sql.js';
 
@@ -126,8 +126,6 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
       },
     });
     // Kept as plain numbers by the store (no prom-client on the query path); read at scrape.
-    const SHARES: readonly Share[] = ['request', 'stream'];
-    const STREAM_WORK = ['page', 'connect'] as const;
     const seen = new Map<string, number>();
     /** What one of the lanes' running totals (named `key`) grew by since the last scrape. */
     const grown = (key: string, total: number): number => {
@@ -135,72 +133,77 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
       seen.set(key, total);
       return n;
     };
-    new prom.Counter({
-      name: 'oh_hai_hub_db_lane_waited_total',
-      help: 'Database work that had to wait for a pool connection, by share of the pool (stream: stream pages and connects; request: everything else)',
-      labelNames: ['lane'],
-      registers: [registry],
-      collect() {
-        const l = database.lanes();
-        for (const lane of SHARES) this.inc({ lane }, grown(`share ${lane}`, l[lane].waited));
-      },
-    });
-    new prom.Gauge({
-      name: 'oh_hai_hub_db_lane_waiting_max',
-      help: 'The most database work of a share of the pool waiting for a connection at once, since start',
-      labelNames: ['lane'],
-      registers: [registry],
-      collect() {
-        const l = database.lanes();
-        for (const lane of SHARES) this.set({ lane }, l[lane].waitingMax);
-      },
-    });
-    new prom.Gauge({
-      name: 'oh_hai_hub_db_lane_held_max',
-      help: 'The most pool connections a share of the pool held at once, since start',
-      labelNames: ['lane'],
-      registers: [registry],
-      collect() {
-        const l = database.lanes();
-        for (const lane of SHARES) this.set({ lane }, l[lane].heldMax);
-      },
-    });
-    new prom.Counter({
-      name: 'oh_hai_hub_db_stream_waited_total',
-      help: "Stream work that had to wait for a pool connection, by work (page: a push to open streams; connect: a stream's credential and renewal)",
-      labelNames: ['work'],
-      registers: [registry],
-      collect() {
-        const l = database.lanes();
-        for (const work of STREAM_WORK) this.inc({ work }, grown(`stream ${work}`, l[work].waited));
-      },
-    });
-    new prom.Gauge({
-      name: 'oh_hai_hub_db_stream_waiting_max',
-      help: 'The most stream work of a kind (page, connect) waiting for a pool connection at once, since start',
-      labelNames: ['work'],
-      registers: [registry],
-      collect() {
-        const l = database.lanes();
-        for (const work of STREAM_WORK) this.set({ work }, l[work].waitingMax);
-      },
-    });
-    new prom.Counter({
-      name: 'oh_hai_hub_db_pages_before_connects_total',
-      help: 'Pool connections handed to a waiting stream page while a stream connect waited too (pages go first, a few in a row at most)',
-      registers: [registry],
-      collect() {
-        this.inc(grown('pages first', database.lanes().pagesBeforeConnects));
-      },
-    });
-    new prom.Counter({
-      name: 'oh_hai_hub_db_stream_before_requests_total',
-      help: 'Pool connections handed to waiting stream work below its share while requests, holding their own share or more, waited too',
-      registers: [registry],
-      collect() {
-        this.inc(grown('stream first', database.lanes().streamBeforeRequests));
-      },
-    });
+    /** One series per share or lane in `keys` (labelled `label`): a counter for `waited`, a gauge for a most-at-once. */
+    const byLane = (name: string, help: string, label: string, keys: ReadonlyArray<Share | Lane>, stat: 'waited' | 'waitingMax' | 'heldMax') => {
+      const series = { name, help, labelNames: [label], registers: [registry] };
+      if (stat === 'waited')
+        new prom.Counter({
+          ...series,
+          collect() {
+            const l = database.lanes();
+            for (const k of keys) this.inc({ [label]: k }, grown(`${name} ${k}`, l[k].waited));
+          },
+        });
+      else
+        new prom.Gauge({
+          ...series,
+          collect() {
+            const l = database.lanes();
+            for (const k of keys) this.set({ [label]: k }, l[k][stat]);
+          },
+        });
+    };
+    /** A counter following one of the lanes' running totals. */
+    const total = (name: string, help: string, pick: (l: LanesStats) => number) =>
+      new prom.Counter({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.inc(grown(name, pick(database.lanes())));
+        },
+      });
+    const SHARES: readonly Share[] = ['request', 'stream'];
+    const STREAM_WORK: readonly Lane[] = ['page', 'connect'];
+    byLane(
+      'oh_hai_hub_db_lane_waited_total',
+      'Database work that had to wait for a pool connection, by share of the pool (stream: stream pages and connects; request: everything else)',
+      'lane',
+      SHARES,
+      'waited',
+    );
+    byLane(
+      'oh_hai_hub_db_lane_waiting_max',
+      'The most database work of a share of the pool waiting for a connection at once, since start',
+      'lane',
+      SHARES,
+      'waitingMax',
+    );
+    byLane('oh_hai_hub_db_lane_held_max', 'The most pool connections a share of the pool held at once, since start', 'lane', SHARES, 'heldMax');
+    byLane(
+      'oh_hai_hub_db_stream_waited_total',
+      "Stream work that had to wait for a pool connection, by work (page: a push to open streams; connect: a stream's credential and renewal)",
+      'work',
+      STREAM_WORK,
+      'waited',
+    );
+    byLane(
+      'oh_hai_hub_db_stream_waiting_max',
+      'The most stream work of a kind (page, connect) waiting for a pool connection at once, since start',
+      'work',
+      STREAM_WORK,
+      'waitingMax',
+    );
+    total(
+      'oh_hai_hub_db_pages_before_connects_total',
+      'Pool connections handed to a waiting stream page while a stream connect waited too (pages go first, a few in a row at most)',
+      (l) => l.pagesBeforeConnects,
+    );
+    total(
+      'oh_hai_hub_db_stream_before_requests_total',
+      'Pool connections handed to waiting stream work below its share while requests, holding their own share or more, waited too',
+      (l) => l.streamBeforeRequests,
+    );
     const reported = new Map<string, number>();
     new prom.Counter({
       name: 'oh_hai_hub_db_round_trips_total',
