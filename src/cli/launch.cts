@@ -43,6 +43,16 @@ const ID_LINE = /^\/\/ oh-hai bundle ([0-9a-f]{16,64})\n/;
 const WRITES = 3;
 /** A run still going after this writes its cache then, not at exit: a long-running command is stopped by a signal, often while its home is being removed. */
 const EARLY_WRITE_MS = 2000;
+/**
+ * Where a run tells its launcher that the path a later run most wants compiled has just run (a
+ * reader's wake: src/util/code-cache.ts, which names the same key). A reader waits longer than
+ * EARLY_WRITE_MS for mail, so the cache it wrote then holds its start and its wait, never the
+ * wake that prints; a run that says so writes the cache once more at exit, and a cache no such
+ * run has written yet is written by the next run that says so, however many runs wrote it.
+ */
+export const HOT_PATH_RAN = Symbol.for('oh-hai.code-cache.hot-path-ran');
+/** The high bit of a cache file's first byte: a run that had run its hot path wrote it. */
+const HOT = 0x80;
 
 export function launch(argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): void {
   const label = commandLabel(argv);
@@ -55,16 +65,25 @@ export function launch(argv: readonly string[] = process.argv.slice(2), env: Nod
   const file = env.OH_HAI_CODE_CACHE === '0' ? null : codeCacheFile(env, bundle.id, label);
   const cached = file === null ? undefined : readCache(file);
   const script = new vm.Script(Module.wrap(bundle.source), { filename: bundle.file, ...(cached ? { cachedData: cached.data } : {}) });
-  const writes = cached === undefined || script.cachedDataRejected === true ? 0 : cached.writes;
-  if (file !== null && writes < WRITES) {
+  const accepted = cached !== undefined && script.cachedDataRejected !== true;
+  const writes = accepted ? cached.writes : 0;
+  // What a hot run compiled is in what this run loaded, so in what it writes: the mark carries.
+  let hot = accepted && cached.hot;
+  if (file !== null && (writes < WRITES || !hot)) {
     // Late, so the cache holds every function this run compiled, not only the top level.
-    let written = false;
+    let written = writes >= WRITES;
     const save = (): void => {
-      if (!written) writeCache(file, script, bundle.id, writes + 1);
+      if (!written) writeCache(file, script, bundle.id, Math.min(writes + 1, WRITES), hot);
       written = true;
     };
-    setTimeout(save, EARLY_WRITE_MS).unref();
+    if (!written) setTimeout(save, EARLY_WRITE_MS).unref();
     process.once('exit', save);
+    // Once per run: what the hot path compiled goes in at exit, also after an early write.
+    (globalThis as Record<symbol, unknown>)[HOT_PATH_RAN] = (): void => {
+      if (hot) return;
+      hot = true;
+      written = false;
+    };
   }
   const mod: { exports: Partial<Entry> } = { exports: {} };
   const wrapper = script.runInThisContext() as (...args: unknown[]) => void;
@@ -124,12 +143,20 @@ function cacheRoot(env: NodeJS.ProcessEnv): string | null {
   return xdg && path.isAbsolute(xdg) ? xdg : env.HOME && path.isAbsolute(env.HOME) ? path.join(env.HOME, '.cache') : null;
 }
 
-/** A cache file: one byte counting the runs that wrote it, then V8's data. */
-export function readCacheFile(bytes: Buffer): { writes: number; data: Buffer } | undefined {
-  return bytes.length > 1 ? { writes: bytes[0]!, data: bytes.subarray(1) } : undefined;
+interface CacheFile {
+  /** How many runs wrote it. */
+  writes: number;
+  /** Whether one of them had run its hot path first ({@link HOT_PATH_RAN}). */
+  hot: boolean;
+  data: Buffer;
 }
 
-function readCache(file: string): { writes: number; data: Buffer } | undefined {
+/** A cache file: one byte counting the runs that wrote it (its high bit: a hot run did), then V8's data. */
+export function readCacheFile(bytes: Buffer): CacheFile | undefined {
+  return bytes.length > 1 ? { writes: bytes[0]! & ~HOT, hot: (bytes[0]! & HOT) !== 0, data: bytes.subarray(1) } : undefined;
+}
+
+function readCache(file: string): CacheFile | undefined {
   try {
     return readCacheFile(fs.readFileSync(file));
   } catch {
@@ -143,14 +170,14 @@ function readCache(file: string): { writes: number; data: Buffer } | undefined {
  * and the name carries the bundle's content hash). Then caches of other bundles (earlier
  * builds of the same bundle) are dropped. Any failure leaves no cache, which only costs speed.
  */
-function writeCache(file: string, script: vm.Script, bundleId: string, writes: number): void {
+function writeCache(file: string, script: vm.Script, bundleId: string, writes: number, hot: boolean): void {
   const dir = path.dirname(file);
   const temp = `${file}.${process.pid}.tmp`;
   try {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const fd = fs.openSync(temp, 'w', 0o600);
     try {
-      fs.writeSync(fd, Buffer.concat([Buffer.from([writes]), script.createCachedData()]));
+      fs.writeSync(fd, Buffer.concat([Buffer.from([writes | (hot ? HOT : 0)]), script.createCachedData()]));
       fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);

@@ -21,6 +21,7 @@ import { type Coded, CONNECTION_KNOBS, EXIT, readKnobs, type Result, success, ty
 import type { Output } from '../util/output.js';
 import type { Timers } from '../util/clock.js';
 import type { LaunchRequest } from '../spawn/index.js';
+import { hotPathRan } from '../util/code-cache.js';
 import { stamp, TRACE } from '../util/trace.js';
 import { CONSUMER_NODE_FLAGS } from './consumer-flags.js';
 import { Heartbeat, judgeHolder, myRecord, displacedBy, noteDisplaced, type AttendanceEnd } from './attendance.js';
@@ -248,6 +249,8 @@ export class Reader {
         case 'records': {
           const failedRecords = await this.print(printer, end.items);
           if (failedRecords) return failedRecords;
+          // A wake printed: the launcher's code cache, written while this run slept, gets it too.
+          hotPathRan();
           break;
         }
         case 'consumer': {

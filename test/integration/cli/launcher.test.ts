@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { collect, repoRoot, runOhHai, startOhHai, type RunResult } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
 import { waitFor } from '../../helpers/wait.js';
+import { message, stage } from '../bridge/stage.js';
 
 /**
  * bin/oh-hai runs a bundle of the CLI through a V8 code cache (src/cli/launch.cts). The cache
@@ -61,6 +62,36 @@ describe('the code cache', () => {
     expect(v.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
     expect(caches(t.env, 'cli')).toHaveLength(1);
     expect(caches(t.env, 'bridge')).toEqual([bridge]);
+  });
+
+  it('of a reader woken after its early write is written once more as it exits, marked hot; a hot cache is left alone after', async () => {
+    const st = stage();
+    try {
+      st.consumerRunning();
+      const waiting = (): Promise<RunResult> => collect(startOhHai(['bridge', '--wait', '60'], { env: st.env }));
+      // Waits past the early write (2 s in), as a reader waits for mail: that cache holds no wake.
+      const first = waiting();
+      await waitFor(() => caches(st.env, 'bridge').length === 1, { what: 'the waiting reader to write its code cache' });
+      const file = path.join(cacheDir(st.env), caches(st.env, 'bridge')[0]!);
+      const early = statSync(file);
+      expect(readFileSync(file)[0]).toBe(1);
+      st.append([message('the wake')]);
+      const r = await first;
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain('the wake');
+      // Rewritten (a new file renamed in) with the wake compiled: still one run's write, now hot.
+      const hot = statSync(file);
+      expect(hot.ino).not.toBe(early.ino);
+      expect(readFileSync(file)[0]).toBe(0x81);
+      // The next runs count on from it; none of them needs to say it is hot again.
+      const second = waiting();
+      await waitFor(() => readFileSync(file)[0] === 0x82, { what: 'the second reader to write its code cache' });
+      st.append([message('the second wake')]);
+      expect((await second).stdout).toContain('the second wake');
+      expect(readFileSync(file)[0]).toBe(0x82);
+    } finally {
+      st.cleanup();
+    }
   });
 
   it('that V8 refuses (garbage in the file) changes nothing the command prints, and is replaced', async () => {

@@ -2,10 +2,11 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type * as Launch from '../../../src/cli/launch.cjs';
+import { HOT_PATH_RAN as hotPathKey } from '../../../src/util/code-cache.js';
 
 // The launcher is CommonJS (src/cli/launch.cts), which vitest does not transform: test the
 // build of it that bin/oh-hai runs.
-const { codeCacheFile, commandLabel, readCacheFile } = createRequire(import.meta.url)('../../../dist/cli/launch.cjs') as typeof Launch;
+const { codeCacheFile, commandLabel, HOT_PATH_RAN, readCacheFile } = createRequire(import.meta.url)('../../../dist/cli/launch.cjs') as typeof Launch;
 
 describe('the launcher picks the bundle and cache by the top-level command', () => {
   it.each([
@@ -38,9 +39,16 @@ describe('the code cache lives in the user cache directory, keyed on the bundle,
 });
 
 describe("a cache file is a count of the runs that wrote it, then V8's data", () => {
-  it('reads the count and the data, and nothing from a file too short to hold both', () => {
-    expect(readCacheFile(Buffer.from([2, 7, 8, 9]))).toEqual({ writes: 2, data: Buffer.from([7, 8, 9]) });
+  it('reads the count, whether a run that had run its hot path wrote it (the high bit), and the data; nothing from a file too short to hold both', () => {
+    expect(readCacheFile(Buffer.from([2, 7, 8, 9]))).toEqual({ writes: 2, hot: false, data: Buffer.from([7, 8, 9]) });
+    expect(readCacheFile(Buffer.from([0x83, 7]))).toEqual({ writes: 3, hot: true, data: Buffer.from([7]) });
     expect(readCacheFile(Buffer.from([1]))).toBeUndefined();
     expect(readCacheFile(Buffer.alloc(0))).toBeUndefined();
+  });
+});
+
+describe('a run tells the launcher its hot path ran', () => {
+  it('under the key the launcher listens on (src/util/code-cache.ts names it apart: the launcher is built on its own)', () => {
+    expect(hotPathKey).toBe(HOT_PATH_RAN);
   });
 });
