@@ -178,6 +178,13 @@ try {
     console.log(
       `${w.label}: send 202 → printed line, ${SAMPLES} samples over SSE: p50 ${f(l, 50)}, p90 ${f(l, 90)}, p99 ${f(l, 99)}, max ${f(l, 100)} (targets: p50 ≤ 1.2 ms, p99 ≤ 3 ms)`,
     );
+    // p99 of a few dozen samples is the slowest one or two: say which samples they were (the
+    // first ones run the readers and the connection's first delivery with the least compiled).
+    const slowest = l
+      .map((ms, n) => ({ ms, n }))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 3);
+    console.log(`  slowest: ${slowest.map((s) => `#${s.n} ${s.ms.toFixed(1)} ms`).join(', ')}`);
   }
   if (worlds.length === 2) {
     const ratio = (p) => (percentile(worlds[0].latencies, p) / percentile(worlds[1].latencies, p)).toFixed(2);

@@ -55,8 +55,10 @@ export class GroupCommit {
     };
   }
 
-  /** Settles when no batch is running: a read outside a unit never sees a batch half-written. */
+  /** Settles when a batch has left its units and answers behind (what {@link drain} waits for). */
   private flushing: Promise<void> | null = null;
+  /** Settles when the running batch's transaction has ended: a read outside a unit never sees a batch half-written. */
+  private writing: Promise<void> | null = null;
 
   /** Run `unit` in the next batch; settles with its result (or its throw) once the batch is committed. */
   run<T>(unit: () => T | Promise<T>): Promise<T> {
@@ -74,9 +76,14 @@ export class GroupCommit {
     });
   }
 
-  /** Resolves once no batch is being written (at once when none is). */
+  /** Resolves once no batch's transaction is open (at once when none is). */
   idle(): Promise<void> {
-    return this.flushing ?? Promise.resolve();
+    return this.writing ?? Promise.resolve();
+  }
+
+  /** Whether a batch's transaction is open now: a read outside a unit must wait for {@link idle}. */
+  get busy(): boolean {
+    return this.writing !== null;
   }
 
   /**
@@ -107,6 +114,8 @@ export class GroupCommit {
     const outcomes: Outcome[] = [];
     // A unit alone in its batch needs no savepoint: rolling back the transaction is rolling back the unit.
     const alone = batch.length === 1;
+    let written!: () => void;
+    this.writing = new Promise<void>((resolve) => (written = resolve));
     try {
       this.sql.begin.run();
       for (const u of batch) outcomes.push(await this.runUnit(u, alone));
@@ -118,9 +127,16 @@ export class GroupCommit {
       return;
     } finally {
       this.effects = null;
+      this.writing = null;
+      written();
     }
     for (const o of outcomes) if (o.ok) for (const effect of o.effects) this.runEffect(effect);
     this.runEffect(this.hooks.committed);
+    // The answers go on the next turn of the event loop. What the hook woke — a stream's page of
+    // the rows just committed, read on the event loop (SQLite) — is written in this turn's
+    // microtasks, before them: a sender's 202 is not on the push's path, and writing it first
+    // (its serialisation and its socket write) held every push of the batch behind it.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     batch.forEach((u, i) => {
       const o = outcomes[i]!;
       if (o.ok) u.resolve(o.value);

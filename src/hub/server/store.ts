@@ -227,10 +227,11 @@ export interface SqliteStoreHooks {
 export function sqliteStore(db: Db, hooks: SqliteStoreHooks): Store {
   const commits = new GroupCommit(db, { committed: hooks.committed, effectFailed: hooks.effectFailed });
   const sql = sqliteStatements(db);
+  // A read waits only while a batch's transaction is open (not for a microtask when none is).
   const read: Sql = {
-    get: async (q, ...p) => (await commits.idle(), sql.get(q, ...p)),
-    all: async (q, ...p) => (await commits.idle(), sql.all(q, ...p)),
-    run: async (q, ...p) => (await commits.idle(), sql.run(q, ...p)),
+    get: async (q, ...p) => (commits.busy && (await commits.idle()), sql.get(q, ...p)),
+    all: async (q, ...p) => (commits.busy && (await commits.idle()), sql.all(q, ...p)),
+    run: async (q, ...p) => (commits.busy && (await commits.idle()), sql.run(q, ...p)),
   };
   return {
     kind: 'sqlite',
