@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { ConnectionCounts } from './connections.js';
 import type { Lane, LanesStats, Share } from './lanes.js';
 import type { HubMetrics } from './metrics.js';
 import type { Store } from './sql.js';
@@ -12,6 +13,8 @@ export interface AdminSources {
   openStreams: () => number;
   /** Stream pages' share of the event loop: the most bytes one turn carried, and pages put off to a later turn. */
   pushTurns: () => { largest: number; deferred: number };
+  /** The public listener's TCP connections (null until it listens). */
+  connections: () => ConnectionCounts | null;
   /** The shared database's pool and round trips (PostgreSQL only). */
   database: DatabaseStats | null;
 }
@@ -90,6 +93,28 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
     registers: [registry],
     collect() {
       this.set(src.openStreams());
+    },
+  });
+  // Against oh_hai_hub_requests_total: how many requests a connection carries (a bridge's stream
+  // reconnects at every hold bound over the connection it kept; a client that does not keep its
+  // connection costs the Hub a TCP accept and set-up per request).
+  let acceptedSeen = 0;
+  new prom.Counter({
+    name: 'oh_hai_hub_connections_accepted_total',
+    help: 'TCP connections the public listener accepted',
+    registers: [registry],
+    collect() {
+      const n = src.connections()?.accepted ?? 0;
+      if (n > acceptedSeen) this.inc(n - acceptedSeen);
+      acceptedSeen = n;
+    },
+  });
+  new prom.Gauge({
+    name: 'oh_hai_hub_open_connections',
+    help: 'TCP connections open on the public listener',
+    registers: [registry],
+    collect() {
+      this.set(src.connections()?.open ?? 0);
     },
   });
   new prom.Gauge({

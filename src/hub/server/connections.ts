@@ -19,6 +19,12 @@ export function defaultMaxConnections(): number {
   return FALLBACK_CAP;
 }
 
+/** TCP connections this listener accepted since start, and open now (/metrics: a kept-alive client makes many requests per connection). */
+export interface ConnectionCounts {
+  accepted: number;
+  open: number;
+}
+
 /**
  * Bound the open client connections. Past the cap, the oldest IDLE connection is closed to make
  * room — one with no request in flight: a keep-alive socket between requests, or one that has not
@@ -26,10 +32,17 @@ export function defaultMaxConnections(): number {
  * stream or long-poll is never shed for a newcomer; when every connection is busy, the newcomer is
  * refused (closed at once), and the clients already served keep their answers.
  */
-export function capConnections(server: Server, cap: number): void {
+export function capConnections(server: Server, cap: number): ConnectionCounts {
   /** Open sockets in the order they connected, with their requests in flight. */
   const open = new Map<Socket, { inFlight: number }>();
+  const counts: ConnectionCounts = {
+    accepted: 0,
+    get open() {
+      return open.size;
+    },
+  };
   server.on('connection', (socket: Socket) => {
+    counts.accepted += 1;
     open.set(socket, { inFlight: 0 });
     socket.once('close', () => open.delete(socket));
     if (open.size <= cap) return;
@@ -47,4 +60,5 @@ export function capConnections(server: Server, cap: number): void {
     state.inFlight += 1;
     res.once('close', () => (state.inFlight -= 1));
   });
+  return counts;
 }

@@ -9,7 +9,7 @@ import { coalesced } from './coalesce.js';
 import { CredentialCache } from './credentials.js';
 import { Bus } from './bus.js';
 import type { HubConfig } from './config.js';
-import { capConnections, defaultMaxConnections } from './connections.js';
+import { capConnections, defaultMaxConnections, type ConnectionCounts } from './connections.js';
 import { privateDataDir } from './data-dir.js';
 import type { AccessRecord, HubCore } from './core.js';
 import { metricsSlot, type HubMetrics } from './metrics.js';
@@ -175,11 +175,18 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   const { store } = opened;
   let boot;
   let admin: AdminListener | null = null;
+  let connections: ConnectionCounts | null = null;
   try {
     boot = await bootAccount(store, config.dataDir, 'reference hub account');
     if (o.adminListen !== undefined) {
       const { startAdmin } = await import('./admin.js');
-      admin = await startAdmin(o.adminListen, { store, openStreams: () => streams.count(), pushTurns: () => turns.counts(), database: opened.database });
+      admin = await startAdmin(o.adminListen, {
+        store,
+        openStreams: () => streams.count(),
+        pushTurns: () => turns.counts(),
+        connections: () => connections,
+        database: opened.database,
+      });
       metrics.target = admin.metrics;
     }
   } catch (e) {
@@ -228,7 +235,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   // Held streams and long-polls answer slowly by design; only the request itself is timed.
   server.requestTimeout = 60_000;
   server.keepAliveTimeout = 10_000;
-  capConnections(server, config.maxConnections ?? defaultMaxConnections());
+  connections = capConnections(server, config.maxConnections ?? defaultMaxConnections());
 
   try {
     await new Promise<void>((resolve, reject) => {
