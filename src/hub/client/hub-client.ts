@@ -44,6 +44,7 @@ import { ok, type Result } from '../../core/index.js';
 import { call, type CallSpec, type Transport } from './http.js';
 import type { HubResult } from './result.js';
 import { openStream, type StreamEnd, type StreamOptions } from './stream.js';
+import { StreamConnections } from './stream-connections.js';
 
 export interface HubClientOptions {
   /** The Hub's origin, e.g. `https://hub.example.com` (config's parseHubUrl gives exactly this). */
@@ -81,6 +82,7 @@ export class HubClient {
   /** Formatted once, so a bad pid fails at construction rather than mid-drain. */
   private readonly consumerHeader: Record<string, string>;
   private readonly agent: Agent;
+  private readonly streams: StreamConnections;
 
   constructor(opts: HubClientOptions) {
     const url = new URL(opts.baseUrl);
@@ -88,6 +90,7 @@ export class HubClient {
       throw new RangeError(`HubClient needs an http(s) origin without credentials, got ${url.protocol}//${url.host}`);
     }
     this.agent = new Agent();
+    this.streams = new StreamConnections(url.origin);
     this.consumer = opts.consumer ?? null;
     this.consumerHeader = this.consumer ? { [CONSUMER_HEADER.toLowerCase()]: formatConsumerHeader(this.consumer) } : {};
     this.t = {
@@ -103,8 +106,8 @@ export class HubClient {
     return this.t.origin;
   }
 
-  close(): Promise<void> {
-    return this.agent.close();
+  async close(): Promise<void> {
+    await Promise.all([this.agent.close(), this.streams.close()]);
   }
 
   private call<T>(spec: Omit<CallSpec<T>, 'auth'> & { auth?: boolean }): Promise<HubResult<T>> {
@@ -240,6 +243,6 @@ export class HubClient {
 
   /** §5 — one stream connect (one hold). Resolves with how it ended; never throws for a Hub's doing. */
   openStream(sessionId: string, opts: Omit<StreamOptions, 'consumer'> = {}): Promise<StreamEnd> {
-    return openStream(this.t, sessionId, { ...opts, consumer: this.consumer });
+    return this.streams.run((dispatcher) => openStream({ ...this.t, dispatcher }, sessionId, { ...opts, consumer: this.consumer }));
   }
 }
