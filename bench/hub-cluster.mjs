@@ -20,8 +20,12 @@
 // each push waited: on the connection open at the send, for the stream's next connect (the stream
 // was between connections), or on a later connection although one was open at the send.
 // Never run by CI.
+// Each stream reconnects over the connection it kept, as a bridge's client does (hub-streams.mjs); the
+// idle phase prints the TCP connections opened per connect (counted here and by the Hubs); with
+// --idle-ab a second idle phase opens a new connection for every connect (as this bench did until
+// session 8), so the Hub's CPU per connect over a kept and a new connection compare in one run.
 // Usage: node bench/hub-cluster.mjs [--streams 1000] [--messages 2000] [--concurrency 50]
-//          [--idle <seconds, default one hold>] [--only sqlite,postgres:1,postgres:2]
+//          [--idle <seconds, default one hold>] [--idle-ab] [--only sqlite,postgres:1,postgres:2]
 //          [--cpu-prof <dir>]   (each Hub writes a V8 CPU profile there, and the bench the idle and
 //          send phases' time windows: node bench/cpu-profile-breakdown.mjs <dir> [--phases idle])
 import { spawn, spawnSync } from 'node:child_process';
@@ -105,6 +109,7 @@ const ports = hi - lo + 1;
 /** The hold bound deploy/ ships (the Hub's default; the systemd unit sets none); checked against each Hub's capability. */
 const HOLD_SECONDS = 30;
 const IDLE_SECONDS = arg('idle', HOLD_SECONDS);
+const IDLE_AB = process.argv.includes('--idle-ab');
 const reconnectsPerMinute = Math.ceil((STREAMS / HOLD_SECONDS) * 60);
 const portsNeeded = STREAMS + CONCURRENCY * 2 + (twReuse === '0' ? reconnectsPerMinute : 0);
 console.log(
@@ -224,6 +229,52 @@ const cpuOf = (pid, children = false) => {
   return (Number(f[11]) + Number(f[12]) + (children ? Number(f[13]) + Number(f[14]) : 0)) / TICKS;
 };
 
+/** Set while --idle-ab's second idle phase runs: every stream connect opens a new TCP connection. */
+let freshConnections = false;
+
+/** One idle phase (no sends) of IDLE_SECONDS: CPU per second and per connect, round trips, answers, and TCP connections per connect (this process's count and the Hubs'). */
+async function measureIdle(hubs, database, phaseAnswers) {
+  // Every /metrics scrape is outside the CPU window (a scrape of a Hub holding 10,000 streams lists its descriptors).
+  const idleTrips0 = database ? await sumOver(hubs, (h) => roundTrips(h.adminUrl, IDLE_WORKS)) : 0;
+  const accepted0 = await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_connections_accepted_total'));
+  phaseAnswers();
+  const idle0 = {
+    hub: hubs.map((h) => cpuOf(h.proc.pid)),
+    hubSys: hubs.map((h) => sysCpuOf(h.proc.pid)),
+    db: database ? await databaseCpu() : 0,
+    self: process.cpuUsage(),
+    at: performance.now(),
+  };
+  const idleUs = monoUs();
+  await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+  windows.idle.push([idleUs, monoUs()]);
+  const idleSeconds = (performance.now() - idle0.at) / 1000;
+  const idleHub = hubs.reduce((sum, h, i) => sum + cpuOf(h.proc.pid) - idle0.hub[i], 0);
+  const idleHubSys = hubs.reduce((sum, h, i) => sum + sysCpuOf(h.proc.pid) - idle0.hubSys[i], 0);
+  const idleDb = database ? (await databaseCpu()) - idle0.db : null;
+  const idleSelf = process.cpuUsage(idle0.self);
+  const idleAnswers = phaseAnswers();
+  const idleTrips = database ? (await sumOver(hubs, (h) => roundTrips(h.adminUrl, IDLE_WORKS))) - idleTrips0 : null;
+  const accepted = (await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_connections_accepted_total'))) - accepted0;
+  const idleConnects = idleAnswers.get(200) ?? 0;
+  const perConnect = (n) => (n === null || idleConnects === 0 ? null : n / idleConnects);
+  return {
+    seconds: idleSeconds,
+    answers: idleAnswers,
+    connectsPerSecond: idleConnects / idleSeconds,
+    hubCpuPerSecond: idleHub / idleSeconds,
+    dbCpuPerSecond: idleDb === null ? null : idleDb / idleSeconds,
+    loadCpuPerSecond: (idleSelf.user + idleSelf.system) / 1e6 / idleSeconds,
+    hubMsPerConnect: perConnect(idleHub * 1000),
+    hubSysShare: idleHub === 0 ? null : idleHubSys / idleHub,
+    dbMsPerConnect: perConnect(idleDb === null ? null : idleDb * 1000),
+    loadMsPerConnect: perConnect(((idleSelf.user + idleSelf.system) / 1e6) * 1000),
+    tripsPerConnect: perConnect(idleTrips),
+    opened: perConnect(idleAnswers.connections),
+    accepted: perConnect(accepted),
+  };
+}
+
 async function run(label, instances, database) {
   const dirs = [];
   const hubs = [];
@@ -265,9 +316,14 @@ async function run(label, instances, database) {
     // Connect answers by HTTP status (`error`: none came), counted from zero again per phase.
     let answers = new Map();
     const onAnswer = (status) => answers.set(status, (answers.get(status) ?? 0) + 1);
+    // TCP connections the streams opened (the Hub accepted), counted from zero again per phase as well.
+    let connections = 0;
+    const onConnection = () => connections++;
     const phaseAnswers = () => {
       const a = answers;
+      a.connections = connections;
       answers = new Map();
+      connections = 0;
       return a;
     };
     const open = [];
@@ -281,45 +337,26 @@ async function run(label, instances, database) {
       while ((i - opened >= OPENING || performance.now() < due) && performance.now() < openDeadline)
         await new Promise((r) => setTimeout(r, Math.max(1, Math.min(10, due - performance.now()))));
       s.state = { conn: 0, open: false, ended: new Map() };
-      open.push(holdStream(s, timer, { onOpen: () => opened++, onAnswer, state: s.state }));
+      open.push(holdStream(s, timer, { onOpen: () => opened++, onAnswer, onConnection, fresh: () => freshConnections, state: s.state }));
     }
     while (opened < STREAMS && performance.now() < openDeadline) await new Promise((r) => setTimeout(r, 50));
     const openSeconds = (performance.now() - openStart) / 1000;
     const openAnswers = phaseAnswers();
     const connectTrips = database ? (await sumOver(hubs, (h) => roundTrips(h.adminUrl, CONNECT_WORKS))) - connectTrips0 : null;
 
-    // What the streams cost with nothing sent: every one reconnects about once per hold.
-    const idle0 = {
-      hub: hubs.map((h) => cpuOf(h.proc.pid)),
-      hubSys: hubs.map((h) => sysCpuOf(h.proc.pid)),
-      db: database ? await databaseCpu() : 0,
-      self: process.cpuUsage(),
-      at: performance.now(),
-    };
-    const idleTrips0 = database ? await sumOver(hubs, (h) => roundTrips(h.adminUrl, IDLE_WORKS)) : 0;
-    const idleUs = monoUs();
-    await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
-    windows.idle.push([idleUs, monoUs()]);
-    const idleSeconds = (performance.now() - idle0.at) / 1000;
-    const idleHub = hubs.reduce((sum, h, i) => sum + cpuOf(h.proc.pid) - idle0.hub[i], 0);
-    const idleHubSys = hubs.reduce((sum, h, i) => sum + sysCpuOf(h.proc.pid) - idle0.hubSys[i], 0);
-    const idleDb = database ? (await databaseCpu()) - idle0.db : null;
-    const idleSelf = process.cpuUsage(idle0.self);
-    const idleTrips = database ? (await sumOver(hubs, (h) => roundTrips(h.adminUrl, IDLE_WORKS))) - idleTrips0 : null;
-    const idleAnswers = phaseAnswers();
-    const idleConnects = idleAnswers.get(200) ?? 0;
-    const idle = {
-      seconds: idleSeconds,
-      answers: idleAnswers,
-      connectsPerSecond: idleConnects / idleSeconds,
-      hubCpuPerSecond: idleHub / idleSeconds,
-      dbCpuPerSecond: idleDb === null ? null : idleDb / idleSeconds,
-      loadCpuPerSecond: (idleSelf.user + idleSelf.system) / 1e6 / idleSeconds,
-      hubMsPerConnect: idleConnects === 0 ? null : (idleHub * 1000) / idleConnects,
-      hubSysShare: idleHub === 0 ? null : idleHubSys / idleHub,
-      dbMsPerConnect: idleDb === null || idleConnects === 0 ? null : (idleDb * 1000) / idleConnects,
-      tripsPerConnect: idleTrips === null || idleConnects === 0 ? null : idleTrips / idleConnects,
-    };
+    // What the streams cost with nothing sent: every one reconnects about once per hold, over the
+    // connection it kept (as a bridge does); with --idle-ab a second idle phase opens a new
+    // connection for every connect (how the bench held streams until session 8), in the same run.
+    const idle = await measureIdle(hubs, database, phaseAnswers);
+    let idleFresh = null;
+    if (IDLE_AB) {
+      freshConnections = true;
+      idleFresh = await measureIdle(hubs, database, phaseAnswers);
+      freshConnections = false;
+      // One hold for every stream to open its kept connection again, so the sends meet streams as a fleet's are.
+      await new Promise((r) => setTimeout(r, HOLD_SECONDS * 1000));
+      phaseAnswers();
+    }
 
     const cpu0 = hubs.map((h) => cpuOf(h.proc.pid));
     const db0 = database ? await databaseCpu() : 0;
@@ -359,6 +396,7 @@ async function run(label, instances, database) {
     for (const stream of open) stream.stop();
     return {
       idle,
+      idleFresh,
       openAnswers,
       sendAnswers,
       waits: Object.fromEntries(Object.entries(timer.waits).map(([k, xs]) => [k, { n: xs.length, p99: xs.length === 0 ? null : timer.pct(99, xs) }])),
@@ -414,18 +452,29 @@ for (const r of results)
     `${r.label} ×${r.instances}: stream pages deferred to a later turn ${r.deferredPerSend.toFixed(2)}/send; waits for a pool connection during the sends: ${r.waited === null ? '—' : `requests ${r.waited.request}, stream work ${r.waited.stream}`}`,
   );
 // The streams alone (no sends): what holding them costs, and every connect answer by status.
-const statuses = (m) => [...m.entries()].map(([k, v]) => `${k} ×${v}`).join(', ') || 'none';
+const statuses = (m) => `${[...m.entries()].map(([k, v]) => `${k} ×${v}`).join(', ') || 'none'} (TCP connections opened ${m.connections})`;
 console.log(`idle: ${STREAMS} streams, no sends, hold ${HOLD_SECONDS} s (deploy/'s), measured ${IDLE_SECONDS} s`);
-console.log('store      instances  connects/s  Hub CPU ms/s  DB CPU ms/s  load CPU ms/s  Hub CPU ms/connect  (kernel)  DB CPU ms/connect  DB trips/connect');
+console.log(
+  'store      instances  connections  connects/s  Hub CPU ms/s  DB CPU ms/s  load CPU ms/s  Hub CPU ms/connect  (kernel)  DB CPU ms/connect  load CPU ms/connect  DB trips/connect  TCP opened/connect (Hub accepted)',
+);
 for (const r of results) {
-  const i = r.idle;
-  console.log(
-    `${r.label.padEnd(10)} ${String(r.instances).padStart(9)}  ${i.connectsPerSecond.toFixed(0).padStart(10)}  ${(i.hubCpuPerSecond * 1000).toFixed(0).padStart(12)}  ${fmt(i.dbCpuPerSecond === null ? null : i.dbCpuPerSecond * 1000, 0).padStart(11)}  ${(i.loadCpuPerSecond * 1000).toFixed(0).padStart(13)}  ${fmt(i.hubMsPerConnect, 2).padStart(18)}  ${(i.hubSysShare === null ? '—' : `${(i.hubSysShare * 100).toFixed(0)}%`).padStart(8)}  ${fmt(i.dbMsPerConnect, 2).padStart(17)}  ${fmt(i.tripsPerConnect, 1).padStart(16)}`,
-  );
+  for (const [how, i] of [
+    ['kept', r.idle],
+    ['new', r.idleFresh],
+  ]) {
+    if (i === null) continue;
+    console.log(
+      `${r.label.padEnd(10)} ${String(r.instances).padStart(9)}  ${how.padStart(11)}  ${i.connectsPerSecond.toFixed(0).padStart(10)}  ${(i.hubCpuPerSecond * 1000).toFixed(0).padStart(12)}  ${fmt(i.dbCpuPerSecond === null ? null : i.dbCpuPerSecond * 1000, 0).padStart(11)}  ${(i.loadCpuPerSecond * 1000).toFixed(0).padStart(13)}  ${fmt(i.hubMsPerConnect, 2).padStart(18)}  ${(i.hubSysShare === null ? '—' : `${(i.hubSysShare * 100).toFixed(0)}%`).padStart(8)}  ${fmt(i.dbMsPerConnect, 2).padStart(17)}  ${fmt(i.loadMsPerConnect, 2).padStart(19)}  ${fmt(i.tripsPerConnect, 1).padStart(16)}  ${`${fmt(i.opened, 3)} (${fmt(i.accepted, 3)})`.padStart(33)}`,
+    );
+  }
+  if (r.idleFresh !== null && r.idle.hubMsPerConnect !== null && r.idleFresh.hubMsPerConnect !== null)
+    console.log(
+      `${r.label} ×${r.instances}: Hub CPU per connect over a kept connection ${(r.idle.hubMsPerConnect / r.idleFresh.hubMsPerConnect).toFixed(2)}x a new connection's (same run)`,
+    );
 }
 for (const r of results)
   console.log(
-    `${r.label} ×${r.instances}: connect answers while opening ${statuses(r.openAnswers)}; idle ${statuses(r.idle.answers)}; during the sends ${statuses(r.sendAnswers)}`,
+    `${r.label} ×${r.instances}: connect answers while opening ${statuses(r.openAnswers)}; idle ${statuses(r.idle.answers)}${r.idleFresh === null ? '' : `; idle on new connections ${statuses(r.idleFresh.answers)}`}; during the sends ${statuses(r.sendAnswers)}`,
   );
 // Where each push waited (hub-streams.mjs): `missed` is a push that came on a later connection although one was open at its send.
 for (const r of results) {

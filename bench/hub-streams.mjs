@@ -1,7 +1,7 @@
 // Shared by the Hub benches (hub-sse, hub-cluster, send-cost): streams held like a bridge holds
 // them, and send→push latency. A push can beat the send's own HTTP answer back to this process,
 // so arrivals are kept until the send's start time is known. Never run by CI.
-import { request } from 'node:http';
+import { Agent, request } from 'node:http';
 
 /**
  * Where a push waited, from the stream's state when its send started (`sent`'s `at`) and the
@@ -61,28 +61,45 @@ export const connectionAt = (state) => ({ state, conn: state.conn, open: state.o
 
 /**
  * One stream on `s` ({url, id, token}), reconnecting at once on the hold bound (as a bridge
- * does). `onOpen` hears the first `open`; `onAnswer` every answer to a connect, with its HTTP
- * status (or `error` when none came: refused, reset), `onConnect` every 200. Every pushed message
- * id goes to `timer` with the connection it came on. `state`, when given, is kept up to date (see
- * {@link connectionAt}). Returns the requests in flight, with `stop()`: end them all and reconnect no
- * more (a request destroyed alone reconnects, as a reset one does).
+ * does), over the connection it keeps (as a bridge's client does: src/hub/client/stream-connections.ts):
+ * a keep-alive agent of its own with one socket, so a reconnect queues behind the answer that just
+ * ended and goes out on its socket. `fresh()` true: this connect opens a new connection instead
+ * (how these benches held streams until session 8). `onOpen` hears the first `open`; `onAnswer`
+ * every answer to a connect, with its HTTP status (or `error` when none came: refused, reset),
+ * `onConnect` every 200, `onConnection` every connect that opened a TCP connection. Every pushed
+ * message id goes to `timer` with the connection it came on. `state`, when given, is kept up to
+ * date (see {@link connectionAt}). Returns the requests in flight, with `stop()`: end them all and
+ * reconnect no more (a request destroyed alone reconnects, as a reset one does).
  */
 export function holdStream(
   s,
   timer,
-  { onOpen = () => undefined, onConnect = () => undefined, onAnswer = () => undefined, state = { conn: 0, open: false, ended: new Map() } } = {},
+  {
+    onOpen = () => undefined,
+    onConnect = () => undefined,
+    onAnswer = () => undefined,
+    onConnection = () => undefined,
+    fresh = () => false,
+    state = { conn: 0, open: false, ended: new Map() },
+  } = {},
 ) {
   const requests = [];
+  const kept = new Agent({ keepAlive: true, maxSockets: 1 });
   let stopped = false;
   requests.stop = () => {
     stopped = true;
     for (const r of [...requests]) r.destroy();
+    kept.destroy();
   };
   let first = true;
   const connect = () => {
     const req = request(`${s.url}/v1/inbox/stream?session=${s.id}`, {
-      agent: false,
+      agent: fresh() ? false : kept,
       headers: { accept: 'text/event-stream', authorization: `Bearer ${s.token}` },
+    });
+    // The agent marks a socket it hands out again before the request sees it.
+    req.once('socket', () => {
+      if (!req.reusedSocket) onConnection();
     });
     requests.push(req);
     let answered = false;
