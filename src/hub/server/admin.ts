@@ -65,6 +65,12 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   });
+  const pagesPerRead = new prom.Histogram({
+    name: 'oh_hai_hub_push_pages_per_read',
+    help: 'Streams whose pages one statement read (PostgreSQL: the streams woken while the read before it waited)',
+    buckets: [1, 2, 4, 8, 16, 32],
+    registers: [registry],
+  });
   const lag = new prom.Histogram({
     name: 'oh_hai_hub_notify_lag_seconds',
     help: 'From another instance committing a wake-up to this instance hearing it (PostgreSQL NOTIFY)',
@@ -283,6 +289,7 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
       request: (route, status) => requests.inc({ route, status: String(status) }),
       sent: () => sends.inc(),
       pushed: (ms) => push.observe(Math.max(0, ms) / 1000),
+      pagesRead: (n) => pagesPerRead.observe(n),
       lapsed: (n) => lapsed.inc(n),
       operatorStop: () => stops.inc(),
       notified: (ms) => lag.observe(Math.max(0, ms) / 1000),

@@ -9,6 +9,8 @@ export interface HubMetrics {
   sent(): void;
   /** An entry went out on a stream for the first time, this long after it was queued (deployment clock). */
   pushed(latencyMs: number): void;
+  /** One statement read the pages of this many streams (PostgreSQL's batched page read). */
+  pagesRead(streams: number): void;
   /** Sessions whose lease ran out. */
   lapsed(n: number): void;
   /** An operator stop recorded (the kill-switch). */
@@ -23,6 +25,7 @@ export const NO_METRICS: HubMetrics = {
   request: () => undefined,
   sent: () => undefined,
   pushed: () => undefined,
+  pagesRead: () => undefined,
   lapsed: () => undefined,
   operatorStop: () => undefined,
   notified: () => undefined,
@@ -36,6 +39,7 @@ export function metricsSlot(): HubMetrics & { target: HubMetrics } {
     request: (route: string, status: number) => slot.target.request(route, status),
     sent: () => slot.target.sent(),
     pushed: (ms: number) => slot.target.pushed(ms),
+    pagesRead: (n: number) => slot.target.pagesRead(n),
     lapsed: (n: number) => slot.target.lapsed(n),
     operatorStop: () => slot.target.operatorStop(),
     notified: (ms: number) => slot.target.notified(ms),

@@ -1,6 +1,6 @@
 import type { Gate } from './coalesce.js';
 import { readPages, type Mailbox, type PageBound, type PageRequest, type PendingPage } from './entries.js';
-import type { Sql } from './sql.js';
+import type { Store } from './sql.js';
 import { runAs, type Work } from './work.js';
 
 /** Streams' pages one statement reads at most. */
@@ -22,24 +22,28 @@ interface Waiting extends PageRequest {
 
 /**
  * Stream pages on a store where each statement is a round trip (PostgreSQL): every stream woken in
- * one turn of the event loop, or while the reads before it waited for the gate, is read by ONE
- * statement ({@link readPages}). A stream's page read alone was one pool acquisition per push, and
- * with at most half the pool reading pages while 50 senders queued for it (two acquisitions per
- * send), pushes fell behind sends and the lag grew for the whole run. Now a read waits for a gate
- * permit once and takes everything queued by the time it gets one, so the more streams wait, the
- * more each statement carries.
+ * one turn of the event loop, or while the read before it waited, is read by ONE statement
+ * ({@link readPages}). A stream's page read alone was one pool acquisition per push, and with at
+ * most half the pool reading pages while 50 senders queued for it (two acquisitions per send),
+ * pushes fell behind sends and the lag grew for the whole run. Now one read at a time waits — for
+ * a gate permit, then for a pool connection (the pool's lanes: stream connects may hold the
+ * rest) — and takes everything queued by the time it has the connection, so the more streams
+ * wait, the more each statement carries. (Until session 8 it took them once it had the permit,
+ * and then waited for the connection with that batch while the next gathered behind it.)
  */
 export class PageReader {
   private queue: Waiting[] = [];
   /** A turn's end is queued to ask the gate. */
   private scheduled = false;
-  /** A read has asked the gate and not been let in yet: what queues meanwhile goes with it. */
+  /** A read has asked for a gate permit and a pool connection and not had both yet: what queues meanwhile goes with it. */
   private asking = false;
 
   constructor(
-    private readonly read: Sql,
+    private readonly store: Pick<Store, 'reading'>,
     private readonly gate: Gate,
     private readonly work: Work,
+    /** Told how many streams' pages each statement read (/metrics). */
+    private readonly batched: (streams: number) => void,
   ) {}
 
   /** The next page of `box` after `afterSeq`, read together with every other stream's page queued with it. */
@@ -60,26 +64,29 @@ export class PageReader {
     if (this.asking || this.queue.length === 0) return;
     this.asking = true;
     void runAs(this.work, () =>
-      this.gate.run(async () => {
-        this.asking = false;
-        const batch = this.queue.splice(0, PAGES_PER_READ);
-        // More than one read's worth waits: the next asks for a permit of its own now.
-        this.ask();
-        if (batch.length === 0) return;
-        const share = Math.floor(READ_BYTES / batch.length);
-        try {
-          const requests = batch.map((w) => ({
-            box: w.box,
-            afterSeq: w.afterSeq,
-            bound: { limit: w.bound.limit, maxBytes: Math.min(w.bound.maxBytes, share) },
-          }));
-          while ((requests.length & (requests.length - 1)) !== 0) requests.push(NOBODY);
-          const pages = await readPages(this.read, requests);
-          for (const [i, w] of batch.entries()) w.settle(pages[i]!);
-        } catch (e) {
-          for (const w of batch) w.fail(e);
-        }
-      }),
+      this.gate.run(() =>
+        this.store.reading(async (read) => {
+          this.asking = false;
+          const batch = this.queue.splice(0, PAGES_PER_READ);
+          // More than one read's worth waits: the next asks for its own permit and connection now.
+          this.ask();
+          if (batch.length === 0) return;
+          this.batched(batch.length);
+          const share = Math.floor(READ_BYTES / batch.length);
+          try {
+            const requests = batch.map((w) => ({
+              box: w.box,
+              afterSeq: w.afterSeq,
+              bound: { limit: w.bound.limit, maxBytes: Math.min(w.bound.maxBytes, share) },
+            }));
+            while ((requests.length & (requests.length - 1)) !== 0) requests.push(NOBODY);
+            const pages = await readPages(read, requests);
+            for (const [i, w] of batch.entries()) w.settle(pages[i]!);
+          } catch (e) {
+            for (const w of batch) w.fail(e);
+          }
+        }),
+      ),
     );
   }
 }

@@ -110,6 +110,13 @@ export interface Store {
   once<T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void): Promise<T[]>;
   /** Statements outside a transaction, for reads that decide nothing another request could race. */
   readonly read: Sql;
+  /**
+   * `fn` run with statements as {@link read}'s, all on ONE admission to the database pool, taken
+   * before `fn` is called (PostgreSQL: once a connection of this work's lane is free; `fn` runs
+   * its statements one at a time). What `fn` reads is decided when the connection is had, not
+   * before the wait: the page reader gathers every stream woken until then into one statement.
+   */
+  reading<T>(fn: (read: Sql) => Promise<T>): Promise<T>;
   /** Whether the store answers and is migrated. */
   health(): Promise<StoreHealth>;
   close(): Promise<void>;

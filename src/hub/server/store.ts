@@ -237,6 +237,8 @@ export function sqliteStore(db: Db, hooks: SqliteStoreHooks): Store {
     kind: 'sqlite',
     shared: false,
     read,
+    // No pool: nothing to wait for.
+    reading: (fn) => fn(read),
     write: <T>(unit: (tx: Tx) => Promise<T>): Promise<T> =>
       commits.run(() => {
         const tx: Tx = {

@@ -52,7 +52,7 @@ function pageGate(core: HubCore): Gate {
 const pageReaders = new WeakMap<HubCore, PageReader>();
 function pageReader(core: HubCore): PageReader {
   let reader = pageReaders.get(core);
-  if (!reader) pageReaders.set(core, (reader = new PageReader(core.store.read, pageGate(core), PUSH)));
+  if (!reader) pageReaders.set(core, (reader = new PageReader(core.store, pageGate(core), PUSH, (n) => core.metrics.pagesRead(n))));
   return reader;
 }
 

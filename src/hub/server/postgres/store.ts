@@ -174,6 +174,8 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
   // A lone statement runs on a pooled connection outside any unit: the pool drops that connection
   // on any error, so a stale plan is prepared afresh on the next attempt's.
   const lone = statements(o.pool, statement, inUnit);
+  // Reads outside a unit: each takes its pool connection through the lanes (`read`), or runs on one admission already had (`reading`).
+  const reads = statements(o.pool, statement, () => counted('read'), true);
   /** The deployment's clock inside a statement, read once per statement (a volatile CTE is evaluated once). */
   const onceClock = `WITH oh_hai_clock AS (SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT) + ${Math.round(o.offsetMs)} AS now) `;
 
@@ -251,10 +253,8 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     clock,
     pool: o.pool,
     roundTrips,
-    read: laned(
-      statements(o.pool, statement, () => counted('read'), true),
-      o.lanes,
-    ),
+    read: laned(reads, o.lanes),
+    reading: (fn) => o.lanes.run(workLane(), () => fn(reads)),
     write: <T>(unit: (tx: Tx) => Promise<T>): Promise<T> => retried(() => attempt(unit)),
     once: <T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void): Promise<T[]> =>
       retried(async () => {
