@@ -138,6 +138,31 @@ describe.each(eachSqliteDriver())('GroupCommit on a real SQLite store (WAL, sync
     commits.afterCommit(() => log.push('outside'));
     expect(log.at(-1)).toBe('outside');
   });
+
+  it('answers a batch after what its committed hook started (a push reading the rows just committed), never before', async () => {
+    // What a stream's page does when the hook wakes it: a read that waits for idle(), then more
+    // awaits (sign, write). It used to wait for the answers too, so every 202 left before its push.
+    const log: string[] = [];
+    let wake = false;
+    commits = new GroupCommit(db, {
+      committed: () => {
+        if (!wake) return;
+        void (async () => {
+          await commits.idle();
+          log.push(`read after the commit (in transaction: ${db.inTransaction}, rows: ${notes().length})`);
+          for (let step = 0; step < 20; step++) await null;
+          log.push('pushed');
+        })();
+      },
+      effectFailed: (e) => effectErrors.push(e),
+    });
+    wake = true;
+    const answered = commits.run(() => insert('sent')).then(() => log.push('answered'));
+    // A second unit of the same batch: one hook, and both answers after the push.
+    const during = commits.run(() => insert('second')).then(() => log.push('second answered'));
+    await Promise.all([answered, during]);
+    expect(log).toEqual(['read after the commit (in transaction: false, rows: 2)', 'pushed', 'answered', 'second answered']);
+  });
 });
 
 interface Sent {
