@@ -367,8 +367,24 @@ async function run(label, instances, database) {
     // empty: every connection is taken through the lanes). Counted before and after, never sampled:
     // a /metrics scrape of a Hub holding 10,000 streams lists /proc/self/fd and every active handle,
     // and four a second cost it more CPU than its pushes.
-    const laneWaits = (lane) => sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_db_lane_waited_total', new RegExp(`lane="${lane}"`)));
-    const waited0 = database ? { request: await laneWaits('request'), stream: await laneWaits('stream') } : null;
+    // Stream work's waits split by kind (page, connect), how often the lanes put pages before waiting
+    // connects and stream work before waiting requests, and streams per batched page read.
+    const LANE_COUNTS = {
+      request: ['oh_hai_hub_db_lane_waited_total', /lane="request"/],
+      stream: ['oh_hai_hub_db_lane_waited_total', /lane="stream"/],
+      page: ['oh_hai_hub_db_stream_waited_total', /work="page"/],
+      connect: ['oh_hai_hub_db_stream_waited_total', /work="connect"/],
+      pagesFirst: ['oh_hai_hub_db_pages_before_connects_total'],
+      streamFirst: ['oh_hai_hub_db_stream_before_requests_total'],
+      reads: ['oh_hai_hub_push_pages_per_read_count'],
+      paged: ['oh_hai_hub_push_pages_per_read_sum'],
+    };
+    const laneCounts = async () => {
+      const out = {};
+      for (const [k, [name, labels]] of Object.entries(LANE_COUNTS)) out[k] = await sumOver(hubs, (h) => metric(h.adminUrl, name, labels));
+      return out;
+    };
+    const waited0 = database ? await laneCounts() : null;
     let next = 0;
     const sendUs = monoUs();
     const t0 = performance.now();
@@ -386,7 +402,7 @@ async function run(label, instances, database) {
     const sendSeconds = (performance.now() - t0) / 1000;
     windows.send.push([sendUs, monoUs()]);
     while (timer.latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
-    const waited = waited0 === null ? null : { request: (await laneWaits('request')) - waited0.request, stream: (await laneWaits('stream')) - waited0.stream };
+    const waited = waited0 === null ? null : Object.fromEntries(Object.entries(await laneCounts()).map(([k, n]) => [k, n - waited0[k]]));
     const deferred = (await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_push_pages_deferred_total'))) - deferred0;
     const cpu = hubs.reduce((sum, h, i) => sum + cpuOf(h.proc.pid) - cpu0[i], 0);
     const self = process.cpuUsage(self0);
@@ -449,7 +465,7 @@ for (const r of results) {
 // Where pushes wait: a page that found its turn of the event loop full, and the pool's queue at its longest.
 for (const r of results)
   console.log(
-    `${r.label} ×${r.instances}: stream pages deferred to a later turn ${r.deferredPerSend.toFixed(2)}/send; waits for a pool connection during the sends: ${r.waited === null ? '—' : `requests ${r.waited.request}, stream work ${r.waited.stream}`}`,
+    `${r.label} ×${r.instances}: stream pages deferred to a later turn ${r.deferredPerSend.toFixed(2)}/send; waits for a pool connection during the sends: ${r.waited === null ? '—' : `requests ${r.waited.request}, stream work ${r.waited.stream} (pages ${r.waited.page}, connects ${r.waited.connect}; a page went before a waiting connect ${r.waited.pagesFirst} times, stream work before waiting requests ${r.waited.streamFirst}); streams per page read ${fmt(r.waited.paged / r.waited.reads, 1)} (${r.waited.reads} reads)`}`,
   );
 // The streams alone (no sends): what holding them costs, and every connect answer by status.
 const statuses = (m) => `${[...m.entries()].map(([k, v]) => `${k} ×${v}`).join(', ') || 'none'} (TCP connections opened ${m.connections})`;
