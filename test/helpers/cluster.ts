@@ -1,4 +1,5 @@
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { afterAll, beforeAll } from 'vitest';
 import os from 'node:os';
 import path from 'node:path';
 import { startHub, type TestHub } from './hub.js';
@@ -40,4 +41,24 @@ export async function startPair(opts: { args?: string[]; env?: NodeJS.ProcessEnv
       rmSync(dirB, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Two instances on a fresh database for the tests of one describe (no balancer: each test talks to
+ * the instance it means), started before them and stopped after; read them inside a test.
+ */
+export function twoInstances(args: string[]): { a: () => TestHub; b: () => TestHub; db: () => Awaited<ReturnType<typeof freshDatabase>> } {
+  let db: Awaited<ReturnType<typeof freshDatabase>>;
+  let a: TestHub, b: TestHub;
+  beforeAll(async () => {
+    db = await freshDatabase();
+    a = await startHub({ database: db.url, args });
+    b = await startHub({ database: db.url, args, signingKey: a.signingKey });
+  });
+  afterAll(async () => {
+    await b?.dispose();
+    await a?.dispose();
+    await db?.drop();
+  });
+  return { a: () => a, b: () => b, db: () => db };
 }

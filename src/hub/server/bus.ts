@@ -8,8 +8,27 @@ export type SessionEndReason = 'closed' | 'closed_by_operator' | 'lapsed';
 
 type Listener = () => void;
 
+/**
+ * What the topics emitted while someone was about to listen (see {@link Bus.hear}): the keys, or
+ * everything (a re-check of every waiter after missed wake-ups).
+ */
+export class Heard {
+  readonly keys = new Set<string>();
+  /** Heads woken with their whole family ({@link Topic.emitFamily}). */
+  readonly families = new Set<string>();
+  everything = false;
+
+  /** Whether `key` was woken while this was hearing (itself, its family, or everything). */
+  has(key: string): boolean {
+    if (this.everything || this.keys.has(key)) return true;
+    const cut = key.indexOf('#');
+    return cut >= 0 && this.families.has(key.slice(0, cut));
+  }
+}
+
 class Topic {
   private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly hearing = new Set<Heard>();
   /** Keys of the form `<head>#<rest>` listened on, by head (see {@link Topic.emitFamily}). */
   private readonly families = new Map<string, Set<string>>();
   private readonly pending = new Set<string>();
@@ -43,11 +62,19 @@ class Topic {
 
   /** Wake `head` and every `<head>#…` key someone listens on. */
   emitFamily(head: string): void {
+    for (const h of this.hearing) h.families.add(head);
     this.emit(head);
     for (const key of this.families.get(head) ?? []) this.emit(key);
   }
 
+  /** Record in `h` every key emitted from now on, until the returned stop. */
+  hear(h: Heard): () => void {
+    this.hearing.add(h);
+    return () => this.hearing.delete(h);
+  }
+
   emit(key: string): void {
+    for (const h of this.hearing) h.keys.add(key);
     if (!this.listeners.has(key)) return;
     this.pending.add(key);
     if (this.scheduled) return;
@@ -57,6 +84,7 @@ class Topic {
 
   /** Wake every key someone listens on (after missed wake-ups: each waiter re-checks once). */
   emitAll(): void {
+    for (const h of this.hearing) h.everything = true;
     for (const key of this.listeners.keys()) this.emit(key);
   }
 
@@ -83,6 +111,20 @@ export class Bus {
   readonly released = new Topic();
   /** Keyed by message id: its track or response changed. */
   readonly message = new Topic();
+
+  /**
+   * Start hearing what `mail` and `released` emit, for a listener about to join: a stream connect
+   * whose first page is read by its renewal statement, before the statement is sent. An entry
+   * committed after the statement's snapshot wakes its mailbox only after that commit, so it is
+   * either heard here or (once `stop` was called and the stream listens, in the same turn) heard by
+   * the stream: it never falls between the page and the listening.
+   */
+  hear(): { mail: Heard; released: Heard; stop: () => void } {
+    const mail = new Heard();
+    const released = new Heard();
+    const stops = [this.mail.hear(mail), this.released.hear(released)];
+    return { mail, released, stop: () => stops.forEach((stop) => stop()) };
+  }
 
   /**
    * Deliver what is pending on every topic now rather than on the next turn: a group

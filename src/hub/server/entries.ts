@@ -114,11 +114,11 @@ export interface Statement {
  * claimed, and principal entries it claimed already; the principal mailbox is the second alone.
  * The sources never share an entry (a claim is only ever taken on principal mail).
  */
-export function pendingArms(box: Mailbox, afterSeq: number, limit: number, columns = 'seq'): Statement[] {
+export function pendingArms(box: Mailbox, afterSeq: number, limit: number, columns = 'seq', agent: Statement = byParam(box.agentId)): Statement[] {
   const free = {
     sql: `SELECT ${columns} FROM entries
-    WHERE to_agent = CAST(? AS TEXT) AND to_session IS NULL AND state = 'pending' AND claimed_session IS NULL AND seq > ? ORDER BY seq LIMIT CAST(? AS INTEGER)`,
-    params: [box.agentId, afterSeq, limit],
+    WHERE to_agent = ${agent.sql} AND to_session IS NULL AND state = 'pending' AND claimed_session IS NULL AND seq > ? ORDER BY seq LIMIT CAST(? AS INTEGER)`,
+    params: [...agent.params, afterSeq, limit],
   };
   if (box.sessionId === null) return [free];
   return [
@@ -141,8 +141,8 @@ export function pendingArms(box: Mailbox, afterSeq: number, limit: number, colum
  * as ONE subquery and its parameters: the {@link pendingArms} merged. At most 3 × limit index
  * entries are read.
  */
-function pendingSeqs(box: Mailbox, afterSeq: number, limit: number): Statement {
-  const arms = pendingArms(box, afterSeq, limit);
+function pendingSeqs(box: Mailbox, afterSeq: number, limit: number, agent?: Statement): Statement {
+  const arms = pendingArms(box, afterSeq, limit, 'seq', agent);
   if (arms.length === 1) return arms[0]!;
   const [own, free, claimed] = arms as [Statement, Statement, Statement];
   // Every derived table is named: PostgreSQL requires it, SQLite accepts it.
@@ -168,7 +168,15 @@ export interface PageRequest {
   box: Mailbox;
   afterSeq: number;
   bound: PageBound;
+  /**
+   * The mailbox's agent as SQL, when the statement knows it and the caller does not yet (a stream
+   * connect's renewal lets its token in and reads the page together); else `box.agentId`.
+   */
+  agent?: Statement;
 }
+
+/** A value as a statement's parameter. */
+const byParam = (value: Param): Statement => ({ sql: 'CAST(? AS TEXT)', params: [value] });
 
 /**
  * The next page of each mailbox, oldest first, in ONE statement whatever their number (the pages
@@ -188,20 +196,38 @@ export interface PageRequest {
  * says no.
  */
 export async function readPages(q: Sql, requests: readonly PageRequest[]): Promise<PendingPage[]> {
+  const read = pagesQuery(requests);
+  return pagesOf(await q.all<PageRow>(`WITH ${read.ctes} ${read.select}`, ...read.params), requests);
+}
+
+/** A row of {@link pagesQuery}: the entry, which request's page it is in, and that page's candidates. */
+export type PageRow = EntryRow & { box: number; candidates: number };
+
+/**
+ * {@link readPages}'s statement in its parts: the common table expressions (`wanted`, `sized`,
+ * `page`) and the select of the pages' rows, so a statement of another kind may read pages too (a
+ * stream connect's renewal reads its first page). `when`, a condition, holds every candidate back
+ * unless it is true (the page of a renewal that took place).
+ */
+export function pagesQuery(requests: readonly PageRequest[], when = ''): { ctes: string; select: string; params: Param[] } {
   const wanted: string[] = [];
   const params: Param[] = [];
   for (const [i, r] of requests.entries()) {
-    const seqs = pendingSeqs(r.box, r.afterSeq, r.bound.limit);
-    wanted.push(`SELECT ${i} AS box, CAST(? AS BIGINT) AS bound, seq FROM (${seqs.sql}) AS box${i}`);
+    const seqs = pendingSeqs(r.box, r.afterSeq, r.bound.limit, r.agent);
+    wanted.push(`SELECT ${i} AS box, CAST(? AS BIGINT) AS bound, seq FROM (${seqs.sql}) AS box${i}${when === '' ? '' : ` WHERE ${when}`}`);
     params.push(r.bound.maxBytes, ...seqs.params);
   }
-  const rows = await q.all<EntryRow & { box: number; candidates: number }>(
-    `WITH wanted AS MATERIALIZED (${wanted.join(' UNION ALL ')}),
+  return {
+    ctes: `wanted AS MATERIALIZED (${wanted.join(' UNION ALL ')}),
        sized AS MATERIALIZED (SELECT wanted.box, wanted.bound, wanted.seq, OCTET_LENGTH(entries.body) AS bytes FROM wanted JOIN entries ON entries.seq = wanted.seq),
-       page AS (SELECT box, bound, seq, SUM(bytes) OVER (PARTITION BY box ORDER BY seq) - bytes AS bytes_before, COUNT(*) OVER (PARTITION BY box) AS candidates FROM sized)
-     SELECT page.box, page.candidates, entries.* FROM page JOIN entries ON entries.seq = page.seq WHERE page.bytes_before < page.bound`,
-    ...params,
-  );
+       page AS (SELECT box, bound, seq, SUM(bytes) OVER (PARTITION BY box ORDER BY seq) - bytes AS bytes_before, COUNT(*) OVER (PARTITION BY box) AS candidates FROM sized)`,
+    select: `SELECT page.box, page.candidates, entries.* FROM page JOIN entries ON entries.seq = page.seq WHERE page.bytes_before < page.bound`,
+    params,
+  };
+}
+
+/** The pages of `requests` from the rows of their {@link pagesQuery}, in order, each cut by its byte bound. */
+export function pagesOf(rows: PageRow[], requests: readonly PageRequest[]): PendingPage[] {
   rows.sort((x, y) => x.box - y.box || x.seq - y.seq);
   const pages = requests.map(() => ({ rows: [] as EntryRow[], candidates: 0, full: false, bytes: 0 }));
   for (const { box, candidates, ...row } of rows) {

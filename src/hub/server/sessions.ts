@@ -3,7 +3,18 @@ import { formatAddress, sessionEndedCode } from '../contract/index.js';
 import { HUB_DEFAULTS, clampLease } from './config.js';
 import { AGENT_LET_IN } from './auth.js';
 import type { HubCore } from './core.js';
-import { moveToPrincipal, releaseClaims, setEntryState, type EntryRow } from './entries.js';
+import {
+  moveToPrincipal,
+  pagesOf,
+  pagesQuery,
+  releaseClaims,
+  setEntryState,
+  type EntryRow,
+  type PageBound,
+  type PageRequest,
+  type PageRow,
+  type PendingPage,
+} from './entries.js';
 import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
@@ -147,7 +158,7 @@ export async function presentSession(core: HubCore, tx: Tx, agentId: string, id:
   const c = p.consumer;
   if (c && r.holder_home !== null && r.holder_home !== c.home && holderSeen(core, r, tx.now)) return heldError(r);
   const replaced = c !== null && r.holder_home !== null && (r.holder_home !== c.home || r.holder_pid !== c.pid);
-  const row = await tx.get<SessionRow>(...inUnit(tx, renewal(r.id, p, c !== null && (r.holder_home !== c.home || r.holder_pid !== c.pid), '')));
+  const row = await tx.get<SessionRow>(...inUnit(tx, renewal(r.id, p, c !== null && (r.holder_home !== c.home || r.holder_pid !== c.pid), '*', '')));
   // A stream of the old holder may be open on another instance.
   if (replaced) tx.wake('session', r.id);
   registerStream(core, (effect) => tx.afterCommit(effect), row!, p, replaced);
@@ -169,12 +180,93 @@ export type Presenter = { agentId: string } | { tokenHash: string };
  * case the locked path decides): the connect then lets the caller in as any request is
  * (authenticate) and takes presentSession in a unit, which decides and words the refusal.
  */
-export async function presentStream(core: HubCore, who: Presenter, id: string, p: Presenting): Promise<SessionRow | null> {
-  const held = renewIfHeld('agentId' in who ? { sql: '?', params: [who.agentId] } : { sql: AGENT_LET_IN, params: [who.tokenHash] }, id, p);
+export async function presentStream(core: HubCore, who: Presenter, id: string, p: Presenting, first: PageBound | null): Promise<Presented | null> {
+  const agent = 'agentId' in who ? { sql: '?', params: [who.agentId] } : { sql: AGENT_LET_IN, params: [who.tokenHash] };
+  if (first !== null) return presentPaged(core, agent, id, p, first);
+  const held = renewIfHeld(agent, id, p);
   const [row] = await core.store.once<SessionRow>(held.sql, held.params, ([r]) => {
     if (r !== undefined) registerStream(core, (effect) => effect(), r, p, false);
   });
-  return row ?? null;
+  return row === undefined ? null : { row, page: null };
+}
+
+/** A stream connect's renewed session, and its first page when the renewal statement read it. */
+export interface Presented {
+  row: SessionRow;
+  page: PendingPage | null;
+}
+
+/** The session's columns, as a statement returning them beside an entry's names them (`s_<column>`). */
+const SESSION_COLUMNS = [
+  'id',
+  'agent_id',
+  'name',
+  'client_key',
+  'home',
+  'state',
+  'lease_seconds',
+  'expires_at',
+  'last_renewed_at',
+  'created_at',
+  'closed_at',
+  'seen_at',
+  'holder_home',
+  'holder_host',
+  'holder_pid',
+  'holder_since',
+  'holder_seen_at',
+] as const satisfies ReadonlyArray<keyof SessionRow>;
+type PagedRow = { [K in (typeof SESSION_COLUMNS)[number] as `s_${K}`]: SessionRow[K] } & (PageRow | { [K in keyof PageRow]: null });
+
+/**
+ * {@link presentStream} on a store a round trip away (PostgreSQL), with the stream's first page
+ * read by the same statement: the renewal as a data-modifying CTE, then the session mailbox's page
+ * ({@link pagesQuery}, its principal arm on the renewed row's agent), read only when the renewal
+ * took place, so the page is the holder's alone. The credential, the renewal and the first page:
+ * ONE round trip where they were three. The page is of the statement's snapshot: an entry
+ * committed after it wakes the stream, which records wake-ups from before the statement was sent
+ * (stream.ts), so none falls between the read and its listening.
+ */
+async function presentPaged(core: HubCore, agent: AtNow, id: string, p: Presenting, bound: PageBound): Promise<Presented | null> {
+  const held = renewIfHeld(agent, id, p, SESSION_COLUMNS.map((c) => `${c} AS s_${c}`).join(', '));
+  const request: PageRequest = { box: { agentId: '', sessionId: id }, afterSeq: 0, bound, agent: { sql: '(SELECT s_agent_id FROM renewed)', params: [] } };
+  const pages = pagesQuery([request], 'EXISTS (SELECT 1 FROM renewed)');
+  const rows = await core.store.once<PagedRow>(
+    `WITH renewed AS (${held.sql}), ${pages.ctes} SELECT renewed.*, paged.* FROM renewed LEFT JOIN (${pages.select}) AS paged ON TRUE`,
+    [...held.params, ...pages.params],
+    ([r]) => {
+      if (r !== undefined) registerStream(core, (effect) => effect(), sessionOf(r), p, false);
+    },
+  );
+  const [head] = rows;
+  if (head === undefined) return null;
+  const row = sessionOf(head);
+  const read = rows.filter((r): r is PagedRow & PageRow => r.seq !== null);
+  const [page] = pagesOf(read, [{ ...request, box: { agentId: row.agent_id, sessionId: id } }]);
+  return { row, page: page! };
+}
+
+/** The session of a {@link presentPaged} row (a column missing from SESSION_COLUMNS fails to compile here). */
+function sessionOf(r: PagedRow): SessionRow {
+  return {
+    id: r.s_id,
+    agent_id: r.s_agent_id,
+    name: r.s_name,
+    client_key: r.s_client_key,
+    home: r.s_home,
+    state: r.s_state,
+    lease_seconds: r.s_lease_seconds,
+    expires_at: r.s_expires_at,
+    last_renewed_at: r.s_last_renewed_at,
+    created_at: r.s_created_at,
+    closed_at: r.s_closed_at,
+    seen_at: r.s_seen_at,
+    holder_home: r.s_holder_home,
+    holder_host: r.s_holder_host,
+    holder_pid: r.s_holder_pid,
+    holder_since: r.s_holder_since,
+    holder_seen_at: r.s_holder_seen_at,
+  };
 }
 
 /** A statement whose `?now` is the deployment's clock (see `Store.once`). */
@@ -193,7 +285,7 @@ function inUnit(tx: Tx, s: AtNow): [string, ...Param[]] {
  * Renew the lease (and, for a consumer, record it as holder, seen now) in one statement,
  * returning the row. `guard` narrows which rows it touches; `newHolder` restarts `holder_since`.
  */
-function renewal(id: string, p: Presenting, newHolder: boolean | 'if unheld', guard: string, ...guardParams: Param[]): AtNow {
+function renewal(id: string, p: Presenting, newHolder: boolean | 'if unheld', returning: string, guard: string, ...guardParams: Param[]): AtNow {
   const sets = ['expires_at = CAST(?now + lease_seconds * 1000 AS BIGINT)', 'last_renewed_at = ?now'];
   const params: Param[] = [];
   if (p.connect) sets.push('seen_at = ?now');
@@ -204,18 +296,18 @@ function renewal(id: string, p: Presenting, newHolder: boolean | 'if unheld', gu
     if (newHolder === 'if unheld') sets.push('holder_since = CASE WHEN holder_home IS NULL THEN ?now ELSE holder_since END');
     else if (newHolder) sets.push('holder_since = ?now');
   }
-  return { sql: `UPDATE sessions SET ${sets.join(', ')} WHERE id = ?${guard} RETURNING *`, params: [...params, id, ...guardParams] };
+  return { sql: `UPDATE sessions SET ${sets.join(', ')} WHERE id = ?${guard} RETURNING ${returning}`, params: [...params, id, ...guardParams] };
 }
 
 /**
  * The one-statement present: only an active, unexpired session of the agent `agent` names (an id
  * parameter, or a sub-select of one), held by this consumer or by nobody.
  */
-function renewIfHeld(agent: AtNow, id: string, p: Presenting): AtNow {
+function renewIfHeld(agent: AtNow, id: string, p: Presenting, returning = '*'): AtNow {
   const guard = ` AND agent_id = ${agent.sql} AND state = 'active' AND expires_at > ?now`;
   const c = p.consumer;
-  if (c === null) return renewal(id, p, false, guard, ...agent.params);
-  return renewal(id, p, 'if unheld', `${guard} AND (holder_home IS NULL OR (holder_home = ? AND holder_pid = ?))`, ...agent.params, c.home, c.pid);
+  if (c === null) return renewal(id, p, false, returning, guard, ...agent.params);
+  return renewal(id, p, 'if unheld', returning, `${guard} AND (holder_home IS NULL OR (holder_home = ? AND holder_pid = ?))`, ...agent.params, c.home, c.pid);
 }
 
 /**

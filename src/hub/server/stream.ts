@@ -121,10 +121,15 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   // stream makes one per hold bound, so the common case is one statement (one round trip on
   // PostgreSQL); anything else — a refusal, another holder, a lapse due — is decided in a unit.
   // Presented by its token, the same statement is the credential's read (one round trip, not two).
+  // On a store a round trip away it reads the first page too (three in one): what wakes this
+  // mailbox while it is in flight may be past the page's snapshot, so it is heard meanwhile.
+  const batched = core.store.kind === 'postgres';
   const presenting = { consumer: sr.consumer, connect: true, stream: handle };
-  const renewed = await presentStream(core, sr.who, sr.sessionId, presenting);
+  const hearing = batched ? core.bus.hear() : null;
+  const renewed = await presentStream(core, sr.who, sr.sessionId, presenting, batched ? { limit: PUSH_BATCH, maxBytes: core.turns.unheld().bytes } : null);
+  hearing?.stop();
   let presented: Answer<SessionRow>;
-  if (renewed !== null) presented = good(renewed);
+  if (renewed !== null) presented = good(renewed.row);
   else {
     const agent = 'agentId' in sr.who ? good(sr.who.agentId) : await sr.who.admit();
     if (!agent.ok) return errorReply(agent.error);
@@ -179,6 +184,8 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   const box = { agentId, sessionId: sr.sessionId };
   // A released claim puts an entry behind the cursor: the next page starts over.
   let rewind = false;
+  // The first page, when the renewal statement read it.
+  let first = renewed?.page ?? null;
   /** One page; true when another may follow at once (this one stopped at its bound). */
   const page = async (): Promise<boolean> => {
     if (finished || res.writableNeedDrain) return false;
@@ -189,7 +196,6 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     // The page reads at most what is left of this turn's budget, and waits for a later turn when
     // nothing is: however many streams are busy, the Hub reaches everyone else's requests. A read
     // a round trip away (PostgreSQL) holds no turn: it is charged to the turn its bytes are sent in.
-    const batched = core.store.kind === 'postgres';
     const grant = batched ? core.turns.unheld() : await core.turns.grant();
     let settled = false;
     try {
@@ -203,7 +209,8 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
       // unit only when the page holds principal entries to claim.
       const { read, rows } = await runAs(PUSH, async () => {
         if (!batched) return pageGate(core).run(async () => claimed(await readSqlitePage(core.store.read, box, after, bound)));
-        const read = await pageReader(core).page(box, after, bound);
+        const read = first ?? (await pageReader(core).page(box, after, bound));
+        first = null;
         return needsClaim(box, read.rows) ? pageGate(core).run(() => claimed(read)) : { read, rows: read.rows };
       });
       if (TRACE) for (const r of rows) hop('hub.paged', r.message_id);
@@ -250,6 +257,15 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   const wake = () => void push();
   res.on('drain', wake);
   wake();
+  // Woken while the renewal statement was in flight: that entry may be past its page, so a pass
+  // from the start follows the first page (a release puts mail behind the cursor anyway).
+  if (
+    hearing !== null &&
+    (hearing.mail.has(mailboxKey(agentId, sr.sessionId)) || hearing.mail.has(mailboxKey(agentId, null)) || hearing.released.has(agentId))
+  ) {
+    rewind = true;
+    wake();
+  }
   cleanups.push(
     // Its own entries, and principal entries it may claim; not the agent's other sessions' mail.
     core.bus.mail.on(mailboxKey(agentId, sr.sessionId), wake),

@@ -258,7 +258,9 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     write: <T>(unit: (tx: Tx) => Promise<T>): Promise<T> => retried(() => attempt(unit)),
     once: <T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void): Promise<T[]> =>
       retried(async () => {
-        const rows = await lone.all<T>(onceClock + sql.replace(/\?now\b/g, '(SELECT now FROM oh_hai_clock)'), ...params);
+        // A statement with CTEs of its own (a renewal that reads a page) has the clock as its first.
+        const text = sql.replace(/\?now\b/g, '(SELECT now FROM oh_hai_clock)');
+        const rows = await lone.all<T>(text.startsWith('WITH ') ? `${onceClock.trimEnd()}, ${text.slice(5)}` : onceClock + text, ...params);
         if (committed) run(() => committed(rows));
         return rows;
       }),
