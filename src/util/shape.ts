@@ -14,11 +14,12 @@ export type Obj = Record<string, unknown>;
 
 export const isObj = (x: unknown): x is Obj => typeof x === 'object' && x !== null && !Array.isArray(x);
 
-export function guard<T>(what: string, read: () => T): Result<T> {
+/** `what` names the value in a failure; a function is asked only then (a label built per call costs a hot parser). */
+export function guard<T>(what: string | (() => string), read: () => T): Result<T> {
   try {
     return ok(read());
   } catch (e) {
-    if (e instanceof ShapeError) return fail(`${what}: ${e.message}`);
+    if (e instanceof ShapeError) return fail(`${typeof what === 'string' ? what : what()}: ${e.message}`);
     throw e;
   }
 }
@@ -112,16 +113,33 @@ export function must<T>(r: Result<T>): T {
 
 export const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
 
-const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
 
-/** An ISO-8601 instant with an explicit zone whose calendar fields are real (no Feb 30). */
+/** The two ASCII digits at `i` (the shape is checked first). */
+const twoDigits = (s: string, i: number): number => (s.charCodeAt(i) - 48) * 10 + (s.charCodeAt(i + 1) - 48);
+
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/**
+ * An ISO-8601 instant with an explicit zone whose calendar fields are real (no Feb 30): the
+ * shape, then each field by its digits. Every entry a reader prints is checked, so this avoids
+ * Date.parse and a Date per call. What it accepts is exactly what the Date-based check before
+ * it accepted (test/unit/util/iso-instant.test.ts holds it to that check): Date.parse added
+ * only the zone's range (hours < 24, minutes < 60), and Date.UTC reads the years 0–99 as
+ * 1900–1999, so Feb 29 of year 0000 (leap) is refused and of 0096 accepted.
+ */
 export function isIsoInstant(s: string): boolean {
-  const m = ISO_INSTANT.exec(s);
-  if (!m) return false;
-  const [, y, mo, d, h, mi, se] = m.map(Number) as number[];
-  if (Number.isNaN(Date.parse(s))) return false;
-  const probe = new Date(Date.UTC(y!, mo! - 1, d!, h!, mi!, se!));
-  return probe.getUTCMonth() === mo! - 1 && probe.getUTCDate() === d! && h! < 24 && mi! < 60 && se! < 60;
+  if (!ISO_INSTANT.test(s)) return false;
+  if (twoDigits(s, 11) >= 24 || twoDigits(s, 14) >= 60 || twoDigits(s, 17) >= 60) return false;
+  const end = s.length;
+  if (s.charCodeAt(end - 1) !== 0x5a && (twoDigits(s, end - 5) >= 24 || twoDigits(s, end - 2) >= 60)) return false;
+  const month = twoDigits(s, 5);
+  const day = twoDigits(s, 8);
+  if (month < 1 || month > 12 || day < 1) return false;
+  if (day <= DAYS_IN_MONTH[month - 1]!) return true;
+  const written = twoDigits(s, 0) * 100 + twoDigits(s, 2);
+  const year = written <= 99 ? 1900 + written : written;
+  return month === 2 && day === 29 && year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
 }
 
 export function instant(o: Obj, key: string, where: string): string {

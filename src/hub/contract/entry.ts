@@ -21,6 +21,15 @@ const KIND_FIELDS: Record<EntryKind, { required: readonly string[]; optional: re
   receipt: { required: ['message_id', 'status'], optional: ['prior', 'reason'] },
 };
 
+/** Each kind's every field, common ones included. */
+const fieldsOf = (k: EntryKind): ReadonlySet<string> => new Set([...COMMON_FIELDS, ...KIND_FIELDS[k].required, ...KIND_FIELDS[k].optional]);
+const FIELDS_OF: Record<EntryKind, ReadonlySet<string>> = {
+  directive: fieldsOf('directive'),
+  message: fieldsOf('message'),
+  response: fieldsOf('response'),
+  receipt: fieldsOf('receipt'),
+};
+
 const kindsOwning = (field: string): EntryKind[] =>
   ENTRY_KINDS.filter((k) => KIND_FIELDS[k].required.includes(field) || KIND_FIELDS[k].optional.includes(field));
 
@@ -50,25 +59,27 @@ function entryLabel(x: Obj): string {
  */
 export function validateEntry(x: unknown): Result<Entry> {
   if (!isObj(x)) return fail(`entry must be a JSON object, got ${describe(x)}`);
-  const label = entryLabel(x);
+  // Every printed entry passes here: its label is built only for a message.
   const kind = x.kind;
   if (typeof kind !== 'string' || !(ENTRY_KINDS as readonly string[]).includes(kind)) {
+    const label = entryLabel(x);
     return fail(kind === undefined ? `${label} has no 'kind'` : `${label} has kind ${describe(kind)}; expected one of ${ENTRY_KINDS.join(', ')}`);
   }
   const k = kind as EntryKind;
-  const own = KIND_FIELDS[k];
+  const fields = FIELDS_OF[k];
   for (const field of Object.keys(x)) {
-    if ((COMMON_FIELDS as readonly string[]).includes(field) || own.required.includes(field) || own.optional.includes(field)) {
-      continue;
-    }
+    if (fields.has(field)) continue;
     const owners = kindsOwning(field);
     return fail(
       owners.length > 0
-        ? `${label} of kind ${k} carries field '${field}', which belongs to ${listKinds(owners)}`
-        : `${label} of kind ${k} carries unknown field '${field}'`,
+        ? `${entryLabel(x)} of kind ${k} carries field '${field}', which belongs to ${listKinds(owners)}`
+        : `${entryLabel(x)} of kind ${k} carries unknown field '${field}'`,
     );
   }
-  return guard(`${label} of kind ${k}`, () => readEntry(x, k));
+  return guard(
+    () => `${entryLabel(x)} of kind ${k}`,
+    () => readEntry(x, k),
+  );
 }
 
 function readEntry(x: Obj, kind: EntryKind): Entry {

@@ -5,20 +5,39 @@ import { describe, utf8Bytes } from '../../util/shape.js';
 export const MAX_ID_BYTES = 128;
 export const MAX_AGENT_ID_BYTES = 512;
 
-const FORBIDDEN_IN_ID = /[#\s\p{Cc}]/u;
+/**
+ * '#', whitespace (\s: the same set with or without the u flag) and Cc (U+0000–U+001F,
+ * U+007F–U+009F). Spelled without the u flag and \p{Cc}: a Unicode property class makes V8
+ * build ICU sets on first use, ~1 M instructions of every bridge run, for the same characters
+ * (test/unit/contract/ids.test.ts checks every code point against the \p{Cc} form). Every
+ * character it can match is one UTF-16 unit, so it matches wherever the u form does.
+ */
+const FORBIDDEN_IN_ID = /[#\s\u0000-\u001f\u007f-\u009f]/;
 const SESSION_NAME = /^[A-Za-z0-9._:-]{1,64}$/;
 
-function checkId(s: unknown, what: string, maxBytes: number): Result<string> {
-  if (typeof s !== 'string') return fail(`${what} must be a string, got ${describe(s)}`);
-  if (s.length === 0) return fail(`${what} is empty`);
-  const bytes = utf8Bytes(s);
-  if (bytes > maxBytes) return fail(`${what} is ${bytes} bytes; the limit is ${maxBytes}`);
+/**
+ * What is wrong with an id, as the rest of a sentence that begins with its name, or null.
+ * The name (often built from the whole address) is put together only when something is wrong.
+ */
+function idFault(s: unknown, maxBytes: number): string | null {
+  if (typeof s !== 'string') return `must be a string, got ${describe(s)}`;
+  if (s.length === 0) return 'is empty';
+  // A UTF-16 unit is at most 3 bytes of UTF-8: a short id needs no count.
+  if (s.length * 3 > maxBytes) {
+    const bytes = utf8Bytes(s);
+    if (bytes > maxBytes) return `is ${bytes} bytes; the limit is ${maxBytes}`;
+  }
   const bad = FORBIDDEN_IN_ID.exec(s);
   if (bad) {
     const ch = bad[0] === '#' ? "'#'" : `U+${bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
-    return fail(`${what} ${describe(s)} contains ${ch}; ids may not contain '#', whitespace or control characters`);
+    return `${describe(s)} contains ${ch}; ids may not contain '#', whitespace or control characters`;
   }
-  return ok(s);
+  return null;
+}
+
+function checkId(s: unknown, what: string, maxBytes: number): Result<string> {
+  const fault = idFault(s, maxBytes);
+  return fault === null ? ok(s as string) : fail(`${what} ${fault}`);
 }
 
 export const validateId = (s: unknown, what: string): Result<string> => checkId(s, what, MAX_ID_BYTES);
@@ -49,12 +68,14 @@ export function parseAddress(s: unknown, what = 'address'): Result<Address> {
   }
   const rest = s.slice('agent:'.length);
   const hash = rest.indexOf('#');
-  const agent = validateAgentId(hash < 0 ? rest : rest.slice(0, hash), `agent id in ${what} ${describe(s)}`);
-  if (!agent.ok) return agent;
-  if (hash < 0) return ok({ agentId: agent.value, sessionId: null });
-  const session = validateId(rest.slice(hash + 1), `session id in ${what} ${describe(s)}`);
-  if (!session.ok) return session;
-  return ok({ agentId: agent.value, sessionId: session.value });
+  const agentId = hash < 0 ? rest : rest.slice(0, hash);
+  const agentFault = idFault(agentId, MAX_AGENT_ID_BYTES);
+  if (agentFault !== null) return fail(`agent id in ${what} ${describe(s)} ${agentFault}`);
+  if (hash < 0) return ok({ agentId, sessionId: null });
+  const sessionId = rest.slice(hash + 1);
+  const sessionFault = idFault(sessionId, MAX_ID_BYTES);
+  if (sessionFault !== null) return fail(`session id in ${what} ${describe(s)} ${sessionFault}`);
+  return ok({ agentId, sessionId });
 }
 
 export const formatAddress = (agentId: string, sessionId?: string | null): string => (sessionId ? `agent:${agentId}#${sessionId}` : `agent:${agentId}`);
@@ -65,8 +86,8 @@ export const isPrincipalSender = (s: string): boolean => s.startsWith('human:') 
 /** An entry's `from`: an address or `human:<id>`. */
 export function validateSender(s: unknown, what = 'from'): Result<string> {
   if (typeof s === 'string' && s.startsWith('human:')) {
-    const id = validateId(s.slice('human:'.length), `account id in ${what} ${describe(s)}`);
-    return id.ok ? ok(s) : id;
+    const fault = idFault(s.slice('human:'.length), MAX_ID_BYTES);
+    return fault === null ? ok(s) : fail(`account id in ${what} ${describe(s)} ${fault}`);
   }
   const a = parseAddress(s, what);
   return a.ok ? ok(s as string) : fail(`${a.reason} (or human:<account_id>)`);

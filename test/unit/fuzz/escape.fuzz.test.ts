@@ -22,6 +22,13 @@ describe('escapeUnsafe (fuzzed)', () => {
         expect(JSON.parse(escapeUnsafe(JSON.stringify(s)))).toBe(s);
         const lines = escapeUnsafeLines(s);
         expect(lines.split(/[\n\t]/).some((part) => RAW_UNSAFE.test(part))).toBe(false);
+        // The clean-text shortcut changes nothing: every line and every tab-separated cell escaped on its own.
+        expect(lines).toBe(
+          s
+            .split('\n')
+            .map((line) => line.split('\t').map(escapeUnsafe).join('\t'))
+            .join('\n'),
+        );
       }),
       fuzzParameters(0xe5c, 500),
     );
