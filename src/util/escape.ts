@@ -14,6 +14,9 @@ const ANY_UNSAFE = new RegExp(UNSAFE.source);
 /** The same without the line break and the tab, which escapeUnsafeLines keeps. */
 const ANY_UNSAFE_IN_LINES = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\ufeff]/;
 
+/** What JSON.stringify would escape in a string ('"', '\\', C0, lone surrogates: any surrogate, to be sure) or escapeUnsafe would. */
+const NOT_VERBATIM_IN_JSON = new RegExp(`["\\\\\\ud800-\\udfff${UNSAFE.source.slice(1, -1)}]`);
+
 const SHORT: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 const escapeChar = (c: string): string => SHORT[c] ?? '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0');
@@ -38,4 +41,13 @@ export function escapeUnsafeLines(text: string): string {
     .split('\n')
     .map((line) => line.split('\t').map(escapeUnsafe).join('\t'))
     .join('\n');
+}
+
+/**
+ * A string as one quoted line: JSON escaping, plus \uXXXX for every other unsafe character —
+ * escapeUnsafe(JSON.stringify(s)), without either pass for the usual text that needs neither
+ * (every printed entry's text goes through here).
+ */
+export function quoteJson(s: string): string {
+  return NOT_VERBATIM_IN_JSON.test(s) ? escapeUnsafe(JSON.stringify(s)) : `"${s}"`;
 }
