@@ -9,6 +9,7 @@ import {
   type RecordRead,
   type SessionRecord,
   type SpoolItem,
+  type SpoolReader,
   type StateDir,
   type StoodDownRecord,
 } from '../spool/index.js';
@@ -64,6 +65,9 @@ export class Printer {
   /** session.json and stood-down.json: read before a wait, and on a wake again only when they changed. */
   private readonly session: FileMemo<RecordRead<SessionRecord>>;
   private readonly stoodDown: FileMemo<RecordRead<StoodDownRecord>>;
+  /** Made once, ahead of any wake: each derives its file's path (a wake's first path.join cost ~0.07 ms). */
+  private readonly spool: SpoolReader;
+  private readonly cursorFile: CursorWriter;
   printed = 0;
   /** Of those, entries: mail, as opposed to news about the address (a transition). */
   mail = 0;
@@ -83,11 +87,13 @@ export class Printer {
     this.cursor = checked.cursor;
     this.session = stateDir.memo('session');
     this.stoodDown = stateDir.memo('stoodDown');
+    this.spool = stateDir.spoolReader();
+    this.cursorFile = new CursorWriter(stateDir.dir);
   }
 
   /** The records after the cursor, read once: a wake that finds some hands them to `printAvailable`. */
   available(): SpoolItem[] {
-    return this.stateDir.spoolReader().readFrom(this.cursor);
+    return this.spool.readFrom(this.cursor);
   }
 
   /**
@@ -142,7 +148,7 @@ export class Printer {
       }
       return;
     }
-    const cursorFile = new CursorWriter(this.stateDir.dir);
+    const cursorFile = this.cursorFile;
     try {
       for (const item of items) {
         if (this.stopRequested()) return;

@@ -408,7 +408,12 @@ export class Reader {
       check();
       // Asleep from here: what labels a line is read now, not after the wake, and a wait with
       // time left runs the summary code once so the wake does not compile it.
-      if (!settled) printer.prepare({ rehearse: remaining > 0 });
+      if (!settled) {
+        printer.prepare({ rehearse: remaining > 0 });
+        // A wake's finish closes the watch on a setImmediate; the first Immediate of a process sets
+        // up its queue (~0.1 ms of the wake, measured): made while there is time, not on the wake.
+        if (remaining > 0) setImmediate(() => undefined);
+      }
     });
   }
 }
