@@ -35,6 +35,7 @@ import { probePin, SessionKeeper } from './session.js';
 import { standDown } from './stand-down.js';
 import type { ConsumerKnobs, ConsumerOptions } from './start.js';
 import { openDrainState, type DrainState } from './state.js';
+import { rehearseDelivery } from './rehearse.js';
 import { stop, type Stop } from './stops.js';
 import type { VerifyContext } from './verify.js';
 
@@ -76,6 +77,8 @@ export class Consumer {
   private stopped: Stop | null = null;
   private standingDown: StandDownRequest | null = null;
   private readonly serial = new Serial();
+  /** The delivery path was rehearsed (at the first stream's open). */
+  private rehearsed = false;
   private readonly startedAt: number;
   private readonly hubClock: HubClock;
   private record: ConsumerRecord;
@@ -407,7 +410,13 @@ export class Consumer {
         hubClock: this.hubClock,
         signal: this.abort.signal,
         stopped: this.isStopped,
-        opened: () => this.markRunning(),
+        opened: () => {
+          this.markRunning();
+          // Once per process: the first delivery then finds its checks compiled (src/consumer/rehearse.ts).
+          if (this.rehearsed) return;
+          this.rehearsed = true;
+          rehearseDelivery(this.verifyContext(p, keeper?.current?.id ?? null));
+        },
         connected: () => this.connected(),
         failureContext: (operation, sessionId): FailureContext => ({ operation, sessionId, pinned: settings.pinned }),
         deliver,
