@@ -26,12 +26,14 @@
 // session 8), so the Hub's CPU per connect over a kept and a new connection compare in one run.
 // Usage: node bench/hub-cluster.mjs [--streams 1000] [--messages 2000] [--concurrency 50]
 //          [--idle <seconds, default one hold>] [--idle-ab] [--only sqlite,postgres:1,postgres:2]
+//          [--trace]   (the Hubs write the push trace, src/util/trace.ts: each push split into its hops)
 //          [--cpu-prof <dir>]   (each Hub writes a V8 CPU profile there, and the bench the idle and
 //          send phases' time windows: node bench/cpu-profile-breakdown.mjs <dir> [--phases idle])
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -66,6 +68,8 @@ const arg = (name, dflt) => {
 const STREAMS = arg('streams', 1000);
 const MESSAGES = arg('messages', 2000);
 const CONCURRENCY = arg('concurrency', 50);
+/** --trace: the Hubs write the push-latency trace (src/util/trace.ts) and the bench adds its own two hops, to split each push into where it waited. */
+const TRACE = process.argv.includes('--trace');
 const profAt = process.argv.indexOf('--cpu-prof');
 const CPU_PROF = profAt > 0 ? path.resolve(process.argv[profAt + 1]) : null;
 /** The profiled phases' windows (CLOCK_MONOTONIC µs, as the profiles' timestamps), by phase. */
@@ -149,10 +153,13 @@ if (connectionsNeeded > Number(maxConnections)) {
   process.exit(2);
 }
 
+/** The trace file of the Hub whose data dir is `dir` (--trace). */
+const traceOf = (dir) => path.join(dir, 'push-trace');
+
 function startHub(dir, env) {
   const profile = CPU_PROF === null ? [] : ['--cpu-prof', '--cpu-prof-dir', CPU_PROF];
   const hub = spawn(process.execPath, [...profile, path.join(root, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', dir, ...HUB_ARGS], {
-    env: { ...process.env, MA2H_SIGNING_KEY: KEY, ...env },
+    env: { ...process.env, MA2H_SIGNING_KEY: KEY, ...(TRACE ? { OH_HAI_TRACE: traceOf(dir) } : {}), ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
@@ -177,10 +184,26 @@ async function roundTrips(adminUrl, works = ['POST /v1/messages', 'push']) {
 }
 /** One figure from an instance's /metrics: the sum of the samples of `name` whose labels match `labels` (a regex over the label text). */
 async function metric(adminUrl, name, labels = /.*/) {
-  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  return metricIn(await (await fetch(`${adminUrl}/metrics`)).text(), name, labels);
+}
+function metricIn(text, name, labels = /.*/) {
   let n = 0;
   for (const m of text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, 'gm'))) if (labels.test(m[1] ?? '')) n += Number(m[2]);
   return n;
+}
+/**
+ * The Hub's event loop and collector (prom-client's process metrics): the loop-delay histogram is
+ * reset by every scrape, so `lagMax`/`lagP99` cover the time since the previous scrape; GC counts
+ * and seconds by kind are totals since start.
+ */
+async function loopFigures(adminUrl) {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  const gc = (kind, what) => metricIn(text, `oh_hai_hub_process_nodejs_gc_duration_seconds_${what}`, new RegExp(`kind="${kind}"`));
+  return {
+    lagMax: metricIn(text, 'oh_hai_hub_process_nodejs_eventloop_lag_max_seconds'),
+    lagP99: metricIn(text, 'oh_hai_hub_process_nodejs_eventloop_lag_p99_seconds'),
+    gc: Object.fromEntries(['major', 'minor', 'incremental'].map((k) => [k, { n: gc(k, 'count'), s: gc(k, 'sum') }])),
+  };
 }
 const sumOver = async (hubs, f) => (await Promise.all(hubs.map(f))).reduce((a, b) => a + b, 0);
 /** Round trips of stream connects and ends (`presence` also holds the refresh of held streams). */
@@ -228,6 +251,48 @@ const cpuOf = (pid, children = false) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(f[11]) + Number(f[12]) + (children ? Number(f[13]) + Number(f[14]) : 0)) / TICKS;
 };
+
+/**
+ * The hops of a push, in order: this process's send start, the Hub's route (its body read), the
+ * page that read the entry, its write to the stream, the arrival here. The commit (`hub.committed`,
+ * the sender's answer ready) comes after the page: a batch's answers wait for the pushes it woke.
+ */
+const HOPS = ['sent', 'hub.received', 'hub.paged', 'hub.written', 'arrived'];
+/** Where each push waited (--trace): per hop, p50/p99 over every push, and the mean over the slowest 1% (ms). */
+function pushHops(dirs, benchHops, timer) {
+  const at = new Map([...benchHops].map(([id, h]) => [id, { sent: h.sent, arrived: h.arrived }]));
+  for (const dir of dirs) {
+    let text = '';
+    try {
+      text = readFileSync(traceOf(dir), 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n')) {
+      const [ns, hop, id] = line.split(' ');
+      const h = at.get(id);
+      // The first of each hop (a push written again on a later connect keeps its first).
+      if (h !== undefined && h[hop] === undefined) h[hop] = BigInt(ns);
+    }
+  }
+  const full = [...at.values()].filter((h) => [...HOPS, 'hub.committed'].every((k) => h[k] !== undefined));
+  const ms = (h, a, b) => Number(h[b] - h[a]) / 1e6;
+  const total = (h) => ms(h, 'sent', 'arrived');
+  const slow = [...full].sort((x, y) => total(y) - total(x)).slice(0, Math.max(1, Math.ceil(full.length / 100)));
+  const legs = HOPS.slice(1).map((b, i) => {
+    const a = HOPS[i];
+    const xs = full.map((h) => ms(h, a, b));
+    return { leg: `${a}→${b}`, p50: timer.pct(50, xs), p99: timer.pct(99, xs), slowMean: slow.reduce((sum, h) => sum + ms(h, a, b), 0) / slow.length };
+  });
+  const commit = full.map((h) => ms(h, 'hub.received', 'hub.committed'));
+  legs.push({
+    leg: '(hub.received→hub.committed)',
+    p50: timer.pct(50, commit),
+    p99: timer.pct(99, commit),
+    slowMean: slow.reduce((sum, h) => sum + ms(h, 'hub.received', 'hub.committed'), 0) / slow.length,
+  });
+  return { n: full.length, slow: slow.length, legs, slowTotal: slow.reduce((sum, h) => sum + total(h), 0) / slow.length };
+}
 
 /** Set while --idle-ab's second idle phase runs: every stream connect opens a new TCP connection. */
 let freshConnections = false;
@@ -312,6 +377,17 @@ async function run(label, instances, database) {
     if (capability.inbound.stream_max_hold_seconds !== HOLD_SECONDS)
       throw new Error(`the Hub holds streams ${capability.inbound.stream_max_hold_seconds} s, not deploy/'s ${HOLD_SECONDS} s`);
     const timer = pushTimer();
+    // --trace: this process's two hops of every push (the send's start, the push's arrival), on the Hubs' clock.
+    const benchHops = new Map();
+    const traced = TRACE
+      ? {
+          ...timer,
+          arrived(id, now, on) {
+            if (!benchHops.get(id)?.arrived) benchHops.set(id, { ...benchHops.get(id), arrived: process.hrtime.bigint() });
+            timer.arrived(id, now, on);
+          },
+        }
+      : timer;
     let opened = 0;
     // Connect answers by HTTP status (`error`: none came), counted from zero again per phase.
     let answers = new Map();
@@ -337,7 +413,7 @@ async function run(label, instances, database) {
       while ((i - opened >= OPENING || performance.now() < due) && performance.now() < openDeadline)
         await new Promise((r) => setTimeout(r, Math.max(1, Math.min(10, due - performance.now()))));
       s.state = { conn: 0, open: false, ended: new Map() };
-      open.push(holdStream(s, timer, { onOpen: () => opened++, onAnswer, onConnection, fresh: () => freshConnections, state: s.state }));
+      open.push(holdStream(s, traced, { onOpen: () => opened++, onAnswer, onConnection, fresh: () => freshConnections, state: s.state }));
     }
     while (opened < STREAMS && performance.now() < openDeadline) await new Promise((r) => setTimeout(r, 50));
     const openSeconds = (performance.now() - openStart) / 1000;
@@ -353,8 +429,10 @@ async function run(label, instances, database) {
       freshConnections = true;
       idleFresh = await measureIdle(hubs, database, phaseAnswers);
       freshConnections = false;
-      // One hold for every stream to open its kept connection again, so the sends meet streams as a fleet's are.
-      await new Promise((r) => setTimeout(r, HOLD_SECONDS * 1000));
+      // Every stream opens its kept connection again (one hold, more on a slow machine), so the sends meet streams as a fleet's are.
+      phaseAnswers();
+      const settle = performance.now() + 3 * HOLD_SECONDS * 1000;
+      while (connections < opened && performance.now() < settle) await new Promise((r) => setTimeout(r, 100));
       phaseAnswers();
     }
 
@@ -385,6 +463,11 @@ async function run(label, instances, database) {
       return out;
     };
     const waited0 = database ? await laneCounts() : null;
+    // The last scrape before the sends: it resets the Hubs' loop-delay histograms.
+    const loop0 = await Promise.all(hubs.map((h) => loopFigures(h.adminUrl)));
+    // This process's own loop: a send's start and a push's arrival are stamped here, so its delays are in every figure.
+    const ownLoop = monitorEventLoopDelay({ resolution: 10 });
+    ownLoop.enable();
     let next = 0;
     const sendUs = monoUs();
     const t0 = performance.now();
@@ -393,8 +476,10 @@ async function run(label, instances, database) {
         const n = next++;
         const s = sessions[Math.floor(Math.random() * sessions.length)];
         const start = performance.now();
+        const startNs = TRACE ? process.hrtime.bigint() : 0n;
         const at = connectionAt(s.state);
         const r = await call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, { to: s.address, intent: 'notify', text: `bench ${n}` });
+        if (TRACE) benchHops.set(r.message.id, { ...benchHops.get(r.message.id), sent: startNs });
         timer.sent(r.message.id, start, at);
       }
     };
@@ -402,6 +487,21 @@ async function run(label, instances, database) {
     const sendSeconds = (performance.now() - t0) / 1000;
     windows.send.push([sendUs, monoUs()]);
     while (timer.latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
+    // The first scrape after: the loop delay since the sends began; GC during them.
+    const loop1 = await Promise.all(hubs.map((h) => loopFigures(h.adminUrl)));
+    ownLoop.disable();
+    const loop = {
+      benchLagMax: ownLoop.max / 1e9,
+      benchLagP99: ownLoop.percentile(99) / 1e9,
+      lagMax: Math.max(...loop1.map((l) => l.lagMax)),
+      lagP99: Math.max(...loop1.map((l) => l.lagP99)),
+      gc: Object.fromEntries(
+        Object.keys(loop1[0].gc).map((k) => [
+          k,
+          { n: loop1.reduce((a, l, i) => a + l.gc[k].n - loop0[i].gc[k].n, 0), s: loop1.reduce((a, l, i) => a + l.gc[k].s - loop0[i].gc[k].s, 0) },
+        ]),
+      ),
+    };
     const waited = waited0 === null ? null : Object.fromEntries(Object.entries(await laneCounts()).map(([k, n]) => [k, n - waited0[k]]));
     const deferred = (await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_push_pages_deferred_total'))) - deferred0;
     const cpu = hubs.reduce((sum, h, i) => sum + cpuOf(h.proc.pid) - cpu0[i], 0);
@@ -411,6 +511,8 @@ async function run(label, instances, database) {
     const sendAnswers = phaseAnswers();
     for (const stream of open) stream.stop();
     return {
+      loop,
+      hops: TRACE ? pushHops(dirs, benchHops, timer) : null,
       idle,
       idleFresh,
       openAnswers,
@@ -499,6 +601,24 @@ for (const r of results) {
   console.log(
     `${r.label} ×${r.instances}: pushes on the connection open at the send ${w.open.n} (p99 ${fmt(w.open.p99, 1)} ms); waited for the stream's next connect ${w.between.n} (p99 ${fmt(w.between.p99, 1)} ms); on a later connection although one was open ${w.missed.n} (p99 ${fmt(w.missed.p99, 1)} ms; of them ${lived} whose open connection lived on > 1 s after the send's 202)`,
   );
+}
+// The Hub's event loop while the sends ran (the longest a callback waited), and its collector's work.
+for (const r of results) {
+  const gc = Object.entries(r.loop.gc)
+    .map(([k, g]) => `${k} ${g.n} (${(g.s * 1000).toFixed(0)} ms)`)
+    .join(', ');
+  console.log(
+    `${r.label} ×${r.instances}: Hub event-loop delay during the sends max ${(r.loop.lagMax * 1000).toFixed(0)} ms, p99 ${(r.loop.lagP99 * 1000).toFixed(0)} ms; GC ${gc}; this process's event-loop delay max ${(r.loop.benchLagMax * 1000).toFixed(0)} ms, p99 ${(r.loop.benchLagP99 * 1000).toFixed(0)} ms`,
+  );
+}
+for (const r of results.filter((x) => x.hops !== null)) {
+  console.log(
+    `${r.label} ×${r.instances}: where ${r.hops.n} traced pushes waited (ms; p50, p99, and the mean of the slowest ${r.hops.slow}, whose mean total is ${r.hops.slowTotal.toFixed(1)} ms):`,
+  );
+  for (const l of r.hops.legs)
+    console.log(
+      `  ${l.leg.padEnd(28)} p50 ${l.p50.toFixed(1).padStart(7)}  p99 ${l.p99.toFixed(1).padStart(7)}  slowest 1% ${l.slowMean.toFixed(1).padStart(7)}`,
+    );
 }
 const base = results.find((r) => r.label === 'sqlite');
 if (base) {
