@@ -160,11 +160,19 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
     } catch {
       return fault(400, 'invalid_request', 'the request path is not valid percent-encoding');
     }
-    const candidates = compiled.map((c) => ({ c, params: match(c.segments, parts) })).filter((m) => m.params !== null);
-    const hit = candidates.find((m) => m.c.route.method === req.method);
+    // The route of this method and path; only a miss looks at the other methods' (405).
+    let hit: { c: Compiled; params: string[] } | undefined;
+    for (const c of compiled) {
+      const params = c.route.method === req.method ? match(c.segments, parts) : null;
+      if (params !== null) {
+        hit = { c, params };
+        break;
+      }
+    }
     if (!hit) {
+      const candidates = compiled.filter((c) => match(c.segments, parts) !== null);
       if (candidates.length > 0) {
-        const allow = [...new Set(candidates.map((m) => m.c.route.method))].join(', ');
+        const allow = [...new Set(candidates.map((c) => c.route.method))].join(', ');
         req.resume();
         return errorReply({
           status: 405,
@@ -221,7 +229,7 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
       req,
       res,
       url,
-      params: hit.params!,
+      params: hit.params,
       caller,
       messaging,
       body,

@@ -183,40 +183,25 @@ export type Presenter = { agentId: string } | { tokenHash: string };
 export async function presentStream(core: HubCore, who: Presenter, id: string, p: Presenting, first: PageBound | null): Promise<Presented | null> {
   const agent = 'agentId' in who ? { sql: '?', params: [who.agentId] } : { sql: AGENT_LET_IN, params: [who.tokenHash] };
   if (first !== null) return presentPaged(core, agent, id, p, first);
-  const held = renewIfHeld(agent, id, p);
-  const [row] = await core.store.once<SessionRow>(held.sql, held.params, ([r]) => {
+  const held = renewIfHeld(agent, id, p, LEASE_COLUMNS);
+  const [row] = await core.store.once<StreamLease>(held.sql, held.params, ([r]) => {
     if (r !== undefined) registerStream(core, (effect) => effect(), r, p, false);
   });
   return row === undefined ? null : { row, page: null };
 }
 
+/** What a stream connect needs of the session it renewed (the renewal returns no more: every column is parsed, every connect). */
+export type StreamLease = Pick<SessionRow, 'id' | 'agent_id' | 'lease_seconds' | 'expires_at'>;
+const LEASE_COLUMNS = 'id, agent_id, lease_seconds, expires_at';
+
 /** A stream connect's renewed session, and its first page when the renewal statement read it. */
 export interface Presented {
-  row: SessionRow;
+  row: StreamLease;
   page: PendingPage | null;
 }
 
-/** The session's columns, as a statement returning them beside an entry's names them (`s_<column>`). */
-const SESSION_COLUMNS = [
-  'id',
-  'agent_id',
-  'name',
-  'client_key',
-  'home',
-  'state',
-  'lease_seconds',
-  'expires_at',
-  'last_renewed_at',
-  'created_at',
-  'closed_at',
-  'seen_at',
-  'holder_home',
-  'holder_host',
-  'holder_pid',
-  'holder_since',
-  'holder_seen_at',
-] as const satisfies ReadonlyArray<keyof SessionRow>;
-type PagedRow = { [K in (typeof SESSION_COLUMNS)[number] as `s_${K}`]: SessionRow[K] } & (PageRow | { [K in keyof PageRow]: null });
+/** A {@link presentPaged} row: the lease (its id renamed beside the entry's) and an entry of the page, or none. */
+type PagedRow = Omit<StreamLease, 'id'> & { session_id: string } & (PageRow | { [K in keyof PageRow]: null });
 
 /**
  * {@link presentStream} on a store a round trip away (PostgreSQL), with the stream's first page
@@ -228,45 +213,22 @@ type PagedRow = { [K in (typeof SESSION_COLUMNS)[number] as `s_${K}`]: SessionRo
  * (stream.ts), so none falls between the read and its listening.
  */
 async function presentPaged(core: HubCore, agent: AtNow, id: string, p: Presenting, bound: PageBound): Promise<Presented | null> {
-  const held = renewIfHeld(agent, id, p, SESSION_COLUMNS.map((c) => `${c} AS s_${c}`).join(', '));
-  const request: PageRequest = { box: { agentId: '', sessionId: id }, afterSeq: 0, bound, agent: { sql: '(SELECT s_agent_id FROM renewed)', params: [] } };
+  const held = renewIfHeld(agent, id, p, `id AS session_id, agent_id, lease_seconds, expires_at`);
+  const request: PageRequest = { box: { agentId: '', sessionId: id }, afterSeq: 0, bound, agent: { sql: '(SELECT agent_id FROM renewed)', params: [] } };
   const pages = pagesQuery([request], 'EXISTS (SELECT 1 FROM renewed)');
   const rows = await core.store.once<PagedRow>(
     `WITH renewed AS (${held.sql}), ${pages.ctes} SELECT renewed.*, paged.* FROM renewed LEFT JOIN (${pages.select}) AS paged ON TRUE`,
     [...held.params, ...pages.params],
     ([r]) => {
-      if (r !== undefined) registerStream(core, (effect) => effect(), sessionOf(r), p, false);
+      if (r !== undefined) registerStream(core, (effect) => effect(), { id: r.session_id }, p, false);
     },
   );
   const [head] = rows;
   if (head === undefined) return null;
-  const row = sessionOf(head);
+  const row = { id: head.session_id, agent_id: head.agent_id, lease_seconds: head.lease_seconds, expires_at: head.expires_at };
   const read = rows.filter((r): r is PagedRow & PageRow => r.seq !== null);
   const [page] = pagesOf(read, [{ ...request, box: { agentId: row.agent_id, sessionId: id } }]);
   return { row, page: page! };
-}
-
-/** The session of a {@link presentPaged} row (a column missing from SESSION_COLUMNS fails to compile here). */
-function sessionOf(r: PagedRow): SessionRow {
-  return {
-    id: r.s_id,
-    agent_id: r.s_agent_id,
-    name: r.s_name,
-    client_key: r.s_client_key,
-    home: r.s_home,
-    state: r.s_state,
-    lease_seconds: r.s_lease_seconds,
-    expires_at: r.s_expires_at,
-    last_renewed_at: r.s_last_renewed_at,
-    created_at: r.s_created_at,
-    closed_at: r.s_closed_at,
-    seen_at: r.s_seen_at,
-    holder_home: r.s_holder_home,
-    holder_host: r.s_holder_host,
-    holder_pid: r.s_holder_pid,
-    holder_since: r.s_holder_since,
-    holder_seen_at: r.s_holder_seen_at,
-  };
 }
 
 /** A statement whose `?now` is the deployment's clock (see `Store.once`). */
@@ -315,7 +277,7 @@ function renewIfHeld(agent: AtNow, id: string, p: Presenting, returning = '*'): 
  * — in the unit's effects, so an end committed after it (a later unit of the same SQLite batch,
  * a NOTIFY from another instance) already finds it.
  */
-function registerStream(core: HubCore, afterCommit: (effect: () => void) => void, r: SessionRow, p: Presenting, replaced: boolean): void {
+function registerStream(core: HubCore, afterCommit: (effect: () => void) => void, r: Pick<SessionRow, 'id'>, p: Presenting, replaced: boolean): void {
   const consumer = p.consumer;
   const stream = p.stream ?? null;
   if (consumer && (replaced || stream)) afterCommit(() => core.streams.supersede(r.id, consumer, stream));

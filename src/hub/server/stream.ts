@@ -11,7 +11,7 @@ import { readSqlitePage } from './sqlite-pages.js';
 import { errorReply, good, type Answer, type Reply } from './http.js';
 import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
-import { presentSession, presentStream, type SessionRow } from './sessions.js';
+import { presentSession, presentStream, type StreamLease } from './sessions.js';
 import { hop, TRACE } from '../../util/trace.js';
 
 /** How many deliveries one `entries` event carries at most (and at most `pageBytes` of them). */
@@ -128,7 +128,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   const hearing = batched ? core.bus.hear() : null;
   const renewed = await presentStream(core, sr.who, sr.sessionId, presenting, batched ? { limit: PUSH_BATCH, maxBytes: core.turns.unheld().bytes } : null);
   hearing?.stop();
-  let presented: Answer<SessionRow>;
+  let presented: Answer<StreamLease>;
   if (renewed !== null) presented = good(renewed.row);
   else {
     const agent = 'agentId' in sr.who ? good(sr.who.agentId) : await sr.who.admit();
