@@ -42,15 +42,9 @@ const cpuOf = (pid) => {
   return (Number(f[11]) + Number(f[12])) / TICKS;
 };
 
-async function adminQuery(text) {
-  const c = new pg.Client({ connectionString: admin });
-  await c.connect();
-  try {
-    return (await c.query(text)).rows;
-  } finally {
-    await c.end();
-  }
-}
+// One admin connection for the run's own statements (databases made and dropped, backends looked up).
+const adminPool = new pg.Pool({ connectionString: admin, max: 1 });
+const adminQuery = async (text) => (await adminPool.query(text)).rows;
 
 function call(base, method, p, token, body) {
   return new Promise((resolve, reject) => {
@@ -194,4 +188,5 @@ try {
   for (const a of agents) a.destroy();
 } finally {
   for (const { hub } of hubs) await hub.stop();
+  await adminPool.end();
 }
