@@ -63,13 +63,20 @@ export class FdOutput extends EventEmitter {
 
   /** write(2) until every byte is taken: WRITTEN, the bytes left when the descriptor answered EAGAIN, or the failure. */
   private writeDirect(text: string): typeof WRITTEN | Buffer | Error {
-    const bytes = Buffer.from(text, 'utf8');
+    if (text.length === 0) return WRITTEN;
+    let bytes: Buffer | null = null;
     let done = 0;
     try {
+      // The string itself first: a line nearly always goes in one write(2), and then it needs
+      // no Buffer of its own (allocated and copied per printed record). Bytes a short write
+      // left are written from a Buffer, by byte offset.
+      done = writeSync(this.fd, text, null, 'utf8');
+      if (done === Buffer.byteLength(text, 'utf8')) return WRITTEN;
+      bytes = Buffer.from(text, 'utf8');
       while (done < bytes.length) done += writeSync(this.fd, bytes, done);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      return code === 'EAGAIN' || code === 'EWOULDBLOCK' ? bytes.subarray(done) : (e as Error);
+      return code === 'EAGAIN' || code === 'EWOULDBLOCK' ? (bytes ?? Buffer.from(text, 'utf8')).subarray(done) : (e as Error);
     }
     return WRITTEN;
   }
