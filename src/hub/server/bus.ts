@@ -13,16 +13,25 @@ type Listener = () => void;
  * everything (a re-check of every waiter after missed wake-ups).
  */
 export class Heard {
-  readonly keys = new Set<string>();
+  // Made on the first key: a connect's statement is mostly in flight while nothing is emitted.
+  private keys: Set<string> | null = null;
   /** Heads woken with their whole family ({@link Topic.emitFamily}). */
-  readonly families = new Set<string>();
+  private families: Set<string> | null = null;
   everything = false;
+
+  key(key: string): void {
+    (this.keys ??= new Set()).add(key);
+  }
+
+  family(head: string): void {
+    (this.families ??= new Set()).add(head);
+  }
 
   /** Whether `key` was woken while this was hearing (itself, its family, or everything). */
   has(key: string): boolean {
-    if (this.everything || this.keys.has(key)) return true;
+    if (this.everything || this.keys?.has(key)) return true;
     const cut = key.indexOf('#');
-    return cut >= 0 && this.families.has(key.slice(0, cut));
+    return cut >= 0 && this.families !== null && this.families.has(key.slice(0, cut));
   }
 }
 
@@ -62,7 +71,7 @@ class Topic {
 
   /** Wake `head` and every `<head>#…` key someone listens on. */
   emitFamily(head: string): void {
-    for (const h of this.hearing) h.families.add(head);
+    for (const h of this.hearing) h.family(head);
     this.emit(head);
     for (const key of this.families.get(head) ?? []) this.emit(key);
   }
@@ -74,7 +83,7 @@ class Topic {
   }
 
   emit(key: string): void {
-    for (const h of this.hearing) h.keys.add(key);
+    for (const h of this.hearing) h.key(key);
     if (!this.listeners.has(key)) return;
     this.pending.add(key);
     if (this.scheduled) return;

@@ -56,6 +56,14 @@ function pageReader(core: HubCore): PageReader {
   return reader;
 }
 
+/** A stream's answer headers: the same for every connect (writeHead reads them, never changes them). */
+const STREAM_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+} as const;
+
 const frame = (event: string, data: unknown): string => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
 /**
@@ -83,24 +91,17 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   let stalled: NodeJS.Timeout | undefined;
   const writeTimeoutMs = core.config.streamWriteTimeoutSeconds * 1000;
   const watchStall = () => {
-    if (stalled !== undefined || !res.writableNeedDrain) return;
+    if (stalled !== undefined || res.destroyed || !res.writableNeedDrain) return;
     stalled = setTimeout(() => res.destroy(), writeTimeoutMs);
   };
-  res.on('drain', () => {
-    clearTimeout(stalled);
-    stalled = undefined;
-  });
-  res.once('close', () => clearTimeout(stalled));
+  // Nothing is written before `open`: from then on one listener each for drain and close (a
+  // stream connects once per hold, so every listener and closure here is made that often).
+  let drained: (() => void) | null = null;
   const write = (chunk: string) => {
     if (finished || res.destroyed || res.writableEnded) return;
     res.write(chunk);
     watchStall();
   };
-  // Registered first, so it settles even when the client is already gone by the time it is awaited.
-  const gone = new Promise<void>((resolve) => {
-    res.once('finish', resolve);
-    res.once('close', resolve);
-  });
   // The handle is registered as the connect commits, before `open` is written: an end that
   // arrives in between waits for `open` and follows it, so the client sees why.
   let opened = false;
@@ -112,6 +113,14 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     close: (reason: StreamCloseReason) => then(() => finish(frame('closed', { reason }))),
     end: () => then(() => finish(null)),
     shutdown: () => {
+      // Settled at once when the client is already gone (or the response done): made only here, at shutdown.
+      const gone =
+        res.writableFinished || res.destroyed
+          ? Promise.resolve()
+          : new Promise<void>((resolve) => {
+              res.once('finish', resolve);
+              res.once('close', resolve);
+            });
       then(() => finish(frame('reconnect', { reason: 'shutdown' })));
       return gone;
     },
@@ -145,12 +154,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   const agentId = session.agent_id;
   const hold = holdMs(core.config, session.lease_seconds);
 
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-store',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
+  res.writeHead(200, STREAM_HEADERS);
   // No flushHeaders(): the headers go out with `open`, in one write (every stream connects once per hold).
   res.socket?.setNoDelay(true);
   const open = frame('open', {
@@ -170,8 +174,16 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   res.write(open);
   opened = true;
   // The response's close is the client going away (the request's fires once its body is read).
-  res.on('close', () => finish(null));
+  res.on('close', () => {
+    finish(null);
+    clearTimeout(stalled);
+  });
   res.on('error', () => finish(null));
+  res.on('drain', () => {
+    clearTimeout(stalled);
+    stalled = undefined;
+    drained?.();
+  });
   early.end?.();
   if (finished) return { kind: 'handled' };
 
@@ -255,7 +267,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     }
   });
   const wake = () => void push();
-  res.on('drain', wake);
+  drained = wake;
   wake();
   // Woken while the renewal statement was in flight: that entry may be past its page, so a pass
   // from the start follows the first page (a release puts mail behind the cursor anyway).
