@@ -29,7 +29,7 @@ import type { Route, RouteContext } from './router.js';
 import { closeSession, getSession, leaseView, liftStops, listOperatorStops, operatorClose, registerSession, sessionView, type SessionRow } from './sessions.js';
 import { openStream } from './stream.js';
 import { isTerminal, messageById, messageJson } from './track.js';
-import { hop, TRACE } from '../../util/trace.js';
+import { hop, stamped, TRACE } from '../../util/trace.js';
 
 const agentId = (caller: Caller | null): string => (caller as Extract<Caller, { kind: 'agent' }>).agentId;
 const agentOf = (c: RouteContext): string => agentId(c.caller);
@@ -301,7 +301,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
         if (r.ok && !r.value.replay) core.metrics.sent();
         if (TRACE && r.ok) {
           hop('hub.received', r.value.row.id, received);
-          hop('hub.committed', r.value.row.id);
+          hop('hub.committed', r.value.row.id, stamped('hub.commit'));
         }
         return r.ok ? json(r.value.replay ? 200 : 202, sentBody(r.value)) : errorReply(r.error);
       },
