@@ -179,6 +179,22 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
   /** The deployment's clock inside a statement, read once per statement (a volatile CTE is evaluated once). */
   const onceClock = `WITH oh_hai_clock AS (SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT) + ${Math.round(o.offsetMs)} AS now) `;
 
+  /**
+   * A `once` statement with the clock read inside it: made once per text, as its prepared statement
+   * is (the texts are the Hub's own, a handful; a stream connect sends one of them every hold). A
+   * statement with CTEs of its own (a renewal that reads a page) has the clock as its first.
+   */
+  const onceTexts = new Map<string, string>();
+  const withClock = (sql: string): string => {
+    let text = onceTexts.get(sql);
+    if (text === undefined) {
+      const body = sql.replace(/\?now\b/g, '(SELECT now FROM oh_hai_clock)');
+      text = body.startsWith('WITH ') ? `${onceClock.trimEnd()}, ${body.slice(5)}` : onceClock + body;
+      onceTexts.set(sql, text);
+    }
+    return text;
+  };
+
   async function attempt<T>(unit: (tx: Tx) => Promise<T>): Promise<T> {
     const client = await o.pool.connect();
     const effects: Array<() => void> = [];
@@ -258,9 +274,7 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     write: <T>(unit: (tx: Tx) => Promise<T>): Promise<T> => retried(() => attempt(unit)),
     once: <T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void): Promise<T[]> =>
       retried(async () => {
-        // A statement with CTEs of its own (a renewal that reads a page) has the clock as its first.
-        const text = sql.replace(/\?now\b/g, '(SELECT now FROM oh_hai_clock)');
-        const rows = await lone.all<T>(text.startsWith('WITH ') ? `${onceClock.trimEnd()}, ${text.slice(5)}` : onceClock + text, ...params);
+        const rows = await lone.all<T>(withClock(sql), ...params);
         if (committed) run(() => committed(rows));
         return rows;
       }),
