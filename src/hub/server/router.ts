@@ -52,10 +52,12 @@ interface Compiled {
   segments: string[];
 }
 
+/** The path parameters of `parts` on a route's `segments`, or null when they do not match (run for every route a request tries). */
 function match(segments: string[], parts: string[]): string[] | null {
   if (segments.length !== parts.length) return null;
   const params: string[] = [];
-  for (const [i, seg] of segments.entries()) {
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i]!;
     const part = parts[i]!;
     if (seg.startsWith(':')) {
       if (part === '') return null;

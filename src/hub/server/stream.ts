@@ -290,16 +290,20 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
 
   // A socket with bytes still queued shows the connection is alive without another comment; so
   // does the `reconnect` event of a bound due within half an interval (30 s holds with 15 s
-  // keep-alives: one comment per hold, not two).
+  // keep-alives: one comment per hold, not two). One timer per stream for both: each keep-alive
+  // beat, then the bound (a timer a little early for the bound beats once more, shortly).
   const keepaliveMs = core.config.keepaliveSeconds * 1000;
   const boundAt = core.clock.monotonic() + hold;
-  const keepalive = setInterval(() => {
-    if (!res.writableNeedDrain && boundAt - core.clock.monotonic() > keepaliveMs / 2) write(': keepalive\n\n');
-  }, keepaliveMs);
-  const bound = setTimeout(() => void paged.then(() => finish(frame('reconnect', { reason: 'hold_bound' }))), hold);
-  cleanups.push(
-    () => clearInterval(keepalive),
-    () => clearTimeout(bound),
-  );
+  const beat = () => {
+    const left = boundAt - core.clock.monotonic();
+    if (left <= 0) {
+      void paged.then(() => finish(frame('reconnect', { reason: 'hold_bound' })));
+      return;
+    }
+    if (!res.writableNeedDrain && left > keepaliveMs / 2) write(': keepalive\n\n');
+    timer = setTimeout(beat, Math.min(keepaliveMs, left));
+  };
+  let timer = setTimeout(beat, Math.min(keepaliveMs, hold));
+  cleanups.push(() => clearTimeout(timer));
   return { kind: 'handled' };
 }
