@@ -25,7 +25,7 @@
 // --idle-ab a second idle phase opens a new connection for every connect (as this bench did until
 // session 8), so the Hub's CPU per connect over a kept and a new connection compare in one run.
 // Usage: node bench/hub-cluster.mjs [--streams 1000] [--messages 2000] [--concurrency 50]
-//          [--idle <seconds, default one hold>] [--idle-ab] [--only sqlite,postgres:1,postgres:2]
+//          [--warmup <sends before the measured ones, default 500>] [--idle <seconds, default one hold>] [--idle-ab] [--only sqlite,postgres:1,postgres:2]
 //          [--trace]   (the Hubs write the push trace, src/util/trace.ts: each push split into its hops)
 //          [--cpu-prof <dir>]   (each Hub writes a V8 CPU profile there, and the bench the idle and
 //          send phases' time windows: node bench/cpu-profile-breakdown.mjs <dir> [--phases idle])
@@ -68,6 +68,8 @@ const arg = (name, dflt) => {
 const STREAMS = arg('streams', 1000);
 const MESSAGES = arg('messages', 2000);
 const CONCURRENCY = arg('concurrency', 50);
+/** Sends before the measured ones (not timed): a Hub serving a fleet has its send path warm. */
+const WARMUP = arg('warmup', 500);
 /** --trace: the Hubs write the push-latency trace (src/util/trace.ts) and the bench adds its own two hops, to split each push into where it waited. */
 const TRACE = process.argv.includes('--trace');
 const profAt = process.argv.indexOf('--cpu-prof');
@@ -291,7 +293,20 @@ function pushHops(dirs, benchHops, timer) {
     p99: timer.pct(99, commit),
     slowMean: slow.reduce((sum, h) => sum + ms(h, 'hub.received', 'hub.committed'), 0) / slow.length,
   });
-  return { n: full.length, slow: slow.length, legs, slowTotal: slow.reduce((sum, h) => sum + total(h), 0) / slow.length };
+  // When the slowest started, from the first send: a cold start, a burst, or spread over the phase.
+  const first = full.reduce((a, h) => (h.sent < a ? h.sent : a), full[0]?.sent ?? 0n);
+  const starts = slow.map((h) => Number(h.sent - first) / 1e6).sort((a, b) => a - b);
+  return { n: full.length, slow: slow.length, legs, slowTotal: slow.reduce((sum, h) => sum + total(h), 0) / slow.length, slowStarts: starts };
+}
+
+/** `count` calls of `each(n)`, CONCURRENCY at a time (a closed loop: each sender starts its next when its last is answered). */
+async function sendLoop(count, each) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < count) await each(next++);
+    }),
+  );
 }
 
 /** Set while --idle-ab's second idle phase runs: every stream connect opens a new TCP connection. */
@@ -436,6 +451,15 @@ async function run(label, instances, database) {
       phaseAnswers();
     }
 
+    // A running Hub's send path is compiled (V8) and its statements prepared; a Hub just started is
+    // not, and its first sends wait for that. Sends before the measured ones, to random streams.
+    await sendLoop(WARMUP, (n) =>
+      call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, {
+        to: sessions[Math.floor(Math.random() * sessions.length)].address,
+        intent: 'notify',
+        text: `warm-up ${n}`,
+      }),
+    );
     const cpu0 = hubs.map((h) => cpuOf(h.proc.pid));
     const db0 = database ? await databaseCpu() : 0;
     const trips0 = database ? (await Promise.all(hubs.map((h) => roundTrips(h.adminUrl)))).reduce((a, b) => a + b, 0) : 0;
@@ -468,22 +492,17 @@ async function run(label, instances, database) {
     // This process's own loop: a send's start and a push's arrival are stamped here, so its delays are in every figure.
     const ownLoop = monitorEventLoopDelay({ resolution: 10 });
     ownLoop.enable();
-    let next = 0;
     const sendUs = monoUs();
     const t0 = performance.now();
-    const worker = async () => {
-      while (next < MESSAGES) {
-        const n = next++;
-        const s = sessions[Math.floor(Math.random() * sessions.length)];
-        const start = performance.now();
-        const startNs = TRACE ? process.hrtime.bigint() : 0n;
-        const at = connectionAt(s.state);
-        const r = await call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, { to: s.address, intent: 'notify', text: `bench ${n}` });
-        if (TRACE) benchHops.set(r.message.id, { ...benchHops.get(r.message.id), sent: startNs });
-        timer.sent(r.message.id, start, at);
-      }
-    };
-    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    await sendLoop(MESSAGES, async (n) => {
+      const s = sessions[Math.floor(Math.random() * sessions.length)];
+      const start = performance.now();
+      const startNs = TRACE ? process.hrtime.bigint() : 0n;
+      const at = connectionAt(s.state);
+      const r = await call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, { to: s.address, intent: 'notify', text: `bench ${n}` });
+      if (TRACE) benchHops.set(r.message.id, { ...benchHops.get(r.message.id), sent: startNs });
+      timer.sent(r.message.id, start, at);
+    });
     const sendSeconds = (performance.now() - t0) / 1000;
     windows.send.push([sendUs, monoUs()]);
     while (timer.latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
@@ -555,7 +574,9 @@ for (const which of ONLY) {
 
 if (CPU_PROF !== null) for (const [phase, w] of Object.entries(windows)) writeFileSync(path.join(CPU_PROF, `${phase}-phases.json`), JSON.stringify(w));
 const fmt = (v, digits) => (v === null ? '—' : v.toFixed(digits));
-console.log(`streams ${STREAMS} in total, ${MESSAGES} sends at ${CONCURRENCY} in flight; ${os.cpus().length} cores (a shared machine makes figures noisy)`);
+console.log(
+  `streams ${STREAMS} in total, ${MESSAGES} sends at ${CONCURRENCY} in flight after ${WARMUP} warm-up sends; ${os.cpus().length} cores (a shared machine makes figures noisy)`,
+);
 console.log(
   'store      instances  streams  open s  DB trips/connect  sends/s  push p50 ms  push p99 ms  pushes seen  Hub CPU ms/send  DB CPU ms/send  load CPU ms/send  DB round trips/send',
 );
@@ -614,6 +635,10 @@ for (const r of results) {
 for (const r of results.filter((x) => x.hops !== null)) {
   console.log(
     `${r.label} ×${r.instances}: where ${r.hops.n} traced pushes waited (ms; p50, p99, and the mean of the slowest ${r.hops.slow}, whose mean total is ${r.hops.slowTotal.toFixed(1)} ms):`,
+  );
+  const st = r.hops.slowStarts;
+  console.log(
+    `  the slowest 1% started ${st.length === 0 ? '—' : `${st[0].toFixed(0)}–${st[st.length - 1].toFixed(0)} ms (median ${st[Math.floor(st.length / 2)].toFixed(0)})`} after the first send`,
   );
   for (const l of r.hops.legs)
     console.log(
