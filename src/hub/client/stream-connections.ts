@@ -1,8 +1,5 @@
-import { createRequire } from 'node:module';
-import type { Client as UndiciClient, Dispatcher } from 'undici';
-
-// Loaded by the Agent already (its pools are made of Clients): no module more on any path.
-const Client: typeof UndiciClient = createRequire(import.meta.url)('undici/lib/dispatcher/client.js');
+import type { Dispatcher } from 'undici';
+import { Client } from './undici.js';
 
 /**
  * One keep-alive connection per stream, reused by its reconnects. A stream reconnects at every
@@ -15,8 +12,8 @@ const Client: typeof UndiciClient = createRequire(import.meta.url)('undici/lib/d
  * each take their own; one that ends gives its connection back for the next stream.
  */
 export class StreamConnections {
-  private readonly idle: UndiciClient[] = [];
-  private readonly all = new Set<UndiciClient>();
+  private readonly idle: Client[] = [];
+  private readonly all = new Set<Client>();
   private closed = false;
 
   constructor(private readonly origin: string) {}
@@ -36,7 +33,7 @@ export class StreamConnections {
     await Promise.all([...this.all].map((c) => c.close()));
   }
 
-  private make(): UndiciClient {
+  private make(): Client {
     const client = new Client(this.origin);
     // After close(), as through a closed Agent: the request fails (a network failure), nothing is left open.
     if (this.closed) void client.close();

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { Agent as UndiciAgent } from 'undici';
+import type { Agent as UndiciAgent, Client as UndiciClient } from 'undici';
 
 /**
  * undici's index also loads fetch, WebSocket, EventSource, the cache and the mock layers:
@@ -14,3 +14,7 @@ Object.assign(dispatcher.prototype, api);
 
 export const Agent: typeof UndiciAgent = require('undici/lib/dispatcher/agent.js');
 export type Agent = UndiciAgent;
+
+/** One connection of its own (stream-connections.ts); the Agent's pools are made of these, so it loads no module more. */
+export const Client: typeof UndiciClient = require('undici/lib/dispatcher/client.js');
+export type Client = UndiciClient;
