@@ -47,13 +47,16 @@ export async function startPair(opts: { args?: string[]; env?: NodeJS.ProcessEnv
  * Two instances on a fresh database for the tests of one describe (no balancer: each test talks to
  * the instance it means), started before them and stopped after; read them inside a test.
  */
-export function twoInstances(args: string[]): { a: () => TestHub; b: () => TestHub; db: () => Awaited<ReturnType<typeof freshDatabase>> } {
+export function twoInstances(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): { a: () => TestHub; b: () => TestHub; db: () => Awaited<ReturnType<typeof freshDatabase>> } {
   let db: Awaited<ReturnType<typeof freshDatabase>>;
   let a: TestHub, b: TestHub;
   beforeAll(async () => {
     db = await freshDatabase();
-    a = await startHub({ database: db.url, args });
-    b = await startHub({ database: db.url, args, signingKey: a.signingKey });
+    a = await startHub({ database: db.url, args, env });
+    b = await startHub({ database: db.url, args, env, signingKey: a.signingKey });
   });
   afterAll(async () => {
     await b?.dispose();

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
-import { freshDatabase } from '../../helpers/postgres.js';
+import { describe, expect, it } from 'vitest';
+import { twoInstances } from '../../helpers/cluster.js';
+import { hubCall, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 
 // Issue 14: each instance remembers the tokens it let in (OH_HAI_HUB_CREDENTIAL_CACHE_MS); a
@@ -8,24 +8,13 @@ import { waitFor } from '../../helpers/wait.js';
 // `credentials` NOTIFY). The bound here is ten minutes, so only that notification can explain
 // B's refusal; the deadline is the NOTIFY's delivery, not the bound.
 describe('a credential changed on one instance is forgotten by the others (PostgreSQL)', () => {
-  let db: Awaited<ReturnType<typeof freshDatabase>>;
-  let a: TestHub, b: TestHub;
-  beforeAll(async () => {
-    db = await freshDatabase();
-    const env = { OH_HAI_HUB_CREDENTIAL_CACHE_MS: '600000' };
-    a = await startHub({ database: db.url, env });
-    b = await startHub({ database: db.url, env, signingKey: a.signingKey });
-  });
-  afterAll(async () => {
-    await b?.dispose();
-    await a?.dispose();
-    await db?.drop();
-  });
+  const pair = twoInstances([], { OH_HAI_HUB_CREDENTIAL_CACHE_MS: '600000' });
 
   const send = (h: TestHub, token: string, to: string) =>
     hubCall(h, 'POST', '/v1/messages', { token, body: { to: `agent:${to}`, intent: 'notify', text: 'hi' } });
 
   it('revoked through A: refused on A at once and on B as soon as the notification arrives', async () => {
+    const [a, b] = [pair.a(), pair.b()];
     const agent = await a.mintAgent('revoked-elsewhere');
     for (const h of [a, b, b]) expect((await send(h, agent.token, agent.id)).status).toBe(202);
     const revoked = await hubCall(a, 'POST', `/v1/account/agents/${agent.id}/revoke`, { token: a.humanToken });
@@ -35,6 +24,7 @@ describe('a credential changed on one instance is forgotten by the others (Postg
   });
 
   it('messaging switched off through A: B refuses the next sends of a token it remembers; switched on, B accepts them', async () => {
+    const [a, b] = [pair.a(), pair.b()];
     const agent = await a.mintAgent('switch-elsewhere');
     for (let i = 0; i < 2; i++) expect((await send(b, agent.token, agent.id)).status).toBe(202);
     try {
