@@ -137,7 +137,7 @@ export class Bus {
 
   /**
    * Deliver what is pending on every topic now rather than on the next turn: a group
-   * commit calls it right after its COMMIT, so a push goes out with the batch's answers.
+   * commit calls it right after its COMMIT, so a push goes out ahead of the batch's answers.
    */
   deliver(): void {
     this.mail.deliver();
