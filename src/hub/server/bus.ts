@@ -120,19 +120,24 @@ export class Bus {
   readonly released = new Topic();
   /** Keyed by message id: its track or response changed. */
   readonly message = new Topic();
+  /**
+   * Keyed by session id: another instance ended the session or gave it another holder. The server
+   * brings the streams registered here in line itself; a stream connect in flight hears it
+   * ({@link Bus.hear}) and is brought in line once registered.
+   */
+  readonly session = new Topic();
 
   /**
-   * Start hearing what `mail` and `released` emit, for a listener about to join: a stream connect
+   * Start hearing what `mail`, `released` and `session` emit, for a listener about to join: a stream connect
    * whose first page is read by its renewal statement, before the statement is sent. An entry
    * committed after the statement's snapshot wakes its mailbox only after that commit, so it is
    * either heard here or (once `stop` was called and the stream listens, in the same turn) heard by
    * the stream: it never falls between the page and the listening.
    */
-  hear(): { mail: Heard; released: Heard; stop: () => void } {
-    const mail = new Heard();
-    const released = new Heard();
-    const stops = [this.mail.hear(mail), this.released.hear(released)];
-    return { mail, released, stop: () => stops.forEach((stop) => stop()) };
+  hear(): { mail: Heard; released: Heard; session: Heard; stop: () => void } {
+    const [mail, released, session] = [new Heard(), new Heard(), new Heard()];
+    const stops = [this.mail.hear(mail), this.released.hear(released), this.session.hear(session)];
+    return { mail, released, session, stop: () => stops.forEach((stop) => stop()) };
   }
 
   /**

@@ -18,13 +18,13 @@ import { FaultTable } from './faults.js';
 import { HUB_RECORD_FILE } from './files.js';
 import { hashToken, hubClock, iso } from './ids.js';
 import { sweepExpired } from './inbox.js';
-import { StreamRegistry, type StreamCloseReason } from './registry.js';
+import { StreamRegistry } from './registry.js';
 import { TURN_BYTES, TurnBudget } from './turns.js';
 import type { AdminListener, DatabaseStats } from './admin.js';
 import { createRouter, stopping as stoppingReply, type ExtraRoutes } from './router.js';
 import { send } from './http.js';
 import { apiRoutes } from './routes.js';
-import { sessionById, streamsSeen, sweepLapsed } from './sessions.js';
+import { reconcileSession, streamsSeen, sweepLapsed } from './sessions.js';
 import type { Store, WakeFrom, WakeTopic } from './sql.js';
 import { openStore, sqliteStore } from './store.js';
 import { StreamEnds } from './seen.js';
@@ -136,21 +136,17 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   const turns = new TurnBudget(Math.min(config.pageBytes, TURN_BYTES));
   let core: HubCore | null = null;
 
-  /** Another instance ended a session, or took it for another consumer: bring the streams here in line. */
-  const reconcile = async (sessionId: string): Promise<void> => {
-    if (core === null || !streams.isOpen(sessionId)) return;
-    const r = await sessionById(core.store.read, sessionId);
-    if (r === null) return;
-    if (r.state !== 'active') streams.closeSession(sessionId, r.state as StreamCloseReason);
-    else if (r.holder_home !== null && r.holder_pid !== null) streams.keepHolder(sessionId, { home: r.holder_home, pid: r.holder_pid });
-  };
+  const reconcile = async (sessionId: string): Promise<void> => (core === null ? undefined : reconcileSession(core, sessionId));
   const onReconcileError = (e: unknown) => o.log(`hub: re-checking a session another instance changed failed: ${e instanceof Error ? e.message : String(e)}`);
   const credentials = new CredentialCache<Authenticated>(o.clock, config.credentialCacheMs);
   const wake = (topic: WakeTopic, key: string, from: WakeFrom) => {
     if (topic === 'credentials') return credentials.forgetAll();
     if (topic === 'session') {
       // This instance's own streams were told in the unit's after-commit effects.
-      if (from !== 'local') void reconcile(key).catch(onReconcileError);
+      if (from === 'local') return;
+      // Heard by stream connects in flight (not yet registered, so not reconciled here).
+      bus.session.emit(key);
+      void reconcile(key).catch(onReconcileError);
       return;
     }
     if (from === 'agent') bus[topic].emitFamily(key);
@@ -163,6 +159,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     bus.released.emitAll();
     bus.mail.emitAll();
     bus.message.emitAll();
+    bus.session.emitAll();
     for (const id of streams.sessions()) void reconcile(id).catch(onReconcileError);
   };
 

@@ -194,6 +194,18 @@ export async function presentStream(core: HubCore, who: Presenter, id: string, p
 export type StreamLease = Pick<SessionRow, 'id' | 'agent_id' | 'lease_seconds' | 'expires_at'>;
 const LEASE_COLUMNS = 'id, agent_id, lease_seconds, expires_at';
 
+/**
+ * Another instance ended the session, or took it for another consumer: bring the streams open on
+ * it here in line (`closed` with the reason, or `replaced`), as this instance's own end would.
+ */
+export async function reconcileSession(core: HubCore, sessionId: string): Promise<void> {
+  if (!core.streams.isOpen(sessionId)) return;
+  const r = await sessionById(core.store.read, sessionId);
+  if (r === null) return;
+  if (r.state !== 'active') core.streams.closeSession(sessionId, r.state as StreamCloseReason);
+  else if (r.holder_home !== null && r.holder_pid !== null) core.streams.keepHolder(sessionId, { home: r.holder_home, pid: r.holder_pid });
+}
+
 /** A stream connect's renewed session, and its first page when the renewal statement read it. */
 export interface Presented {
   row: StreamLease;

@@ -11,7 +11,7 @@ import { readSqlitePage } from './sqlite-pages.js';
 import { errorReply, good, type Answer, type Reply } from './http.js';
 import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
-import { presentSession, presentStream, type StreamLease } from './sessions.js';
+import { presentSession, presentStream, reconcileSession, type StreamLease } from './sessions.js';
 import { hop, TRACE } from '../../util/trace.js';
 
 /** How many deliveries one `entries` event carries at most (and at most `pageBytes` of them). */
@@ -145,6 +145,12 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     presented = await core.store.write((tx) => presentSession(core, tx, agent.value, sr.sessionId, presenting));
   }
   if (!presented.ok) return errorReply(presented.error);
+  // Another instance ended the session (or took it) after the renewal, heard before this stream
+  // was registered: the server's re-check found no stream here, so it is made now, as for one open.
+  if (hearing?.session.has(sr.sessionId))
+    void reconcileSession(core, sr.sessionId).catch((e: unknown) =>
+      core.log(`hub: re-checking session ${sr.sessionId} after its connect failed: ${e instanceof Error ? e.message : String(e)}`),
+    );
   if (res.destroyed) {
     // The client left while the renewal committed: nothing to hold open.
     finish(null);
