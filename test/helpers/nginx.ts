@@ -16,7 +16,30 @@ export function findNginx(): string | null {
 
 export interface Balancer {
   url: string;
+  /** The access log so far, one entry per finished request: which client connection carried it. */
+  requests(): BalancedRequest[];
   stop(): Promise<void>;
+}
+
+/** One access-log line: nginx's serial number of the client connection and the request's number on it. */
+export interface BalancedRequest {
+  connection: number;
+  connectionRequests: number;
+  status: number;
+  uri: string;
+}
+
+const LOG_FORMAT = "log_format oh_hai_test '$connection $connection_requests $status $request_uri';";
+
+function parseAccessLog(text: string): BalancedRequest[] {
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => {
+      const m = /^(\d+) (\d+) (\d+) (\S+)$/.exec(line);
+      if (!m) throw new Error(`nginx access log line not in the test format: ${JSON.stringify(line)}`);
+      return { connection: Number(m[1]), connectionRequests: Number(m[2]), status: Number(m[3]), uri: m[4]! };
+    });
 }
 
 /**
@@ -43,6 +66,7 @@ export async function startBalancer(instancePorts: number[]): Promise<Balancer> 
   for (const d of ['logs', 'tmp']) mkdirSync(path.join(prefix, d));
   const port = await freePort();
   writeFileSync(path.join(prefix, 'oh-hai-hub.conf'), testConf(readFileSync(SHIPPED_CONF, 'utf8'), port, instancePorts));
+  const accessLog = path.join(prefix, 'logs', 'access.log');
   const temp = (name: string) => `${name}_temp_path ${path.join(prefix, 'tmp', name)};`;
   writeFileSync(
     path.join(prefix, 'nginx.conf'),
@@ -52,7 +76,8 @@ export async function startBalancer(instancePorts: number[]): Promise<Balancer> 
       'worker_processes 1;',
       'events { worker_connections 4096; }',
       'http {',
-      `  access_log ${path.join(prefix, 'logs', 'access.log')};`,
+      `  ${LOG_FORMAT}`,
+      `  access_log ${accessLog} oh_hai_test;`,
       `  ${temp('client_body')} ${temp('proxy')} ${temp('fastcgi')} ${temp('uwsgi')} ${temp('scgi')}`,
       `  include ${path.join(prefix, 'oh-hai-hub.conf')};`,
       '}',
@@ -82,6 +107,7 @@ export async function startBalancer(instancePorts: number[]): Promise<Balancer> 
   }
   return {
     url,
+    requests: () => (existsSync(accessLog) ? parseAccessLog(readFileSync(accessLog, 'utf8')) : []),
     async stop() {
       if (proc.exitCode === null) {
         const exited = new Promise((r) => proc.once('exit', r));

@@ -18,7 +18,7 @@ import { type Result } from '../../core/index.js';
 import { baseHeaders, describeNetworkError, discard, header, httpFailure, readCapped, type Transport } from './http.js';
 import type { HubFailure } from './result.js';
 import { SseDecoder, type SseItem } from './sse-decoder.js';
-import { streamTimeouts } from './timeouts.js';
+import { STREAM_END_GRACE_MS, streamTimeouts } from './timeouts.js';
 
 export const DEFAULT_STREAM_PATH = '/v1/inbox/stream';
 
@@ -85,6 +85,7 @@ export async function openStream(t: Transport, sessionId: string, opts: StreamOp
     return { kind: 'failure', failure: { kind: 'network', message: `${where}: ${describeNetworkError(e)}` } };
   }
   const { body, statusCode: status } = response;
+  let end: StreamEnd | undefined;
   try {
     if (status < 200 || status > 299)
       return { kind: 'failure', failure: httpFailure(status, (await readCapped(body)).bytes, header(response.headers, 'retry-after')) };
@@ -92,13 +93,36 @@ export async function openStream(t: Transport, sessionId: string, opts: StreamOp
     if (status !== 200 || !/^text\/event-stream\b/i.test(type)) {
       return protocolEnd(`${where} answered ${status} ${type || 'without a content-type'}, not 200 text/event-stream`);
     }
-    return await pump(body, where, header(response.headers, 'date'), opts);
+    // Not destroyed when the loop leaves at `reconnect`: the rest of the answer is awaited below.
+    end = await pump({ [Symbol.asyncIterator]: () => body.iterator({ destroyOnReturn: false }) }, where, header(response.headers, 'date'), opts);
+    return end;
   } catch (e) {
     return { kind: 'failure', failure: { kind: 'network', message: `${where}: ${describeNetworkError(e)}` } };
   } finally {
-    // Ending on our side (reconnect, closed, a bad event) drops the connection rather than reusing it.
+    // After `reconnect` the Hub ends the answer itself, and the reconnect goes out on this
+    // connection; a proxy may forward the answer's terminator in a packet after the event's, and
+    // destroying the body before it arrives would drop the connection: every reconnect a new one.
+    if (end?.kind === 'hold_bound') await bodyEnd(body, STREAM_END_GRACE_MS, opts.signal);
+    // Ending on our side (closed, a bad event, a terminator that did not come) drops the connection.
     discard(body);
   }
+}
+
+/** Resolves once the body has ended (what follows the last event is read and dropped), or after `ms`. */
+function bodyEnd(body: Dispatcher.ResponseData['body'], ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (body.readableEnded || body.destroyed || signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      body.off('end', done).off('close', done).off('error', done);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    body.on('end', done).on('close', done).on('error', done);
+    signal?.addEventListener('abort', done);
+    body.resume();
+  });
 }
 
 /** Read events in order, awaiting each handler before the next, until the stream says how it ends. */

@@ -7,6 +7,13 @@ const DEFAULT_KEEPALIVE_SECONDS = 15;
 /** Floors so a test Hub's sub-second figures never make a healthy connection look dead. */
 export const MIN_STREAM_HEADERS_TIMEOUT_MS = 30_000;
 export const MIN_STREAM_BODY_TIMEOUT_MS = 10_000;
+/**
+ * How long a stream waits, after `reconnect`, for the end of the answer so its connection can carry
+ * the reconnect. The Hub writes the terminator with the event; a proxy forwards it at once. Far
+ * below HOLD_MARGIN_MS (the slack every hold is read with): a terminator later than this costs one
+ * new connection, never a reconnect held back longer.
+ */
+export const STREAM_END_GRACE_MS = 1_000;
 
 export interface StreamTimeouts {
   headersTimeout: number;
