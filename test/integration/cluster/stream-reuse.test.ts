@@ -18,7 +18,7 @@ const noNginx = findNginx() === null ? 'nginx is not installed (Debian: apt-get 
 if (noNginx !== null) console.log(`skipping the stream reuse test through nginx: ${noNginx}`);
 
 const HOLD_SECONDS = 0.2;
-const CONNECTS = 8;
+const CONNECTS = 16;
 
 describe.skipIf(noNginx !== null)('a stream reconnecting at its hold bound through the shipped nginx config', () => {
   let pair: Pair;
