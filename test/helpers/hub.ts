@@ -202,3 +202,11 @@ export async function hubCall(
   }
   return { status: res.status, body: parsed, text, headers: res.headers };
 }
+
+/** A new agent on `hub` and a session of its (`client_key`, a 300 s lease): the agent's token and the session's id. */
+export async function openSession(hub: TestHub, label: string, clientKey: string): Promise<{ token: string; sessionId: string }> {
+  const agent = await hub.mintAgent(label);
+  const r = await hubCall(hub, 'POST', '/v1/sessions', { token: agent.token, body: { client_key: clientKey, lease_seconds: 300 } });
+  if (r.status !== 201) throw new Error(`POST /v1/sessions → ${r.status} ${r.text}`);
+  return { token: agent.token, sessionId: (r.body as { session: { id: string } }).session.id };
+}

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { hubCall, openSession, startHub, type TestHub } from '../../helpers/hub.js';
 import { freshDatabase, sql } from '../../helpers/postgres.js';
 import { waitFor } from '../../helpers/wait.js';
 import { openSse } from '../hub/sse.js';
@@ -78,10 +78,8 @@ describe('a session ended elsewhere while a stream connect is answered (PostgreS
   });
 
   it('closes the new stream with `closed` at once', async () => {
-    const reader = await a.mintAgent('reader');
-    const opened = await hubCall(a, 'POST', '/v1/sessions', { token: reader.token, body: { client_key: 'k-close', lease_seconds: 300 } });
-    expect(opened.status, opened.text).toBe(201);
-    const session = opened.body.session as { id: string };
+    const reader = await openSession(a, 'reader', 'k-close');
+    const session = { id: reader.sessionId };
     const blocker = new pg.Client({ connectionString: db.url });
     await blocker.connect();
     let port: number;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HubClient } from '../../../src/hub/client/index.js';
-import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { openSession, startHub, type TestHub } from '../../helpers/hub.js';
 
 // Issue 14: every held stream reconnects at each hold bound (MA2H §5): 10,000 streams at 30 s are
 // ~330 connects a second. The Hub answers a stream with `connection: keep-alive` and the bridge's
@@ -34,12 +34,9 @@ describe('a stream reconnecting at its hold bound', () => {
   });
 
   it('reconnects over the connection it kept: one TCP connection for every connect', async () => {
-    const reader = await hub.mintAgent('reader');
-    const r = await hubCall(hub, 'POST', '/v1/sessions', { token: reader.token, body: { client_key: 'k', lease_seconds: 300 } });
-    expect(r.status, r.text).toBe(201);
-    const sessionId = r.body.session.id as string;
+    const { token, sessionId } = await openSession(hub, 'reader', 'k');
     // The client makes no other call: every connection the Hub accepts from here on is a stream's.
-    client = new HubClient({ baseUrl: hub.url, token: reader.token });
+    client = new HubClient({ baseUrl: hub.url, token });
     const accepted0 = await metric(hub, 'oh_hai_hub_connections_accepted_total');
     let opens = 0;
     for (let i = 0; i < CONNECTS; i++) {
