@@ -12,6 +12,13 @@ import { appendFileSync } from 'node:fs';
  */
 export const TRACE: string | null = process.env.OH_HAI_TRACE || null;
 
+/**
+ * OH_HAI_TRACE_HOPS, a comma-separated list of hop names, limits the trace to those hops (unset:
+ * every hop). The bench's untraced runs give the Hub `hub.committed` alone: the instant a send's
+ * COMMIT returned, the anchor of "committed → printed", without an append on the push's path.
+ */
+const ONLY: ReadonlySet<string> | null = TRACE !== null && process.env.OH_HAI_TRACE_HOPS ? new Set(process.env.OH_HAI_TRACE_HOPS.split(',')) : null;
+
 /** A moment of this process: the monotonic clock and the CPU time spent so far (user + system). */
 export interface Instant {
   ns: bigint;
@@ -24,9 +31,10 @@ export function instant(): Instant {
 }
 
 /** Record that `messageId` passed `hop` now (or at `at`: an Instant, or a process.hrtime.bigint() taken earlier). */
-export function hop(name: string, messageId: unknown, at: bigint | Instant = instant()): void {
-  if (TRACE === null || typeof messageId !== 'string') return;
-  const line = typeof at === 'bigint' ? `${at} ${name} ${messageId} -\n` : `${at.ns} ${name} ${messageId} ${at.cpuUs}\n`;
+export function hop(name: string, messageId: unknown, at?: bigint | Instant): void {
+  if (TRACE === null || typeof messageId !== 'string' || (ONLY !== null && !ONLY.has(name))) return;
+  const when = at ?? instant();
+  const line = typeof when === 'bigint' ? `${when} ${name} ${messageId} -\n` : `${when.ns} ${name} ${messageId} ${when.cpuUs}\n`;
   try {
     appendFileSync(TRACE, line);
   } catch {

@@ -74,6 +74,10 @@ Set up once with oh-hai setup (the Hub URL, a login, the sender policy), then ru
       'OH_HAI_TRACE',
       'A file to append one line to per hop a message passes on its way to the printed line (the Hub, the background connection and the reader each write theirs: monotonic nanoseconds, the hop, the message id). For bench/bridge-latency.mjs --trace; unset (the default) traces nothing.',
     ],
+    [
+      'OH_HAI_TRACE_HOPS',
+      'With OH_HAI_TRACE: a comma-separated list of the hops to trace, the rest left out (bench/bridge-latency.mjs gives its Hub hub.committed alone). Unset: every hop.',
+    ],
   ],
   files: [
     FILE_CONFIG,
