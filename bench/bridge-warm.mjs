@@ -8,7 +8,7 @@
 // <bin>` also times another build's launcher in the same runs (e.g. a checkout of the
 // previous commit), so a before/after comparison shares the load too.
 // Findings: docs/performance.md. Needs `npm run build`. Never run by CI.
-//   node bench/bridge-warm.mjs [--runs 20] [--records 100] [--against /path/to/other/bin/oh-hai]
+//   node bench/bridge-warm.mjs [--runs 20] [--records 100] [--warmup 4] [--against /path/to/other/bin/oh-hai]
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import Module from 'node:module';
 import os from 'node:os';
@@ -23,6 +23,8 @@ const arg = (name, fallback) => {
 const RUNS = Number(arg('--runs', 20));
 const RECORDS = Number(arg('--records', 100));
 const AGAINST = arg('--against', null);
+/** Enough for the launcher's cache writes (3 runs) and one run that reads the finished cache. */
+const WARMUP = Number(arg('--warmup', 4));
 
 const hub = await startHub(['--stream-max-hold-seconds', '30']);
 const agent = await hub.mint('warm-bench');
@@ -59,16 +61,23 @@ try {
       ? [{ label: "the same, Node's compile cache (OH_HAI_CODE_CACHE=node)", args: [bin, 'bridge', '--wait', '0'], env: { OH_HAI_CODE_CACHE: 'node' }, ms: [] }]
       : []),
     { label: 'the same, node dist/cli/main.js', args: [path.join(root, 'dist', 'cli', 'main.js'), 'bridge', '--wait', '0'], ms: [] },
-    ...(AGAINST ? [{ label: `--against ${AGAINST}`, args: [AGAINST, 'bridge', '--wait', '0'], ms: [] }] : []),
+    // Its own cache directory: a launcher drops the code caches of other builds when it writes
+    // its own (src/cli/launch.cts), so two builds sharing one would throw each other's away on
+    // every run and neither would run warm (session 8 read ~3× for both that way).
+    ...(AGAINST
+      ? [{ label: `--against ${AGAINST}`, args: [AGAINST, 'bridge', '--wait', '0'], env: { XDG_CACHE_HOME: path.join(tmp, 'against-cache') }, ms: [] }]
+      : []),
   ];
-  for (let i = 0; i < RUNS; i++) {
+  // Untimed runs first, so every timed run reads a code cache its launcher has finished writing
+  // (the first runs of a build write it, each at its exit).
+  for (let i = 0; i < WARMUP + RUNS; i++) {
     for (const s of subjects) {
       const bridge = s.args[0] !== '-e';
       if (bridge) writeFileSync(path.join(dir, 'cursor.json'), '{"seq":0,"offset":0}\n', { mode: 0o600 });
       let lines = 0;
       const r = await timed(process.execPath, s.args, { ...env, ...s.env }, (d) => (lines += d.toString().split('\n').length - 1));
       if (r.code !== 0 || (bridge && lines !== RECORDS)) throw new Error(`${s.label} exited ${r.code} after ${lines} lines`);
-      s.ms.push(r.ms);
+      if (i >= WARMUP) s.ms.push(r.ms);
     }
   }
   const fmt = (xs) => `p50 ${percentile(xs, 50).toFixed(1)} ms, p90 ${percentile(xs, 90).toFixed(1)} ms, min ${Math.min(...xs).toFixed(1)} ms`;
