@@ -11,7 +11,7 @@ import { readSqlitePage } from './sqlite-pages.js';
 import { errorReply, good, type Answer, type Reply } from './http.js';
 import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
-import { presentSession, presentStream, reconcileSession, type StreamLease } from './sessions.js';
+import { presentSession, presentStream, reconcileSession, type Presented, type StreamLease } from './sessions.js';
 import { hop, TRACE } from '../../util/trace.js';
 
 /** How many deliveries one `entries` event carries at most (and at most `pageBytes` of them). */
@@ -134,15 +134,23 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   // mailbox while it is in flight may be past the page's snapshot, so it is heard meanwhile.
   const batched = core.store.kind === 'postgres';
   const presenting = { consumer: sr.consumer, connect: true, stream: handle };
+  // Heard until the stream is registered, a missed renewal's locked unit included: an end another
+  // instance commits while that unit runs (it waits for the unit's row lock) can reach this
+  // instance before the unit's COMMIT answers, while no stream is registered here to reconcile.
+  // Stopped on every way out, a failed statement's too: a hearer left behind collects every key.
   const hearing = batched ? core.bus.hear() : null;
-  const renewed = await presentStream(core, sr.who, sr.sessionId, presenting, batched ? { limit: PUSH_BATCH, maxBytes: core.turns.unheld().bytes } : null);
-  hearing?.stop();
+  let renewed: Presented | null;
   let presented: Answer<StreamLease>;
-  if (renewed !== null) presented = good(renewed.row);
-  else {
-    const agent = 'agentId' in sr.who ? good(sr.who.agentId) : await sr.who.admit();
-    if (!agent.ok) return errorReply(agent.error);
-    presented = await core.store.write((tx) => presentSession(core, tx, agent.value, sr.sessionId, presenting));
+  try {
+    renewed = await presentStream(core, sr.who, sr.sessionId, presenting, batched ? { limit: PUSH_BATCH, maxBytes: core.turns.unheld().bytes } : null);
+    if (renewed !== null) presented = good(renewed.row);
+    else {
+      const agent = 'agentId' in sr.who ? good(sr.who.agentId) : await sr.who.admit();
+      if (!agent.ok) return errorReply(agent.error);
+      presented = await core.store.write((tx) => presentSession(core, tx, agent.value, sr.sessionId, presenting));
+    }
+  } finally {
+    hearing?.stop();
   }
   if (!presented.ok) return errorReply(presented.error);
   // Another instance ended the session (or took it) after the renewal, heard before this stream
