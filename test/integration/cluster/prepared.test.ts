@@ -24,6 +24,7 @@ describe('the PostgreSQL store prepares each statement once per connection', () 
     const clock = { now: () => Date.now(), monotonic: () => performance.now() };
     store = postgresStore({
       pool,
+      types: pg.types,
       lanes: new Lanes(1, 1),
       instance: 'test',
       local: clock,
@@ -58,6 +59,28 @@ describe('the PostgreSQL store prepares each statement once per connection', () 
     expect(agents.map((r) => r.runs)).toEqual([7]);
     expect(agents[0]!.statement).toContain('WHERE id = $1');
     expect((await preparedOn('UPDATE sessions')).map((r) => r.runs)).toEqual([7]);
+  });
+
+  it('a statement is described on its first run on a connection only: later runs are bound and executed, their rows built from the columns it remembered', async () => {
+    const c = await pool.connect();
+    const wire = (c as unknown as { connection: { describe: (...a: unknown[]) => void } }).connection;
+    c.release();
+    const describe = wire.describe.bind(wire);
+    let described = 0;
+    wire.describe = (...a: unknown[]) => {
+      described += 1;
+      describe(...a);
+    };
+    try {
+      for (let i = 0; i < 5; i++) {
+        expect(await store.read.get('SELECT ? AS a, CAST(? AS INTEGER) AS b, NULL AS c', `x${i}`, i)).toEqual({ a: `x${i}`, b: i, c: null });
+        expect(await store.write((tx) => tx.run('UPDATE sessions SET seen_at = seen_at WHERE id = ?', `none_${i}`))).toBe(0);
+      }
+      // One for each statement: the read, and the UPDATE (no rows: remembered as such).
+      expect(described).toBe(2);
+    } finally {
+      wire.describe = describe;
+    }
   });
 
   it('a statement whose columns changed under it (a newer instance migrated) is prepared anew: the read answers, the unit runs again', async () => {

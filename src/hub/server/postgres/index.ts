@@ -90,6 +90,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
   trackWork();
   const store = postgresStore({
     pool,
+    types,
     lanes,
     instance,
     local: o.local,

@@ -37,17 +37,159 @@ export type RoundTrips = Map<string, { unit: number; read: number }>;
  */
 const STALE_PLAN = '0A000';
 
-function statements(q: Pool | PoolClient, statement: (sql: string) => { name: string; text: string }, counted: () => void, read = false): Sql {
-  // `counted` also refuses a statement once the store is closed (it throws first).
-  const query = async (sql: string, values: Param[]) => {
-    counted();
-    const st = statement(sql);
+/** A column's text as its value (BIGINT as a number: store.ts's callers count on it). */
+export type TypeParsers = { getTypeParser(oid: number, format: 'text'): (text: string) => unknown };
+
+/** What node-postgres hands a submitted query (a `Submittable`, as pg-cursor is): the connection's protocol writes and the statements it has parsed. */
+interface Wire {
+  stream: { cork?: () => void; uncork?: () => void };
+  parsedStatements: Record<string, string>;
+  submittedNamedStatements: Record<string, string>;
+  parse(q: { text: string; name: string }): void;
+  bind(b: { statement: string; values: readonly Param[]; valueMapper: (v: Param) => string | null }): void;
+  describe(d: { type: 'P'; name: '' }): void;
+  execute(e: { portal: '' }): void;
+  sync(): void;
+}
+/** A statement's result columns on one connection: their names and parsers (none: it returns no rows). */
+interface Shape {
+  names: string[];
+  parsers: Array<(text: string) => unknown>;
+}
+/** Per connection, each prepared statement's result columns, as its first run's Describe said: no later run asks again. */
+const shapes = new WeakMap<Wire, Map<string, Shape>>();
+const NO_ROWS: Shape = { names: [], parsers: [] };
+/** A parameter as its text (what node-postgres's prepareValue makes of a string, a number or null). */
+const paramText = (v: Param): string | null => (v === null || v === undefined ? null : typeof v === 'string' ? v : String(v));
+
+/**
+ * One run of a named prepared statement, submitted straight to the connection. node-postgres's
+ * own Query sends Describe on every run (and PostgreSQL answers with the row description, which
+ * it then parses and turns into parsers again), clones the query config, and builds a Result and
+ * a promise on top of the callback. Here a connection describes a statement once, on its first
+ * run; later runs are Bind, Execute, Sync, and their rows are built from the remembered columns.
+ * A statement whose columns change under it fails with 0A000 and its connection is dropped
+ * (below), so a remembered shape never outlives the plan it describes.
+ */
+class Run {
+  rows: Record<string, unknown>[] = [];
+  rowCount = 0;
+  /** Read by node-postgres (a parse that completed, or failed, is recorded under it). */
+  readonly name: string;
+  readonly text: string;
+  callback?: (error: Error | null, result?: Run) => void;
+  private wire: Wire | undefined;
+  private shape: Shape | undefined;
+  private described = false;
+  private failed: Error | undefined;
+
+  constructor(
+    st: { name: string; text: string },
+    private readonly values: readonly Param[],
+    private readonly types: TypeParsers,
+  ) {
+    this.name = st.name;
+    this.text = st.text;
+  }
+
+  submit(wire: Wire): void {
+    this.wire = wire;
+    this.shape = shapes.get(wire)?.get(this.name);
+    // One write for the whole exchange (node-postgres's Query corks the same way).
+    wire.stream.cork?.();
     try {
-      return await q.query({ ...st, values });
+      if (wire.parsedStatements[this.name] === undefined && wire.submittedNamedStatements[this.name] === undefined) {
+        wire.parse({ text: this.text, name: this.name });
+        wire.submittedNamedStatements[this.name] = this.text;
+      }
+      wire.bind({ statement: this.name, values: this.values, valueMapper: paramText });
+      if (this.shape === undefined) {
+        this.described = true;
+        wire.describe({ type: 'P', name: '' });
+      }
+      wire.execute({ portal: '' });
+      wire.sync();
+    } finally {
+      wire.stream.uncork?.();
+    }
+  }
+
+  handleRowDescription(msg: { fields: Array<{ name: string; dataTypeID: number }> }): void {
+    this.shape = { names: msg.fields.map((f) => f.name), parsers: msg.fields.map((f) => this.types.getTypeParser(f.dataTypeID, 'text')) };
+    this.remember(this.shape);
+  }
+
+  handleDataRow(msg: { fields: Array<string | null> }): void {
+    const shape = this.shape;
+    if (this.failed !== undefined || shape === undefined) return;
+    try {
+      const row: Record<string, unknown> = {};
+      for (let i = 0; i < shape.names.length; i++) {
+        const raw = msg.fields[i];
+        row[shape.names[i]!] = raw === null || raw === undefined ? null : shape.parsers[i]!(raw);
+      }
+      this.rows.push(row);
+    } catch (e) {
+      this.failed = e as Error;
+    }
+  }
+
+  handleCommandComplete(msg: { text: string }): void {
+    // `INSERT 0 3`, `UPDATE 2`, `SELECT 5`: the count is the last word.
+    const n = Number(msg.text.slice(msg.text.lastIndexOf(' ') + 1));
+    this.rowCount = Number.isInteger(n) ? n : 0;
+    // Described, and no columns came: a statement without rows.
+    if (this.described && this.shape === undefined) this.remember(NO_ROWS);
+  }
+
+  handleEmptyQuery(): void {}
+
+  handleError(error: Error): void {
+    this.answer(error);
+  }
+
+  handleReadyForQuery(): void {
+    this.answer(this.failed ?? null);
+  }
+
+  /** Once: a connection that fails after an error answer (its socket closing) tells every query it had. */
+  private answer(error: Error | null): void {
+    const callback = this.callback;
+    this.callback = undefined;
+    if (error !== null) callback?.(error);
+    else callback?.(null, this);
+  }
+
+  private remember(shape: Shape): void {
+    if (this.wire === undefined) return;
+    let known = shapes.get(this.wire);
+    if (known === undefined) shapes.set(this.wire, (known = new Map()));
+    known.set(this.name, shape);
+  }
+}
+
+/** A pool or one of its connections, given a {@link Run} and the callback for its answer (pg-pool takes its connection back before calling it). */
+type Submits = { query(run: Run, done: (error: Error | null, result?: Run) => void): unknown };
+
+function statements(
+  q: Pool | PoolClient,
+  statement: (sql: string) => { name: string; text: string },
+  types: TypeParsers,
+  counted: () => void,
+  read = false,
+): Sql {
+  const submits = q as unknown as Submits;
+  const submit = (sql: string, values: Param[]) =>
+    new Promise<Run>((resolve, reject) => submits.query(new Run(statement(sql), values, types), (e, r) => (e ? reject(e) : resolve(r!))));
+  // `counted` also refuses a statement once the store is closed (it throws first).
+  const query = async (sql: string, values: Param[]): Promise<{ rows: unknown[]; rowCount: number | null }> => {
+    counted();
+    try {
+      return await submit(sql, values);
     } catch (e) {
       if (!read || (e as { code?: unknown }).code !== STALE_PLAN) throw e;
       counted();
-      return q.query(st.text, values);
+      return q.query(statement(sql).text, values);
     }
   };
   return {
@@ -86,6 +228,8 @@ const PAYLOAD_BYTES = 7000;
 
 export interface PostgresStoreOptions {
   pool: Pool;
+  /** The pool's type parsers (the same object as its `types`): rows are built here, not by node-postgres. */
+  types: TypeParsers;
   /** Every connection of `pool` is taken through these (src/hub/server/lanes.ts). */
   lanes: Lanes;
   /** This instance's id: its own NOTIFYs are not woken twice. */
@@ -173,9 +317,9 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
   }
   // A lone statement runs on a pooled connection outside any unit: the pool drops that connection
   // on any error, so a stale plan is prepared afresh on the next attempt's.
-  const lone = statements(o.pool, statement, inUnit);
+  const lone = statements(o.pool, statement, o.types, inUnit);
   // Reads outside a unit: each takes its pool connection through the lanes (`read`), or runs on one admission already had (`reading`).
-  const reads = statements(o.pool, statement, () => counted('read'), true);
+  const reads = statements(o.pool, statement, o.types, () => counted('read'), true);
   /** The deployment's clock inside a statement, read once per statement (a volatile CTE is evaluated once). */
   const onceClock = `WITH oh_hai_clock AS (SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT) + ${Math.round(o.offsetMs)} AS now) `;
 
@@ -209,7 +353,7 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
       const dbNow = Number(began[1]!.rows[0]!.now);
       // Whole ms: instants are BIGINT columns.
       skew = Math.round(dbNow - (sent + o.local.now()) / 2);
-      const sql = statements(client, statement, inUnit);
+      const sql = statements(client, statement, o.types, inUnit);
       const tx: Tx = {
         ...sql,
         now: dbNow + o.offsetMs,
