@@ -1,6 +1,6 @@
 import type { Entry } from '../contract/index.js';
 import { canonicalJson, deliveryWrapperBytes, formatAddress } from '../contract/index.js';
-import type { Insert, Param, Sql, Tx } from './sql.js';
+import type { Insert, Param, Sql, Tx, WakeTopic } from './sql.js';
 
 /**
  * Entry rows: one per entry in a mailbox. `state` is `pending` until a consumer
@@ -62,12 +62,19 @@ export const entryInsert = (entry: Entry, to: EntryTarget, messageId: string | n
 export async function insertWithEntry(tx: Tx, first: Insert | null, entry: Entry, to: EntryTarget, messageId: string | null): Promise<number> {
   const row = entryInsert(entry, to, messageId);
   const seq = first === null ? await tx.insertLocked(to.agentId, row) : await tx.insertLocked(to.agentId, first, row);
-  // Drains (and Hubs of earlier builds) wait on the agent; a stream waits on its own mailbox
-  // only, so a send to one session wakes that session's stream, not every stream of the agent.
-  tx.wake('mail', to.agentId);
-  tx.wake('mail', mailboxKey(to.agentId, to.sessionId));
+  for (const [topic, key] of mailWakes(to)) tx.wake(topic, key);
   return seq;
 }
+
+/**
+ * What an entry stored for `to` wakes: drains (and Hubs of earlier builds) wait on the agent; a
+ * stream waits on its own mailbox only, so a send to one session wakes that session's stream, not
+ * every stream of the agent.
+ */
+export const mailWakes = (to: EntryTarget): Array<[WakeTopic, string]> => [
+  ['mail', to.agentId],
+  ['mail', mailboxKey(to.agentId, to.sessionId)],
+];
 
 /** Store an entry in its mailbox (a receipt: no message of its own). */
 export async function insertEntry(tx: Tx, entry: Entry, to: EntryTarget, messageId: string | null): Promise<void> {

@@ -1,21 +1,21 @@
-import type { DirectiveEntry, DirectiveRequest, Entry, MessageEntry, RespondRequest, ResponseEntry, SendRequest } from '../contract/index.js';
+import type { DirectiveEntry, DirectiveRequest, Entry, MessageEntry, Reachability, RespondRequest, ResponseEntry, SendRequest } from '../contract/index.js';
 import { canonicalJson, formatAddress, parseAddress, sessionEndedCode } from '../contract/index.js';
 import { createHash } from 'node:crypto';
 import { findAgent } from './agents.js';
 import type { Caller } from './auth.js';
 import type { HubCore } from './core.js';
-import { insertWithEntry, type EntryTarget } from './entries.js';
+import { entryInsert, insertWithEntry, mailWakes, type EntryTarget } from './entries.js';
 import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
 import { principalReachability, sessionReachability } from './presence.js';
-import { current, presentSession, sessionById, type SessionRow } from './sessions.js';
-import { insertStatement, type Sql, type Tx } from './sql.js';
+import { current, presentForSend, presentSession, sessionById, type SessionLeaseRow, type SessionRow } from './sessions.js';
+import { AGENT_LOCK, insertStatement, type Formed, type Param, type Sql, type Tx } from './sql.js';
 import { markUndeliverable, messageById, replyTarget, type MessageRow } from './track.js';
 
 export interface Sent {
   row: MessageRow;
   replay: boolean;
-  lease: SessionRow | null;
+  lease: SessionLeaseRow | null;
 }
 
 interface Recipient {
@@ -110,14 +110,73 @@ const requestHash = (req: SendRequest): string =>
     .digest('hex');
 
 /**
- * `POST /v1/messages` (§8): queue a message entry for the recipient; idempotent on
- * `idempotency_key`. Two sends with one key racing on two instances: the unique index
- * makes the second insert wait for the first and fail; its unit is run again and finds
- * the first (the PostgreSQL store retries a unit on a unique violation).
+ * `POST /v1/messages` (§8): on PostgreSQL the common case in ONE statement ({@link insertInOne});
+ * whatever it does not take (a replay, a refusal, a case the locked path decides) the unit
+ * {@link sendMessage} decides and answers, as every send was answered before.
  */
-export async function sendMessage(core: HubCore, tx: Tx, agentId: string, req: SendRequest): Promise<Answer<Sent>> {
+export async function send(core: HubCore, agentId: string, req: SendRequest): Promise<Answer<Sent>> {
   // Only a send with a key can be replayed or conflict: the hash is what a later one compares.
   const hash = req.idempotency_key === undefined ? null : requestHash(req);
+  if (core.store.kind === 'postgres') {
+    const addr = parseAddress(req.to, "field 'to'");
+    if (addr.ok && addr.value.sessionId !== null) {
+      const to = { agentId: addr.value.agentId, sessionId: addr.value.sessionId };
+      const inOne = await insertInOne(core, {
+        ...sendDraft(agentId, req, to, hash, 0, 'unknown'),
+        to,
+        lease: req.session === undefined ? null : { agentId, sessionId: req.session },
+        key: req.idempotency_key === undefined ? null : { agentId, key: req.idempotency_key },
+      });
+      if (inOne !== null) return good({ ...inOne, replay: false });
+    }
+  }
+  return core.store.write((tx) => sendMessage(core, tx, agentId, req, hash));
+}
+
+/**
+ * The message and entry of a send, as of `now` with the recipient `snapshot`; `to` is where its
+ * entry goes (a session's mailbox, or the principal one).
+ */
+function sendDraft(agentId: string, req: SendRequest, to: EntryTarget, hash: string | null, now: number, snapshot: Reachability): Draft {
+  const m: NewMessage = {
+    id: newId('msg'),
+    intent: req.intent,
+    from_addr: formatAddress(agentId, req.session ?? null),
+    from_agent: agentId,
+    reply_session: req.session ?? null,
+    to_addr: req.to,
+    to_agent: to.agentId,
+    to_session: to.sessionId,
+    text: req.text,
+    in_reply_to: req.in_reply_to ?? null,
+    created_at: now,
+    destination: destination(req.to, snapshot),
+    idempotency_key: req.idempotency_key ?? null,
+    request_hash: hash,
+  };
+  const entry: MessageEntry = {
+    id: newId('ent'),
+    kind: 'message',
+    from: m.from_addr,
+    to: m.to_addr,
+    created_at: iso(now),
+    message_id: m.id,
+    intent: req.intent,
+    text: req.text,
+  };
+  if (req.in_reply_to !== undefined) entry.in_reply_to = req.in_reply_to;
+  return { m, entry };
+}
+
+const destination = (address: string, snapshot: Reachability): string => JSON.stringify({ address, snapshot });
+
+/**
+ * The unit of `POST /v1/messages` (§8): queue a message entry for the recipient; idempotent on
+ * `idempotency_key` (`hash` is the request's, null without one). Two sends with one key racing
+ * on two instances: the unique index makes the second insert wait for the first and fail; its
+ * unit is run again and finds the first (the PostgreSQL store retries a unit on a unique violation).
+ */
+export async function sendMessage(core: HubCore, tx: Tx, agentId: string, req: SendRequest, hash: string | null): Promise<Answer<Sent>> {
   if (req.idempotency_key !== undefined) {
     const prior = await tx.get<MessageRow>('SELECT * FROM messages WHERE from_agent = ? AND idempotency_key = ?', agentId, req.idempotency_key);
     if (prior && prior.request_hash !== hash) {
@@ -135,36 +194,112 @@ export async function sendMessage(core: HubCore, tx: Tx, agentId: string, req: S
   }
   const to = await resolveRecipient(core, tx, req.to);
   if (!to.ok) return to;
-  const now = tx.now;
-  const m: NewMessage = {
-    id: newId('msg'),
-    intent: req.intent,
-    from_addr: formatAddress(agentId, req.session ?? null),
-    from_agent: agentId,
-    reply_session: req.session ?? null,
-    to_addr: req.to,
-    to_agent: to.value.agentId,
-    to_session: to.value.session?.id ?? null,
-    text: req.text,
-    in_reply_to: req.in_reply_to ?? null,
-    created_at: now,
-    destination: JSON.stringify({ address: req.to, snapshot: to.value.snapshot }),
-    idempotency_key: req.idempotency_key ?? null,
-    request_hash: hash,
-  };
-  const entry: MessageEntry = {
-    id: newId('ent'),
-    kind: 'message',
-    from: m.from_addr,
-    to: m.to_addr,
-    created_at: iso(now),
-    message_id: m.id,
-    intent: req.intent,
-    text: req.text,
-  };
-  if (req.in_reply_to !== undefined) entry.in_reply_to = req.in_reply_to;
-  const row = await insertDelivered(tx, m, entry, { agentId: m.to_agent, sessionId: m.to_session });
+  const target = { agentId: to.value.agentId, sessionId: to.value.session?.id ?? null };
+  const { m, entry } = sendDraft(agentId, req, target, hash, tx.now, to.value.snapshot);
+  const row = await insertDelivered(tx, m, entry, target);
   return good({ row, replay: false, lease });
+}
+
+/** A message and its entry, but what the statement storing them decides. */
+interface Draft {
+  m: NewMessage;
+  entry: Entry;
+}
+
+/** What {@link insertInOne} stores, and decides first. */
+interface InOne extends Draft {
+  /** A session's mailbox: the statement takes it only while the session is active and its agent not revoked. */
+  to: { agentId: string; sessionId: string };
+  /** The sender's session, presented (renewed) by the same statement. */
+  lease: { agentId: string; sessionId: string } | null;
+  /** The sender's idempotency key: the statement takes no send whose key is used already. */
+  key: { agentId: string; key: string } | null;
+}
+
+/** Where a JSON text's value of the statement's clock goes: `text` cut at `at`, with `expr` put in between. */
+const spliced = (text: string, at: number, expr: string): Formed => ({
+  sql: `CAST(? AS TEXT) || ${expr} || CAST(? AS TEXT)`,
+  params: [text.slice(0, at), text.slice(at)],
+});
+
+/** The statement's instant as `Date.toISOString` writes it (to the ms, UTC; to_char of a timestamp without time zone applies none). */
+const ISO_AT = `to_char(TIMESTAMP 'epoch' + ?now * INTERVAL '1 millisecond', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** A {@link insertInOne} row. */
+interface InOneRow {
+  seq: number;
+  now: number;
+  snapshot: Reachability;
+  lease_id?: string;
+  expires_at?: number;
+  lease_seconds?: number;
+}
+
+/**
+ * A send to a live session as ONE statement on its own (PostgreSQL, `Store.once`: autocommit, one
+ * round trip where the unit took four): the deployment's clock read inside it; the idempotency key
+ * not used yet; the recipient session active and unexpired, of its agent, that agent not revoked,
+ * and its reachability (the unit's {@link sessionReachability}); the sender's session presented
+ * (renewed, a data-modifying CTE); the recipient agent's lock ({@link AGENT_LOCK}, held from before
+ * either seq is drawn until the commit: its entries still commit in seq order); the message and
+ * the entry (their instants and the texts holding them formed from the statement's clock); and
+ * the wake-ups, NOTIFY inside the statement (sent only if it commits), woken here once committed.
+ * Each part is taken only when every check before it held, so a miss changes nothing and answers
+ * no rows: null, and the unit decides (and words any refusal) as before. The answer is given only
+ * once the statement has committed.
+ */
+async function insertInOne(core: HubCore, s: InOne): Promise<{ row: MessageRow; lease: SessionLeaseRow | null } | null> {
+  const params: Param[] = [core.streams.isOpen(s.to.sessionId) ? 1 : 0, core.config.presenceSeconds * 1000, s.to.sessionId, s.to.agentId];
+  let unused = '';
+  if (s.key !== null) {
+    unused = ' AND NOT EXISTS (SELECT 1 FROM messages WHERE from_agent = CAST(? AS TEXT) AND idempotency_key = CAST(? AS TEXT))';
+    params.push(s.key.agentId, s.key.key);
+  }
+  const ctes = [
+    `target AS MATERIALIZED (SELECT CASE WHEN CAST(? AS INTEGER) = 1 THEN 'online' WHEN s.seen_at IS NULL THEN 'unknown'
+         WHEN ?now - s.seen_at <= CAST(? AS DOUBLE PRECISION) THEN 'online' ELSE 'offline' END AS snapshot
+       FROM sessions AS s JOIN agents AS a ON a.id = s.agent_id
+       WHERE s.id = CAST(? AS TEXT) AND s.agent_id = CAST(? AS TEXT) AND a.revoked = 0 AND s.state = 'active' AND s.expires_at > ?now${unused})`,
+  ];
+  let from = 'target';
+  if (s.lease !== null) {
+    const renewed = presentForSend(s.lease.agentId, s.lease.sessionId, 'EXISTS (SELECT 1 FROM target)');
+    ctes.push(`lease AS (${renewed.sql})`);
+    params.push(...renewed.params);
+    from = 'target CROSS JOIN lease';
+  }
+  ctes.push(`agent AS MATERIALIZED (SELECT ${AGENT_LOCK} AS locked, target.snapshot, ${ISO_AT} AS at FROM ${from})`);
+  params.push(s.to.agentId);
+  const row = newRow(s.m);
+  const track = JSON.stringify([{ state: 'queued', at: '' }]);
+  const dest = destination(s.m.to_addr, '' as Reachability);
+  const message = insertStatement({ table: 'messages', row }, 'agent', {
+    created_at: { sql: '?now', params: [] },
+    track: spliced(track, track.length - 3, 'agent.at'),
+    destination: spliced(dest, dest.length - 2, 'agent.snapshot'),
+  });
+  ctes.push(`i0 AS (${message.sql} RETURNING seq)`);
+  params.push(...message.params);
+  // The entry's canonical JSON with its instant left empty: created_at is its first key (every other sorts after it).
+  const stored = entryInsert({ ...s.entry, created_at: '' }, s.to, s.m.id);
+  const body = String(stored.row.body);
+  if (!body.startsWith('{"created_at":""')) throw new Error(`an entry's canonical JSON starts with its created_at: ${body.slice(0, 40)}`);
+  const entry = insertStatement(stored, 'agent', { created_at: { sql: '?now', params: [] }, body: spliced(body, '{"created_at":"'.length, 'agent.at') });
+  ctes.push(`i1 AS (${entry.sql})`);
+  params.push(...entry.params);
+  const leased = s.lease === null ? '' : ', lease.id AS lease_id, lease.expires_at, lease.lease_seconds';
+  const [done] = await core.store.once<InOneRow>(
+    `WITH ${ctes.join(', ')} SELECT i0.seq, ?now AS now, agent.snapshot${leased}, ?notify AS notified FROM i0 CROSS JOIN agent${s.lease === null ? '' : ' CROSS JOIN lease'}`,
+    params,
+    undefined,
+    mailWakes(s.to),
+  );
+  if (done === undefined) return null;
+  const at = Number(done.now);
+  return {
+    row: { seq: done.seq, ...newRow({ ...s.m, created_at: at, destination: destination(s.m.to_addr, done.snapshot) }) },
+    lease: done.lease_id === undefined ? null : { id: done.lease_id, expires_at: done.expires_at!, lease_seconds: done.lease_seconds! },
+  };
 }
 
 /**

@@ -23,10 +23,21 @@ import { parseFaultRules } from './faults.js';
 import { answer, bad, errorReply, fault, good, json, type Answer, type Reply } from './http.js';
 import { iso } from './ids.js';
 import { ack, drain, hold, MESSAGING_OFF } from './inbox.js';
-import { listMessages, respond, sendDirective, sendMessage, visibleMessage, type Sent } from './messages.js';
+import { listMessages, respond, send, sendDirective, visibleMessage, type Sent } from './messages.js';
 import { sessionReachability } from './presence.js';
 import type { Route, RouteContext } from './router.js';
-import { closeSession, getSession, leaseView, liftStops, listOperatorStops, operatorClose, registerSession, sessionView, type SessionRow } from './sessions.js';
+import {
+  closeSession,
+  getSession,
+  leaseView,
+  liftStops,
+  listOperatorStops,
+  operatorClose,
+  registerSession,
+  sessionView,
+  type SessionLeaseRow,
+  type SessionRow,
+} from './sessions.js';
 import { openStream } from './stream.js';
 import { isTerminal, messageById, messageJson } from './track.js';
 import { hop, stamped, TRACE } from '../../util/trace.js';
@@ -82,7 +93,8 @@ function streamShape(c: RouteContext, messaging: boolean | null): Answer<{ sessi
   return consumer.ok ? good({ sessionId: session.value, consumer: consumer.value }) : consumer;
 }
 
-const withLease = (body: Record<string, unknown>, lease: SessionRow | null): Record<string, unknown> => (lease ? { ...body, session: leaseView(lease) } : body);
+const withLease = (body: Record<string, unknown>, lease: SessionLeaseRow | null): Record<string, unknown> =>
+  lease ? { ...body, session: leaseView(lease) } : body;
 
 const sentBody = (s: Sent): Record<string, unknown> =>
   withLease({ message: messageJson(s.row, s.replay), ...(s.replay ? { idempotent_replay: true } : {}) }, s.lease);
@@ -297,7 +309,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
         if (!(await messagingOn(c))) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateSend);
         if (!req.ok) return errorReply(req.error);
-        const r = await core.store.write((tx) => sendMessage(core, tx, agentOf(c), req.value));
+        const r = await send(core, agentOf(c), req.value);
         if (r.ok && !r.value.replay) core.metrics.sent();
         if (TRACE && r.ok) {
           hop('hub.received', r.value.row.id, received);

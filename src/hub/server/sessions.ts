@@ -72,7 +72,7 @@ export function sessionView(r: SessionRow): Session {
   };
 }
 
-export const leaseView = (r: SessionRow): SessionLease => ({ id: r.id, expires_at: iso(r.expires_at), lease_seconds: r.lease_seconds });
+export const leaseView = (r: SessionLeaseRow): SessionLease => ({ id: r.id, expires_at: iso(r.expires_at), lease_seconds: r.lease_seconds });
 
 /** The refusal for presenting a session that has ended (§0, §12). */
 export function endedError<T>(r: SessionRow): Answer<T> {
@@ -190,6 +190,18 @@ export async function presentStream(core: HubCore, who: Presenter, id: string, p
   return row === undefined ? null : { row, page: null };
 }
 
+/**
+ * A send's {@link presentSession} (no consumer, no connect) as a renewal a statement of the send's
+ * own holds (a data-modifying CTE): only when `when` holds, so a send that misses renews nothing.
+ * Its rows: the {@link SessionLease} of the session renewed; none when the locked path must decide.
+ */
+export const presentForSend = (agentId: string, id: string, when: string): AtNow =>
+  renewIfHeld({ sql: 'CAST(? AS TEXT)', params: [agentId] }, id, { consumer: null, connect: false }, LEASE_VIEW_COLUMNS, ` AND ${when}`);
+
+/** What a send's answer tells of the session it presented (leaseView). */
+export type SessionLeaseRow = Pick<SessionRow, 'id' | 'expires_at' | 'lease_seconds'>;
+const LEASE_VIEW_COLUMNS = 'id, expires_at, lease_seconds';
+
 /** What a stream connect needs of the session it renewed (the renewal returns no more: every column is parsed, every connect). */
 export type StreamLease = Pick<SessionRow, 'id' | 'agent_id' | 'lease_seconds' | 'expires_at'>;
 const LEASE_COLUMNS = 'id, agent_id, lease_seconds, expires_at';
@@ -275,10 +287,11 @@ function renewal(id: string, p: Presenting, newHolder: boolean | 'if unheld', re
 
 /**
  * The one-statement present: only an active, unexpired session of the agent `agent` names (an id
- * parameter, or a sub-select of one), held by this consumer or by nobody.
+ * parameter, or a sub-select of one), held by this consumer or by nobody; and only when `also`, a
+ * condition without parameters, holds.
  */
-function renewIfHeld(agent: AtNow, id: string, p: Presenting, returning = '*'): AtNow {
-  const guard = ` AND agent_id = ${agent.sql} AND state = 'active' AND expires_at > ?now`;
+function renewIfHeld(agent: AtNow, id: string, p: Presenting, returning = '*', also = ''): AtNow {
+  const guard = ` AND agent_id = ${agent.sql} AND state = 'active' AND expires_at > ?now${also}`;
   const c = p.consumer;
   if (c === null) return renewal(id, p, false, returning, guard, ...agent.params);
   return renewal(id, p, 'if unheld', returning, `${guard} AND (holder_home IS NULL OR (holder_home = ? AND holder_pid = ?))`, ...agent.params, c.home, c.pid);

@@ -67,23 +67,47 @@ export interface Tx extends Sql {
   insertLocked(agentId: string, first: Insert, ...rest: Insert[]): Promise<number>;
 }
 
+/**
+ * An agent's transaction lock on PostgreSQL (Tx.lockAgent, Tx.insertLocked, and the one-statement
+ * send of messages.ts): its one parameter is the agent's id. Every path that inserts into an
+ * agent's mailboxes takes this same lock, so their entries commit in seq order.
+ */
+export const AGENT_LOCK = 'pg_advisory_xact_lock(hashtext(CAST(? AS TEXT)))';
+
 /** One row to insert: its table, and each column's value (every value a parameter). */
 export interface Insert {
   table: 'messages' | 'entries';
   row: Readonly<Record<string, Param>>;
 }
 
+/** A SQL expression and its parameters. */
+export interface Formed {
+  sql: string;
+  params: Param[];
+}
+
 /**
  * `INSERT INTO <table> (<columns>)` with its values as parameters: `VALUES (?, …)`, or with
  * `from` named, `SELECT ?, … FROM <from>` (the row is formed, and its seq drawn, only once `from`
- * has been read; PostgreSQL types the parameters by their target columns either way).
+ * has been read; PostgreSQL types the parameters by their target columns either way). `formed`
+ * names columns whose value is an expression over `from` instead (a value the statement decides).
  */
-export function insertStatement(ins: Insert, from?: string): { sql: string; params: Param[] } {
-  const columns = Object.keys(ins.row);
-  const marks = columns.map(() => '?').join(', ');
+export function insertStatement(ins: Insert, from?: string, formed: Readonly<Record<string, Formed>> = {}): { sql: string; params: Param[] } {
+  const columns: string[] = [];
+  const params: Param[] = [];
+  const values = Object.entries(ins.row).map(([column, value]) => {
+    columns.push(column);
+    const f = formed[column];
+    if (f === undefined) {
+      params.push(value);
+      return '?';
+    }
+    params.push(...f.params);
+    return f.sql;
+  });
   return {
-    sql: `INSERT INTO ${ins.table} (${columns.join(', ')}) ${from === undefined ? `VALUES (${marks})` : `SELECT ${marks} FROM ${from}`}`,
-    params: Object.values(ins.row),
+    sql: `INSERT INTO ${ins.table} (${columns.join(', ')}) ${from === undefined ? `VALUES (${values.join(', ')})` : `SELECT ${values.join(', ')} FROM ${from}`}`,
+    params,
   };
 }
 
@@ -106,8 +130,13 @@ export interface Store {
    * one round trip where a unit takes three (BEGIN with the clock, the statement, COMMIT). A stream
    * connect renews its lease so, every hold bound, on every stream (docs/deploy.md "Round trips").
    * `committed` runs with its rows (none without RETURNING) as a unit's effects do: before any later unit's.
+   *
+   * `wakes` are the statement's wake-ups (as {@link Tx.wake}'s), sent only when it returns a row:
+   * `?notify` in `sql`, an expression evaluated once per row returned, sends them to the other
+   * instances (PostgreSQL: `pg_notify`, transactional, so only if the statement commits; SQLite:
+   * NULL), and this process wakes them once the statement is committed.
    */
-  once<T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void): Promise<T[]>;
+  once<T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void, wakes?: ReadonlyArray<readonly [WakeTopic, string]>): Promise<T[]>;
   /** Statements outside a transaction, for reads that decide nothing another request could race. */
   readonly read: Sql;
   /**
@@ -122,11 +151,14 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** `sql` of {@link Store.once} with each `?now` as a plain `?` bound to `now`, and the parameters in order. */
+/**
+ * `sql` of {@link Store.once} with each `?now` as a plain `?` bound to `now`, `?notify` as NULL (a
+ * store with no other instance to tell), and the parameters in order.
+ */
 export function bindNow(sql: string, params: readonly Param[], now: number): { sql: string; params: Param[] } {
   const out: Param[] = [];
   let next = 0;
-  const text = sql.replace(/\?(now\b)?/g, (_, isNow: string | undefined) => {
+  const text = sql.replace(/\?notify\b/g, 'NULL').replace(/\?(now\b)?/g, (_, isNow: string | undefined) => {
     out.push(isNow ? now : params[next++]!);
     return '?';
   });

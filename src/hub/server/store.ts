@@ -259,11 +259,12 @@ export function sqliteStore(db: Db, hooks: SqliteStoreHooks): Store {
         };
         return unit(tx);
       }),
-    once: <T>(text: string, params: readonly Param[], committed?: (rows: T[]) => void): Promise<T[]> =>
+    once: <T>(text: string, params: readonly Param[], committed?: (rows: T[]) => void, wakes?: ReadonlyArray<readonly [WakeTopic, string]>): Promise<T[]> =>
       commits.run(async () => {
         const bound = bindNow(text, params, hooks.clock.now());
         const rows = await sql.all<T>(bound.sql, ...bound.params);
         if (committed) commits.afterCommit(() => committed(rows));
+        if (wakes !== undefined && rows.length > 0) for (const [topic, key] of wakes) commits.afterCommit(() => hooks.wake(topic, key));
         return rows;
       }),
     health: async () => {

@@ -16,11 +16,14 @@ import { openSse, type SseConn } from '../hub/sse.js';
  */
 const SEND_READS = 0;
 /**
- * BEGIN+clock, session with its agent, ONE statement for the rest (the recipient's lock so entries
- * commit in seq order, INSERT message RETURNING, INSERT entry: a data-modifying CTE), NOTIFY+COMMIT.
- * It was 6 with the lock and the two INSERTs as statements of their own.
+ * ONE statement on its own (autocommit, messages.ts insertInOne): the database's clock read inside
+ * it, the recipient session with its agent's standing and reachability, the recipient agent's lock
+ * (so its entries commit in seq order), INSERT message RETURNING, INSERT entry (data-modifying
+ * CTEs, their instants formed from the statement's clock) and the NOTIFY (pg_notify, sent only if
+ * it commits). It was 4 in a unit (BEGIN+clock, session with its agent, the lock and the INSERTs,
+ * NOTIFY+COMMIT) until session 9, 6 before the lock and the INSERTs were one statement.
  */
-const SEND_UNIT = 4;
+const SEND_UNIT = 1;
 /** A stream's page of its own entries: one read, no unit; a short page ends the pass. */
 const PAGE_READS = 1;
 /** A connect's first page: none of its own, the connect's renewal statement reads it (it was PAGE_READS). */

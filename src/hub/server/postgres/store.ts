@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import type { Clock } from '../../../util/clock.js';
-import { insertStatement, type Insert, type Param, type Sql, type Store, type Tx, type WakeTopic } from '../sql.js';
+import { AGENT_LOCK, insertStatement, type Insert, type Param, type Sql, type Store, type Tx, type WakeTopic } from '../sql.js';
 import type { Lanes } from '../lanes.js';
 import { workLane, workName } from '../work.js';
 import { storeClosed } from '../database-errors.js';
@@ -207,12 +207,6 @@ const laned = (sql: Sql, lanes: Lanes): Sql => ({
 });
 
 /**
- * An agent's transaction lock (Tx.lockAgent). In `insertLocked`'s CTE every row is formed from
- * the materialised lock's one row, so no seq is drawn before the lock is held.
- */
-const AGENT_LOCK = 'pg_advisory_xact_lock(hashtext(?))';
-
-/**
  * Why a unit is run again from the start: a deadlock (two units locking the same rows in
  * opposite orders), a serialization failure, or a unique violation (two instances
  * inserting one idempotency key: the second run finds the first's row and replays it), or a
@@ -339,6 +333,27 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     return text;
   };
 
+  /**
+   * A `once` statement with wake-ups: its `?notify` (one) as `pg_notify` of one payload, bound as the
+   * parameter at its place: where it stands among the statement's own `?`, found once per text.
+   */
+  const notifyTexts = new Map<string, { text: string; place: number }>();
+  const withNotify = (sql: string, params: readonly Param[], wakes: ReadonlyArray<readonly [WakeTopic, string]> | undefined): [string, readonly Param[]] => {
+    if (wakes === undefined) return [sql, params];
+    let made = notifyTexts.get(sql);
+    if (made === undefined) {
+      const at = sql.indexOf('?notify');
+      const place = sql.slice(0, at).match(/\?(?!now\b)/g)?.length ?? 0;
+      notifyTexts.set(sql, (made = { text: sql.replace('?notify', `pg_notify('${CHANNEL}', CAST(? AS TEXT))`), place }));
+    }
+    // A statement's wake-ups are a mailbox's keys: ids, far under one payload's cap.
+    const [payload, ...more] = notifyPayloads(o.instance, clock.now(), wakes);
+    if (payload === undefined || more.length > 0) throw new Error(`a once statement's wake-ups must fill one NOTIFY payload (${more.length + 1})`);
+    const out = [...params];
+    out.splice(made.place, 0, payload);
+    return [made.text, out];
+  };
+
   async function attempt<T>(unit: (tx: Tx) => Promise<T>): Promise<T> {
     const client = await o.pool.connect();
     const effects: Array<() => void> = [];
@@ -363,6 +378,7 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
           await sql.run(`SELECT ${AGENT_LOCK}`, agentId);
         },
         insertLocked: async (agentId: string, ...inserts: [Insert, ...Insert[]]) => {
+          // Every row is formed from the materialised lock's one row: no seq is drawn before the lock is held.
           const parts = inserts.map((ins) => insertStatement(ins, 'agent'));
           const row = await sql.get<{ seq: number }>(
             `WITH agent AS MATERIALIZED (SELECT ${AGENT_LOCK} AS locked), ${parts.map((p, i) => `i${i} AS (${p.sql}${i === 0 ? ' RETURNING seq' : ''})`).join(', ')} SELECT seq FROM i0`,
@@ -416,10 +432,15 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     read: laned(reads, o.lanes),
     reading: (fn) => o.lanes.run(workLane(), () => fn(reads)),
     write: <T>(unit: (tx: Tx) => Promise<T>): Promise<T> => retried(() => attempt(unit)),
-    once: <T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void): Promise<T[]> =>
+    once: <T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void, wakes?: ReadonlyArray<readonly [WakeTopic, string]>): Promise<T[]> =>
       retried(async () => {
-        const rows = await lone.all<T>(withClock(sql), ...params);
+        const [text, values] = withNotify(sql, params, wakes);
+        const rows = await lone.all<T>(withClock(text), ...values);
         if (committed) run(() => committed(rows));
+        if (wakes !== undefined && rows.length > 0) {
+          for (const [topic, key] of wakes) run(() => o.wake(topic, key));
+          run(o.committed);
+        }
         return rows;
       }),
     async health() {

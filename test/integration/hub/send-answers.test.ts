@@ -1,0 +1,197 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validateEntry, verifyMac } from '../../../src/hub/contract/index.js';
+import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { waitFor } from '../../helpers/wait.js';
+import { openSse } from './sse.js';
+
+// On PostgreSQL a send to a live session is ONE statement (messages.ts insertInOne) and anything it
+// does not take falls back to the locked unit. These pin, on both stores, what a send answers:
+// the accepted send (its message read back as stored, its entry as pushed and signed, the sender's
+// lease), the replay and the conflict of a key, and every refusal of the recipient or of the
+// sender's session, word for word. A one-statement path that took a send it must not, or stored
+// a text the unit would not, fails here.
+describe('reference Hub: what a send answers (the one-statement send and its fallback)', () => {
+  let hub: TestHub;
+  let a: { id: string; token: string };
+  let b: { id: string; token: string };
+
+  beforeAll(async () => {
+    hub = await startHub({ args: ['--lease-min-seconds', '0.5'] });
+    a = await hub.mintAgent('sender');
+    b = await hub.mintAgent('recipient');
+  });
+  afterAll(async () => {
+    await hub.dispose();
+  });
+
+  const session = async (who: { token: string }, body: Record<string, unknown> = {}) => {
+    const r = await hubCall(hub, 'POST', '/v1/sessions', { token: who.token, body: { client_key: `ck-${Math.random()}`, ...body } });
+    expect(r.status, r.text).toBe(201);
+    return r.body.session as { id: string; address: string; expires_at: string };
+  };
+  const send = (body: Record<string, unknown>, token = a.token) =>
+    hubCall(hub, 'POST', '/v1/messages', { token, body: { intent: 'notify', text: 'hello', ...body } });
+  /** The refusal's whole error object. */
+  const refusal = async (body: Record<string, unknown>, status: number) => {
+    const r = await send(body);
+    expect(r.status, r.text).toBe(status);
+    return r.body.error as Record<string, unknown>;
+  };
+  const sentCount = async () => (await hubCall(hub, 'GET', '/v1/messages?direction=sent&limit=500', { token: a.token })).body.messages.length as number;
+
+  it('accepts a send to a live session: the answer is the message as stored, its entry is pushed signed, the sender session renewed', async () => {
+    const to = await session(b, { lease_seconds: 60 });
+    const mine = await session(a, { lease_seconds: 60 });
+    const text = 'quote " backslash \\ line\nu2028 \u2028 emoji 🙂';
+    const r = await send({ to: to.address, intent: 'ask', text, session: mine.id, in_reply_to: 'msg_000000000000000000000000' });
+    expect(r.status, r.text).toBe(202);
+    const m = r.body.message;
+    expect(m).toEqual({
+      id: m.id,
+      from: `agent:${a.id}#${mine.id}`,
+      to: to.address,
+      intent: 'ask',
+      text,
+      created_at: m.created_at,
+      state: 'queued',
+      track: [{ state: 'queued', at: m.created_at }],
+      destination: { address: to.address, snapshot: 'unknown' },
+      in_reply_to: 'msg_000000000000000000000000',
+    });
+    expect(m.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    // The sender's session was presented: renewed, and the lease in the answer is the stored one.
+    const lease = r.body.session;
+    expect(lease.id).toBe(mine.id);
+    expect(lease.lease_seconds).toBe(60);
+    expect(lease.expires_at >= mine.expires_at).toBe(true);
+    const stored = await hubCall(hub, 'GET', `/v1/sessions/${mine.id}`, { token: a.token });
+    expect(stored.body.session.expires_at).toBe(lease.expires_at);
+    // The message as the store has it is the answer.
+    expect((await hubCall(hub, 'GET', `/v1/messages/${m.id}`, { token: a.token })).body.message).toEqual(m);
+    // Its entry, as pushed: the stored body is the entry's canonical JSON (the signature is over it), at the message's instant.
+    const c = await openSse(`${hub.url}/v1/inbox/stream?session=${to.id}`, { token: b.token });
+    try {
+      const pushed = await c.next((e) => e.event === 'entries');
+      const [d] = JSON.parse(pushed.data).messages as Array<{ entry: Record<string, unknown>; signature: string }>;
+      expect(d!.entry).toEqual({
+        id: d!.entry.id,
+        kind: 'message',
+        from: m.from,
+        to: to.address,
+        created_at: m.created_at,
+        message_id: m.id,
+        intent: 'ask',
+        text,
+        in_reply_to: 'msg_000000000000000000000000',
+      });
+      expect(validateEntry(d!.entry).ok).toBe(true);
+      expect(verifyMac(hub.signingKey, d!.signature, d!.entry)).toBe(true);
+      // A stream open on the recipient session: the next send finds it online.
+      const again = await send({ to: to.address });
+      expect(again.status, again.text).toBe(202);
+      expect(again.body.message.destination).toEqual({ address: to.address, snapshot: 'online' });
+      expect(again.body.session).toBeUndefined();
+    } finally {
+      c.close();
+    }
+  });
+
+  it('answers a replayed key with the stored message (200) and a reused key with 409, storing nothing more', async () => {
+    const to = await session(b);
+    const first = await send({ to: to.address, idempotency_key: 'k-replay' });
+    expect(first.status, first.text).toBe(202);
+    const before = await sentCount();
+    const replay = await send({ to: to.address, idempotency_key: 'k-replay' });
+    expect(replay.status, replay.text).toBe(200);
+    expect(replay.body).toEqual({ message: { ...first.body.message, idempotent_replay: true }, idempotent_replay: true });
+    expect(await refusal({ to: to.address, idempotency_key: 'k-replay', text: 'other' }, 409)).toEqual({
+      code: 'idempotency_conflict',
+      message: `idempotency_key k-replay was already used for a different message (${first.body.message.id})`,
+      message_id: first.body.message.id,
+    });
+    // A key replayed once its recipient session has ended: still the replay, not the session's refusal.
+    expect((await hubCall(hub, 'POST', `/v1/sessions/${to.id}/close`, { token: b.token })).status).toBe(200);
+    expect((await send({ to: to.address, idempotency_key: 'k-replay' })).status).toBe(200);
+    expect(await sentCount()).toBe(before);
+  });
+
+  it('refuses what it cannot deliver to, word for word: 400, 404 recipient_not_found, 410 session_<state>', async () => {
+    const before = await sentCount();
+    expect(await refusal({ to: 'nobody' }, 400)).toMatchObject({ code: 'invalid_request' });
+    const unknownAgent = 'agt_0123456789abcdef01234567';
+    expect(await refusal({ to: `agent:${unknownAgent}` }, 404)).toEqual({
+      code: 'recipient_not_found',
+      message: `no agent ${unknownAgent} in this account can receive mail`,
+    });
+    const other = await session(a);
+    // A session of another agent, and a session id nobody has: the agent has no such session.
+    expect(await refusal({ to: `agent:${b.id}#${other.id}` }, 404)).toEqual({
+      code: 'recipient_not_found',
+      message: `agent ${b.id} has no session ${other.id}`,
+    });
+    expect(await refusal({ to: `agent:${b.id}#sess_0123456789abcdef01234567` }, 404)).toEqual({
+      code: 'recipient_not_found',
+      message: `agent ${b.id} has no session sess_0123456789abcdef01234567`,
+    });
+    expect(await refusal({ to: `agent:${unknownAgent}#${other.id}` }, 404)).toEqual({
+      code: 'recipient_not_found',
+      message: `no agent ${unknownAgent} in this account can receive mail`,
+    });
+    const closed = await session(b);
+    expect((await hubCall(hub, 'POST', `/v1/sessions/${closed.id}/close`, { token: b.token })).status).toBe(200);
+    expect(await refusal({ to: closed.address }, 410)).toEqual({
+      code: 'session_closed',
+      message: `session ${closed.id} is closed; it receives no more mail`,
+      state: 'closed',
+    });
+    const stopped = await session(b);
+    expect((await hubCall(hub, 'POST', `/v1/sessions/${stopped.id}/operator-close`, { token: hub.humanToken })).status).toBe(200);
+    expect(await refusal({ to: stopped.address }, 410)).toEqual({
+      code: 'session_closed_by_operator',
+      message: `session ${stopped.id} is closed by operator; it receives no more mail`,
+      state: 'closed_by_operator',
+    });
+    // Past its lease: lapsed by the send itself, or by the sweep before it; the answer is the same.
+    const lapsing = await session(b, { lease_seconds: 0.5 });
+    await waitFor(() => Date.parse(lapsing.expires_at) + 50 < Date.now());
+    expect(await refusal({ to: lapsing.address }, 410)).toEqual({
+      code: 'session_lapsed',
+      message: `session ${lapsing.id} is lapsed; it receives no more mail`,
+      state: 'lapsed',
+    });
+    // A revoked agent receives nothing, at its sessions or its principal address.
+    const gone = await hub.mintAgent('soon-revoked');
+    const goneSession = await session(gone);
+    expect((await hubCall(hub, 'POST', `/v1/account/agents/${gone.id}/revoke`, { token: hub.humanToken })).status).toBe(200);
+    for (const to of [goneSession.address, `agent:${gone.id}`]) {
+      expect(await refusal({ to }, 404)).toEqual({ code: 'recipient_not_found', message: `no agent ${gone.id} in this account can receive mail` });
+    }
+    expect(await sentCount()).toBe(before);
+  });
+
+  it("refuses a sender's session it cannot present, word for word: 404 session_not_found, 410, 403 — and stores nothing", async () => {
+    const to = await session(b);
+    const before = await sentCount();
+    const foreign = await session(b);
+    expect(await refusal({ to: to.address, session: foreign.id }, 404)).toEqual({
+      code: 'session_not_found',
+      message: `no session ${foreign.id} for agent ${a.id}`,
+    });
+    const closed = await session(a);
+    expect((await hubCall(hub, 'POST', `/v1/sessions/${closed.id}/close`, { token: a.token })).status).toBe(200);
+    expect(await refusal({ to: to.address, session: closed.id }, 410)).toEqual({
+      code: 'session_closed',
+      message: `session ${closed.id} was closed by its agent`,
+      state: 'closed',
+    });
+    const stopped = await session(a);
+    expect((await hubCall(hub, 'POST', `/v1/sessions/${stopped.id}/operator-close`, { token: hub.humanToken })).status).toBe(200);
+    expect(await refusal({ to: to.address, session: stopped.id }, 403)).toMatchObject({ code: 'session_closed_by_operator', state: 'closed_by_operator' });
+    const lapsing = await session(a, { lease_seconds: 0.5 });
+    await waitFor(() => Date.parse(lapsing.expires_at) + 50 < Date.now());
+    const lapsed = await refusal({ to: to.address, session: lapsing.id }, 410);
+    expect(lapsed).toMatchObject({ code: 'session_lapsed', state: 'lapsed' });
+    expect(lapsed.message).toMatch(new RegExp(`^session ${lapsing.id} lapsed: its lease ran out at `));
+    expect(await sentCount()).toBe(before);
+  });
+});
