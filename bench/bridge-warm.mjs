@@ -30,6 +30,12 @@ const hub = await startHub(['--stream-max-hold-seconds', '30']);
 const agent = await hub.mint('warm-bench');
 const { env, tmp } = agentEnv(hub.url, agent, 'warm');
 const dir = sessionStateDir(env.XDG_STATE_HOME, stateKey(hub.url, agent.id, 'warm'));
+/**
+ * The cursor before the first record, as the reader writes every cursor (src/spool/cursor.ts:
+ * padded to 64 bytes): a re-run finds the file its previous run left and steps it in place. A
+ * shorter file makes the first step an atomic replace a real re-run never does.
+ */
+const START_CURSOR = '{"seq":0,"offset":0}'.padEnd(63) + '\n';
 const spoolLines = () => {
   try {
     return readFileSync(path.join(dir, 'bridge.ndjson'), 'utf8').split('\n').length - 1;
@@ -73,7 +79,7 @@ try {
   for (let i = 0; i < WARMUP + RUNS; i++) {
     for (const s of subjects) {
       const bridge = s.args[0] !== '-e';
-      if (bridge) writeFileSync(path.join(dir, 'cursor.json'), '{"seq":0,"offset":0}\n', { mode: 0o600 });
+      if (bridge) writeFileSync(path.join(dir, 'cursor.json'), START_CURSOR, { mode: 0o600 });
       let lines = 0;
       const r = await timed(process.execPath, s.args, { ...env, ...s.env }, (d) => (lines += d.toString().split('\n').length - 1));
       if (r.code !== 0 || (bridge && lines !== RECORDS)) throw new Error(`${s.label} exited ${r.code} after ${lines} lines`);
