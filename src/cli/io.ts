@@ -87,10 +87,14 @@ export function processIO(outputs: 'streams' | 'descriptors' = 'streams'): Proce
     get stdin() {
       return process.stdin;
     },
+    // A getter too: the entry script's path is a file-URL round trip (and V8 compiling Node's URL
+    // code for it), wanted only by a run that starts a child, which the bridge's warm run does not.
+    get self() {
+      return { execPath: process.execPath, args: [mainScript()] };
+    },
     env: process.env,
     cwd: process.cwd(),
     clock: systemClock,
-    self: { execPath: process.execPath, args: [mainScript()] },
     pid: process.pid,
   };
 }
