@@ -64,6 +64,8 @@ const result = await esbuild.build({
     js: [
       "const __ohHaiModuleUrl = (rel) => require('node:url').pathToFileURL(require('node:path').join(__dirname, rel)).href;",
       'const __ohHaiBuiltin = (m) => ({ __proto__: m, default: m });',
+      'const __ohHaiNodeCache = {};',
+      'const __ohHaiNode = (id) => (__ohHaiNodeCache[id] ??= process.getBuiltinModule(id) ?? require(id));',
     ].join('\n'),
   },
   plugins: [ownUrl, lazyChildProcessForCommander],
@@ -77,9 +79,17 @@ const result = await esbuild.build({
  * itself, so an object inheriting from it, with `default` set, reads the same and copies nothing.
  */
 const builtinInterop = (code) => code.replace(/__toESM\(require\("(node:[a-z_/]+)"\), 1\)/g, '__ohHaiBuiltin(require("$1"))');
+/**
+ * Each `require("node:fs")` goes through Node's CommonJS loader (~19 K instructions a call), and
+ * a bridge run's module initialisation makes dozens, mostly of node:fs and node:path.
+ * process.getBuiltinModule (Node >= 20.16) answers the same object without resolving anything,
+ * and __ohHaiNode asks it once per built-in. A built-in this Node lacks is required as before,
+ * so it still throws where the code expects it to (docs/performance.md "Warm bridge (session 9)").
+ */
+const builtinLookup = (code) => code.replace(/\brequire\("(node:[a-z_/]+)"\)/g, '__ohHaiNode("$1")');
 
 for (const { path: out, text: built } of result.outputFiles) {
-  const code = builtinInterop(built);
+  const code = builtinLookup(builtinInterop(built));
   // The launcher compiles a bundle with vm.Script, which has no loader for a real import().
   if (/\bimport\s*\(/.test(code.replace(/\/\/.*$/gm, ''))) throw new Error(`scripts/bundle.mjs: ${out} still contains an import() call`);
   // ASCII, so the launcher reads it as latin1 into a one-byte string without decoding UTF-8.
