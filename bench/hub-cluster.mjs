@@ -26,6 +26,7 @@
 // session 8), so the Hub's CPU per connect over a kept and a new connection compare in one run.
 // Usage: node bench/hub-cluster.mjs [--streams 1000] [--messages 2000] [--concurrency 50]
 //          [--warmup <sends before the measured ones, default 500>] [--idle <seconds, default one hold>] [--idle-ab] [--only sqlite,postgres:1,postgres:2]
+//          [--unix]   (the Hubs reach PostgreSQL over its Unix socket: `?host=<socket directory>` in their URL)
 //          [--trace]   (the Hubs write the push trace, src/util/trace.ts: each push split into its hops)
 //          [--cpu-prof <dir>]   (each Hub writes a V8 CPU profile there, and the bench the idle and
 //          send phases' time windows: node bench/cpu-profile-breakdown.mjs <dir> [--phases idle])
@@ -154,6 +155,10 @@ if (connectionsNeeded > Number(maxConnections)) {
   console.error(`hub-cluster: PostgreSQL allows ${maxConnections} connections, ${connectionsNeeded} are needed; raise max_connections`);
   process.exit(2);
 }
+
+/** --unix: the Hubs reach PostgreSQL over its (first) Unix socket directory, `?host=<dir>` in their URL, not TCP on loopback. */
+const socketDir = process.argv.includes('--unix') ? (await adminQuery('SHOW unix_socket_directories'))[0].unix_socket_directories.split(',')[0].trim() : null;
+if (socketDir !== null) console.log(`PostgreSQL over its Unix socket in ${socketDir} (--unix)`);
 
 /** The trace file of the Hub whose data dir is `dir` (--trace). */
 const traceOf = (dir) => path.join(dir, 'push-trace');
@@ -365,6 +370,7 @@ async function run(label, instances, database) {
     await adminQuery(`CREATE DATABASE ${dbName}`);
     const u = new URL(admin);
     u.pathname = `/${dbName}`;
+    if (socketDir !== null) u.searchParams.set('host', socketDir);
     env = { OH_HAI_HUB_DATABASE_URL: u.toString(), OH_HAI_HUB_DB_POOL_MAX: String(POOL) };
   }
   try {

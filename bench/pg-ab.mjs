@@ -29,10 +29,19 @@ export const opt = (name, dflt) => {
   return i > 0 ? process.argv[i + 1] : dflt;
 };
 
-/** This checkout, and `--against <other checkout>` when given. */
+/**
+ * This checkout, and `--against <other checkout>` when given. `--unix this|against|both`: that Hub
+ * reaches PostgreSQL over its Unix socket (`unix`), not TCP on loopback; `--unix this` or `against`
+ * without `--against` compares this checkout with itself over the two.
+ */
 export const checkoutsToCompare = () => {
-  const against = opt('against', null);
-  return [{ label: 'this', dir: root }, ...(against === null ? [] : [{ label: 'against', dir: path.resolve(against) }])];
+  const unix = opt('unix', 'none');
+  if (!['none', 'this', 'against', 'both'].includes(unix)) throw new Error('--unix: this, against or both');
+  const against = opt('against', unix === 'this' || unix === 'against' ? root : null);
+  return [
+    { label: 'this', dir: root, unix: unix === 'this' || unix === 'both' },
+    ...(against === null ? [] : [{ label: 'against', dir: path.resolve(against), unix: unix === 'against' || unix === 'both' }]),
+  ];
 };
 
 const TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
@@ -63,12 +72,13 @@ export async function adminOf(admin) {
   const pool = new pg.Pool({ connectionString: admin, max: 1 });
   const query = async (text) => (await pool.query(text)).rows;
 
-  /** A Hub of `dir` on a fresh database, started with `args` and `env` beside its own. */
-  async function startHub(dir, { args = [], env = {} } = {}) {
+  /** A Hub of `dir` on a fresh database, started with `args` and `env` beside its own; `unix`: over PostgreSQL's (first) Unix socket directory. */
+  async function startHub(dir, { args = [], env = {}, unix = false } = {}) {
     const db = `oh_hai_ab_${randomBytes(4).toString('hex')}`;
     await query(`CREATE DATABASE ${db}`);
     const url = new URL(admin);
     url.pathname = `/${db}`;
+    if (unix) url.searchParams.set('host', (await query('SHOW unix_socket_directories'))[0].unix_socket_directories.split(',')[0].trim());
     const data = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-bench-ab-'));
     const proc = spawn(
       process.execPath,

@@ -8,7 +8,7 @@
 // send→202 latency. Both Hubs share the machine's load, so only the ratios are figures.
 // Needs `npm run build` in both checkouts. PostgreSQL: OH_HAI_BENCH_DATABASE_URL (an admin URL),
 // else a throwaway cluster from .ci/postgres.sh. Never run by CI.
-// Usage: node bench/pg-send-cost.mjs [--against <other checkout>] [--sessions 16] [--concurrency 50] [--seconds 20] [--warmup 500]
+// Usage: node bench/pg-send-cost.mjs [--against <other checkout>] [--unix this|against|both] [--sessions 16] [--concurrency 50] [--seconds 20] [--warmup 500]
 import { randomBytes } from 'node:crypto';
 import { percentile, until } from './bridge-world.mjs';
 import { holdStream, pushTimer } from './hub-streams.mjs';
@@ -26,8 +26,8 @@ const KEY = randomBytes(16).toString('hex');
 const db = await adminOf(admin);
 
 /** A Hub of `dir` on a fresh database: a sender, and a recipient whose `SESSIONS` sessions each hold a stream. */
-async function startHub(dir) {
-  const hub = await db.startHub(dir, { args: ['--stream-max-hold-seconds', '30'], env: { MA2H_SIGNING_KEY: KEY } });
+async function startHub(dir, unix) {
+  const hub = await db.startHub(dir, { args: ['--stream-max-hold-seconds', '30'], env: { MA2H_SIGNING_KEY: KEY }, unix });
   const recipient = await call(hub.base, 'POST', '/v1/account/agents', hub.human, { label: 'recipient' });
   const sender = await call(hub.base, 'POST', '/v1/account/agents', hub.human, { label: 'sender' });
   const sessions = [];
@@ -70,7 +70,7 @@ const sample = async (hub) => ({
 
 const hubs = [];
 try {
-  for (const c of checkouts) hubs.push({ ...c, hub: await startHub(c.dir) });
+  for (const c of checkouts) hubs.push({ ...c, hub: await startHub(c.dir, c.unix) });
   // The send path compiled in both before the window (a Hub serving a fleet has done so).
   await Promise.all(hubs.map(({ hub }) => sendLoad(hub, () => true, WARMUP)));
   await until(() => hubs.every(({ hub }) => hub.timer.latencies.length === hub.sends), 'every warm-up send pushed');
@@ -95,7 +95,7 @@ try {
       reads: (end[i].push - start[i].push) / n,
     };
     console.log(
-      `${label.padEnd(8)}  ${(n / seconds).toFixed(0).padStart(7)}  ${row.ms.toFixed(3).padStart(15)}  ${row.dbMs.toFixed(3).padStart(14)}  ${row.trips.toFixed(2).padStart(16)}  ${row.reads.toFixed(2).padStart(15)}  ${`${percentile(pushes, 50).toFixed(1)}/${percentile(pushes, 99).toFixed(1)}`.padStart(15)}  ${`${percentile(answers, 50).toFixed(1)}/${percentile(answers, 99).toFixed(1)}`.padStart(14)}   (${checkouts[i].dir})`,
+      `${label.padEnd(8)}  ${(n / seconds).toFixed(0).padStart(7)}  ${row.ms.toFixed(3).padStart(15)}  ${row.dbMs.toFixed(3).padStart(14)}  ${row.trips.toFixed(2).padStart(16)}  ${row.reads.toFixed(2).padStart(15)}  ${`${percentile(pushes, 50).toFixed(1)}/${percentile(pushes, 99).toFixed(1)}`.padStart(15)}  ${`${percentile(answers, 50).toFixed(1)}/${percentile(answers, 99).toFixed(1)}`.padStart(14)}   (${checkouts[i].dir}${checkouts[i].unix ? ', over the Unix socket' : ''})`,
     );
     return { ...row, rate: n / seconds };
   });
