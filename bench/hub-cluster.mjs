@@ -33,13 +33,13 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hubReady } from './bridge-world.mjs';
 import { connectionAt, holdStream, pushTimer } from './hub-streams.mjs';
+import { keepAliveCaller } from './sender.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const admin = process.env.OH_HAI_BENCH_DATABASE_URL;
@@ -134,7 +134,6 @@ console.log(
 const KEY = randomBytes(16).toString('hex');
 // The hold bound and keep-alive as deploy/ runs them (defaults): the reconnects they cost are part of the figure.
 const HUB_ARGS = ['--admin-listen', '127.0.0.1:0'];
-const keepAlive = new Agent({ keepAlive: true, maxSockets: CONCURRENCY * 2 });
 
 async function adminQuery(text) {
   const c = new pg.Client({ connectionString: admin });
@@ -235,19 +234,12 @@ async function databaseCpu() {
   return total;
 }
 
+/** The bench's requests, over kept-alive connections (sender.mjs: one per request in flight), a caller per Hub. */
+const callers = new Map();
 function call(base, method, p, token, body) {
-  return new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    const req = request(base + p, { method, agent: keepAlive, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (d) => (text += d));
-      // A connection reset mid-answer is this call's failure, not the process's.
-      res.on('error', reject);
-      res.on('end', () => (res.statusCode >= 400 ? reject(new Error(`${method} ${p} ${res.statusCode} ${text}`)) : resolve(JSON.parse(text))));
-    });
-    req.on('error', reject);
-    req.end(data);
-  });
+  let c = callers.get(base);
+  if (c === undefined) callers.set(base, (c = keepAliveCaller(base, CONCURRENCY * 2)));
+  return c(token, method, p, body);
 }
 
 const TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
@@ -391,7 +383,15 @@ async function run(label, instances, database) {
       const made = await Promise.all(
         Array.from({ length: n }, (_, j) => call(urls[(i + j) % urls.length], 'POST', '/v1/sessions', a.token, { client_key: `b-${i + j}` })),
       );
-      for (const [j, s] of made.entries()) sessions.push({ token: a.token, id: s.session.id, address: s.session.address, url: urls[(i + j) % urls.length] });
+      for (const [j, s] of made.entries())
+        sessions.push({
+          token: a.token,
+          id: s.session.id,
+          address: s.session.address,
+          // A send's body up to its text, made once: each send adds its number and the close.
+          bodyHead: `{"to":${JSON.stringify(s.session.address)},"intent":"notify","text":"`,
+          url: urls[(i + j) % urls.length],
+        });
     }
 
     const capability = await (await fetch(`${urls[0]}/v1/capability`)).json();
@@ -505,7 +505,7 @@ async function run(label, instances, database) {
       const start = performance.now();
       const startNs = TRACE ? process.hrtime.bigint() : 0n;
       const at = connectionAt(s.state);
-      const r = await call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, { to: s.address, intent: 'notify', text: `bench ${n}` });
+      const r = await call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, `${s.bodyHead}bench ${n}"}`);
       if (TRACE) benchHops.set(r.message.id, { ...benchHops.get(r.message.id), sent: startNs });
       timer.sent(r.message.id, start, at);
     });
@@ -671,5 +671,5 @@ for (const r of results) {
     `target ${r.label} ×${r.instances}: ${TARGET_STREAMS} streams held: ${held}; push p99 ≤ ${TARGET_P99_MS} ms at ${TARGET_CONCURRENCY} in flight: ${p99}`,
   );
 }
-keepAlive.destroy();
+for (const c of callers.values()) c.close();
 process.exit(0);
