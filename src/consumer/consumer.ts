@@ -35,7 +35,7 @@ import { probePin, SessionKeeper } from './session.js';
 import { standDown } from './stand-down.js';
 import type { ConsumerKnobs, ConsumerOptions } from './start.js';
 import { openDrainState, type DrainState } from './state.js';
-import { rehearseDelivery } from './rehearse.js';
+import { rehearseDelivery, WARM_ROUNDS } from './rehearse.js';
 import { stop, type Stop } from './stops.js';
 import type { VerifyContext } from './verify.js';
 
@@ -415,7 +415,10 @@ export class Consumer {
           // Once per process: the first delivery then finds its checks compiled (src/consumer/rehearse.ts).
           if (this.rehearsed) return;
           this.rehearsed = true;
-          rehearseDelivery(this.verifyContext(p, keeper?.current?.id ?? null));
+          const rehearsal = this.verifyContext(p, keeper?.current?.id ?? null);
+          rehearseDelivery(rehearsal);
+          // The rounds that leave the interpreter, a turn later: a page that came with `open` goes first.
+          setImmediate(() => rehearseDelivery(rehearsal, WARM_ROUNDS));
         },
         connected: () => this.connected(),
         failureContext: (operation, sessionId): FailureContext => ({ operation, sessionId, pinned: settings.pinned }),

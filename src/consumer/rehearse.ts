@@ -3,6 +3,15 @@ import { parseSpoolRecord, spoolLine } from '../spool/index.js';
 import { verifyBatch, type VerifyContext } from './verify.js';
 
 /**
+ * Rounds that take the path out of V8's interpreter. Two compile it, but the deliveries after them
+ * still ran interpreted, as dear as with no rehearsal (callgrind, one delivery at a time: ~0.84 M
+ * instructions from the parsed delivery to the spool's write(2) and fsync after 2 rounds, ~0.41 M
+ * after 40, Node 20; Node 24 alike). ~15 M instructions (4–5 ms of CPU) once per connection, run a
+ * turn after the open (docs/performance.md "Push latency from the commit (session 9)").
+ */
+export const WARM_ROUNDS = 40;
+
+/**
  * Runs what the connection runs for a delivery up to the spool's write(2) — the delivery's JSON,
  * every check of verifyBatch (signature syntax, replay window, jti, the entry's contract shape,
  * addressing), the spool line with its sum, and the re-read of that line the spool makes before
@@ -12,14 +21,15 @@ import { verifyBatch, type VerifyContext } from './verify.js';
  * that delivery, measured; ~0.5 ms on the ones after). Nothing is read, written, remembered or
  * acknowledged: the jti is not added to seen-jti and the policy is not asked (docs/performance.md
  * "Push latency"). Returns whether the made-up delivery passed everything (what a test checks).
+ * Twice compiles the path; {@link WARM_ROUNDS} more take it out of V8's interpreter.
  */
-export function rehearseDelivery(ctx: VerifyContext): boolean {
+export function rehearseDelivery(ctx: VerifyContext, rounds = 2): boolean {
   const to = ctx.leg.leg === 'session' ? formatAddress(ctx.agentId, ctx.leg.sessionId) : formatAddress(ctx.agentId);
   const t = Math.floor(ctx.nowMs / 1000);
   const receivedAt = new Date(ctx.nowMs).toISOString();
   const checks: VerifyContext = { ...ctx, seen: () => false, admit: () => ({ admit: true }) };
   let passed = false;
-  for (let round = 1; round <= 2; round++) {
+  for (let round = 1; round <= rounds; round++) {
     const delivery = {
       entry: {
         id: `ent_rehearsal_${round}`,

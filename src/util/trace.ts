@@ -1,4 +1,4 @@
-import { appendFileSync } from 'node:fs';
+import { openSync, writeSync } from 'node:fs';
 
 /**
  * The push-latency trace (bench/bridge-latency.mjs --trace): with OH_HAI_TRACE naming a file,
@@ -30,13 +30,19 @@ export function instant(): Instant {
   return { ns: process.hrtime.bigint(), cpuUs: cpu.user + cpu.system };
 }
 
+/** The trace file, opened for append on the first hop this process records. */
+let fd: number | null = null;
+
 /** Record that `messageId` passed `hop` now (or at `at`: an Instant, or a process.hrtime.bigint() taken earlier). */
 export function hop(name: string, messageId: unknown, at?: bigint | Instant): void {
   if (TRACE === null || typeof messageId !== 'string' || (ONLY !== null && !ONLY.has(name))) return;
   const when = at ?? instant();
   const line = typeof when === 'bigint' ? `${when} ${name} ${messageId} -\n` : `${when.ns} ${name} ${messageId} ${when.cpuUs}\n`;
   try {
-    appendFileSync(TRACE, line);
+    // Opened once (O_APPEND): a line is one write(2), not an open, a write and a close (~15 K
+    // instructions and two system calls less per hop, each inside the hop it follows).
+    fd ??= openSync(TRACE, 'a');
+    writeSync(fd, line);
   } catch {
     // A trace that cannot be written changes nothing the product does.
   }

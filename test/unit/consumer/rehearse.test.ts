@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { rehearseDelivery } from '../../../src/consumer/rehearse.js';
+import { rehearseDelivery, WARM_ROUNDS } from '../../../src/consumer/rehearse.js';
 import type { VerifyContext } from '../../../src/consumer/verify.js';
 
 /**
@@ -32,6 +32,13 @@ describe('rehearsing a delivery', () => {
   ])('on %s leg passes every check and reaches a spool record, asking neither seen-jti nor the policy', (_name, leg) => {
     const asked: string[] = [];
     expect(rehearseDelivery(context(leg, asked))).toBe(true);
+    expect(asked).toEqual([]);
+  });
+
+  it('passes every round of the warm-up too (ids and jtis stay valid past round 9), still asking nothing', () => {
+    const asked: string[] = [];
+    expect(WARM_ROUNDS).toBeGreaterThan(2);
+    expect(rehearseDelivery(context({ leg: 'session', sessionId: 'sess_now' }, asked), WARM_ROUNDS)).toBe(true);
     expect(asked).toEqual([]);
   });
 
