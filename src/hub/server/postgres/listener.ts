@@ -48,6 +48,8 @@ export function listen(o: ListenerOptions): Listener {
   let first = true;
   let resolveReady!: () => void;
   const ready = new Promise<void>((r) => (resolveReady = r));
+  // A payload starts with its instance and a space (notifyPayloads).
+  const own = `${o.instance} `;
 
   const open = async (): Promise<void> => {
     if (closed) return;
@@ -65,9 +67,11 @@ export function listen(o: ListenerOptions): Listener {
     c.on('error', (e) => drop(e.message));
     c.on('end', () => drop('connection ended'));
     c.on('notification', (n) => {
-      if (n.channel !== CHANNEL || n.payload === undefined) return;
+      // This instance's own payloads come back too (it woke its own waiters at its COMMIT): with
+      // one instance that is every payload, so they are dropped before they are parsed.
+      if (n.channel !== CHANNEL || n.payload === undefined || n.payload.startsWith(own)) return;
       const parsed = parsePayload(n.payload);
-      if (!parsed || parsed.instance === o.instance) return;
+      if (!parsed) return;
       o.heard?.(parsed.sentAt);
       for (const w of remoteWakes(parsed.wakes)) o.wake(w.topic, w.key, w.family);
     });
