@@ -13,7 +13,7 @@
 //   instance per send, push p50/p99.
 // Needs `npm run build` (in both checkouts). PostgreSQL: OH_HAI_BENCH_DATABASE_URL (an admin URL),
 // else a throwaway cluster from .ci/postgres.sh. Never run by CI.
-// Usage: node bench/fanout-cost.mjs [--streams 400] [--rate 150] [--seconds 20] [--idle 10] [--warmup 300] [--pools a,b] [--against <checkout>]
+// Usage: node bench/fanout-cost.mjs [--streams 400] [--rate 150] [--seconds 20] [--idle 10] [--warmup 300] [--pools a,b] [--one-sided] [--against <checkout>]
 //          [--cpu-prof <dir>]   (every Hub writes a V8 CPU profile there; then, per deployment, the functions
 //          whose inclusive time per send differs most between the two, over the send window)
 import { spawn, spawnSync } from 'node:child_process';
@@ -48,6 +48,12 @@ const IN_FLIGHT = 50;
 const WARMUP = Number(opt('warmup', 300));
 /** --pools a,b: each instance's database pool in the first and the second deployment (OH_HAI_HUB_DB_POOL_MAX); the Hub's default otherwise. */
 const POOLS = (opt('pools', null)?.split(',') ?? []).map(Number);
+/**
+ * --one-sided: the second deployment's streams and sends all go to its first instance; the others
+ * only hear every NOTIFY. Its difference from one instance is then what the fan-out itself costs
+ * (an instance hearing sends it holds no stream for), apart from splitting the work over processes.
+ */
+const ONE_SIDED = process.argv.includes('--one-sided');
 const against = opt('against', null);
 const CPU_PROF = opt('cpu-prof', null) === null ? null : path.resolve(opt('cpu-prof', null));
 const monoUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -77,7 +83,7 @@ const adminPool = new pg.Pool({ connectionString: admin, max: 1 });
 const adminQuery = async (text) => (await adminPool.query(text)).rows;
 
 /** One deployment: `instances` Hubs of checkout `dir` on a database of its own, STREAMS sessions split over them. */
-async function deploy({ label, dir, instances }, pool) {
+async function deploy({ label, dir, instances }, pool, serving = instances) {
   const db = `oh_hai_fan_${randomBytes(4).toString('hex')}`;
   await adminQuery(`CREATE DATABASE ${db}`);
   const url = new URL(admin);
@@ -104,11 +110,21 @@ async function deploy({ label, dir, instances }, pool) {
     const agent = await call(human, 'POST', '/v1/account/agents', { label: `bench-${i}` });
     for (let j = i; j < Math.min(STREAMS, i + 16); j++) {
       const s = await call(agent.token, 'POST', '/v1/sessions', { client_key: `ck-${j}`, lease_seconds: 3600 });
-      sessions.push({ token: agent.token, id: s.session.id, address: s.session.address, url: hubs[j % instances].base });
+      sessions.push({ token: agent.token, id: s.session.id, address: s.session.address, url: hubs[j % serving].base });
     }
   }
   call.close();
-  return { label, dir, db, profDir: db, hubs, sender, sessions, callers: hubs.map((h) => keepAliveCaller(h.base, IN_FLIGHT)), timer: pushTimer() };
+  return {
+    label,
+    dir,
+    db,
+    profDir: db,
+    hubs,
+    sender,
+    sessions,
+    callers: hubs.slice(0, serving).map((h) => keepAliveCaller(h.base, IN_FLIGHT)),
+    timer: pushTimer(),
+  };
 }
 
 async function metricsText(hub) {
@@ -177,7 +193,7 @@ async function sendPaced(d, count, timed) {
 const deployments = [];
 const holders = [];
 try {
-  for (const [i, l] of layouts.entries()) deployments.push(await deploy(l, POOLS[i]));
+  for (const [i, l] of layouts.entries()) deployments.push(await deploy(l, POOLS[i], ONE_SIDED && i === 1 ? 1 : l.instances));
   for (const d of deployments) {
     const opened = { n: 0 };
     for (const s of d.sessions) holders.push(holdStream(s, d.timer, { onOpen: () => opened.n++ }));
