@@ -117,20 +117,29 @@ const requestHash = (req: SendRequest): string =>
 export async function send(core: HubCore, agentId: string, req: SendRequest): Promise<Answer<Sent>> {
   // Only a send with a key can be replayed or conflict: the hash is what a later one compares.
   const hash = req.idempotency_key === undefined ? null : requestHash(req);
-  if (core.store.kind === 'postgres') {
-    const addr = parseAddress(req.to, "field 'to'");
-    if (addr.ok && addr.value.sessionId !== null) {
-      const to = { agentId: addr.value.agentId, sessionId: addr.value.sessionId };
-      const inOne = await insertInOne(core, {
-        ...sendDraft(agentId, req, to, hash, 0, 'unknown'),
-        to,
-        lease: req.session === undefined ? null : { agentId, sessionId: req.session },
-        key: req.idempotency_key === undefined ? null : { agentId, key: req.idempotency_key },
-      });
-      if (inOne !== null) return good({ ...inOne, replay: false });
-    }
-  }
+  const inOne = await toSessionInOne(core, req.to, (to) => ({
+    ...sendDraft(agentId, req, to, hash, 0, 'unknown'),
+    lease: req.session === undefined ? null : { agentId, sessionId: req.session },
+    key: req.idempotency_key === undefined ? null : { agentId, key: req.idempotency_key },
+  }));
+  if (inOne !== null) return good({ ...inOne, replay: false });
   return core.store.write((tx) => sendMessage(core, tx, agentId, req, hash));
+}
+
+/**
+ * {@link insertInOne} of what `draft` makes for the session address `to`, on PostgreSQL; null
+ * when it did not take it (another store, another address, a miss): the caller's unit decides.
+ */
+async function toSessionInOne(
+  core: HubCore,
+  to: string,
+  draft: (to: { agentId: string; sessionId: string }) => Omit<InOne, 'to'>,
+): Promise<{ row: MessageRow; lease: SessionLeaseRow | null } | null> {
+  if (core.store.kind !== 'postgres') return null;
+  const addr = parseAddress(to, "field 'to'");
+  if (!addr.ok || addr.value.sessionId === null) return null;
+  const target = { agentId: addr.value.agentId, sessionId: addr.value.sessionId };
+  return insertInOne(core, { ...draft(target), to: target });
 }
 
 /**
@@ -236,7 +245,7 @@ interface InOneRow {
 }
 
 /**
- * A send to a live session as ONE statement on its own (PostgreSQL, `Store.once`: autocommit, one
+ * A send (or the human's directive) to a live session as ONE statement on its own (PostgreSQL, `Store.once`: autocommit, one
  * round trip where the unit took four): the deployment's clock read inside it; the idempotency key
  * not used yet; the recipient session active and unexpired, of its agent, that agent not revoked,
  * and its reachability (the unit's {@link sessionReachability}); the sender's session presented
@@ -367,11 +376,14 @@ export async function respond(core: HubCore, tx: Tx, agentId: string, askId: str
   return good({ row: (await messageById(tx, row.id))!, replay: false, lease });
 }
 
-/** `POST /v1/directives` (§9): the human writes to an agent or one of its sessions. */
-export async function sendDirective(core: HubCore, tx: Tx, req: DirectiveRequest): Promise<Answer<MessageRow>> {
-  const to = await resolveRecipient(core, tx, req.to);
-  if (!to.ok) return to;
-  const now = tx.now;
+/** `POST /v1/directives` (§9): on PostgreSQL a directive to a live session in ONE statement, as a send ({@link send}). */
+export async function direct(core: HubCore, req: DirectiveRequest): Promise<Answer<MessageRow>> {
+  const inOne = await toSessionInOne(core, req.to, (to) => ({ ...directiveDraft(core, req, to, 0, 'unknown'), lease: null, key: null }));
+  return inOne !== null ? good(inOne.row) : core.store.write((tx) => sendDirective(core, tx, req));
+}
+
+/** The message and entry of a directive, as of `now` with the recipient `snapshot`. */
+function directiveDraft(core: HubCore, req: DirectiveRequest, to: EntryTarget, now: number, snapshot: Reachability): Draft {
   const from = `human:${core.account.id}`;
   const m: NewMessage = {
     id: newId('msg'),
@@ -380,20 +392,28 @@ export async function sendDirective(core: HubCore, tx: Tx, req: DirectiveRequest
     from_agent: null,
     reply_session: null,
     to_addr: req.to,
-    to_agent: to.value.agentId,
-    to_session: to.value.session?.id ?? null,
+    to_agent: to.agentId,
+    to_session: to.sessionId,
     text: req.text,
     in_reply_to: null,
     created_at: now,
-    destination: JSON.stringify({ address: req.to, snapshot: to.value.snapshot }),
+    destination: destination(req.to, snapshot),
     idempotency_key: null,
     request_hash: null,
   };
   // thread_id (a common field, MA2H §7) carries the directive's message id: the msg_… that the
   // human's `hub directive` printed is then on the agent's line too, so the two sides can be matched.
   const entry: DirectiveEntry = { id: newId('ent'), kind: 'directive', from, to: req.to, created_at: iso(now), text: req.text, thread_id: m.id };
-  const row = await insertDelivered(tx, m, entry, { agentId: m.to_agent, sessionId: m.to_session });
-  return good(row);
+  return { m, entry };
+}
+
+/** The unit of `POST /v1/directives` (§9): the human writes to an agent or one of its sessions. */
+export async function sendDirective(core: HubCore, tx: Tx, req: DirectiveRequest): Promise<Answer<MessageRow>> {
+  const to = await resolveRecipient(core, tx, req.to);
+  if (!to.ok) return to;
+  const target = { agentId: to.value.agentId, sessionId: to.value.session?.id ?? null };
+  const { m, entry } = directiveDraft(core, req, target, tx.now, to.value.snapshot);
+  return good(await insertDelivered(tx, m, entry, target));
 }
 
 /** The sender or recipient may read a message; the human reads the directives it sent. Anyone else: 404. */

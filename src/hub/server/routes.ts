@@ -23,7 +23,7 @@ import { parseFaultRules } from './faults.js';
 import { answer, bad, errorReply, fault, good, json, type Answer, type Reply } from './http.js';
 import { iso } from './ids.js';
 import { ack, drain, hold, MESSAGING_OFF } from './inbox.js';
-import { listMessages, respond, send, sendDirective, visibleMessage, type Sent } from './messages.js';
+import { direct, listMessages, respond, send, visibleMessage, type Sent } from './messages.js';
 import { sessionReachability } from './presence.js';
 import type { Route, RouteContext } from './router.js';
 import {
@@ -375,7 +375,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const req = bodyOf(c, validateDirective);
         if (!req.ok) return errorReply(req.error);
-        const sent = await core.store.write((tx) => sendDirective(core, tx, req.value));
+        const sent = await direct(core, req.value);
         if (sent.ok) core.metrics.sent();
         return answer(sent, 202, (m) => ({ message: messageJson(m) }));
       },

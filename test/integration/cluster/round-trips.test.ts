@@ -103,11 +103,17 @@ describe('database round trips per send and per pushed page (PostgreSQL)', () =>
     for (let i = 0; i < N; i++) await send(session.address, `queued ${i}`);
     expect(delta(before, await trips(), 'POST /v1/messages')).toEqual({ unit: N * SEND_UNIT, read: N * SEND_READS });
 
-    // A stream connects onto the backlog: one page carries all N (read by the connect's own statement), a short page ends the pass.
+    // The human's directive to a session takes the same one statement (its token is remembered or read once).
+    before = await trips();
+    const directed = await hubCall(h, 'POST', '/v1/directives', { token: h.humanToken, body: { to: session.address, text: 'directive' } });
+    expect(directed.status, directed.text).toBe(202);
+    expect(delta(before, await trips(), 'POST /v1/directives').unit).toBe(SEND_UNIT);
+
+    // A stream connects onto the backlog: one page carries all N + 2 (read by the connect's own statement), a short page ends the pass.
     before = await trips();
     const stream = await openSse(`${h.url}/v1/inbox/stream?session=${session.id}`, { token: reader.token });
     try {
-      await waitFor(() => stream.events.filter((e) => e.event === 'entries').flatMap((e) => JSON.parse(e.data).messages).length === N + 1, {
+      await waitFor(() => stream.events.filter((e) => e.event === 'entries').flatMap((e) => JSON.parse(e.data).messages).length === N + 2, {
         timeoutMs: 20_000,
       });
       expect(pages(stream)).toBe(1);

@@ -96,6 +96,46 @@ describe('reference Hub: what a send answers (the one-statement send and its fal
     }
   });
 
+  it("takes the human's directive to a live session alike: the answer as stored, the entry pushed and signed; an ended session is 410", async () => {
+    const to = await session(b);
+    const r = await hubCall(hub, 'POST', '/v1/directives', { token: hub.humanToken, body: { to: to.address, text: 'stop "now"' } });
+    expect(r.status, r.text).toBe(202);
+    const m = r.body.message;
+    expect(m).toEqual({
+      id: m.id,
+      from: m.from,
+      to: to.address,
+      intent: 'directive',
+      text: 'stop "now"',
+      created_at: m.created_at,
+      state: 'queued',
+      track: [{ state: 'queued', at: m.created_at }],
+      destination: { address: to.address, snapshot: 'unknown' },
+    });
+    expect(m.from).toMatch(/^human:/);
+    expect((await hubCall(hub, 'GET', `/v1/messages/${m.id}`, { token: hub.humanToken })).body.message).toEqual(m);
+    const c = await openSse(`${hub.url}/v1/inbox/stream?session=${to.id}`, { token: b.token });
+    try {
+      const [d] = JSON.parse((await c.next((e) => e.event === 'entries')).data).messages as Array<{ entry: Record<string, unknown>; signature: string }>;
+      expect(d!.entry).toEqual({
+        id: d!.entry.id,
+        kind: 'directive',
+        from: m.from,
+        to: to.address,
+        created_at: m.created_at,
+        text: 'stop "now"',
+        thread_id: m.id,
+      });
+      expect(verifyMac(hub.signingKey, d!.signature, d!.entry)).toBe(true);
+    } finally {
+      c.close();
+    }
+    expect((await hubCall(hub, 'POST', `/v1/sessions/${to.id}/close`, { token: b.token })).status).toBe(200);
+    const ended = await hubCall(hub, 'POST', '/v1/directives', { token: hub.humanToken, body: { to: to.address, text: 'late' } });
+    expect(ended.status, ended.text).toBe(410);
+    expect(ended.body.error).toEqual({ code: 'session_closed', message: `session ${to.id} is closed; it receives no more mail`, state: 'closed' });
+  });
+
   it('answers a replayed key with the stored message (200) and a reused key with 409, storing nothing more', async () => {
     const to = await session(b);
     const first = await send({ to: to.address, idempotency_key: 'k-replay' });
