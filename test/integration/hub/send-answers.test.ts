@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateEntry, verifyMac } from '../../../src/hub/contract/index.js';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
-import { openSse } from './sse.js';
+import { openSse, type SseConn } from './sse.js';
 
 // On PostgreSQL a send to a live session is ONE statement (messages.ts insertInOne) and anything it
 // does not take falls back to the locked unit. These pin, on both stores, what a send answers:
@@ -36,6 +36,12 @@ describe('reference Hub: what a send answers (the one-statement send and its fal
     const r = await send(body);
     expect(r.status, r.text).toBe(status);
     return r.body.error as Record<string, unknown>;
+  };
+  /** The first entry a stream was pushed, its signature checked (over the stored body: the entry's canonical JSON). */
+  const firstPushed = async (c: SseConn) => {
+    const [d] = JSON.parse((await c.next((e) => e.event === 'entries')).data).messages as Array<{ entry: Record<string, unknown>; signature: string }>;
+    expect(verifyMac(hub.signingKey, d!.signature, d!.entry)).toBe(true);
+    return d!.entry;
   };
   const sentCount = async () => (await hubCall(hub, 'GET', '/v1/messages?direction=sent&limit=500', { token: a.token })).body.messages.length as number;
 
@@ -71,10 +77,9 @@ describe('reference Hub: what a send answers (the one-statement send and its fal
     // Its entry, as pushed: the stored body is the entry's canonical JSON (the signature is over it), at the message's instant.
     const c = await openSse(`${hub.url}/v1/inbox/stream?session=${to.id}`, { token: b.token });
     try {
-      const pushed = await c.next((e) => e.event === 'entries');
-      const [d] = JSON.parse(pushed.data).messages as Array<{ entry: Record<string, unknown>; signature: string }>;
-      expect(d!.entry).toEqual({
-        id: d!.entry.id,
+      const entry = await firstPushed(c);
+      expect(entry).toEqual({
+        id: entry.id,
         kind: 'message',
         from: m.from,
         to: to.address,
@@ -84,8 +89,7 @@ describe('reference Hub: what a send answers (the one-statement send and its fal
         text,
         in_reply_to: 'msg_000000000000000000000000',
       });
-      expect(validateEntry(d!.entry).ok).toBe(true);
-      expect(verifyMac(hub.signingKey, d!.signature, d!.entry)).toBe(true);
+      expect(validateEntry(entry).ok).toBe(true);
       // A stream open on the recipient session: the next send finds it online.
       const again = await send({ to: to.address });
       expect(again.status, again.text).toBe(202);
@@ -116,17 +120,8 @@ describe('reference Hub: what a send answers (the one-statement send and its fal
     expect((await hubCall(hub, 'GET', `/v1/messages/${m.id}`, { token: hub.humanToken })).body.message).toEqual(m);
     const c = await openSse(`${hub.url}/v1/inbox/stream?session=${to.id}`, { token: b.token });
     try {
-      const [d] = JSON.parse((await c.next((e) => e.event === 'entries')).data).messages as Array<{ entry: Record<string, unknown>; signature: string }>;
-      expect(d!.entry).toEqual({
-        id: d!.entry.id,
-        kind: 'directive',
-        from: m.from,
-        to: to.address,
-        created_at: m.created_at,
-        text: 'stop "now"',
-        thread_id: m.id,
-      });
-      expect(verifyMac(hub.signingKey, d!.signature, d!.entry)).toBe(true);
+      const entry = await firstPushed(c);
+      expect(entry).toEqual({ id: entry.id, kind: 'directive', from: m.from, to: to.address, created_at: m.created_at, text: 'stop "now"', thread_id: m.id });
     } finally {
       c.close();
     }
