@@ -218,6 +218,8 @@ try {
   while (deployments.some((d) => d.timer.latencies.length < sends) && performance.now() < pushed) await new Promise((r) => setTimeout(r, 50));
   const send1 = await Promise.all(deployments.map(sample));
 
+  if (ONE_SIDED) console.log(`${layouts[1].label}: every stream and send on its first instance; the others only hear the NOTIFYs`);
+  console.log(`pool per instance: ${layouts.map((l, k) => `${l.label} ${POOLS[k] || 'default'}`).join(', ')}`);
   console.log(
     `${STREAMS} streams per deployment, ${sends} sends each at ${RATE}/s (≤ ${IN_FLIGHT} in flight), both deployments at once; load ${os.loadavg()[0].toFixed(1)}`,
   );
