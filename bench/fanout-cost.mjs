@@ -174,7 +174,9 @@ async function sendPaced(d, count, timed) {
   const one = async (n) => {
     const s = d.sessions[Math.floor(Math.random() * d.sessions.length)];
     const t = performance.now();
-    const r = await d.callers[n % d.callers.length](d.sender.token, 'POST', '/v1/messages', { to: s.address, intent: 'notify', text: `fan ${n}` });
+    const send = () => d.callers[n % d.callers.length](d.sender.token, 'POST', '/v1/messages', { to: s.address, intent: 'notify', text: `fan ${n}` });
+    // A kept-alive connection the Hub closed as idle fails the write (EPIPE) before the request went out: sent again once.
+    const r = await send().catch((e) => (e.reused ? send() : Promise.reject(e)));
     if (timed) d.timer.sent(r.message.id, t, undefined);
   };
   await Promise.all(
