@@ -150,6 +150,15 @@ describe('reference Hub: what a send answers (the one-statement send and its fal
     expect(await sentCount()).toBe(before);
   });
 
+  it('takes one of sends racing with one key: the others replay it (PostgreSQL: the unique index fails them, the statement runs again and misses)', async () => {
+    const to = await session(b);
+    const before = await sentCount();
+    const answers = await Promise.all(Array.from({ length: 8 }, () => send({ to: to.address, idempotency_key: 'k-race' })));
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 202]);
+    expect(new Set(answers.map((r) => r.body.message.id)).size).toBe(1);
+    expect(await sentCount()).toBe(before + 1);
+  });
+
   it('refuses what it cannot deliver to, word for word: 400, 404 recipient_not_found, 410 session_<state>', async () => {
     const before = await sentCount();
     expect(await refusal({ to: 'nobody' }, 400)).toMatchObject({ code: 'invalid_request' });
