@@ -21,6 +21,9 @@ const SESSIONS = Math.min(16, Number(opt('sessions', 16)));
 const CONCURRENCY = Number(opt('concurrency', 50));
 const SECONDS = Number(opt('seconds', 20));
 const WARMUP = Number(opt('warmup', 500));
+// Sends/s per Hub, paced (at most CONCURRENCY in flight): both Hubs at one rate, so neither batches
+// more pushes per page read for being faster. Unset: as fast as CONCURRENCY in flight allows.
+const RATE = Number(opt('rate', 0));
 const checkouts = checkoutsToCompare();
 const KEY = randomBytes(16).toString('hex');
 const db = await adminOf(admin);
@@ -45,11 +48,15 @@ async function startHub(dir, unix) {
 /** `CONCURRENCY` senders on `hub` while `running()`, or until `limit` sends in all. */
 async function sendLoad(hub, running, limit = Infinity) {
   let next = 0;
+  const t0 = performance.now();
   const worker = async () => {
     while (running() && next < limit) {
-      const s = hub.sessions[next++ % hub.sessions.length];
+      const n = next++;
+      const due = RATE > 0 ? t0 + (n * 1000) / RATE - performance.now() : 0;
+      if (due > 0) await new Promise((r) => setTimeout(r, due));
+      const s = hub.sessions[n % hub.sessions.length];
       const start = performance.now();
-      const r = await hub.send(hub.sender, 'POST', '/v1/messages', { to: s.address, intent: 'notify', text: `bench ${next}` });
+      const r = await hub.send(hub.sender, 'POST', '/v1/messages', { to: s.address, intent: 'notify', text: `bench ${n}` });
       hub.answered.push(performance.now() - start);
       hub.timer.sent(r.message.id, start);
       hub.sends += 1;
