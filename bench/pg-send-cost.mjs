@@ -88,7 +88,7 @@ try {
   await until(() => hubs.every(({ hub }) => hub.timer.latencies.length === hub.sends), 'every send pushed');
   const end = await Promise.all(hubs.map(({ hub }) => sample(hub)));
   console.log(
-    `${SESSIONS} streams and ${CONCURRENCY} sends in flight per Hub, ${seconds.toFixed(1)} s, both Hubs at once (a shared machine: only the ratios are figures)`,
+    `${SESSIONS} streams and ${CONCURRENCY} sends in flight per Hub${RATE > 0 ? ` at most, paced at ${RATE}/s` : ''}, ${seconds.toFixed(1)} s, both Hubs at once (a shared machine: only the ratios are figures)`,
   );
   console.log('checkout  sends/s  Hub CPU ms/send  DB CPU ms/send  round trips/send  push reads/send  push p50/p99 ms  202 p50/p99 ms');
   const per = hubs.map(({ label, hub }, i) => {
