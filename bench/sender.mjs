@@ -181,9 +181,11 @@ export function keepAliveCaller(url, maxSockets) {
     }
   };
   // A kept-alive socket the Hub closed as idle (its keep-alive timeout) resets the next request
-  // on it before the Hub read it: that one is made again, on a new connection.
+  // on it before the Hub read it, or fails its write (EPIPE): that one is made again, on a new connection.
   const call = (token, method, p, body) =>
-    attempt(token, method, p, body).catch((e) => (e.code === 'ECONNRESET' && e.reused ? attempt(token, method, p, body) : Promise.reject(e)));
+    attempt(token, method, p, body).catch((e) =>
+      (e.code === 'ECONNRESET' || e.code === 'EPIPE') && e.reused ? attempt(token, method, p, body) : Promise.reject(e),
+    );
   call.close = () => {
     for (const c of idle.splice(0)) c.socket.destroy();
   };
