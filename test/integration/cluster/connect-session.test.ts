@@ -89,6 +89,20 @@ describe('a session ended elsewhere while a stream connect is answered (PostgreS
     await db?.drop();
   });
 
+  /** Lets the connect's held answer through: its stream opens and gets `closed` at once, not at its hold bound (120 s). */
+  async function closedAtOnce(port: number, connecting: ReturnType<typeof openSse>): Promise<void> {
+    proxy.release(port);
+    const stream = await connecting;
+    try {
+      expect(stream.status, stream.errorBody).toBe(200);
+      await waitFor(() => stream.events.some((e) => e.event === 'closed'), { timeoutMs: 20_000, what: '`closed` on the connection (the hold is 120 s)' });
+      expect(stream.events.map((e) => e.event)).toEqual(['open', 'closed']);
+      expect(JSON.parse(stream.events[1]!.data)).toEqual({ reason: 'closed' });
+    } finally {
+      stream.close();
+    }
+  }
+
   it('closes the new stream with `closed` at once', async () => {
     const reader = await openSession(a, 'reader', 'k-close');
     const session = { id: reader.sessionId };
@@ -114,16 +128,7 @@ describe('a session ended elsewhere while a stream connect is answered (PostgreS
       const closed = await hubCall(b, 'POST', `/v1/sessions/${session.id}/close`, { token: reader.token });
       expect(closed.status, closed.text).toBe(200);
       await waitFor(() => proxy.passed().includes(`session:${session.id}`), { timeoutMs: 20_000, what: 'the NOTIFY of the close passed to instance A' });
-      proxy.release(port);
-      const stream = await connecting;
-      try {
-        expect(stream.status, stream.errorBody).toBe(200);
-        await waitFor(() => stream.events.some((e) => e.event === 'closed'), { timeoutMs: 20_000, what: '`closed` on the connection (the hold is 120 s)' });
-        expect(stream.events.map((e) => e.event)).toEqual(['open', 'closed']);
-        expect(JSON.parse(stream.events[1]!.data)).toEqual({ reason: 'closed' });
-      } finally {
-        stream.close();
-      }
+      await closedAtOnce(port, connecting);
     } finally {
       await blocker.end();
     }
@@ -171,16 +176,7 @@ describe('a session ended elsewhere while a stream connect is answered (PostgreS
       // A's own NOTIFY of the replacement passed first (its COMMIT's answer is what is held); then B's close.
       const notified = () => proxy.passed().split(`session:${id}`).length - 1;
       await waitFor(() => notified() >= 2, { timeoutMs: 20_000, what: 'the NOTIFY of the close passed to instance A' });
-      proxy.release(port);
-      const stream = await connecting;
-      try {
-        expect(stream.status, stream.errorBody).toBe(200);
-        await waitFor(() => stream.events.some((e) => e.event === 'closed'), { timeoutMs: 20_000, what: '`closed` on the connection (the hold is 120 s)' });
-        expect(stream.events.map((e) => e.event)).toEqual(['open', 'closed']);
-        expect(JSON.parse(stream.events[1]!.data)).toEqual({ reason: 'closed' });
-      } finally {
-        stream.close();
-      }
+      await closedAtOnce(port, connecting);
     } finally {
       await blocker.end();
     }
