@@ -26,6 +26,7 @@
 // session 8), so the Hub's CPU per connect over a kept and a new connection compare in one run.
 // Usage: node bench/hub-cluster.mjs [--streams 1000] [--messages 2000] [--concurrency 50]
 //          [--warmup <sends before the measured ones, default 500>] [--idle <seconds, default one hold>] [--idle-ab] [--only sqlite,postgres:1,postgres:2]
+//          [--pool <database connections per instance, default 10: the Hub's own OH_HAI_HUB_DB_POOL_MAX default>]
 //          [--unix]   (the Hubs reach PostgreSQL over its Unix socket: `?host=<socket directory>` in their URL)
 //          [--trace]   (the Hubs write the push trace, src/util/trace.ts: each push split into its hops)
 //          [--cpu-prof <dir>]   (each Hub writes a V8 CPU profile there, and the bench the idle and
@@ -86,8 +87,14 @@ const TARGET_STREAMS = 10_000;
 const TARGET_P99_MS = 100;
 const TARGET_CONCURRENCY = 50;
 
-/** Database connections per instance (plus its listener). */
-const POOL = 20;
+/**
+ * Database connections per instance (plus its listener). The Hub's own default unless --pool: until
+ * session 9 this bench gave every instance 20, and on two cores the extra backends lengthened the
+ * push tail (docs/deploy.md "The pool on two cores (session 9)").
+ */
+const poolAt = process.argv.indexOf('--pool');
+const POOL = poolAt > 0 ? Number(process.argv[poolAt + 1]) : 10;
+if (!Number.isInteger(POOL) || POOL < 2) throw new Error(`--pool: ${process.argv[poolAt + 1]} is not a whole number of connections of at least 2`);
 /** Stream connects in flight at once: a herd of 10,000 SYNs overflows the listen backlog (Node's 511) into 1 s, 3 s… retransmits. */
 const OPENING = 500;
 const MAX_INSTANCES = Math.max(1, ...ONLY.map((w) => Number(w.split(':')[1] ?? 1)));
