@@ -60,54 +60,66 @@ const fatalUtf8 = new TextDecoder('utf-8', { fatal: true });
 export type Body = { kind: 'none' } | { kind: 'json'; value: unknown };
 
 /**
+ * How much of a refused body the Hub still reads and drops before answering 413. Most clients
+ * (fetch among them) write the whole request before they read the answer: a 413 sent while
+ * they are still writing, followed by the close, reaches them as a broken pipe instead of the
+ * refusal. Past this many bytes the Hub answers at once and closes, as nginx's lingering close
+ * does, so a client cannot make it read without end.
+ */
+const LINGER_BYTES = 16 * 1024 * 1024;
+
+/**
  * Read a request body, refusing more than `cap` bytes (413) and anything that is not
  * UTF-8 JSON (400). An empty body is `none`, which endpoints without a body accept.
  */
 export function readBody(req: IncomingMessage, cap: number): Promise<Answer<Body>> {
   return new Promise((resolve) => {
     const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > cap) {
-      req.resume();
-      resolve(tooLarge(cap));
-      return;
-    }
     const chunks: Buffer[] = [];
     let size = 0;
+    let over = Number.isFinite(declared) && declared > cap;
     let done = false;
-    req.on('data', (chunk: Buffer) => {
+    const finish = (answer: Answer<Body>): void => {
       if (done) return;
+      done = true;
+      resolve(answer);
+    };
+    if (over && declared > cap + LINGER_BYTES) {
+      req.resume();
+      finish(tooLarge(cap));
+      return;
+    }
+    req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > cap) {
-        done = true;
-        resolve(tooLarge(cap));
+      if (!over && size > cap) over = true;
+      if (over) {
+        if (size > cap + LINGER_BYTES) finish(tooLarge(cap));
         return;
       }
       chunks.push(chunk);
     });
-    req.on('error', () => {
-      if (done) return;
-      done = true;
-      resolve(bad(400, 'invalid_request', 'the request body could not be read'));
-    });
+    req.on('error', () => finish(over ? tooLarge(cap) : bad(400, 'invalid_request', 'the request body could not be read')));
     req.on('end', () => {
-      if (done) return;
-      done = true;
+      if (over) {
+        finish(tooLarge(cap));
+        return;
+      }
       let text: string;
       try {
         text = fatalUtf8.decode(Buffer.concat(chunks));
       } catch {
         // Never repaired to U+FFFD: the sender's copy and the recipient's would differ.
-        resolve(bad(400, 'invalid_request', 'the request body is not valid UTF-8; send the JSON encoded as UTF-8'));
+        finish(bad(400, 'invalid_request', 'the request body is not valid UTF-8; send the JSON encoded as UTF-8'));
         return;
       }
       if (text.trim() === '') {
-        resolve(good({ kind: 'none' }));
+        finish(good({ kind: 'none' }));
         return;
       }
       try {
-        resolve(good({ kind: 'json', value: JSON.parse(text) as unknown }));
+        finish(good({ kind: 'json', value: JSON.parse(text) as unknown }));
       } catch (e) {
-        resolve(bad(400, 'invalid_request', `the request body is not valid JSON: ${(e as Error).message}`));
+        finish(bad(400, 'invalid_request', `the request body is not valid JSON: ${(e as Error).message}`));
       }
     });
   });

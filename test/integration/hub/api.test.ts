@@ -1,4 +1,5 @@
 import { statSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
@@ -123,6 +124,35 @@ describe('reference Hub: API surface and bad input', () => {
     // The Hub is still healthy after both.
     expect((await hubCall(hub, 'GET', '/v1/capability')).status).toBe(200);
   });
+
+  // A client that writes its whole request before reading (fetch does) must read the 413, not a
+  // broken pipe: the Hub reads the refused body to its end before it answers and closes.
+  it.each(['content-length', 'chunked'] as const)(
+    'answers a body over the cap sent with %s only once it is in, so the writer sees the 413',
+    async (framing) => {
+      const body = Buffer.alloc(4 * 1024 * 1024, 'x');
+      const { hostname, port } = new URL(hub.url);
+      const socket = net.connect({ host: hostname, port: Number(port) });
+      const answer: Buffer[] = [];
+      socket.on('data', (b: Buffer) => answer.push(b));
+      const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      const write = (b: Buffer | string) => new Promise<void>((resolve, reject) => socket.write(b, (e) => (e ? reject(e) : resolve())));
+      const head = framing === 'chunked' ? 'transfer-encoding: chunked' : `content-length: ${body.length}`;
+      await write(
+        `POST /v1/messages HTTP/1.1\r\nhost: ${hostname}\r\nauthorization: Bearer ${agent.token}\r\ncontent-type: application/json\r\n${head}\r\n\r\n`,
+      );
+      const piece = 64 * 1024;
+      for (let at = 0; at < body.length; at += piece) {
+        const part = body.subarray(at, at + piece);
+        await write(framing === 'chunked' ? Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from('\r\n')]) : part);
+      }
+      if (framing === 'chunked') await write('0\r\n\r\n');
+      await ended;
+      const text = Buffer.concat(answer).toString('utf8');
+      expect(text.split('\r\n')[0]).toBe('HTTP/1.1 413 Payload Too Large');
+      expect(text).toContain('"payload_too_large"');
+    },
+  );
 
   it('mints, lists and revokes agents; a revoked token gets 401', async () => {
     const minted = await hubCall(hub, 'POST', '/v1/account/agents', { token: hub.humanToken, body: { label: 'temp' } });
