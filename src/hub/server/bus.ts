@@ -8,36 +8,78 @@ export type SessionEndReason = 'closed' | 'closed_by_operator' | 'lapsed';
 
 type Listener = () => void;
 
+/** When a key (or a family's head, or everything) was last emitted, and the time before that: a {@link Topic}'s emission counts. */
+interface Emitted {
+  last: number;
+  /** 0: not emitted before `last` since this record was made. */
+  prev: number;
+}
+
+/** Emissions remembered for hearing, at most: past it they are forgotten at once and every window open then answers yes (a wasted re-read, never a miss). */
+const REMEMBERED = 65_536;
+
 /**
- * What the topics emitted while someone was about to listen (see {@link Bus.hear}): the keys, or
- * everything (a re-check of every waiter after missed wake-ups).
+ * What the topics emitted while someone was about to listen (see {@link Bus.hear}): the window of
+ * the topic's emissions between `hear` and `stop`. The topic records each key's last two emissions
+ * once, whoever hears; a window answers from those. (Each hearer used to collect every key emitted
+ * while it heard: with stream connects queued for the pool, thousands hear at once, and every emit
+ * cost that many set insertions — half a loaded Hub's samples.) An answer the records cannot give
+ * exactly (forgotten, or emitted twice since the window closed) is yes: a re-check, never a miss.
  */
 export class Heard {
-  // Made on the first key: a connect's statement is mostly in flight while nothing is emitted.
-  private keys: Set<string> | null = null;
-  /** Heads woken with their whole family ({@link Topic.emitFamily}). */
-  private families: Set<string> | null = null;
-  everything = false;
+  private stopped = Infinity;
 
-  key(key: string): void {
-    (this.keys ??= new Set()).add(key);
-  }
+  constructor(
+    private readonly topic: Topic,
+    private readonly start: number,
+  ) {}
 
-  family(head: string): void {
-    (this.families ??= new Set()).add(head);
+  stop(): void {
+    if (this.stopped === Infinity) this.stopped = this.topic.count;
   }
 
   /** Whether `key` was woken while this was hearing (itself, its family, or everything). */
   has(key: string): boolean {
-    if (this.everything || this.keys?.has(key)) return true;
+    const t = this.topic;
+    if (this.within(t.everything) || this.within(t.keys.get(key))) return true;
     const cut = key.indexOf('#');
-    return cut >= 0 && this.families !== null && this.families.has(key.slice(0, cut));
+    return cut >= 0 && this.within(t.heads.get(key.slice(0, cut)));
+  }
+
+  private within(e: Emitted | undefined): boolean {
+    const t = this.topic;
+    if (e === undefined) return t.forgotten > this.start;
+    if (e.last <= this.start) return false;
+    if (e.last <= this.stopped) return true;
+    // Emitted again after the window: did the one before fall inside it?
+    if (e.prev === 0) return t.forgotten > this.start;
+    if (e.prev <= this.start) return false;
+    return true;
+  }
+}
+
+/** Record an emission at `at` in `records` under `key`. */
+function record(records: Map<string, Emitted>, key: string, at: number): void {
+  const e = records.get(key);
+  if (e === undefined) records.set(key, { last: at, prev: 0 });
+  else {
+    e.prev = e.last;
+    e.last = at;
   }
 }
 
 class Topic {
   private readonly listeners = new Map<string, Set<Listener>>();
-  private readonly hearing = new Set<Heard>();
+  /** Emissions so far: what a {@link Heard} window is measured in. */
+  count = 0;
+  /** Each key's last emissions, and each family head's ({@link Topic.emitFamily}), and {@link Topic.emitAll}'s. */
+  readonly keys = new Map<string, Emitted>();
+  readonly heads = new Map<string, Emitted>();
+  everything: Emitted | undefined;
+  /** Emissions up to this count may have been forgotten. */
+  forgotten = 0;
+  /** Recorded only once someone heard: `message` is never heard, and its keys are every message's id. */
+  private recording = false;
   /** Keys of the form `<head>#<rest>` listened on, by head (see {@link Topic.emitFamily}). */
   private readonly families = new Map<string, Set<string>>();
   private readonly pending = new Set<string>();
@@ -71,19 +113,30 @@ class Topic {
 
   /** Wake `head` and every `<head>#…` key someone listens on. */
   emitFamily(head: string): void {
-    for (const h of this.hearing) h.family(head);
+    this.remember(this.heads, head);
     this.emit(head);
     for (const key of this.families.get(head) ?? []) this.emit(key);
   }
 
-  /** Record in `h` every key emitted from now on, until the returned stop. */
-  hear(h: Heard): () => void {
-    this.hearing.add(h);
-    return () => this.hearing.delete(h);
+  /** A window of what is emitted from now on, until its stop. */
+  hear(): Heard {
+    this.recording = true;
+    return new Heard(this, this.count);
+  }
+
+  private remember(records: Map<string, Emitted>, key: string): void {
+    this.count += 1;
+    if (!this.recording) return;
+    if (this.keys.size + this.heads.size >= REMEMBERED) {
+      this.keys.clear();
+      this.heads.clear();
+      this.forgotten = this.count - 1;
+    }
+    record(records, key, this.count);
   }
 
   emit(key: string): void {
-    for (const h of this.hearing) h.key(key);
+    this.remember(this.keys, key);
     if (!this.listeners.has(key)) return;
     this.pending.add(key);
     if (this.scheduled) return;
@@ -93,7 +146,8 @@ class Topic {
 
   /** Wake every key someone listens on (after missed wake-ups: each waiter re-checks once). */
   emitAll(): void {
-    for (const h of this.hearing) h.everything = true;
+    this.count += 1;
+    this.everything = { last: this.count, prev: this.everything?.last ?? 0 };
     for (const key of this.listeners.keys()) this.emit(key);
   }
 
@@ -135,9 +189,17 @@ export class Bus {
    * the stream: it never falls between the page and the listening.
    */
   hear(): { mail: Heard; released: Heard; session: Heard; stop: () => void } {
-    const [mail, released, session] = [new Heard(), new Heard(), new Heard()];
-    const stops = [this.mail.hear(mail), this.released.hear(released), this.session.hear(session)];
-    return { mail, released, session, stop: () => stops.forEach((stop) => stop()) };
+    const [mail, released, session] = [this.mail.hear(), this.released.hear(), this.session.hear()];
+    return {
+      mail,
+      released,
+      session,
+      stop: () => {
+        mail.stop();
+        released.stop();
+        session.stop();
+      },
+    };
   }
 
   /**
