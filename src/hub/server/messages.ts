@@ -24,14 +24,30 @@ interface Recipient {
   snapshot: 'online' | 'offline' | 'unknown';
 }
 
+/**
+ * The lock a send takes on its recipient session's row (`s`), held until it commits: a session's end
+ * (sessions.ts endSession) locks the row FOR UPDATE, marks it ended and bounces the mail pending in
+ * it, all in one unit. Read without a lock, a send could decide from the session as active and
+ * commit its entry after that unit's scan: pending for good in a session nothing reads any more
+ * (the sender told `queued` until the message TTL expired it, where §3 says it bounces). KEY SHARE
+ * is the weakest lock an end's FOR UPDATE waits for, and it waits for no renewal (those take NO KEY
+ * UPDATE), so a stream's reconnects and the presence refresh never queue behind sends. A read
+ * that waited for an end that committed sees the row as ended (PostgreSQL re-reads a locked row
+ * at its latest version). Taken before the agent's lock: an end takes an agent's lock only after
+ * its session's row (receipts), never the other way (registerSession's adopt takes NO KEY UPDATE).
+ */
+const SESSION_GUARD = 'FOR KEY SHARE OF s';
+
 /** Resolve a `to` address: a known, unrevoked agent of the account, and for a session address a live session of it. */
 async function resolveRecipient(core: HubCore, tx: Tx, to: string): Promise<Answer<Recipient>> {
   const addr = parseAddress(to, "field 'to'");
   if (!addr.ok) return bad(400, 'invalid_request', addr.reason);
   if (addr.value.sessionId !== null) {
-    // The common case in one statement: the session with its agent's standing.
+    // The common case in one statement: the session with its agent's standing, share-locked until
+    // the unit commits (SESSION_GUARD): a close waits for this send's entry, or this read waits for
+    // the close and finds the session ended.
     const joined = await tx.get<SessionRow & { agent_revoked: number | null }>(
-      'SELECT s.*, a.revoked AS agent_revoked FROM sessions AS s LEFT JOIN agents AS a ON a.id = s.agent_id WHERE s.id = CAST(? AS TEXT)',
+      `SELECT s.*, a.revoked AS agent_revoked FROM sessions AS s LEFT JOIN agents AS a ON a.id = s.agent_id WHERE s.id = CAST(? AS TEXT) ${SESSION_GUARD}`,
       addr.value.sessionId,
     );
     if (joined !== null && joined.agent_id === addr.value.agentId) {
@@ -248,7 +264,7 @@ interface InOneRow {
  * A send (or the human's directive) to a live session as ONE statement on its own (PostgreSQL, `Store.once`: autocommit, one
  * round trip where the unit took four): the deployment's clock read inside it; the idempotency key
  * not used yet; the recipient session active and unexpired, of its agent, that agent not revoked,
- * and its reachability (the unit's {@link sessionReachability}); the sender's session presented
+ * and its reachability (the unit's {@link sessionReachability}), its row share-locked ({@link SESSION_GUARD}); the sender's session presented
  * (renewed, a data-modifying CTE); the recipient agent's lock ({@link AGENT_LOCK}, held from before
  * either seq is drawn until the commit: its entries still commit in seq order); the message and
  * the entry (their instants and the texts holding them formed from the statement's clock); and
@@ -268,7 +284,8 @@ async function insertInOne(core: HubCore, s: InOne): Promise<{ row: MessageRow; 
     `target AS MATERIALIZED (SELECT CASE WHEN CAST(? AS INTEGER) = 1 THEN 'online' WHEN s.seen_at IS NULL THEN 'unknown'
          WHEN ?now - s.seen_at <= CAST(? AS DOUBLE PRECISION) THEN 'online' ELSE 'offline' END AS snapshot
        FROM sessions AS s JOIN agents AS a ON a.id = s.agent_id
-       WHERE s.id = CAST(? AS TEXT) AND s.agent_id = CAST(? AS TEXT) AND a.revoked = 0 AND s.state = 'active' AND s.expires_at > ?now${unused})`,
+       WHERE s.id = CAST(? AS TEXT) AND s.agent_id = CAST(? AS TEXT) AND a.revoked = 0 AND s.state = 'active' AND s.expires_at > ?now${unused}
+       ${SESSION_GUARD})`,
   ];
   let from = 'target';
   if (s.lease !== null) {

@@ -381,7 +381,9 @@ export async function registerSession(core: HubCore, tx: Tx, agentId: string, re
   const lease = clampLease(core.config, req.lease_seconds);
   const holder = req.home !== undefined && req.host !== undefined && req.pid !== undefined ? { home: req.home, host: req.host, pid: req.pid } : null;
   if (req.name !== undefined) {
-    const live = await tx.get<SessionRow>(`SELECT * FROM sessions WHERE agent_id = ? AND name = ? AND state = 'active' FOR UPDATE`, agentId, req.name);
+    // NO KEY UPDATE, not UPDATE: an adopt ends nothing, so it need not wait for the sends share-locking
+    // the row (messages.ts SESSION_GUARD), each of which waits for the agent lock held here: a deadlock.
+    const live = await tx.get<SessionRow>(`SELECT * FROM sessions WHERE agent_id = ? AND name = ? AND state = 'active' FOR NO KEY UPDATE`, agentId, req.name);
     if (live) {
       const ownerHome = live.holder_home ?? live.home;
       const sameHome = ownerHome === (req.home ?? null);

@@ -191,8 +191,12 @@ function setMeta(db: Db, key: string, value: string): void {
   db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
 }
 
-/** SQLite has no row locks: one writer at a time is the rule, so a trailing `FOR UPDATE` or a sub-select's `FOR KEY SHARE` says nothing here. */
-export const dropRowLock = (sql: string): string => sql.replace(/\s+FOR UPDATE\s*$/i, '').replace(/ FOR KEY SHARE\)/g, ')');
+/**
+ * SQLite has no row locks: one writer at a time is the rule, so a trailing `FOR UPDATE`, `FOR NO KEY
+ * UPDATE` or `FOR KEY SHARE` (of one table: `OF s`) or a sub-select's `FOR KEY SHARE` says nothing here.
+ */
+export const dropRowLock = (sql: string): string =>
+  sql.replace(/\s+FOR (?:UPDATE|NO KEY UPDATE|KEY SHARE)(?: OF \w+)?\s*$/i, '').replace(/ FOR KEY SHARE\)/g, ')');
 
 /** Statements on one SQLite connection, each prepared once. */
 function sqliteStatements(db: Db): Sql {
