@@ -97,9 +97,12 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   // Nothing is written before `open`: from then on one listener each for drain and close (a
   // stream connects once per hold, so every listener and closure here is made that often).
   let drained: (() => void) | null = null;
+  // When this connection last wrote (monotonic): a push is a sign of life too, so the keep-alive waits one interval after it.
+  let wroteAt = core.clock.monotonic();
   const write = (chunk: string) => {
     if (finished || res.destroyed || res.writableEnded) return;
     res.write(chunk);
+    wroteAt = core.clock.monotonic();
     watchStall();
   };
   // The handle is registered as the connect commits, before `open` is written: an end that
@@ -186,6 +189,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
     return { kind: 'handled' };
   }
   res.write(open);
+  wroteAt = core.clock.monotonic();
   opened = true;
   // The response's close is the client going away (the request's fires once its body is read).
   res.on('close', () => {
@@ -304,18 +308,24 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
 
   // A socket with bytes still queued shows the connection is alive without another comment; so
   // does the `reconnect` event of a bound due within half an interval (30 s holds with 15 s
-  // keep-alives: one comment per hold, not two). One timer per stream for both: each keep-alive
-  // beat, then the bound (a timer a little early for the bound beats once more, shortly).
+  // keep-alives: one comment per hold, not two), and a push written within the last half interval:
+  // the beat then moves to one interval after that push (at 10,000 streams and ~800 sends/s, ~45% of
+  // the holds' comments were written right after a push). Never more than one interval of silence.
+  // One timer per stream for all of it: each keep-alive beat, then the bound (a timer a little
+  // early for the bound beats once more, shortly).
   const keepaliveMs = core.config.keepaliveSeconds * 1000;
   const boundAt = core.clock.monotonic() + hold;
   const beat = () => {
-    const left = boundAt - core.clock.monotonic();
+    const now = core.clock.monotonic();
+    const left = boundAt - now;
     if (left <= 0) {
       void paged.then(() => finish(frame('reconnect', { reason: 'hold_bound' })));
       return;
     }
-    if (!res.writableNeedDrain && left > keepaliveMs / 2) write(': keepalive\n\n');
-    timer = setTimeout(beat, Math.min(keepaliveMs, left));
+    let next = keepaliveMs;
+    if (now - wroteAt < keepaliveMs / 2) next = wroteAt + keepaliveMs - now;
+    else if (!res.writableNeedDrain && left > keepaliveMs / 2) write(': keepalive\n\n');
+    timer = setTimeout(beat, Math.min(next, left));
   };
   let timer = setTimeout(beat, Math.min(keepaliveMs, hold));
   cleanups.push(() => clearTimeout(timer));
