@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { postgresUnavailable } from './test/helpers/postgres.js';
 
 /**
@@ -18,6 +19,23 @@ const SQLITE_ONLY = [
 ];
 const CLUSTER = ['test/integration/cluster/*.test.ts'];
 
+/**
+ * Files that hold a worker for minutes, started before all others so the run does not end on one
+ * of them with the other worker idle: with no timing cache (a clean clone, as on CI) vitest runs
+ * larger files first, and these are among the smallest (the benches' tests are 30 lines).
+ */
+const LONGEST = ['test/docs/readme.test.ts', 'test/integration/reliability/soak.test.ts', 'test/integration/reliability/fuzz-consumer.test.ts'];
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (f: TestSpecification) => {
+      const i = LONGEST.findIndex((l) => f.moduleId.endsWith(l));
+      return i === -1 ? LONGEST.length : i;
+    };
+    // Array.prototype.sort is stable: the rest keep vitest's own order.
+    return (await super.sort(files)).sort((a, b) => rank(a) - rank(b));
+  }
+}
+
 const missing = postgresUnavailable();
 if (missing !== null && process.env.CI !== 'true') console.log(`vitest: the PostgreSQL Hub tests are skipped: ${missing}`);
 
@@ -25,6 +43,7 @@ export default defineConfig({
   test: {
     pool: 'forks',
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    sequence: { sequencer: LongestFirst },
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // The JSON report lets .ci/run close with one plain "N passed, N failed" line.

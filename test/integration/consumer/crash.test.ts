@@ -18,6 +18,12 @@ import { expectEachAcknowledgedOnce, FAST_HUB, hubCall, useBenches, type Bench }
 const CONSUMER_TRIALS = 36;
 const HUB_TRIALS = 16;
 const BURST = 8;
+/**
+ * Each run is bounded work (its trials) and then its own deadline (45 s for every ack): vitest's
+ * 60 s default raced that, and both runs timed out at load 17 in a CI run (63.8 s and 60.6 s,
+ * with the consumer still making progress). Above the trials at that load plus the deadline.
+ */
+const RUN_TIMEOUT_MS = 240_000;
 
 /**
  * Acts as `oh-hai bridge`: prints (here: notes) the next complete record, then advances
@@ -107,52 +113,60 @@ async function burstRig(hub: TestHub, rand: () => number): Promise<{ bench: Benc
 }
 
 describe('kill -9 at random instants', () => {
-  it(`the consumer, ${CONSUMER_TRIALS} times during bursts: nothing lost, nothing spooled twice, nothing acknowledged early`, async () => {
-    await withSeed('consumer kill run', async (rand) => {
-      const rig = await burstRig(world.hub, rand);
-      const { bench, reader } = rig;
-      let consumer = rig.consumer;
-      const sent: string[] = [];
-      try {
-        for (let trial = 0; trial < CONSUMER_TRIALS; trial += 1) {
-          for (let i = 0; i < BURST; i += 1) sent.push(await bench.notify(`trial ${trial} message ${i}`));
-          await pause(rand() * 250);
-          consumer.kill('SIGKILL');
-          await exited(consumer);
-          consumer = bench.start();
-          // Random instants cover start-up too: sometimes it is killed before it gets anywhere.
-          await pause(50 + rand() * 250);
+  it(
+    `the consumer, ${CONSUMER_TRIALS} times during bursts: nothing lost, nothing spooled twice, nothing acknowledged early`,
+    async () => {
+      await withSeed('consumer kill run', async (rand) => {
+        const rig = await burstRig(world.hub, rand);
+        const { bench, reader } = rig;
+        let consumer = rig.consumer;
+        const sent: string[] = [];
+        try {
+          for (let trial = 0; trial < CONSUMER_TRIALS; trial += 1) {
+            for (let i = 0; i < BURST; i += 1) sent.push(await bench.notify(`trial ${trial} message ${i}`));
+            await pause(rand() * 250);
+            consumer.kill('SIGKILL');
+            await exited(consumer);
+            consumer = bench.start();
+            // Random instants cover start-up too: sometimes it is killed before it gets anywhere.
+            await pause(50 + rand() * 250);
+          }
+          await checkInvariants(bench, reader, sent);
+        } finally {
+          reader.stop();
         }
-        await checkInvariants(bench, reader, sent);
-      } finally {
-        reader.stop();
-      }
-      expect(consumer.exitCode).toBeNull();
-    });
-  });
+        expect(consumer.exitCode).toBeNull();
+      });
+    },
+    RUN_TIMEOUT_MS,
+  );
 
-  it(`the Hub, ${HUB_TRIALS} times during bursts: the consumer reconnects, and the same invariants hold`, async () => {
-    // A Hub of its own: this test kills it.
-    const hub = await world.ownHub({ args: FAST_HUB });
-    const { bench, consumer, reader } = await withSeed('Hub kill run', async (rand) => {
-      const rig = await burstRig(hub, rand);
-      const sent: string[] = [];
-      try {
-        for (let trial = 0; trial < HUB_TRIALS; trial += 1) {
-          for (let i = 0; i < BURST; i += 1) sent.push(await rig.bench.notify(`hub trial ${trial} message ${i}`));
-          await pause(rand() * 200);
-          await hub.kill('SIGKILL');
-          await hub.restart();
+  it(
+    `the Hub, ${HUB_TRIALS} times during bursts: the consumer reconnects, and the same invariants hold`,
+    async () => {
+      // A Hub of its own: this test kills it.
+      const hub = await world.ownHub({ args: FAST_HUB });
+      const { bench, consumer, reader } = await withSeed('Hub kill run', async (rand) => {
+        const rig = await burstRig(hub, rand);
+        const sent: string[] = [];
+        try {
+          for (let trial = 0; trial < HUB_TRIALS; trial += 1) {
+            for (let i = 0; i < BURST; i += 1) sent.push(await rig.bench.notify(`hub trial ${trial} message ${i}`));
+            await pause(rand() * 200);
+            await hub.kill('SIGKILL');
+            await hub.restart();
+          }
+          await checkInvariants(rig.bench, rig.reader, sent);
+        } finally {
+          rig.reader.stop();
         }
-        await checkInvariants(rig.bench, rig.reader, sent);
-      } finally {
-        rig.reader.stop();
-      }
-      return rig;
-    });
-    expect(consumer.exitCode).toBeNull();
-    expect(bench.consumer()!.state).toBe('running');
-    const s = await hubCall(hub, 'GET', `/v1/sessions/${bench.session()!.id}`, { token: bench.me.token });
-    expect(s.body.session.state).toBe('active');
-  });
+        return rig;
+      });
+      expect(consumer.exitCode).toBeNull();
+      expect(bench.consumer()!.state).toBe('running');
+      const s = await hubCall(hub, 'GET', `/v1/sessions/${bench.session()!.id}`, { token: bench.me.token });
+      expect(s.body.session.state).toBe('active');
+    },
+    RUN_TIMEOUT_MS,
+  );
 });
