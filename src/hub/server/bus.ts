@@ -118,6 +118,11 @@ class Topic {
     for (const key of this.families.get(head) ?? []) this.emit(key);
   }
 
+  /** Whether anyone listens on `key` now (every open stream listens on its agent's principal mailbox: messages.ts asks). */
+  listening(key: string): boolean {
+    return this.listeners.has(key);
+  }
+
   /** A window of what is emitted from now on, until its stop. */
   hear(): Heard {
     this.recording = true;

@@ -4,12 +4,12 @@ import { createHash } from 'node:crypto';
 import { findAgent } from './agents.js';
 import type { Caller } from './auth.js';
 import type { HubCore } from './core.js';
-import { entryInsert, insertWithEntry, mailWakes, type EntryTarget } from './entries.js';
+import { entryInsert, insertWithEntry, mailboxKey, mailWakes, type EntryTarget } from './entries.js';
 import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
 import { principalReachability, sessionReachability } from './presence.js';
 import { current, presentForSend, presentSession, sessionById, type SessionLeaseRow, type SessionRow } from './sessions.js';
-import { AGENT_LOCK, insertStatement, type Formed, type Param, type Sql, type Tx } from './sql.js';
+import { AGENT_LOCK, insertStatement, type Formed, type Param, type Sql, type Tx, type WakeTopic } from './sql.js';
 import { markUndeliverable, messageById, replyTarget, type MessageRow } from './track.js';
 
 export interface Sent {
@@ -133,29 +133,88 @@ const requestHash = (req: SendRequest): string =>
 export async function send(core: HubCore, agentId: string, req: SendRequest): Promise<Answer<Sent>> {
   // Only a send with a key can be replayed or conflict: the hash is what a later one compares.
   const hash = req.idempotency_key === undefined ? null : requestHash(req);
-  const inOne = await toSessionInOne(core, req.to, (to) => ({
-    ...sendDraft(agentId, req, to, hash, 0, 'unknown'),
-    lease: req.session === undefined ? null : { agentId, sessionId: req.session },
-    key: req.idempotency_key === undefined ? null : { agentId, key: req.idempotency_key },
-  }));
+  const inOne = await addressedInOne(
+    core,
+    req.to,
+    (to) => sendDraft(agentId, req, to, hash, 0, 'unknown'),
+    req.idempotency_key === undefined ? null : { agentId, key: req.idempotency_key },
+    req.session === undefined ? null : { agentId, sessionId: req.session },
+  );
   if (inOne !== null) return good({ ...inOne, replay: false });
   return core.store.write((tx) => sendMessage(core, tx, agentId, req, hash));
 }
 
 /**
- * {@link insertInOne} of what `draft` makes for the session address `to`, on PostgreSQL; null
- * when it did not take it (another store, another address, a miss): the caller's unit decides.
+ * {@link insertInOne} of what `draft` makes for the address `to` (a session's mailbox or its agent's
+ * principal one), on PostgreSQL, taken only while `key` (the sender's idempotency key) is unused;
+ * null when it did not take it (another store, an invalid address, a miss): the caller's unit decides.
  */
-async function toSessionInOne(
+async function addressedInOne(
   core: HubCore,
   to: string,
-  draft: (to: { agentId: string; sessionId: string }) => Omit<InOne, 'to'>,
+  draft: (to: EntryTarget) => Draft,
+  key: { agentId: string; key: string } | null,
+  lease: InOne['lease'],
 ): Promise<{ row: MessageRow; lease: SessionLeaseRow | null } | null> {
   if (core.store.kind !== 'postgres') return null;
   const addr = parseAddress(to, "field 'to'");
-  if (!addr.ok || addr.value.sessionId === null) return null;
-  const target = { agentId: addr.value.agentId, sessionId: addr.value.sessionId };
-  return insertInOne(core, { ...draft(target), to: target });
+  if (!addr.ok) return null;
+  const unused: Formed =
+    key === null
+      ? { sql: '', params: [] }
+      : {
+          sql: ' AND NOT EXISTS (SELECT 1 FROM messages WHERE from_agent = CAST(? AS TEXT) AND idempotency_key = CAST(? AS TEXT))',
+          params: [key.agentId, key.key],
+        };
+  const { agentId, sessionId } = addr.value;
+  const target = sessionId === null ? principalTarget(core, agentId, unused) : sessionTarget(core, { agentId, sessionId }, unused);
+  return insertInOne(core, { ...draft({ agentId, sessionId }), to: { agentId, sessionId }, target, lease, also: null, wakes: [] });
+}
+
+/** `?now - <at>` within the presence window (a parameter): NULL, not true, when `at` is. */
+const seenWithin = (at: string): string => `?now - ${at} <= CAST(? AS DOUBLE PRECISION)`;
+
+/** The unit's {@link sessionReachability} of the session row `s` (alias), whose id is `sessionId`. */
+const sessionSnapshot = (core: HubCore, sessionId: string): Formed => ({
+  sql: `CASE WHEN CAST(? AS INTEGER) = 1 THEN 'online' WHEN s.seen_at IS NULL THEN 'unknown' WHEN ${seenWithin('s.seen_at')} THEN 'online' ELSE 'offline' END`,
+  params: [core.streams.isOpen(sessionId) ? 1 : 0, core.config.presenceSeconds * 1000],
+});
+
+/**
+ * The unit's {@link principalReachability} of the agent `agent` (SQL naming its id; `agentId` is
+ * its value), its principal presence row joined as `p`. A stream of the agent open here counts as
+ * the unit counts it (its session online): every stream listens on its agent's principal mailbox.
+ */
+const principalSnapshot = (core: HubCore, agentId: string, agent: string): Formed => ({
+  sql: `CASE WHEN CAST(? AS INTEGER) = 1 OR ${seenWithin('p.seen_at')}
+      OR EXISTS (SELECT 1 FROM sessions AS l WHERE l.agent_id = ${agent} AND l.state = 'active' AND ${seenWithin('l.seen_at')}) THEN 'online'
+    WHEN p.seen_at IS NOT NULL OR EXISTS (SELECT 1 FROM sessions AS e WHERE e.agent_id = ${agent} AND e.seen_at IS NOT NULL) THEN 'offline'
+    ELSE 'unknown' END`,
+  params: [core.bus.mail.listening(mailboxKey(agentId, null)) ? 1 : 0, core.config.presenceSeconds * 1000, core.config.presenceSeconds * 1000],
+});
+
+/** A session address's checks: the session active and unexpired, of its agent, that agent not revoked; its row share-locked. */
+function sessionTarget(core: HubCore, to: { agentId: string; sessionId: string }, unused: Formed): Formed {
+  const snapshot = sessionSnapshot(core, to.sessionId);
+  return {
+    sql: `SELECT ${snapshot.sql} AS snapshot FROM sessions AS s JOIN agents AS a ON a.id = s.agent_id
+       WHERE s.id = CAST(? AS TEXT) AND s.agent_id = CAST(? AS TEXT) AND a.revoked = 0 AND s.state = 'active' AND s.expires_at > ?now${unused.sql}
+       ${SESSION_GUARD}`,
+    params: [...snapshot.params, to.sessionId, to.agentId, ...unused.params],
+  };
+}
+
+/**
+ * A principal address's check: the agent not revoked (an agent only MA2H_AGENT_TOKENS names has no
+ * row: the unit). Nothing ends a principal mailbox, so nothing is locked.
+ */
+function principalTarget(core: HubCore, agentId: string, unused: Formed): Formed {
+  const snapshot = principalSnapshot(core, agentId, 'a.id');
+  return {
+    sql: `SELECT ${snapshot.sql} AS snapshot FROM agents AS a LEFT JOIN principal_presence AS p ON p.agent_id = a.id
+       WHERE a.id = CAST(? AS TEXT) AND a.revoked = 0${unused.sql}`,
+    params: [...snapshot.params, agentId, ...unused.params],
+  };
 }
 
 /**
@@ -233,12 +292,20 @@ interface Draft {
 
 /** What {@link insertInOne} stores, and decides first. */
 interface InOne extends Draft {
-  /** A session's mailbox: the statement takes it only while the session is active and its agent not revoked. */
-  to: { agentId: string; sessionId: string };
+  /** The mailbox the entry goes to. */
+  to: EntryTarget;
+  /**
+   * The statement's first part, `target`: one row, the recipient's `snapshot`, when every check of
+   * the recipient (and of the sender's key) holds, with what an end of the recipient changes locked;
+   * no row else.
+   */
+  target: Formed;
   /** The sender's session, presented (renewed) by the same statement. */
   lease: { agentId: string; sessionId: string } | null;
-  /** The sender's idempotency key: the statement takes no send whose key is used already. */
-  key: { agentId: string; key: string } | null;
+  /** A data-modifying statement over `agent` the insert takes with it (a response marks its ask answered). */
+  also: Formed | null;
+  /** Wake-ups beside the mailbox's. */
+  wakes: Array<[WakeTopic, string]>;
 }
 
 /** Where a JSON text's value of the statement's clock goes: `text` cut at `at`, with `expr` put in between. */
@@ -261,10 +328,11 @@ interface InOneRow {
 }
 
 /**
- * A send (or the human's directive) to a live session as ONE statement on its own (PostgreSQL, `Store.once`: autocommit, one
- * round trip where the unit took four): the deployment's clock read inside it; the idempotency key
- * not used yet; the recipient session active and unexpired, of its agent, that agent not revoked,
- * and its reachability (the unit's {@link sessionReachability}), its row share-locked ({@link SESSION_GUARD}); the sender's session presented
+ * A send, the human's directive or a response as ONE statement on its own (PostgreSQL, `Store.once`:
+ * autocommit, one round trip where the unit took four or more): the deployment's clock read inside
+ * it; the recipient's checks and reachability (`target`: for a session address the session active and
+ * unexpired, of its agent, that agent not revoked, its row share-locked ({@link SESSION_GUARD}); the
+ * idempotency key not used yet); the sender's session presented
  * (renewed, a data-modifying CTE); the recipient agent's lock ({@link AGENT_LOCK}, held from before
  * either seq is drawn until the commit: its entries still commit in seq order); the message and
  * the entry (their instants and the texts holding them formed from the statement's clock); and
@@ -274,19 +342,8 @@ interface InOneRow {
  * once the statement has committed.
  */
 async function insertInOne(core: HubCore, s: InOne): Promise<{ row: MessageRow; lease: SessionLeaseRow | null } | null> {
-  const params: Param[] = [core.streams.isOpen(s.to.sessionId) ? 1 : 0, core.config.presenceSeconds * 1000, s.to.sessionId, s.to.agentId];
-  let unused = '';
-  if (s.key !== null) {
-    unused = ' AND NOT EXISTS (SELECT 1 FROM messages WHERE from_agent = CAST(? AS TEXT) AND idempotency_key = CAST(? AS TEXT))';
-    params.push(s.key.agentId, s.key.key);
-  }
-  const ctes = [
-    `target AS MATERIALIZED (SELECT CASE WHEN CAST(? AS INTEGER) = 1 THEN 'online' WHEN s.seen_at IS NULL THEN 'unknown'
-         WHEN ?now - s.seen_at <= CAST(? AS DOUBLE PRECISION) THEN 'online' ELSE 'offline' END AS snapshot
-       FROM sessions AS s JOIN agents AS a ON a.id = s.agent_id
-       WHERE s.id = CAST(? AS TEXT) AND s.agent_id = CAST(? AS TEXT) AND a.revoked = 0 AND s.state = 'active' AND s.expires_at > ?now${unused}
-       ${SESSION_GUARD})`,
-  ];
+  const params: Param[] = [...s.target.params];
+  const ctes = [`target AS MATERIALIZED (${s.target.sql})`];
   let from = 'target';
   if (s.lease !== null) {
     const renewed = presentForSend(s.lease.agentId, s.lease.sessionId, 'EXISTS (SELECT 1 FROM target)');
@@ -313,12 +370,16 @@ async function insertInOne(core: HubCore, s: InOne): Promise<{ row: MessageRow; 
   const entry = insertStatement(stored, 'agent', { created_at: { sql: '?now', params: [] }, body: spliced(body, '{"created_at":"'.length, 'agent.at') });
   ctes.push(`i1 AS (${entry.sql})`);
   params.push(...entry.params);
+  if (s.also !== null) {
+    ctes.push(`also AS (${s.also.sql})`);
+    params.push(...s.also.params);
+  }
   const leased = s.lease === null ? '' : ', lease.id AS lease_id, lease.expires_at, lease.lease_seconds';
   const [done] = await core.store.once<InOneRow>(
     `WITH ${ctes.join(', ')} SELECT i0.seq, ?now AS now, agent.snapshot${leased}, ?notify AS notified FROM i0 CROSS JOIN agent${s.lease === null ? '' : ' CROSS JOIN lease'}`,
     params,
     undefined,
-    mailWakes(s.to),
+    [...mailWakes(s.to), ...s.wakes],
   );
   if (done === undefined) return null;
   const at = Number(done.now);
@@ -329,11 +390,118 @@ async function insertInOne(core: HubCore, s: InOne): Promise<{ row: MessageRow; 
 }
 
 /**
- * `POST /v1/messages/:id/respond` (§8): the recipient of an ask or task answers once.
+ * `POST /v1/messages/:id/respond` (§8): on PostgreSQL the common case — an unanswered ask or task
+ * to this agent whose asker's session is active, or that named none — in one read and ONE statement
+ * ({@link answerInOne}); anything else (a refusal, a response that bounces) the unit
+ * {@link respondInUnit} decides and answers, as before.
+ */
+export async function respond(core: HubCore, agentId: string, askId: string, req: RespondRequest): Promise<Answer<Sent>> {
+  const inOne = await answerInOne(core, agentId, askId, req);
+  if (inOne !== null) return good({ ...inOne, replay: false });
+  return core.store.write((tx) => respondInUnit(core, tx, agentId, askId, req));
+}
+
+/** What a response is formed from: fields of the ask that never change once it is stored. */
+type Ask = Pick<MessageRow, 'id' | 'from_agent' | 'reply_session'> & { from_agent: string };
+
+/**
+ * A response in ONE statement ({@link insertInOne}), after one read of the ask: the statement cannot
+ * form the response's addresses and the asker session's reachability (a stream of it open here,
+ * a parameter) without knowing the ask, so a read comes first. Its `target` then decides again
+ * what the unit decides, under the same locks: the ask still unanswered (its row locked FOR
+ * UPDATE, as the unit's read of it: of two responses racing, the second re-reads the answered row
+ * and misses), the asker's session still active (share-locked, {@link SESSION_GUARD}); the ask is
+ * marked answered by the same statement. A bounce (the asker's session ended) is the unit's.
+ */
+async function answerInOne(
+  core: HubCore,
+  agentId: string,
+  askId: string,
+  req: RespondRequest,
+): Promise<{ row: MessageRow; lease: SessionLeaseRow | null } | null> {
+  if (core.store.kind !== 'postgres') return null;
+  const ask = await core.store.read.get<MessageRow>(
+    'SELECT id, intent, from_agent, reply_session, to_agent, response_id FROM messages WHERE id = CAST(? AS TEXT)',
+    askId,
+  );
+  if (ask === null || ask.to_agent !== agentId || (ask.intent !== 'ask' && ask.intent !== 'task') || ask.from_agent === null || ask.response_id !== null) {
+    return null;
+  }
+  const asked: Ask = { id: ask.id, from_agent: ask.from_agent, reply_session: ask.reply_session };
+  const to = { agentId: asked.from_agent, sessionId: asked.reply_session };
+  const { m, entry } = responseDraft(agentId, asked, req, 0, 'unknown');
+  return insertInOne(core, {
+    m,
+    entry,
+    to,
+    target: answerTarget(core, asked, agentId),
+    lease: req.session === undefined ? null : { agentId, sessionId: req.session },
+    also: {
+      sql: 'UPDATE messages SET response_id = CAST(? AS TEXT), response_text = CAST(? AS TEXT), response_at = ?now FROM agent WHERE messages.id = CAST(? AS TEXT)',
+      params: [m.id, req.text, asked.id],
+    },
+    wakes: [['message', asked.id]],
+  });
+}
+
+/** A response's checks: the ask `q` still this agent's to answer, and where its answer goes (the asker's active session `s`, or its principal mailbox). */
+function answerTarget(core: HubCore, ask: Ask, responder: string): Formed {
+  const unanswered = `q.id = CAST(? AS TEXT) AND q.to_agent = CAST(? AS TEXT) AND q.from_agent = CAST(? AS TEXT) AND q.intent IN ('ask', 'task') AND q.response_id IS NULL`;
+  const keys = [ask.id, responder, ask.from_agent];
+  if (ask.reply_session === null) {
+    const snapshot = principalSnapshot(core, ask.from_agent, 'q.from_agent');
+    return {
+      sql: `SELECT ${snapshot.sql} AS snapshot FROM messages AS q LEFT JOIN principal_presence AS p ON p.agent_id = q.from_agent
+         WHERE ${unanswered} AND q.reply_session IS NULL FOR UPDATE OF q`,
+      params: [...snapshot.params, ...keys],
+    };
+  }
+  const snapshot = sessionSnapshot(core, ask.reply_session);
+  return {
+    sql: `SELECT ${snapshot.sql} AS snapshot FROM messages AS q JOIN sessions AS s ON s.id = q.reply_session AND s.agent_id = q.from_agent
+       WHERE ${unanswered} AND q.reply_session = CAST(? AS TEXT) AND s.state = 'active' FOR UPDATE OF q ${SESSION_GUARD}`,
+    params: [...snapshot.params, ...keys, ask.reply_session],
+  };
+}
+
+/** The message and entry of `agentId`'s response to `ask`, as of `now` with the asker's `snapshot`. */
+function responseDraft(agentId: string, ask: Ask, req: RespondRequest, now: number, snapshot: Reachability): Draft {
+  const toAddr = formatAddress(ask.from_agent, ask.reply_session);
+  const m: NewMessage = {
+    id: newId('msg'),
+    intent: 'response',
+    from_addr: formatAddress(agentId, req.session ?? null),
+    from_agent: agentId,
+    reply_session: req.session ?? null,
+    to_addr: toAddr,
+    to_agent: ask.from_agent,
+    to_session: ask.reply_session,
+    text: req.text,
+    in_reply_to: ask.id,
+    created_at: now,
+    destination: destination(toAddr, snapshot),
+    idempotency_key: null,
+    request_hash: null,
+  };
+  const entry: ResponseEntry = {
+    id: newId('ent'),
+    kind: 'response',
+    from: m.from_addr,
+    to: toAddr,
+    created_at: iso(now),
+    message_id: m.id,
+    in_reply_to: ask.id,
+    text: req.text,
+  };
+  return { m, entry };
+}
+
+/**
+ * The unit of `POST /v1/messages/:id/respond` (§8): the recipient of an ask or task answers once.
  * The response goes to the asker's session while it is active; if that session has ended
  * the response bounces at once and the responder gets the receipt (§12).
  */
-export async function respond(core: HubCore, tx: Tx, agentId: string, askId: string, req: RespondRequest): Promise<Answer<Sent>> {
+export async function respondInUnit(core: HubCore, tx: Tx, agentId: string, askId: string, req: RespondRequest): Promise<Answer<Sent>> {
   const ask = await messageById(tx, askId, true);
   if (!ask || ask.to_agent !== agentId) return bad(404, 'message_not_found', `no message ${askId} addressed to agent ${agentId}`);
   if ((ask.intent !== 'ask' && ask.intent !== 'task') || ask.from_agent === null) {
@@ -349,39 +517,13 @@ export async function respond(core: HubCore, tx: Tx, agentId: string, askId: str
   }
   const target = await replyTarget(tx, ask.from_agent, ask.reply_session);
   const bounced = ask.reply_session !== null && target.sessionId === null;
-  const toAddr = formatAddress(ask.from_agent, ask.reply_session);
   const now = tx.now;
   const snapshot = bounced
     ? 'offline'
     : target.sessionId !== null
       ? sessionReachability(core, (await sessionById(tx, target.sessionId))!, now)
       : await principalReachability(core, tx, ask.from_agent, now);
-  const m: NewMessage = {
-    id: newId('msg'),
-    intent: 'response',
-    from_addr: formatAddress(agentId, req.session ?? null),
-    from_agent: agentId,
-    reply_session: req.session ?? null,
-    to_addr: toAddr,
-    to_agent: ask.from_agent,
-    to_session: ask.reply_session,
-    text: req.text,
-    in_reply_to: ask.id,
-    created_at: now,
-    destination: JSON.stringify({ address: toAddr, snapshot }),
-    idempotency_key: null,
-    request_hash: null,
-  };
-  const entry: ResponseEntry = {
-    id: newId('ent'),
-    kind: 'response',
-    from: m.from_addr,
-    to: toAddr,
-    created_at: iso(now),
-    message_id: m.id,
-    in_reply_to: ask.id,
-    text: req.text,
-  };
+  const { m, entry } = responseDraft(agentId, { id: ask.id, from_agent: ask.from_agent, reply_session: ask.reply_session }, req, now, snapshot);
   const row = bounced ? await insertMessage(tx, m) : await insertDelivered(tx, m, entry, target);
   await tx.run('UPDATE messages SET response_id = ?, response_text = ?, response_at = ? WHERE id = ?', row.id, req.text, now, ask.id);
   tx.wake('message', ask.id);
@@ -393,9 +535,9 @@ export async function respond(core: HubCore, tx: Tx, agentId: string, askId: str
   return good({ row: (await messageById(tx, row.id))!, replay: false, lease });
 }
 
-/** `POST /v1/directives` (§9): on PostgreSQL a directive to a live session in ONE statement, as a send ({@link send}). */
+/** `POST /v1/directives` (§9): on PostgreSQL a directive to a live session or a principal address in ONE statement, as a send ({@link send}). */
 export async function direct(core: HubCore, req: DirectiveRequest): Promise<Answer<MessageRow>> {
-  const inOne = await toSessionInOne(core, req.to, (to) => ({ ...directiveDraft(core, req, to, 0, 'unknown'), lease: null, key: null }));
+  const inOne = await addressedInOne(core, req.to, (to) => directiveDraft(core, req, to, 0, 'unknown'), null, null);
   return inOne !== null ? good(inOne.row) : core.store.write((tx) => sendDirective(core, tx, req));
 }
 

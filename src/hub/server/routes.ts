@@ -363,7 +363,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
         if (!(await messagingOn(c))) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateRespond);
         if (!req.ok) return errorReply(req.error);
-        const r = await core.store.write((tx) => respond(core, tx, agentOf(c), c.params[0]!, req.value));
+        const r = await respond(core, agentOf(c), c.params[0]!, req.value);
         return answer(r, 201, sentBody);
       },
     },

@@ -111,10 +111,14 @@ export async function markUndeliverable(tx: Tx, messageId: string, reason: EndRe
   await sendReceipt(tx, done, done.state === 'expired' ? 'expired' : 'bounced', prior, reason);
 }
 
-/** Where replies to a sender go: its session while that is active, else its principal mailbox (§12). */
+/**
+ * Where replies to a sender go: its session while that is active, else its principal mailbox (§12).
+ * The session's row is share-locked until the unit commits, as a send's recipient session is
+ * (messages.ts SESSION_GUARD): an end of it waits for the reply, which it then bounces or moves.
+ */
 export async function replyTarget(q: Sql, agentId: string, sessionId: string | null): Promise<{ agentId: string; sessionId: string | null }> {
   if (sessionId === null) return { agentId, sessionId: null };
-  const row = await q.get<{ state: string }>('SELECT state FROM sessions WHERE id = ? AND agent_id = ?', sessionId, agentId);
+  const row = await q.get<{ state: string }>('SELECT state FROM sessions WHERE id = ? AND agent_id = ? FOR KEY SHARE', sessionId, agentId);
   return { agentId, sessionId: row?.state === 'active' ? sessionId : null };
 }
 

@@ -24,6 +24,15 @@ const SEND_READS = 0;
  * NOTIFY+COMMIT) until session 9, 6 before the lock and the INSERTs were one statement.
  */
 const SEND_UNIT = 1;
+/**
+ * A response (session 10): one read of the ask (its asker and reply session: the statement forms
+ * the response's addresses and the asker's reachability from them), then ONE statement as a send's,
+ * which also checks the ask under its row lock and marks it answered. It was 8 in a unit (BEGIN+clock,
+ * the ask, the asker's session, its row again for reachability, the lock and the INSERTs, the ask's
+ * UPDATE, the response read back, NOTIFY+COMMIT).
+ */
+const RESPOND_READS = 1;
+const RESPOND_UNIT = 1;
 /** A stream's page of its own entries: one read, no unit; a short page ends the pass. */
 const PAGE_READS = 1;
 /** A connect's first page: none of its own, the connect's renewal statement reads it (it was PAGE_READS). */
@@ -144,7 +153,10 @@ describe('database round trips per send and per pushed page (PostgreSQL)', () =>
       stream.close();
       await waitFor(async () => (await metrics()).includes('\noh_hai_hub_open_streams 0\n'), { timeoutMs: 20_000 });
       const principal = `agent:${reader.id}`;
+      // A send to a principal address is the one statement too (session 10; it was the unit).
+      before = await trips();
       for (let i = 0; i < N; i++) await send(principal, `principal ${i}`);
+      expect(delta(before, await trips(), 'POST /v1/messages')).toEqual({ unit: N * SEND_UNIT, read: N * SEND_READS });
       before = await trips();
       const again = await openSse(`${h.url}/v1/inbox/stream?session=${session.id}`, { token: reader.token });
       try {
@@ -163,6 +175,34 @@ describe('database round trips per send and per pushed page (PostgreSQL)', () =>
     } finally {
       stream.close();
     }
+  });
+
+  it(`a response costs ${RESPOND_READS + RESPOND_UNIT} round trips, to an asker's session or its principal mailbox; a principal directive ${SEND_UNIT}`, async () => {
+    const asker = await h.mintAgent('asker');
+    const responder = await h.mintAgent('responder');
+    const opened = await hubCall(h, 'POST', '/v1/sessions', { token: asker.token, body: { client_key: 'asker', lease_seconds: 300 } });
+    expect(opened.status, opened.text).toBe(201);
+    // The responder's token is remembered from here on.
+    expect((await hubCall(h, 'GET', '/v1/whoami', { token: responder.token })).status).toBe(200);
+    for (const session of [opened.body.session.id as string, undefined]) {
+      const ask = await hubCall(h, 'POST', '/v1/messages', {
+        token: asker.token,
+        body: { to: `agent:${responder.id}`, intent: 'ask', text: 'ping?', session },
+      });
+      expect(ask.status, ask.text).toBe(202);
+      const before = await trips();
+      const r = await hubCall(h, 'POST', `/v1/messages/${ask.body.message.id}/respond`, { token: responder.token, body: { text: 'pong' } });
+      expect(r.status, r.text).toBe(201);
+      expect(r.body.message.state).toBe('queued');
+      expect(delta(before, await trips(), 'POST /v1/messages/:id/respond'), `to ${session ?? 'the principal mailbox'}`).toEqual({
+        unit: RESPOND_UNIT,
+        read: RESPOND_READS,
+      });
+    }
+    const before = await trips();
+    const directed = await hubCall(h, 'POST', '/v1/directives', { token: h.humanToken, body: { to: `agent:${asker.id}`, text: 'directive' } });
+    expect(directed.status, directed.text).toBe(202);
+    expect(delta(before, await trips(), 'POST /v1/directives').unit).toBe(SEND_UNIT);
   });
 });
 

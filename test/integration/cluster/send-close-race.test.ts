@@ -66,6 +66,29 @@ describe('a send and a close of its recipient session racing (PostgreSQL)', () =
   const close = (id: string, who: { token: string }) => hubCall(h, 'POST', `/v1/sessions/${id}/close`, { token: who.token });
   const pendingIn = async (sessionId: string) =>
     (await sql<{ id: string }>(db.url, `SELECT id FROM entries WHERE to_session = $1 AND state = 'pending'`, [sessionId])).map((r) => r.id);
+  /**
+   * `request` made while `agentId`'s lock is held (it decides from the session, then waits for the
+   * lock), then the close of the session by `owner`, then the lock released: the request's answer,
+   * once the close answered 200 and left nothing pending in the session.
+   */
+  const decidedThenClosed = async (agentId: string, request: () => Promise<CallResult>, sessionId: string, owner: { token: string }) => {
+    const release = await holdAgentLock(agentId);
+    let deciding: ReturnType<typeof inFlight>, closing: ReturnType<typeof inFlight>;
+    try {
+      deciding = inFlight(request());
+      await waitFor(async () => (await waiting('advisory')) === 1, { what: 'the request waiting for the agent lock' });
+      closing = inFlight(close(sessionId, owner));
+      // Unguarded, the close commits now; guarded, it waits for the request's share lock on the session row.
+      await waitFor(async () => closing.done || (await waiting('row')) === 1, { what: 'the close answered, or waiting for the request' });
+    } finally {
+      await release();
+    }
+    const [made, closed] = await Promise.all([deciding.answer, closing.answer]);
+    expect(closed.status, closed.text).toBe(200);
+    expect(closed.body.session.state).toBe('closed');
+    expect(await pendingIn(sessionId)).toEqual([]);
+    return made;
+  };
 
   for (const [path, recipient] of [
     ['the one statement', () => minted],
@@ -74,22 +97,8 @@ describe('a send and a close of its recipient session racing (PostgreSQL)', () =
     it(`${path}: a close committed after the send decided waits for it, and bounces its entry (the sender is told)`, async () => {
       const to = await openSession(recipient());
       // The send decides (the session is active), then waits for the recipient's lock.
-      const release = await holdAgentLock(recipient().id);
-      let sending: ReturnType<typeof inFlight>, closing: ReturnType<typeof inFlight>;
-      try {
-        sending = inFlight(send(to.address, 'decided before the close'));
-        await waitFor(async () => (await waiting('advisory')) === 1, { what: 'the send waiting for the recipient agent lock' });
-        closing = inFlight(close(to.id, recipient()));
-        // Unguarded, the close commits now; guarded, it waits for the send's share lock on the session row.
-        await waitFor(async () => closing.done || (await waiting('row')) === 1, { what: 'the close answered, or waiting for the send' });
-      } finally {
-        await release();
-      }
-      const [sent, closed] = await Promise.all([sending.answer, closing.answer]);
+      const sent = await decidedThenClosed(recipient().id, () => send(to.address, 'decided before the close'), to.id, recipient());
       expect(sent.status, sent.text).toBe(202);
-      expect(closed.status, closed.text).toBe(200);
-      expect(closed.body.session.state).toBe('closed');
-      expect(await pendingIn(to.id)).toEqual([]);
       const m = await hubCall(h, 'GET', `/v1/messages/${sent.body.message.id}`, { token: sender.token });
       expect(m.body.message).toMatchObject({ state: 'bounced', prior: 'queued' });
       const receipts = await sql<{ body: string }>(db.url, `SELECT body FROM entries WHERE to_agent = $1 AND kind = 'receipt' AND message_id IS NULL`, [
@@ -124,4 +133,19 @@ describe('a send and a close of its recipient session racing (PostgreSQL)', () =
       expect(await pendingIn(to.id)).toEqual([]);
     });
   }
+
+  it('a response: a close of the asking session committed after the response decided waits for it, and bounces it', async () => {
+    const responder = await h.mintAgent('responder');
+    const asking = await openSession(sender);
+    const ask = await hubCall(h, 'POST', '/v1/messages', {
+      token: sender.token,
+      body: { to: `agent:${responder.id}`, intent: 'ask', text: 'q?', session: asking.id },
+    });
+    expect(ask.status, ask.text).toBe(202);
+    const respond = () => hubCall(h, 'POST', `/v1/messages/${ask.body.message.id}/respond`, { token: responder.token, body: { text: 'a' } });
+    const answered = await decidedThenClosed(sender.id, respond, asking.id, sender);
+    expect(answered.status, answered.text).toBe(201);
+    const m = await hubCall(h, 'GET', `/v1/messages/${answered.body.message.id}`, { token: responder.token });
+    expect(m.body.message).toMatchObject({ state: 'bounced', prior: 'queued' });
+  });
 });

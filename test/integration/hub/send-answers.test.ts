@@ -4,12 +4,13 @@ import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 import { openSse, type SseConn } from './sse.js';
 
-// On PostgreSQL a send to a live session is ONE statement (messages.ts insertInOne) and anything it
-// does not take falls back to the locked unit. These pin, on both stores, what a send answers:
-// the accepted send (its message read back as stored, its entry as pushed and signed, the sender's
-// lease), the replay and the conflict of a key, and every refusal of the recipient or of the
-// sender's session, word for word. A one-statement path that took a send it must not, or stored
-// a text the unit would not, fails here.
+// On PostgreSQL a send to a live session or a principal address, and a response, is ONE statement
+// (messages.ts insertInOne; a response after one read of its ask) and anything it does not take
+// falls back to the locked unit. These pin, on both stores, what a send answers: the accepted send
+// (its message read back as stored, its entry as pushed and signed, the sender's lease), the replay
+// and the conflict of a key, and every refusal of the recipient or of the sender's session, word for
+// word; and what a response answers, alike. A one-statement path that took a send it must not, or
+// stored a text the unit would not, fails here.
 describe('reference Hub: what a send answers (the one-statement send and its fallback)', () => {
   let hub: TestHub;
   let a: { id: string; token: string };
@@ -237,5 +238,159 @@ describe('reference Hub: what a send answers (the one-statement send and its fal
     expect(lapsed).toMatchObject({ code: 'session_lapsed', state: 'lapsed' });
     expect(lapsed.message).toMatch(new RegExp(`^session ${lapsing.id} lapsed: its lease ran out at `));
     expect(await sentCount()).toBe(before);
+  });
+
+  it('accepts a send and a directive to a principal address alike: the answers as stored, the entries pushed signed, the snapshot the unit would give', async () => {
+    const c = await hubCall(hub, 'POST', '/v1/account/agents', { token: hub.humanToken, body: { label: 'principal' } });
+    const p = { id: c.body.agent.id as string, token: c.body.token as string };
+    const to = `agent:${p.id}`;
+    const mine = await session(a, { lease_seconds: 60 });
+    // Never drained nor connected: unknown.
+    const r = await send({ to, intent: 'task', text: 'do "it"', session: mine.id, idempotency_key: 'k-principal' });
+    expect(r.status, r.text).toBe(202);
+    const m = r.body.message;
+    expect(m).toEqual({
+      id: m.id,
+      from: `agent:${a.id}#${mine.id}`,
+      to,
+      intent: 'task',
+      text: 'do "it"',
+      created_at: m.created_at,
+      state: 'queued',
+      track: [{ state: 'queued', at: m.created_at }],
+      destination: { address: to, snapshot: 'unknown' },
+    });
+    expect(r.body.session.id).toBe(mine.id);
+    expect((await hubCall(hub, 'GET', `/v1/messages/${m.id}`, { token: a.token })).body.message).toEqual(m);
+    // Its key replays, and conflicts, as a session send's.
+    expect((await send({ to, intent: 'task', text: 'do "it"', session: mine.id, idempotency_key: 'k-principal' })).status).toBe(200);
+    expect((await refusal({ to, idempotency_key: 'k-principal' }, 409)).code).toBe('idempotency_conflict');
+    const d = await hubCall(hub, 'POST', '/v1/directives', { token: hub.humanToken, body: { to, text: 'halt' } });
+    expect(d.status, d.text).toBe(202);
+    expect(d.body.message.destination).toEqual({ address: to, snapshot: 'unknown' });
+    expect((await hubCall(hub, 'GET', `/v1/messages/${d.body.message.id}`, { token: hub.humanToken })).body.message).toEqual(d.body.message);
+    // A session of the agent streaming: the principal mail is pushed to it (claimed), and the next send finds the agent online.
+    const s = await session(p);
+    const conn = await openSse(`${hub.url}/v1/inbox/stream?session=${s.id}`, { token: p.token });
+    try {
+      const entries = async (n: number) => {
+        await waitFor(() => conn.events.filter((e) => e.event === 'entries').flatMap((e) => JSON.parse(e.data).messages).length >= n);
+        return conn.events
+          .filter((e) => e.event === 'entries')
+          .flatMap((e) => JSON.parse(e.data).messages as Array<{ entry: Record<string, unknown>; signature: string }>);
+      };
+      const pushed = await entries(2);
+      for (const x of pushed) expect(verifyMac(hub.signingKey, x.signature, x.entry)).toBe(true);
+      expect(pushed.map((x) => x.entry)).toEqual([
+        { id: pushed[0]!.entry.id, kind: 'message', from: m.from, to, created_at: m.created_at, message_id: m.id, intent: 'task', text: 'do "it"' },
+        {
+          id: pushed[1]!.entry.id,
+          kind: 'directive',
+          from: d.body.message.from,
+          to,
+          created_at: d.body.message.created_at,
+          text: 'halt',
+          thread_id: d.body.message.id,
+        },
+      ]);
+      const online = await send({ to });
+      expect(online.status, online.text).toBe(202);
+      expect(online.body.message.destination).toEqual({ address: to, snapshot: 'online' });
+    } finally {
+      conn.close();
+    }
+  });
+
+  it('answers a response as the unit did, to a live asker session, to a principal asker and bounced; every refusal word for word', async () => {
+    const respond = (id: string, body: Record<string, unknown>, token = b.token) => hubCall(hub, 'POST', `/v1/messages/${id}/respond`, { token, body });
+    const asker = await session(a);
+    const responder = await session(b, { lease_seconds: 60 });
+    const ask = (await send({ to: `agent:${b.id}`, intent: 'ask', text: 'ping?', session: asker.id })).body.message;
+    const r = await respond(ask.id, { text: 'pong "ok"', session: responder.id });
+    expect(r.status, r.text).toBe(201);
+    const m = r.body.message;
+    expect(m).toEqual({
+      id: m.id,
+      from: `agent:${b.id}#${responder.id}`,
+      to: asker.address,
+      intent: 'response',
+      text: 'pong "ok"',
+      created_at: m.created_at,
+      state: 'queued',
+      track: [{ state: 'queued', at: m.created_at }],
+      destination: { address: asker.address, snapshot: 'unknown' },
+      in_reply_to: ask.id,
+    });
+    expect(r.body.session.id).toBe(responder.id);
+    expect((await hubCall(hub, 'GET', `/v1/messages/${m.id}`, { token: b.token })).body.message).toEqual(m);
+    // The ask is answered with it.
+    expect((await hubCall(hub, 'GET', `/v1/messages/${ask.id}`, { token: a.token })).body.message.response).toEqual({
+      message_id: m.id,
+      text: 'pong "ok"',
+      at: m.created_at,
+    });
+    const c = await openSse(`${hub.url}/v1/inbox/stream?session=${asker.id}`, { token: a.token });
+    try {
+      // The asker's stream is pushed receipts of earlier tests too (principal mail it claims).
+      const pushed = () =>
+        c.events
+          .filter((e) => e.event === 'entries')
+          .flatMap((e) => JSON.parse(e.data).messages as Array<{ entry: Record<string, unknown>; signature: string }>);
+      const { entry, signature } = await waitFor(() => pushed().find((x) => x.entry.message_id === m.id));
+      expect(verifyMac(hub.signingKey, signature, entry)).toBe(true);
+      expect(entry).toEqual({
+        id: entry.id,
+        kind: 'response',
+        from: m.from,
+        to: asker.address,
+        created_at: m.created_at,
+        message_id: m.id,
+        in_reply_to: ask.id,
+        text: 'pong "ok"',
+      });
+    } finally {
+      c.close();
+    }
+    // Answered already; not an ask; not addressed to this agent; no such message.
+    expect((await respond(ask.id, { text: 'again' })).body.error).toEqual({
+      code: 'already_responded',
+      message: `message ${ask.id} already has a response (${m.id})`,
+      response_id: m.id,
+    });
+    const note = (await send({ to: `agent:${b.id}`, text: 'fyi' })).body.message;
+    expect((await respond(note.id, { text: 'x' })).body.error).toEqual({
+      code: 'not_respondable',
+      message: `message ${note.id} is a notify; only an ask or a task can be answered`,
+    });
+    for (const [id, token, who] of [
+      [note.id, a.token, a.id],
+      ['msg_0123456789abcdef01234567', b.token, b.id],
+    ] as const) {
+      const wrong = await respond(id, { text: 'x' }, token);
+      expect(wrong.status).toBe(404);
+      expect(wrong.body.error).toEqual({ code: 'message_not_found', message: `no message ${id} addressed to agent ${who}` });
+    }
+    // The responder's session not presentable: refused, the ask left unanswered.
+    const principalAsk = (await send({ to: `agent:${b.id}`, intent: 'task', text: 'do?' })).body.message;
+    const closed = await session(b);
+    expect((await hubCall(hub, 'POST', `/v1/sessions/${closed.id}/close`, { token: b.token })).status).toBe(200);
+    const refused = await respond(principalAsk.id, { text: 'x', session: closed.id });
+    expect(refused.status).toBe(410);
+    expect(refused.body.error).toEqual({ code: 'session_closed', message: `session ${closed.id} was closed by its agent`, state: 'closed' });
+    // An ask with no session: the response goes to the asker's principal mailbox.
+    const toPrincipal = await respond(principalAsk.id, { text: 'done' });
+    expect(toPrincipal.status, toPrincipal.text).toBe(201);
+    expect(toPrincipal.body.message).toMatchObject({ to: `agent:${a.id}`, state: 'queued', destination: { address: `agent:${a.id}` } });
+    // Racing responses: one is taken, the others are already_responded.
+    const raced = (await send({ to: `agent:${b.id}`, intent: 'ask', text: 'race?' })).body.message;
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => respond(raced.id, { text: `answer ${i}` })));
+    expect(answers.map((x) => x.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+    // The asking session ended: the response bounces at once (the unit), the responder gets the receipt.
+    const gone = await session(a);
+    const late = (await send({ to: `agent:${b.id}`, intent: 'ask', text: 'still there?', session: gone.id })).body.message;
+    expect((await hubCall(hub, 'POST', `/v1/sessions/${gone.id}/close`, { token: a.token })).status).toBe(200);
+    const bounced = await respond(late.id, { text: 'too late' });
+    expect(bounced.status, bounced.text).toBe(201);
+    expect(bounced.body.message).toMatchObject({ state: 'bounced', prior: 'queued', destination: { address: gone.address, snapshot: 'offline' } });
   });
 });
