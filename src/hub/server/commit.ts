@@ -15,6 +15,16 @@ export interface CommitHooks {
   committed: Effect;
   /** Hears an after-commit effect that threw: its unit's data is committed, so its answer stands. */
   effectFailed: (error: unknown) => void;
+  /** Told when each batch's transaction begins and ends, and when a unit's writes were rolled back inside it. */
+  batches?: BatchObserver;
+}
+
+export interface BatchObserver {
+  begun(): void;
+  /** A unit's writes were rolled back to its savepoint: what it did is undone. */
+  doubt(): void;
+  /** The batch's transaction ended: committed, or rolled back as a whole. */
+  ended(committed: boolean): void;
 }
 
 type Outcome = { ok: true; value: unknown; effects: Effect[] } | { ok: false; error: unknown };
@@ -117,15 +127,28 @@ export class GroupCommit {
     const alone = batch.length === 1;
     let written!: () => void;
     this.writing = new Promise<void>((resolve) => (written = resolve));
+    const observer = this.hooks.batches;
+    let ended = false;
+    const end = (committed: boolean) => {
+      ended = true;
+      observer?.ended(committed);
+    };
     try {
+      observer?.begun();
       this.sql.begin.run();
       for (const u of batch) outcomes.push(await this.runUnit(u, alone));
-      if (alone && !outcomes[0]!.ok) this.sql.rollback.run();
-      else this.sql.commit.run();
+      if (alone && !outcomes[0]!.ok) {
+        this.sql.rollback.run();
+        end(false);
+      } else {
+        this.sql.commit.run();
+        end(true);
+      }
       // The trace's hub.committed is this instant: the answers it would be timed by now follow the pushes.
       if (TRACE) stamp('hub.commit');
     } catch (error) {
       if (this.db.inTransaction) this.sql.rollback.run();
+      if (!ended) end(false);
       for (const u of batch) u.reject(error);
       return;
     } finally {
@@ -160,6 +183,7 @@ export class GroupCommit {
       // taking the earlier units with it: the batch fails as a whole.
       if (!this.db.inTransaction) throw error;
       if (!alone) this.db.exec('ROLLBACK TO unit; RELEASE unit');
+      this.hooks.batches?.doubt();
       return { ok: false, error };
     }
   }

@@ -3,6 +3,8 @@ import path from 'node:path';
 import { ensureDir } from '../../util/fs-durable.js';
 import type { Clock } from '../../util/clock.js';
 import { GroupCommit } from './commit.js';
+import type { EntryRow } from './entries.js';
+import { RecentEntries } from './sqlite-pages.js';
 import { STORE_FILE } from './files.js';
 import { openSqlite, sqliteErrorCode, type SqliteDatabase, type SqliteDriverChoice, type SqliteStatement } from './sqlite-driver.js';
 import { bindNow, insertStatement, type Insert, type Param, type Sql, type Store, type Tx, type WakeTopic } from './sql.js';
@@ -198,18 +200,44 @@ function setMeta(db: Db, key: string, value: string): void {
 export const dropRowLock = (sql: string): string =>
   sql.replace(/\s+FOR (?:UPDATE|NO KEY UPDATE|KEY SHARE)(?: OF \w+)?\s*$/i, '').replace(/ FOR KEY SHARE\)/g, ')');
 
-/** Statements on one SQLite connection, each prepared once. */
-function sqliteStatements(db: Db): Sql {
-  const cache = new Map<string, SqliteStatement>();
-  const prepared = (sql: string): SqliteStatement => {
-    let st = cache.get(sql);
-    if (!st) cache.set(sql, (st = db.prepare(dropRowLock(sql))));
-    return st;
+/**
+ * What a statement may do to `entries`, decided once per text: nothing (it does not name the table,
+ * or writes nothing); only take rows out of mailboxes' pending sets or mark them (an ack, an expiry,
+ * a claim: the statements listed here); or anything (every other statement that names it).
+ */
+const REMOVES_ONLY = /^UPDATE entries SET (delivered = 1(, state = 'acknowledged')?|state = 'expired'|claimed_session = \?) WHERE /;
+function entriesChange(sql: string): 'none' | 'removes' | 'any' {
+  if (!/\b(INSERT|UPDATE|DELETE|REPLACE)\b/i.test(sql) || !/\bentries\b/i.test(sql)) return 'none';
+  return REMOVES_ONLY.test(sql) ? 'removes' : 'any';
+}
+
+/**
+ * Statements on one SQLite connection, each prepared once. `recent` hears every statement that
+ * may change `entries` as it runs, but for the inserts `insert` makes, whose rows it is given.
+ */
+function sqliteStatements(db: Db, recent: RecentEntries): { sql: Sql; insert: (ins: Insert) => number } {
+  const cache = new Map<string, { st: SqliteStatement; change: 'none' | 'removes' | 'any' }>();
+  const prepared = (sql: string, heard = true): SqliteStatement => {
+    let p = cache.get(sql);
+    if (!p) {
+      const text = dropRowLock(sql);
+      cache.set(sql, (p = { st: db.prepare(text), change: entriesChange(text) }));
+    }
+    if (heard && p.change !== 'none') recent.changed(p.change === 'removes');
+    return p.st;
   };
   return {
-    get: async <T>(sql: string, ...params: Param[]) => (prepared(sql).get(...params) as T | undefined) ?? null,
-    all: async <T>(sql: string, ...params: Param[]) => prepared(sql).all(...params) as T[],
-    run: async (sql: string, ...params: Param[]) => prepared(sql).run(...params).changes,
+    sql: {
+      get: async <T>(sql: string, ...params: Param[]) => (prepared(sql).get(...params) as T | undefined) ?? null,
+      all: async <T>(sql: string, ...params: Param[]) => prepared(sql).all(...params) as T[],
+      run: async (sql: string, ...params: Param[]) => prepared(sql).run(...params).changes,
+    },
+    insert: (ins) => {
+      const st = insertStatement(ins);
+      const { seq } = prepared(`${st.sql} RETURNING seq`, false).get(...st.params) as { seq: number };
+      if (ins.table === 'entries') recent.inserted({ seq, ...ins.row } as unknown as EntryRow);
+      return seq;
+    },
   };
 }
 
@@ -229,14 +257,16 @@ export interface SqliteStoreHooks {
  * see one half-done.
  */
 export function sqliteStore(db: Db, hooks: SqliteStoreHooks): Store {
-  const commits = new GroupCommit(db, { committed: hooks.committed, effectFailed: hooks.effectFailed });
-  const sql = sqliteStatements(db);
+  const recent = new RecentEntries();
+  const commits = new GroupCommit(db, { committed: hooks.committed, effectFailed: hooks.effectFailed, batches: recent });
+  const { sql, insert } = sqliteStatements(db, recent);
   // A read waits only while a batch's transaction is open (not for a microtask when none is).
   const read: Sql = {
     get: async (q, ...p) => (commits.busy && (await commits.idle()), sql.get(q, ...p)),
     all: async (q, ...p) => (commits.busy && (await commits.idle()), sql.all(q, ...p)),
     run: async (q, ...p) => (commits.busy && (await commits.idle()), sql.run(q, ...p)),
   };
+  recent.serves(read);
   return {
     kind: 'sqlite',
     shared: false,
@@ -252,13 +282,9 @@ export function sqliteStore(db: Db, hooks: SqliteStoreHooks): Store {
           wake: (topic, key) => commits.afterCommit(() => hooks.wake(topic, key)),
           lockAgent: async () => {},
           insertLocked: async (_agentId: string, first: Insert, ...rest: Insert[]) => {
-            const head = insertStatement(first);
-            const row = await sql.get<{ seq: number }>(`${head.sql} RETURNING seq`, ...head.params);
-            for (const ins of rest) {
-              const st = insertStatement(ins);
-              await sql.run(st.sql, ...st.params);
-            }
-            return row!.seq;
+            const seq = insert(first);
+            for (const ins of rest) insert(ins);
+            return seq;
           },
         };
         return unit(tx);
