@@ -83,13 +83,24 @@ export function launch(argv: readonly string[] = process.argv.slice(2), env: Nod
       if (!written) writeCache(file, script, bundle.id, Math.min(writes + 1, WRITES), hot);
       written = true;
     };
-    if (!written) setTimeout(save, EARLY_WRITE_MS).unref();
-    process.once('exit', save);
+    // The exit listener only where there is something to write: a warm run of a finished cache
+    // that is not yet hot (every run that printed without waiting) would otherwise compile
+    // Node's once/removeListener code for a no-op (~0.3 M instructions on Node 20).
+    let atExit = false;
+    const saveAtExit = (): void => {
+      if (!atExit) process.once('exit', save);
+      atExit = true;
+    };
+    if (!written) {
+      setTimeout(save, EARLY_WRITE_MS).unref();
+      saveAtExit();
+    }
     // Once per run: what the hot path compiled goes in at exit, also after an early write.
     (globalThis as Record<symbol, unknown>)[HOT_PATH_RAN] = (): void => {
       if (hot) return;
       hot = true;
       written = false;
+      saveAtExit();
     };
   }
   const mod: { exports: Partial<Entry> } = { exports: {} };
