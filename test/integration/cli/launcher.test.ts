@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { collect, repoRoot, runOhHai, startOhHai, type RunResult } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
 import { waitFor } from '../../helpers/wait.js';
+import { asleep } from '../bridge/proc.js';
 import { message, stage } from '../bridge/stage.js';
 
 /**
@@ -89,6 +90,38 @@ describe('the code cache', () => {
       st.append([message('the second wake')]);
       expect((await second).stdout).toContain('the second wake');
       expect(readFileSync(file)[0]).toBe(0x82);
+    } finally {
+      st.cleanup();
+    }
+  });
+
+  it('finished by runs that never woke is written once more, marked hot, by the first run that wakes and prints', async () => {
+    const st = stage();
+    try {
+      st.consumerRunning();
+      for (let i = 0; i < 3; i++) {
+        const r = await runOhHai(['bridge', '--wait', '0'], { env: st.env });
+        expect(r.code, r.stderr).toBe(0);
+      }
+      const file = path.join(cacheDir(st.env), caches(st.env, 'bridge')[0]!);
+      expect(readFileSync(file)[0]).toBe(3);
+      const finished = statSync(file);
+      // A finished cache gets no early write and no exit listener until the run says its hot path ran.
+      const child = startOhHai(['bridge', '--wait', '60'], { env: st.env });
+      const waiting = collect(child);
+      await waitFor(
+        () => {
+          const r = st.stateDir.read('reader');
+          return r.state === 'ok' && r.value.pid === child.pid;
+        },
+        { what: 'the reader to claim the entry' },
+      );
+      await asleep(child.pid!);
+      st.append([message('the wake')]);
+      const r = await waiting;
+      expect(r.stdout).toContain('the wake');
+      expect(statSync(file).ino).not.toBe(finished.ino);
+      expect(readFileSync(file)[0]).toBe(0x83);
     } finally {
       st.cleanup();
     }
