@@ -99,7 +99,10 @@ function wasmSha256(): Sha256 {
     for (let p = MESSAGE_AT; p < end; p += 64) exports.block(p);
     // H is kept in the memory's (little-endian) order; the digest is its words big-endian.
     let hex = '';
-    for (let i = 0; i < 8; i++) hex += view.getUint32(STATE_AT + 4 * i, true).toString(16).padStart(8, '0');
+    for (let i = 0; i < 8; i++) {
+      const word = view.getUint32(STATE_AT + 4 * i, true);
+      hex += word.toString(16).padStart(8, '0');
+    }
     return hex;
   };
 }
