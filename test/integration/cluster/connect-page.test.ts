@@ -30,7 +30,9 @@ describe('an entry committed while a stream connect reads its first page (Postgr
       await blocker.connect();
       try {
         await blocker.query('BEGIN');
-        await blocker.query('SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE', [session.id]);
+        // NO KEY UPDATE: it blocks the connect's renewal (an UPDATE of the row) but not the send,
+        // whose share lock on its recipient session (FOR KEY SHARE, messages.ts) it does not conflict with.
+        await blocker.query('SELECT 1 FROM sessions WHERE id = $1 FOR NO KEY UPDATE', [session.id]);
         const connecting = openSse(`${a.url}/v1/inbox/stream?session=${session.id}`, { token: reader.token });
         // Asked on a connection of its own: inside the blocker's transaction the view stays as first read.
         await waitFor(
