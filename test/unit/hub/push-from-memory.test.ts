@@ -38,17 +38,27 @@ function rng(seed: number): () => number {
   };
 }
 
-describe('a SQLite stream page from memory', () => {
+/** An in-process SQLite Hub in a temp dir of its own for the describe block it is called in. */
+function inProcessHubFor(prefix: string): { core: HubServer['core'] } {
   let dir: string;
-  let hub: HubServer;
+  let hub: HubServer | undefined;
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-push-memory-'));
+    dir = mkdtempSync(path.join(os.tmpdir(), prefix));
     hub = await inProcessHub(dir);
   });
   afterAll(async () => {
     await hub?.close();
     rmSync(dir, { recursive: true, force: true });
   });
+  return {
+    get core() {
+      return hub!.core;
+    },
+  };
+}
+
+describe('a SQLite stream page from memory', () => {
+  const hub = inProcessHubFor('oh-hai-push-memory-');
 
   it('is the page the store gives, after any mix of batches (300 seeded rounds)', async () => {
     const random = rng(19);
@@ -150,16 +160,7 @@ describe('a SQLite stream page from memory', () => {
 });
 
 describe('what puts an entry back in a pending set is never answered from memory', () => {
-  let dir: string;
-  let hub: HubServer;
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-push-memory-back-'));
-    hub = await inProcessHub(dir);
-  });
-  afterAll(async () => {
-    await hub?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const hub = inProcessHubFor('oh-hai-push-memory-back-');
 
   const bound = { limit: 100, maxBytes: 1 << 20 };
   const agent = (id: string) =>
