@@ -10,7 +10,10 @@ import { openStateFile } from './safe-open.js';
  * only a short line, and a checksum is what tells a complete-looking garbage line from a
  * record. (The CRC is node:zlib's, computed without loading node:zlib: src/util/crc32.ts.)
  */
-const SUM_TAIL = /,"sum":"([0-9a-f]{8})"\}$/;
+const SUM_KEY = ',"sum":"';
+/** `,"sum":"` + 8 hex + `"}`: the last characters of every sealed line, found by position rather than a search. */
+const SUM_TAIL_LENGTH = SUM_KEY.length + 8 + 2;
+const HEX8 = /^[0-9a-f]{8}$/;
 
 const hex8 = (n: number): string => n.toString(16).padStart(8, '0');
 
@@ -27,10 +30,10 @@ export function sealLine(unsealed: object): string {
 /** Check a line's sum and parse it. A trailing '\r' is tolerated (CRLF framing is not damage). */
 export function openLine(text: string): Result<unknown> {
   const line = text.endsWith('\r') ? text.slice(0, -1) : text;
-  const m = SUM_TAIL.exec(line);
-  if (!m) return fail('the line does not end with a sum');
-  const unsealed = line.slice(0, m.index) + '}';
-  if (hex8(crc32(unsealed)) !== m[1]) return fail('the line does not match its sum');
+  const at = line.length - SUM_TAIL_LENGTH;
+  const sum = line.slice(at + SUM_KEY.length, line.length - 2);
+  if (at < 0 || !line.startsWith(SUM_KEY, at) || !line.endsWith('"}') || !HEX8.test(sum)) return fail('the line does not end with a sum');
+  if (hex8(crc32(line.slice(0, at) + '}')) !== sum) return fail('the line does not match its sum');
   try {
     return ok(JSON.parse(line));
   } catch {
@@ -78,10 +81,10 @@ export function* readLines(file: string, from = 0): Generator<RawLine, void, und
           pending.push(Buffer.from(buf.subarray(i, n)));
           break;
         }
-        const piece = buf.subarray(i, nl);
-        const bytes = pending.length > 0 ? Buffer.concat([...pending, piece]) : piece;
+        // A line within the chunk is decoded in place: no Buffer of its own per line.
+        const text = pending.length > 0 ? Buffer.concat([...pending, buf.subarray(i, nl)]).toString('utf8') : buf.toString('utf8', i, nl);
         const end = pos + nl + 1;
-        const line: RawLine = { text: bytes.toString('utf8'), start: lineStart, end };
+        const line: RawLine = { text, start: lineStart, end };
         pending = [];
         lineStart = end;
         i = nl + 1;

@@ -24,6 +24,15 @@ describe('sealed lines', () => {
     expect(openLine('{"a":1}')).toEqual({ ok: false, reason: 'the line does not end with a sum' });
     expect(openLine(line + ' ')).toEqual({ ok: false, reason: 'the line does not end with a sum' });
     expect(openLine(line.replace('"a":1', '"a":2'))).toEqual({ ok: false, reason: 'the line does not match its sum' });
+    // The sum is found by its position: exactly `,"sum":"` + 8 lowercase hex + `"}` at the end.
+    const sum = line.slice(-10, -2);
+    for (const tail of [sum.toUpperCase().replace(/^./, 'A'), sum.slice(1), `${sum}0`, `${sum.slice(0, 7)}g`]) {
+      expect(openLine(`{"a":1,"sum":"${tail}"}`)).toEqual({ ok: false, reason: 'the line does not end with a sum' });
+    }
+    expect(openLine(`{"a":1,"sum":"${sum}"}}`)).toEqual({ ok: false, reason: 'the line does not end with a sum' });
+    expect(openLine(`{"a":1 "sum":"${sum}"}`)).toEqual({ ok: false, reason: 'the line does not end with a sum' });
+    expect(openLine(`,"sum":"${sum}"}`.slice(1))).toEqual({ ok: false, reason: 'the line does not end with a sum' });
+    expect(openLine(`,"sum":"${crc32('}').toString(16).padStart(8, '0')}"}`)).toEqual({ ok: false, reason: 'the line is not JSON' });
     const notJson = '{"a":}';
     expect(openLine(`{"a":,"sum":"${crc32(notJson).toString(16).padStart(8, '0')}"}`)).toEqual({ ok: false, reason: 'the line is not JSON' });
   });
