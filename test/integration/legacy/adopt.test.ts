@@ -116,9 +116,13 @@ describe('a live 0.9 home is adopted into the state entry, once', () => {
       },
       { timeoutMs: 40_000, what: 'the connection to replace the lapsed session' },
     );
+    // An address change alone is not mail: the run would wait out its 30 s. Mail to the new
+    // address (spooled after the change, which went in before session.json named the new session) ends it.
+    await send({ ...w, session: { ...w.session, address: `agent:${w.me.id}#${replaced}` } }, 'to the new address');
     const next = await bridgeIn(w, ['--wait', '30']);
     expect(next.code, next.stderr).toBe(0);
     expect(next.stdout).toMatch(new RegExp(`^\\[mail 3\\] address changed \\(session_lapsed\\): ${w.session.address} → agent:${w.me.id}#${replaced} `, 'm'));
+    expect(next.stdout).toMatch(/^\[mail 4\] .*"to the new address"$/m);
     const record = JSON.parse(readFileSync(path.join(w.stateDir, 'session.json'), 'utf8')) as { history: { id: string }[] };
     expect(record.history.map((h) => h.id)).toEqual([w.session.id]);
   });
