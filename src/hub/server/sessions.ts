@@ -181,14 +181,76 @@ export type Presenter = { agentId: string } | { tokenHash: string };
  * (authenticate) and takes presentSession in a unit, which decides and words the refusal.
  */
 export async function presentStream(core: HubCore, who: Presenter, id: string, p: Presenting, first: PageBound | null): Promise<Presented | null> {
-  const agent = 'agentId' in who ? { sql: '?', params: [who.agentId] } : { sql: AGENT_LET_IN, params: [who.tokenHash] };
-  if (first !== null) return presentPaged(core, agent, id, p, first);
-  const held = renewIfHeld(agent, id, p, LEASE_COLUMNS);
-  const [row] = await core.store.once<StreamLease>(held.sql, held.params, ([r]) => {
+  const byToken = !('agentId' in who);
+  const c = p.consumer;
+  const values: ConnectValues = {
+    agent: 'agentId' in who ? who.agentId : who.tokenHash,
+    session: id,
+    home: c?.home ?? null,
+    host: c?.host ?? null,
+    pid: c?.pid ?? null,
+    limit: first?.limit ?? null,
+    maxBytes: first?.maxBytes ?? null,
+  };
+  const shape = `${byToken ? 'token' : 'agent'}${c === null ? '' : ' consumer'}${p.connect ? ' connect' : ''}${first === null ? '' : ' paged'}`;
+  const statement = connectStatements.bind(shape, values, (v) => {
+    const agent = byToken ? { sql: AGENT_LET_IN, params: [v.agent] } : { sql: '?', params: [v.agent] };
+    const presenting = { consumer: c === null ? null : { home: v.home!, host: v.host!, pid: v.pid! }, connect: p.connect };
+    return first === null
+      ? renewIfHeld(agent, v.session, presenting, LEASE_COLUMNS)
+      : pagedStatement(agent, v.session, presenting, { limit: v.limit!, maxBytes: v.maxBytes! });
+  });
+  if (first !== null) return presentPaged(core, statement, id, p, first);
+  const [row] = await core.store.once<StreamLease>(statement.sql, statement.params, ([r]) => {
     if (r !== undefined) registerStream(core, (effect) => effect(), r, p, false);
   });
   return row === undefined ? null : { row, page: null };
 }
+
+/** What a stream connect's statement binds: every other part of its text is fixed by its shape. */
+type ConnectValues = {
+  agent: string;
+  session: string;
+  home: string | null;
+  host: string | null;
+  pid: number | null;
+  limit: number | null;
+  maxBytes: number | null;
+};
+
+/**
+ * A statement made once per shape and bound per run: built the first time from stand-ins for its
+ * values, which every later run replaces, by name, with its own. A stream connects once per hold
+ * (~330 connects/s at 10,000 streams), and its statement built afresh each time was a new text the
+ * store then looked up by hashing it whole, twice (`Store.once`'s clock and its prepared statement);
+ * the text made once is one string, hashed once. The builder may only pass its values into the
+ * statement's parameters, never into its text nor compute with them, and everything else its text
+ * depends on must be in the shape's name.
+ */
+export class ShapedStatements<V extends Record<string, Param>> {
+  private readonly made = new Map<string, { sql: string; params: Array<{ value: Param } | { slot: keyof V }> }>();
+
+  bind(shape: string, values: V, build: (standIns: V) => AtNow): AtNow {
+    let made = this.made.get(shape);
+    if (made === undefined) {
+      const standIns = Object.fromEntries(Object.keys(values).map((k) => [k, STAND_IN + k])) as unknown as V;
+      const built = build(standIns);
+      const slot = (p: Param): keyof V | null => (typeof p === 'string' && p.startsWith(STAND_IN) ? p.slice(STAND_IN.length) : null);
+      made = { sql: built.sql, params: built.params.map((p) => (slot(p) === null ? { value: p } : { slot: slot(p)! })) };
+      if (made.sql.includes(STAND_IN)) throw new Error(`shape ${shape}: a value was written into the statement's text`);
+      this.made.set(shape, made);
+    }
+    return { sql: made.sql, params: made.params.map((p) => ('slot' in p ? values[p.slot] : p.value)) };
+  }
+
+  /** How many statements were built (a test's count). */
+  get size(): number {
+    return this.made.size;
+  }
+}
+/** What no value of the Hub's begins with (a NUL). */
+const STAND_IN = '\u0000stand-in:';
+const connectStatements = new ShapedStatements<ConnectValues>();
 
 /**
  * A send's {@link presentSession} (no consumer, no connect) as a renewal a statement of the send's
@@ -236,22 +298,26 @@ type PagedRow = Omit<StreamLease, 'id'> & { session_id: string } & (PageRow | { 
  * committed after it wakes the stream, which records wake-ups from before the statement was sent
  * (stream.ts), so none falls between the read and its listening.
  */
-async function presentPaged(core: HubCore, agent: AtNow, id: string, p: Presenting, bound: PageBound): Promise<Presented | null> {
+function pagedStatement(agent: AtNow, id: string, p: Presenting, bound: PageBound): AtNow {
   const held = renewIfHeld(agent, id, p, `id AS session_id, agent_id, lease_seconds, expires_at`);
   const request: PageRequest = { box: { agentId: '', sessionId: id }, afterSeq: 0, bound, agent: { sql: '(SELECT agent_id FROM renewed)', params: [] } };
   const pages = pagesQuery([request], 'EXISTS (SELECT 1 FROM renewed)');
-  const rows = await core.store.once<PagedRow>(
-    `WITH renewed AS (${held.sql}), ${pages.ctes} SELECT renewed.*, paged.* FROM renewed LEFT JOIN (${pages.select}) AS paged ON TRUE`,
-    [...held.params, ...pages.params],
-    ([r]) => {
-      if (r !== undefined) registerStream(core, (effect) => effect(), { id: r.session_id }, p, false);
-    },
-  );
+  return {
+    sql: `WITH renewed AS (${held.sql}), ${pages.ctes} SELECT renewed.*, paged.* FROM renewed LEFT JOIN (${pages.select}) AS paged ON TRUE`,
+    params: [...held.params, ...pages.params],
+  };
+}
+
+/** {@link presentStream}'s run of its {@link pagedStatement}: the lease, and the page its rows carry. */
+async function presentPaged(core: HubCore, statement: AtNow, id: string, p: Presenting, bound: PageBound): Promise<Presented | null> {
+  const rows = await core.store.once<PagedRow>(statement.sql, statement.params, ([r]) => {
+    if (r !== undefined) registerStream(core, (effect) => effect(), { id: r.session_id }, p, false);
+  });
   const [head] = rows;
   if (head === undefined) return null;
   const row = { id: head.session_id, agent_id: head.agent_id, lease_seconds: head.lease_seconds, expires_at: head.expires_at };
   const read = rows.filter((r): r is PagedRow & PageRow => r.seq !== null);
-  const [page] = pagesOf(read, [{ ...request, box: { agentId: row.agent_id, sessionId: id } }]);
+  const [page] = pagesOf(read, [{ box: { agentId: row.agent_id, sessionId: id }, afterSeq: 0, bound }]);
   return { row, page: page! };
 }
 
