@@ -16,7 +16,9 @@ const WAITING = /oh-hai inbox watch: connected \(\w+\) — waiting for mail, \d+
 const WATCH = ['inbox', 'watch', '--allow-from', 'any-in-account'];
 
 describe('inbox watch status line', () => {
-  const world = useParties(['alice', 'bob']);
+  // The principal drain is a long-poll, and the connection's record says connected once the first
+  // one answers: at the Hub's long-poll clamp (25 s by default) when nothing is waiting. 1 s here.
+  const world = useParties(['alice', 'bob'], { args: ['--max-wait-seconds', '1'] });
 
   const directive = async (text: string) => {
     const r = await hubCall(world.hub, 'POST', '/v1/directives', { token: world.hub.humanToken, body: { to: world.bob.address, text } });
