@@ -1,5 +1,5 @@
 import { fail, ok, type Result } from '../../core/index.js';
-import { parseAddress, PLAIN_FROM, PLAIN_ID, PLAIN_TO, validateId, validateSender } from './ids.js';
+import { isShortAddress, isShortEntryId, isShortSender, parseAddress, validateId, validateSender } from './ids.js';
 import { bad, describe, guard, isIsoInstant, isObj, must, str, utf8Bytes, type Obj } from '../../util/shape.js';
 import type { Entry, EntryKind, MessageIntent, PriorState, ReceiptStatus } from './types.js';
 
@@ -90,12 +90,10 @@ const PLAIN_INSTANT = /^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])T(?:[01]\d|
 /** A text this short is under MAX_TEXT_BYTES whatever its characters (a UTF-16 unit is at most 3 bytes of UTF-8). */
 const PLAIN_TEXT_LENGTH = Math.floor(MAX_TEXT_BYTES / 3);
 
-const isPlainId = (v: unknown): v is string => typeof v === 'string' && PLAIN_ID.test(v);
-
 /**
  * The entry as readEntry would return it, when it is a directive, message or response in the
  * usual shape (short plain ids, a UTC instant on a day every month has, a text that needs no
- * byte count): one test a field, no closures, no spreads. Every printed entry is validated
+ * byte count): one test a field and no closures. Every printed entry is validated
  * again by the reader, ~40 K instructions each on the full path in V8's interpreter
  * (docs/performance.md "Warm bridge (session 11)"). null is no verdict: the full path
  * decides, and gives the reason when there is one.
@@ -103,21 +101,21 @@ const isPlainId = (v: unknown): v is string => typeof v === 'string' && PLAIN_ID
 function leanEntry(x: Obj): Entry | null {
   const { id, from, to, created_at, thread_id, kind, text } = x;
   if (kind !== 'directive' && kind !== 'message' && kind !== 'response') return null;
-  if (!isPlainId(id) || typeof from !== 'string' || !PLAIN_FROM.test(from) || typeof to !== 'string' || !PLAIN_TO.test(to)) return null;
+  if (!isShortEntryId(id) || typeof from !== 'string' || !isShortSender(from) || typeof to !== 'string' || !isShortAddress(to)) return null;
   if (typeof created_at !== 'string' || !PLAIN_INSTANT.test(created_at)) return null;
   if (typeof text !== 'string' || text.length > PLAIN_TEXT_LENGTH) return null;
-  if (thread_id !== undefined && !isPlainId(thread_id)) return null;
+  if (thread_id !== undefined && !isShortEntryId(thread_id)) return null;
   const fields = FIELDS_OF[kind];
   for (const field of Object.keys(x)) if (!fields.has(field)) return null;
   const common = thread_id === undefined ? { id, from, to, created_at } : { id, from, to, created_at, thread_id };
   if (kind === 'directive') return { ...common, kind, text };
   const { message_id, in_reply_to } = x;
-  if (!isPlainId(message_id)) return null;
-  if (kind === 'response') return isPlainId(in_reply_to) ? { ...common, kind, message_id, in_reply_to, text } : null;
+  if (!isShortEntryId(message_id)) return null;
+  if (kind === 'response') return isShortEntryId(in_reply_to) ? { ...common, kind, message_id, in_reply_to, text } : null;
   const intent = x.intent;
   if (intent !== 'notify' && intent !== 'ask' && intent !== 'task') return null;
   if (in_reply_to === undefined) return { ...common, kind, message_id, intent, text };
-  return isPlainId(in_reply_to) ? { ...common, kind, message_id, intent, text, in_reply_to } : null;
+  return isShortEntryId(in_reply_to) ? { ...common, kind, message_id, intent, text, in_reply_to } : null;
 }
 
 function readEntry(x: Obj, kind: EntryKind): Entry {
