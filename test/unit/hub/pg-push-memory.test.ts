@@ -332,6 +332,28 @@ describe('PostgreSQL push from memory: the cases one by one', () => {
     expect(memory.page(box, 1, bound)).toBeNull();
   });
 
+  it('a row forgotten (past the rows remembered) sends only the streams of its mailbox that had not seen it to the store', () => {
+    const woken: string[] = [];
+    const memory = new NotifiedEntries((key) => woken.push(key));
+    const other: Mailbox = { agentId, sessionId: 'sess_b' };
+    for (const b of [box, other]) memory.read(b, 0, { rows: [], more: false, bytes: 0 }, memory.mark());
+    for (let seq = 1; seq <= 1100; seq++) {
+      const r = pendingRow(seq, 'sess_b');
+      memory.sending(r.id, { agentId, sessionId: 'sess_b' });
+      memory.local(own(r), r.id);
+      memory.answered(r.id, r);
+      memory.heard(remoteWakes(own(r)), [r.id], true);
+    }
+    // sess_b's first rows are forgotten: its stream reads. sess_a's stream had nothing forgotten: its next own send is from memory.
+    expect(memory.page(other, 0, bound)).toBeNull();
+    const r = row(1101);
+    memory.sending(r.id, { agentId, sessionId: 'sess_a' });
+    memory.local(own(r), r.id);
+    memory.answered(r.id, r);
+    memory.heard(remoteWakes(own(r)), [r.id], true);
+    expect(seqs(memory.page(box, 0, bound))).toEqual([1101]);
+  });
+
   it('a release, an ack of a remembered message, or a lost listener sends the stream to the store', () => {
     for (const change of ['released', 'message', 'resync'] as const) {
       const { memory } = caughtUp();

@@ -104,7 +104,7 @@ export class NotifiedEntries {
     // Committed (it echoed) and its row is not known here: its mailbox has something unknown.
     this.position += 1;
     const key = mailboxKey(s.to.agentId, s.to.sessionId);
-    this.unknown.set(key, this.position);
+    this.unknownAt(key, this.position);
     this.wake(key);
   }
 
@@ -149,10 +149,11 @@ export class NotifiedEntries {
     while (i > 0 && this.rows[i - 1]!.at > at) i--;
     this.rows.splice(i, 0, { at, row });
     if (row.message_id !== null) this.messages.set(row.message_id, row.to_agent);
-    if (this.rows.length > REMEMBERED_ROWS) {
-      const cut = this.rows.length - REMEMBERED_ROWS;
-      this.doubtfulThrough = Math.max(this.doubtfulThrough, this.rows[cut - 1]!.at);
-      for (const { row: r } of this.rows.splice(0, cut)) if (r.message_id !== null) this.messages.delete(r.message_id);
+    if (this.rows.length <= REMEMBERED_ROWS) return;
+    // A row forgotten is unknown to its mailbox's streams that had not seen it (and to no other).
+    for (const { at: was, row: r } of this.rows.splice(0, this.rows.length - REMEMBERED_ROWS)) {
+      if (r.message_id !== null) this.messages.delete(r.message_id);
+      this.unknownAt(mailboxKey(r.to_agent, r.to_session), was);
     }
   }
 
@@ -222,9 +223,13 @@ export class NotifiedEntries {
       if (!own && (w.family || w.key.includes('#'))) key = w.key;
     } else if (w.topic === 'released') key = w.key;
     else if (w.topic === 'message') key = this.messages.get(w.key);
-    if (key === undefined) return;
-    if (this.unknown.size >= REMEMBERED_KEYS) this.forget();
-    this.unknown.set(key, this.position);
+    if (key !== undefined) this.unknownAt(key, this.position);
+  }
+
+  /** `key`'s mailbox had something not known here at `at`. */
+  private unknownAt(key: string, at: number): void {
+    if (!this.unknown.has(key) && this.unknown.size >= REMEMBERED_KEYS) this.forget();
+    this.unknown.set(key, Math.max(this.since(key), at));
   }
 
   private forget(): void {
