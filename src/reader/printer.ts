@@ -97,21 +97,25 @@ export class Printer {
   }
 
   /**
-   * Read what labels a line (the session, the stood-down sessions, the senders' labels) ahead
-   * of a wait: a wake then only checks that those files did not change, and its first line
-   * costs no more than reading the records (docs/performance.md "Push latency"). With
-   * `rehearse`, a wait that will sleep also runs the summary code once on a made-up record.
+   * Read what labels a line (the session, the stood-down sessions, the senders' labels) and
+   * open the spool's current segment ahead of a wait: a wake then only checks that those
+   * files did not change and reads the new records with one pread (SpoolReader.hold), and
+   * its first line costs no more than reading the records (docs/performance.md "Push
+   * latency"). With `rehearse`, a wait that will sleep also runs the summary code once on a
+   * made-up record.
    */
   prepare(opts: { rehearse: boolean }): void {
+    this.spool.hold();
     this.standing();
     const labels = this.raw ? NO_LABELS : this.senderLabels();
     if (opts.rehearse) rehearseWake(this.raw, labels);
   }
 
-  /** Let go of the files held to see whether they changed. */
+  /** Let go of the files held to see whether they changed, and of the spool held for the wake. */
   close(): void {
     this.session.close();
     this.stoodDown.close();
+    this.spool.release();
   }
 
   /** The current session's id ('' when none is recorded), with every session it replaced now in `replaced`. */

@@ -1,8 +1,9 @@
 /**
  * What this process has done to its state files: opens by file name, directory listings and
  * version checks (an lstat). Plain counters, always on (an increment each), so a test can hold
- * a path to its budget without strace — a waiting reader's wake opens the spool once, lists no
- * directory and opens no record that did not change (test/unit/reader/wake-io.test.ts).
+ * a path to its budget without strace — a waiting reader's wake reads the spool it holds open
+ * once, lists no directory and opens no record that did not change
+ * (test/unit/reader/wake-io.test.ts).
  */
 export interface IoCounts {
   /** Opens per file name (basename), through openStateFile. */
@@ -11,14 +12,16 @@ export interface IoCounts {
   listings: number;
   /** lstat of a memoised file, to see whether it changed (FileMemo). */
   versionChecks: number;
+  /** Reads through the spool's held current segment (SpoolReader.hold), one per readFrom. */
+  heldReads: number;
 }
 
-let counts: IoCounts = { opens: {}, listings: 0, versionChecks: 0 };
+let counts: IoCounts = { opens: {}, listings: 0, versionChecks: 0, heldReads: 0 };
 
-export const ioCounts = (): IoCounts => ({ opens: { ...counts.opens }, listings: counts.listings, versionChecks: counts.versionChecks });
+export const ioCounts = (): IoCounts => ({ ...counts, opens: { ...counts.opens } });
 
 export function resetIoCounts(): void {
-  counts = { opens: {}, listings: 0, versionChecks: 0 };
+  counts = { opens: {}, listings: 0, versionChecks: 0, heldReads: 0 };
 }
 
 export function countOpen(name: string): void {
@@ -31,4 +34,8 @@ export function countListing(): void {
 
 export function countVersionCheck(): void {
   counts.versionChecks += 1;
+}
+
+export function countHeldRead(): void {
+  counts.heldReads += 1;
 }

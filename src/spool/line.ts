@@ -67,33 +67,43 @@ export function* readLines(file: string, from = 0): Generator<RawLine, void, und
     throw e;
   }
   try {
-    const buf = Buffer.allocUnsafe(CHUNK);
-    let pos = from;
-    let pending: Buffer[] = [];
-    let lineStart = from;
-    for (;;) {
-      const n = readSync(fd, buf, 0, CHUNK, pos);
-      if (n === 0) return;
-      let i = 0;
-      while (i < n) {
-        const nl = buf.indexOf(NL, i);
-        if (nl === -1 || nl >= n) {
-          pending.push(Buffer.from(buf.subarray(i, n)));
-          break;
-        }
-        // A line within the chunk is decoded in place: no Buffer of its own per line.
-        const text = pending.length > 0 ? Buffer.concat([...pending, buf.subarray(i, nl)]).toString('utf8') : buf.toString('utf8', i, nl);
-        const end = pos + nl + 1;
-        const line: RawLine = { text, start: lineStart, end };
-        pending = [];
-        lineStart = end;
-        i = nl + 1;
-        yield line;
-      }
-      pos += n;
-    }
+    yield* linesAt(fd, from, Buffer.allocUnsafe(CHUNK));
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * The complete lines of an open file from byte `from`, read through `buf` (any size; a line
+ * longer than it is joined from several reads). For a file held open across reads (a waiting
+ * reader's current segment): no open, fstat, close or buffer of its own per call.
+ */
+export function* linesAt(fd: number, from: number, buf: Buffer): Generator<RawLine, void, undefined> {
+  let pos = from;
+  let pending: Buffer[] = [];
+  let lineStart = from;
+  for (;;) {
+    const n = readSync(fd, buf, 0, buf.length, pos);
+    if (n === 0) return;
+    let i = 0;
+    while (i < n) {
+      const nl = buf.indexOf(NL, i);
+      if (nl === -1 || nl >= n) {
+        pending.push(Buffer.from(buf.subarray(i, n)));
+        break;
+      }
+      // A line within the chunk is decoded in place: no Buffer of its own per line.
+      const text = pending.length > 0 ? Buffer.concat([...pending, buf.subarray(i, nl)]).toString('utf8') : buf.toString('utf8', i, nl);
+      const end = pos + nl + 1;
+      const line: RawLine = { text, start: lineStart, end };
+      pending = [];
+      lineStart = end;
+      i = nl + 1;
+      yield line;
+    }
+    // A short read of a regular file is its end for now: no second read to be told so.
+    if (n < buf.length) return;
+    pos += n;
   }
 }
 

@@ -1,11 +1,13 @@
-import { statSync, unlinkSync } from 'node:fs';
+import { closeSync, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../util/clock.js';
 import { fsyncDir } from '../util/fs-durable.js';
 import { fail, ok, type Result } from '../core/index.js';
 import { AppendLog, type AppendLogFailure, type TailCut } from './append-log.js';
 import { Fields, isObj } from '../util/shape.js';
-import { lineEndingAt, openLine, readLines, sealLine, type RawLine } from './line.js';
+import { lineEndingAt, linesAt, openLine, readLines, sealLine, type RawLine } from './line.js';
+import { countHeldRead } from './io-counts.js';
+import { openStateFile } from './safe-open.js';
 import { STATE_FILES } from './records.js';
 import { sealedSegmentName, sealedSegments } from './segments.js';
 import { watchFiles, type WatchOptions } from './watch.js';
@@ -183,18 +185,21 @@ interface WalkEnd {
   stop: string | null;
 }
 
+/** The complete lines of a spool file from a byte: readLines, or a held file's (SpoolReader.hold). */
+type LinesOf = (file: string, from: number) => Iterable<RawLine>;
+
 /**
  * Walks valid, contiguous records from a position across the segments that follow it; stops
  * at the first line that is not the next record (a segment's first record must follow the
  * previous segment's last). A segment removed meanwhile reads as empty, and the gap stops the walk.
  */
-function* walk(segments: readonly Segment[], from: WalkStart): Generator<SpoolItem, WalkEnd, undefined> {
+function* walk(segments: readonly Segment[], from: WalkStart, lines: LinesOf = readLines): Generator<SpoolItem, WalkEnd, undefined> {
   let seq = from.seq;
   const last = segments.length - 1;
   for (let i = from.index; i <= last; i++) {
     const file = segments[i]!.file;
     let end = i === from.index ? from.offset : 0;
-    for (const line of readLines(file, end)) {
+    for (const line of lines(file, end)) {
       const item = itemOf(line, seq + 1);
       if (!item.ok) return { index: i, end, stop: `${i < last ? `${path.basename(file)} ` : ''}byte ${line.start}: ${item.reason}` };
       seq += 1;
@@ -288,10 +293,54 @@ function scanFrom(segments: readonly Segment[], from: WalkStart): SpoolScan {
 export class SpoolReader {
   /** The current segment (the only file of a spool that was never sealed). */
   readonly file: string;
+  /** While holding: the current segment as last opened, and the buffer its reads go through. */
+  private held: { fd: number; buf: Buffer } | null = null;
+  private holding = false;
 
   constructor(readonly dir: string) {
     this.file = path.join(dir, STATE_FILES.spool);
   }
+
+  /**
+   * Keep the current segment open between `readFrom`s until `release` (a reader waiting for
+   * its wake: the wake then reads the new record with one pread, not an open, an fstat, a
+   * buffer and a close). What a held file gives is only ever taken when it is the record
+   * after the cursor (seq + 1; seqs are unique and rising across segments, and a line is
+   * never rewritten), so a file sealed or replaced meanwhile cannot make it read the wrong
+   * record: a read that finds nothing there lets the file go and holds the current one.
+   */
+  hold(): void {
+    this.holding = true;
+    if (this.held === null) this.openHeld();
+  }
+
+  release(): void {
+    this.holding = false;
+    this.letGo();
+  }
+
+  private letGo(): void {
+    if (this.held !== null) closeSync(this.held.fd);
+    this.held = null;
+  }
+
+  /** Open the current segment to hold it (none yet: nothing held). */
+  private openHeld(): { fd: number; buf: Buffer } | null {
+    try {
+      this.held = { fd: openStateFile(this.file, 'read'), buf: Buffer.allocUnsafe(HELD_READ_BYTES) };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
+    return this.held;
+  }
+
+  /** The lines of the current segment from `from`, through the held file. */
+  private readonly heldLines: LinesOf = (_file, from) => {
+    const held = this.held ?? this.openHeld();
+    if (held === null) return [];
+    countHeldRead();
+    return linesAt(held.fd, from, held.buf);
+  };
 
   private segments(): Segment[] {
     return segmentsOf(this.dir);
@@ -352,11 +401,18 @@ export class SpoolReader {
     // wake to print). Only a record that is seq + 1 is taken: seqs are unique and rising across
     // segments, so that is the next record wherever the cursor lives (seq 1 at byte 0 for a
     // reader that printed nothing yet); anything else reads the segments as below.
-    for (const item of walk([{ file: this.file, first: cursor.seq + 1 }], { index: 0, offset: cursor.offset, seq: cursor.seq })) {
+    const lines = this.holding ? this.heldLines : readLines;
+    for (const item of walk([{ file: this.file, first: cursor.seq + 1 }], { index: 0, offset: cursor.offset, seq: cursor.seq }, lines)) {
       items.push(item);
       if (items.length >= limit) break;
     }
     if (items.length > 0) return items;
+    if (this.held !== null) {
+      // Nothing after the cursor in the file held (a wake by another file, or the file was
+      // sealed): the current segment is held from here on, opened now rather than on the next wake.
+      this.letGo();
+      this.openHeld();
+    }
     const segments = this.segments();
     const at = cursor.seq === 0 ? -1 : holding(segments, cursor.seq);
     const it = walk(segments, at === -1 ? walkReaching(segments, cursor.seq + 1) : { index: at, offset: cursor.offset, seq: cursor.seq });
@@ -391,6 +447,9 @@ export class SpoolReader {
     return watchFiles(this.dir, [STATE_FILES.spool], onChange, opts);
   }
 }
+
+/** A held segment's read buffer: a wake's records are a few lines; a longer run is read in several. */
+const HELD_READ_BYTES = 16 * 1024;
 
 /** When the current segment is sealed and a new one begun: whichever bound it reaches first. */
 export interface SegmentBounds {

@@ -26,6 +26,6 @@ describe('rehearseWake', () => {
   it('opens, lists and checks no state file', () => {
     resetIoCounts();
     rehearseWake(false, NO_LABELS);
-    expect(ioCounts()).toEqual({ opens: {}, listings: 0, versionChecks: 0 });
+    expect(ioCounts()).toEqual({ opens: {}, listings: 0, versionChecks: 0, heldReads: 0 });
   });
 });

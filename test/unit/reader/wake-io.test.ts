@@ -10,7 +10,7 @@ import { waitFor } from '../../helpers/wait.js';
 
 /**
  * What a waiting reader's wake costs in state-file I/O, counted (src/spool/io-counts.ts), not
- * timed: one read of the spool (not a `pending()` read and then a print read), no segment
+ * timed: one read of the spool, held open since before the sleep (not a `pending()` read and then a print read, and no open), no segment
  * listing, and no open of session.json, stood-down.json or the directory cache unless one of
  * them changed while it slept (it read them before sleeping). A real Reader on real files in
  * this process; the test plays the background connection by appending to the spool.
@@ -141,8 +141,10 @@ describe('a waiting reader woken by an append', () => {
     const [line] = w.stdout.lines;
     expect(line!.text).toContain('hello ent_1');
     expect(line!.text).not.toContain('POSSIBLY BOUNCED');
-    // One open of the current segment: the read that found the record is the one printed.
-    expect(line!.io.opens).toEqual({ 'bridge.ndjson': 1 });
+    // One read of the current segment, held open since before the sleep (no open on the wake):
+    // the read that found the record is the one printed.
+    expect(line!.io.opens).toEqual({});
+    expect(line!.io.heldReads).toBe(1);
     expect(line!.io.listings).toBe(0);
     // session.json, stood-down.json and the directory cache: each checked (an lstat), none opened.
     expect(line!.io.versionChecks).toBe(3);
@@ -160,7 +162,8 @@ describe('a waiting reader woken by an append', () => {
     const [line] = w.stdout.lines;
     expect(line!.text).toContain('POSSIBLY BOUNCED — arrived under sess_a');
     expect(line!.io.opens['session.json']).toBe(1);
-    expect(line!.io.opens['bridge.ndjson']).toBe(1);
+    expect(line!.io.opens['bridge.ndjson']).toBeUndefined();
+    expect(line!.io.heldReads).toBe(1);
     expect(line!.io.listings).toBe(0);
   });
 });

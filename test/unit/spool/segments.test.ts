@@ -2,7 +2,17 @@ import { appendFileSync, existsSync, readdirSync, readFileSync, renameSync, unli
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fakeClock } from '../../../src/util/clock.js';
-import { Ledger, Spool, SpoolReader, validateCursor, type NewSpoolRecord, type SegmentBounds, type SpoolEntry } from '../../../src/spool/index.js';
+import {
+  ioCounts,
+  Ledger,
+  resetIoCounts,
+  Spool,
+  SpoolReader,
+  validateCursor,
+  type NewSpoolRecord,
+  type SegmentBounds,
+  type SpoolEntry,
+} from '../../../src/spool/index.js';
 import { sealedSegmentName } from '../../../src/spool/segments.js';
 import { tempDir } from './tmp.js';
 
@@ -66,6 +76,45 @@ describe('spool segments', () => {
     // the same past the current segment's end: new records are found in the segments, never missed
     expect(seqs(reader.readFrom({ seq: 3, offset: all[2]!.end }, 1))).toEqual([4]);
     expect(reader.scan()).toMatchObject({ lastSeq: 8, stop: null });
+  });
+
+  it('a reader holding the current segment (a waiting reader) reads on across a seal, never skipping or repeating a record', () => {
+    const dir = tempDir();
+    const s = open(dir);
+    fill(s, 1, 2);
+    const reader = new SpoolReader(dir);
+    reader.hold();
+    const [, second] = reader.readAfter(0);
+    let cursor = { seq: 2, offset: second!.end };
+    fill(s, 3, 1);
+    resetIoCounts();
+    const read = (): number[] => {
+      const items = reader.readFrom(cursor);
+      if (items.length > 0) cursor = { seq: items.at(-1)!.record.seq, offset: items.at(-1)!.end };
+      return seqs(items);
+    };
+    expect(read()).toEqual([3]);
+    // read through the file held open since hold(): no open, no listing
+    expect(ioCounts()).toEqual({ opens: {}, listings: 0, versionChecks: 0, heldReads: 1 });
+    fill(s, 4, 1); // seals 1-3: the held file is the sealed segment now
+    expect(files(dir)).toEqual(['bridge.000000000001.ndjson', 'bridge.ndjson']);
+    expect(read()).toEqual([4]);
+    // the sealed file held nothing more: the current one is held from here on
+    fill(s, 5, 1);
+    resetIoCounts();
+    expect(read()).toEqual([5]);
+    expect(ioCounts()).toEqual({ opens: {}, listings: 0, versionChecks: 0, heldReads: 1 });
+    // records appended before a seal the reader did not see are read from the held (now sealed)
+    // file, and what followed the seal by the next read
+    fill(s, 6, 2); // seals 4-6, 7 in the current segment
+    expect(read()).toEqual([6]);
+    expect(read()).toEqual([7]);
+    expect(read()).toEqual([]);
+    reader.release();
+    fill(s, 8, 1);
+    resetIoCounts();
+    expect(read()).toEqual([8]);
+    expect(ioCounts().heldReads).toBe(0);
   });
 
   it('a spool of the single-file layout is the current segment as it stands, sealed by a rename when it is full', () => {
