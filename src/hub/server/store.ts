@@ -56,7 +56,9 @@ CREATE TABLE IF NOT EXISTS sessions (
   holder_seen_at INTEGER
 );
 CREATE INDEX IF NOT EXISTS sessions_by_agent ON sessions (agent_id, state);
-CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions (state, expires_at);
+-- No index holds a column a lease renewal writes (PostgreSQL's migration 6: renewals update in place).
+DROP INDEX IF EXISTS sessions_by_expiry;
+CREATE INDEX IF NOT EXISTS sessions_by_state ON sessions (state);
 
 CREATE TABLE IF NOT EXISTS operator_stops (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,

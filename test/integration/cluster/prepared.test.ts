@@ -1,9 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Lanes } from '../../../src/hub/server/lanes.js';
-import { migrate } from '../../../src/hub/server/postgres/schema.js';
-import { postgresStore } from '../../../src/hub/server/postgres/store.js';
-import { freshDatabase, sql } from '../../helpers/postgres.js';
+import { storeOnOneConnection, type OneConnection } from '../../helpers/pg-store.js';
+import { sql } from '../../helpers/postgres.js';
 
 // Issue 14: planning the Hub's statements cost the database more CPU than running them (the
 // stream page read: ~0.9 ms to plan, ~0.3 ms to run). The store sends each statement text as a
@@ -11,35 +9,14 @@ import { freshDatabase, sql } from '../../helpers/postgres.js';
 // connection's own pg_prepared_statements (how many times each was run), never timed.
 
 describe('the PostgreSQL store prepares each statement once per connection', () => {
-  let db: Awaited<ReturnType<typeof freshDatabase>>;
+  let db: OneConnection['db'];
   let pool: pg.Pool;
-  let store: ReturnType<typeof postgresStore>;
+  let store: OneConnection['store'];
+  let close: () => Promise<void>;
   beforeAll(async () => {
-    db = await freshDatabase();
-    // One connection: every statement below runs on it, so its prepared statements are all in view.
-    pool = new pg.Pool({ connectionString: db.url, max: 1 });
-    const c = await pool.connect();
-    await migrate(c);
-    c.release();
-    const clock = { now: () => Date.now(), monotonic: () => performance.now() };
-    store = postgresStore({
-      pool,
-      types: pg.types,
-      lanes: new Lanes(1, 1),
-      instance: 'test',
-      local: clock,
-      offsetMs: 0,
-      wake: () => {},
-      committed: () => {},
-      effectFailed: (e) => {
-        throw e;
-      },
-    });
+    ({ db, pool, store, close } = await storeOnOneConnection());
   });
-  afterAll(async () => {
-    await store?.close();
-    await db?.drop();
-  });
+  afterAll(() => close?.());
 
   /** This connection's prepared statements whose text mentions `table`, with how many times each ran. */
   const preparedOn = async (table: string) =>

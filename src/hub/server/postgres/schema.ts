@@ -146,6 +146,17 @@ CREATE INDEX entries_unclaimed ON entries (to_agent, to_session, state, claimed_
   `
 ALTER TABLE entries ADD COLUMN canonical INTEGER;
 `,
+  // 6: a lease renewal (every stream connect, every send presenting its session) writes no indexed
+  // column, so PostgreSQL updates the row in place on its page (a HOT update: no new entry in any
+  // index). sessions_by_expiry held expires_at, which every renewal moves: each renewal wrote a
+  // new entry in all three of the table's indexes. The sweep's `state = 'active' AND expires_at <= ?`
+  // reads the active sessions through sessions_by_state instead; room is left on each page for the
+  // row's next versions.
+  `
+DROP INDEX sessions_by_expiry;
+CREATE INDEX sessions_by_state ON sessions (state);
+ALTER TABLE sessions SET (fillfactor = 80);
+`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
