@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Timers } from '../util/clock.js';
 import type { ProcessStamp } from './records.js';
@@ -44,6 +44,15 @@ function ps(pid: number, columns: string): string | null {
 const validPid = (pid: number): boolean => Number.isSafeInteger(pid) && pid > 0;
 
 /** kill(pid, 0): EPERM means it exists under another user. Existence only — a zombie passes too. */
+/**
+ * Whether /proc lists every process to us: it shows pid 1 (which is root's, so a hidepid mount
+ * would hide it from anyone it hides anything from). Then a pid without a /proc entry is gone
+ * and needs no kill(pid, 0): the ESRCH it throws is the first errno exception of a bridge run,
+ * and building it costs a warm run 0.6 M (Node 24) to 1.4 M (Node 20) instructions (docs/performance.md "Warm bridge (session 11)").
+ */
+let showsAll: boolean | null = null;
+const procShowsAll = (): boolean => (showsAll ??= existsSync('/proc/1'));
+
 function signalProbe(pid: number): 'exists' | 'gone' | 'unknown' {
   try {
     process.kill(pid, 0);
@@ -71,7 +80,7 @@ export function processState(pid: number): ProcessState {
   if (isLinux) {
     const fields = procStatFields(pid);
     // no /proc entry: gone, unless /proc hides other users' processes (hidepid) and it exists
-    if (!fields) return signalProbe(pid) === 'exists' ? 'unknown' : 'gone';
+    if (!fields) return (procShowsAll() && !existsSync(`/proc/${pid}`)) || signalProbe(pid) !== 'exists' ? 'gone' : 'unknown';
     const state = fields[0];
     return state === 'Z' || state === 'X' || state === 'x' ? 'zombie' : 'running';
   }
