@@ -300,4 +300,30 @@ function printHops(text) {
   for (const [hop, prev] of HOPS) row(prev, hop, true);
   console.log('spans (ms):');
   for (const [from, to] of SPANS) row(from, to, false);
+  // p99 of a few dozen samples is one sample: which leg of the path made the slowest ones (wall,
+  // and the CPU of the process that ran it — a leg whose wall far exceeds its CPU waited for a core or the disk).
+  const PATH = [
+    ['hub.committed', 'hub.written'],
+    ['hub.written', 'consumer.received'],
+    ['consumer.received', 'consumer.written'],
+    ['consumer.written', 'reader.woken'],
+    ['reader.woken', 'reader.printed'],
+    ['reader.printed', 'bench.read'],
+  ];
+  const whole = (h) => ms(h.get('bench.read').ns - h.get('hub.committed').ns);
+  const slowest = samples
+    .filter((h) => PATH.every(([a, b]) => h.has(a) && h.has(b)))
+    .sort((a, b) => whole(b) - whole(a))
+    .slice(0, 3);
+  console.log('slowest samples, COMMIT → read by the bench, by leg (ms wall[/CPU]):');
+  for (const h of slowest) {
+    const legs = PATH.map(([a, b]) => {
+      const cpu =
+        a.split('.')[0] === b.split('.')[0] && h.get(a).cpuUs !== null && h.get(b).cpuUs !== null
+          ? `/${((h.get(b).cpuUs - h.get(a).cpuUs) / 1000).toFixed(2)}`
+          : '';
+      return `${b.split('.')[1]} ${ms(h.get(b).ns - h.get(a).ns).toFixed(2)}${cpu}`;
+    });
+    console.log(`  ${whole(h).toFixed(1).padStart(6)}: ${legs.join(', ')}`);
+  }
 }
