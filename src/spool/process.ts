@@ -43,7 +43,6 @@ function ps(pid: number, columns: string): string | null {
 
 const validPid = (pid: number): boolean => Number.isSafeInteger(pid) && pid > 0;
 
-/** kill(pid, 0): EPERM means it exists under another user. Existence only — a zombie passes too. */
 /**
  * Whether /proc lists every process to us: it shows pid 1 (which is root's, so a hidepid mount
  * would hide it from anyone it hides anything from). Then a pid without a /proc entry is gone
@@ -53,6 +52,7 @@ const validPid = (pid: number): boolean => Number.isSafeInteger(pid) && pid > 0;
 let showsAll: boolean | null = null;
 const procShowsAll = (): boolean => (showsAll ??= existsSync('/proc/1'));
 
+/** kill(pid, 0): EPERM means it exists under another user. Existence only — a zombie passes too. */
 function signalProbe(pid: number): 'exists' | 'gone' | 'unknown' {
   try {
     process.kill(pid, 0);
