@@ -4,8 +4,7 @@ import { createHash } from 'node:crypto';
 import { findAgent } from './agents.js';
 import type { Caller } from './auth.js';
 import type { HubCore } from './core.js';
-import { entryInsert, insertWithEntry, mailboxKey, mailWakes, type EntryRow, type EntryTarget } from './entries.js';
-import { memoryOf } from './postgres/page-memory.js';
+import { entryInsert, insertWithEntry, mailboxKey, mailWakes, type EntryTarget } from './entries.js';
 import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
 import { principalReachability, sessionReachability } from './presence.js';
@@ -321,7 +320,6 @@ const ISO_AT = `to_char(TIMESTAMP 'epoch' + ?now * INTERVAL '1 millisecond', 'YY
 /** A {@link insertInOne} row. */
 interface InOneRow {
   seq: number;
-  entry_seq: number;
   now: number;
   snapshot: Reachability;
   lease_id?: string;
@@ -369,41 +367,24 @@ async function insertInOne(core: HubCore, s: InOne): Promise<{ row: MessageRow; 
   const stored = entryInsert({ ...s.entry, created_at: '' }, s.to, s.m.id);
   const body = String(stored.row.body);
   if (!body.startsWith('{"created_at":""')) throw new Error(`an entry's canonical JSON starts with its created_at: ${body.slice(0, 40)}`);
-  const at = '{"created_at":"'.length;
-  const entry = insertStatement(stored, 'agent', { created_at: { sql: '?now', params: [] }, body: spliced(body, at, 'agent.at') });
-  ctes.push(`i1 AS (${entry.sql} RETURNING seq)`);
+  const entry = insertStatement(stored, 'agent', { created_at: { sql: '?now', params: [] }, body: spliced(body, '{"created_at":"'.length, 'agent.at') });
+  ctes.push(`i1 AS (${entry.sql})`);
   params.push(...entry.params);
   if (s.also !== null) {
     ctes.push(`also AS (${s.also.sql})`);
     params.push(...s.also.params);
   }
   const leased = s.lease === null ? '' : ', lease.id AS lease_id, lease.expires_at, lease.lease_seconds';
-  // A stream caught up with the entry's mailbox takes the entry as stored from memory, not from a read.
-  const memory = memoryOf(core.store);
-  memory?.sending(s.entry.id, s.to);
-  let done: InOneRow | undefined;
-  try {
-    [done] = await core.store.once<InOneRow>(
-      `WITH ${ctes.join(', ')} SELECT i0.seq, i1.seq AS entry_seq, ?now AS now, agent.snapshot${leased}, ?notify AS notified FROM i0 CROSS JOIN i1 CROSS JOIN agent${s.lease === null ? '' : ' CROSS JOIN lease'}`,
-      params,
-      // The entry's row as the statement stored it: its instant is the statement's clock, spliced into its body as the SQL does.
-      ([r]) =>
-        memory?.answered(
-          s.entry.id,
-          r === undefined
-            ? null
-            : ({ ...stored.row, seq: r.entry_seq, created_at: Number(r.now), body: body.slice(0, at) + iso(Number(r.now)) + body.slice(at) } as EntryRow),
-        ),
-      [...mailWakes(s.to), ...s.wakes],
-      s.entry.id,
-    );
-  } finally {
-    if (done === undefined) memory?.answered(s.entry.id, null);
-  }
+  const [done] = await core.store.once<InOneRow>(
+    `WITH ${ctes.join(', ')} SELECT i0.seq, ?now AS now, agent.snapshot${leased}, ?notify AS notified FROM i0 CROSS JOIN agent${s.lease === null ? '' : ' CROSS JOIN lease'}`,
+    params,
+    undefined,
+    [...mailWakes(s.to), ...s.wakes],
+  );
   if (done === undefined) return null;
-  const now = Number(done.now);
+  const at = Number(done.now);
   return {
-    row: { seq: done.seq, ...newRow({ ...s.m, created_at: now, destination: destination(s.m.to_addr, done.snapshot) }) },
+    row: { seq: done.seq, ...newRow({ ...s.m, created_at: at, destination: destination(s.m.to_addr, done.snapshot) }) },
     lease: done.lease_id === undefined ? null : { id: done.lease_id, expires_at: done.expires_at!, lease_seconds: done.lease_seconds! },
   };
 }

@@ -1,6 +1,5 @@
 import type { Gate } from './coalesce.js';
 import { readPages, type Mailbox, type PageBound, type PageRequest, type PendingPage } from './entries.js';
-import { memoryOf } from './postgres/page-memory.js';
 import type { Store } from './sql.js';
 import { runAs, type Work } from './work.js';
 
@@ -47,28 +46,9 @@ export class PageReader {
     private readonly batched: (streams: number) => void,
   ) {}
 
-  /** The page memory's position now: a page read by a statement sent after this (a stream connect's) is {@link given} with it. */
-  mark(): number {
-    return memoryOf(this.store)?.mark() ?? 0;
-  }
-
-  /** The first page of `box`, read by its connect's statement sent after {@link mark} gave `at`: the memory's next page follows it. */
-  given(box: Mailbox, page: PendingPage, at: number): PendingPage {
-    return memoryOf(this.store)?.read(box, 0, page, at) ?? page;
-  }
-
-  /**
-   * The next page of `box` after `afterSeq`: from the store's page memory when it has it (PostgreSQL:
-   * this instance's sends, no read), else read together with every other stream's page queued with it.
-   * One page at a time per `box` (a stream's page loop).
-   */
+  /** The next page of `box` after `afterSeq`, read together with every other stream's page queued with it. */
   page(box: Mailbox, afterSeq: number, bound: PageBound): Promise<PendingPage> {
-    const memory = memoryOf(this.store);
-    const remembered = memory?.page(box, afterSeq, bound);
-    if (remembered != null) return Promise.resolve(remembered);
-    const at = memory?.mark() ?? 0;
-    return new Promise<PendingPage>((resolve, fail) => {
-      const settle = memory === undefined ? resolve : (page: PendingPage) => resolve(memory.read(box, afterSeq, page, at));
+    return new Promise<PendingPage>((settle, fail) => {
       this.queue.push({ box, afterSeq, bound, settle, fail });
       if (this.scheduled) return;
       this.scheduled = true;

@@ -134,16 +134,9 @@ export interface Store {
    * `wakes` are the statement's wake-ups (as {@link Tx.wake}'s), sent only when it returns a row:
    * `?notify` in `sql`, an expression evaluated once per row returned, sends them to the other
    * instances (PostgreSQL: `pg_notify`, transactional, so only if the statement commits; SQLite:
-   * NULL), and this process wakes them once the statement is committed. `entry`: the id of the entry
-   * the statement inserts, named in its NOTIFY (PostgreSQL's push from memory: postgres/page-memory.ts).
+   * NULL), and this process wakes them once the statement is committed.
    */
-  once<T>(
-    sql: string,
-    params: readonly Param[],
-    committed?: (rows: T[]) => void,
-    wakes?: ReadonlyArray<readonly [WakeTopic, string]>,
-    entry?: string,
-  ): Promise<T[]>;
+  once<T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void, wakes?: ReadonlyArray<readonly [WakeTopic, string]>): Promise<T[]>;
   /** Statements outside a transaction, for reads that decide nothing another request could race. */
   readonly read: Sql;
   /**

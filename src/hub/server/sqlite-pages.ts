@@ -65,12 +65,6 @@ async function durablePage(q: Sql, box: Mailbox, afterSeq: number, bound: PageBo
  * `bound.limit` of them and its bytes, `more` when it stopped at either bound.
  */
 async function boundPage<C>(candidates: C[], bound: PageBound, bytesOf: (c: C) => number, rowsOf: (wanted: C[]) => Promise<EntryRow[]>): Promise<PendingPage> {
-  const { rows, more, bytes } = boundPageOf(candidates, bound, bytesOf);
-  return { rows: await rowsOf(rows), more, bytes };
-}
-
-/** {@link boundPage} of candidates at hand: the ones it keeps as `rows`. */
-export function boundPageOf<C>(candidates: C[], bound: PageBound, bytesOf: (c: C) => number): { rows: C[]; more: boolean; bytes: number } {
   const merged = Math.min(candidates.length, bound.limit);
   const wanted: C[] = [];
   let bytes = 0;
@@ -80,7 +74,7 @@ export function boundPageOf<C>(candidates: C[], bound: PageBound, bytesOf: (c: C
     wanted.push(c);
     bytes += b;
   }
-  return { rows: wanted, more: wanted.length < merged || merged >= bound.limit, bytes };
+  return { rows: await rowsOf(wanted), more: wanted.length < merged || merged >= bound.limit, bytes };
 }
 
 /**
@@ -101,7 +95,7 @@ async function rowsBySeq(q: Sql, seqs: number[]): Promise<EntryRow[]> {
  * mail or its agent's principal mail ({@link pendingArms}, whose third arm, mail this session
  * claimed, an insert never is).
  */
-export const inMailbox = (box: Mailbox, r: EntryRow): boolean =>
+const inMailbox = (box: Mailbox, r: EntryRow): boolean =>
   r.to_session === null ? r.to_agent === box.agentId && r.claimed_session === null : r.to_session === box.sessionId;
 
 /** Per stream (its Mailbox object): the seq its last page left it at, having seen everything pending then, and when. */

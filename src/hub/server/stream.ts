@@ -142,8 +142,6 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   // instance before the unit's COMMIT answers, while no stream is registered here to reconcile.
   // Stopped on every way out, a failed statement's too: a hearer left behind collects every key.
   const hearing = batched ? core.bus.hear() : null;
-  // What the page memory had seen when the renewal statement (and its first page) was sent.
-  const since = batched ? pageReader(core).mark() : 0;
   let renewed: Presented | null;
   let presented: Answer<StreamLease>;
   try {
@@ -241,7 +239,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
       // unit only when the page holds principal entries to claim.
       const { read, rows } = await runAs(PUSH, async () => {
         if (!batched) return pageGate(core).run(async () => claimed(await readSqlitePage(core.store.read, box, after, bound)));
-        const read = first !== null ? pageReader(core).given(box, first, since) : await pageReader(core).page(box, after, bound);
+        const read = first ?? (await pageReader(core).page(box, after, bound));
         first = null;
         return needsClaim(box, read.rows) ? pageGate(core).run(() => claimed(read)) : { read, rows: read.rows };
       });

@@ -35,11 +35,6 @@ const RESPOND_READS = 1;
 const RESPOND_UNIT = 1;
 /** A stream's page of its own entries: one read, no unit; a short page ends the pass. */
 const PAGE_READS = 1;
-/**
- * A caught-up stream's push of an entry this instance inserted: none (session 11, the PostgreSQL
- * push from memory, src/hub/server/postgres/page-memory.ts); it was PAGE_READS.
- */
-const OWN_PUSH_READS = 0;
 /** A connect's first page: none of its own, the connect's renewal statement reads it (it was PAGE_READS). */
 const FIRST_PAGE_READS = 0;
 /** A page of principal entries: the read, then BEGIN+clock, one set-based claim, COMMIT. */
@@ -138,7 +133,7 @@ describe('database round trips per send and per pushed page (PostgreSQL)', () =>
       // The session id in the stream's URL is not looked up as a possible token (no round trip).
       expect(delta(before, opened, 'other')).toEqual({ unit: 0, read: 0 });
 
-      // One send at a time while the stream is open: each send's cost is unchanged, each push from memory.
+      // One send at a time while the stream is open: each send's cost is unchanged, each push one read.
       before = await trips();
       for (let i = 0; i < N; i++) {
         const n = pages(stream);
@@ -147,8 +142,11 @@ describe('database round trips per send and per pushed page (PostgreSQL)', () =>
       }
       const after = await trips();
       expect(delta(before, after, 'POST /v1/messages')).toEqual({ unit: N * SEND_UNIT, read: N * SEND_READS });
-      expect(delta(before, after, 'push')).toEqual({ unit: 0, read: N * OWN_PUSH_READS });
-      expect(pages(stream)).toBe(1 + N);
+      // A wake-up that finds its entry already pushed reads once more and pushes nothing: at most one such per send.
+      const push = delta(before, after, 'push');
+      expect(push.unit).toBe(0);
+      expect(push.read).toBeGreaterThanOrEqual(N * PAGE_READS);
+      expect(push.read).toBeLessThanOrEqual(2 * N * PAGE_READS);
 
       // Principal mail: N entries claimed by the stream's session as ONE page, one claim statement.
       // The Hub has let the first stream go before the principal mail is sent (no page of its own runs).

@@ -104,7 +104,6 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
     connect: () => new pg.Client({ ...config, application_name: 'oh-hai-hub-listen' }),
     instance,
     wake: (topic, key, family) => o.wake(topic, key, family ? 'agent' : 'remote'),
-    memory: store.memory,
     resync: o.resync,
     retryMs: o.listenRetryMs,
     log: (line) => o.log(redact(line)),

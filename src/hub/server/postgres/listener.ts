@@ -1,19 +1,13 @@
 import type { Client, ClientConfig } from 'pg';
 import type { WakeTopic } from '../sql.js';
-import type { NotifiedEntries } from './page-memory.js';
 import { CHANNEL, parsePayload } from './store.js';
 
 export interface ListenerOptions {
   /** A fresh, unconnected client each time (pg's Client is single-use). */
   connect: () => Client;
   instance: string;
-  /**
-   * A wake-up another instance committed; `family`: a `mail` key of a whole agent, every mailbox of it
-   * (an earlier build's).
-   */
+  /** A wake-up another instance committed; `family`: a `mail` key of a whole agent, every mailbox of it (an earlier build's). */
   wake: (topic: WakeTopic, key: string, family: boolean) => void;
-  /** Told every payload, this instance's own too, in the order the database committed them. */
-  memory: NotifiedEntries;
   /** The listener (re)connected after a drop: whatever was notified meanwhile is lost, so re-check everything once. */
   resync: () => void;
   /** How long to wait before re-opening a dropped listener. */
@@ -54,6 +48,8 @@ export function listen(o: ListenerOptions): Listener {
   let first = true;
   let resolveReady!: () => void;
   const ready = new Promise<void>((r) => (resolveReady = r));
+  // A payload starts with its instance and a space (notifyPayloads).
+  const own = `${o.instance} `;
 
   const open = async (): Promise<void> => {
     if (closed) return;
@@ -71,18 +67,13 @@ export function listen(o: ListenerOptions): Listener {
     c.on('error', (e) => drop(e.message));
     c.on('end', () => drop('connection ended'));
     c.on('notification', (n) => {
-      if (n.channel !== CHANNEL || n.payload === undefined) return;
+      // This instance's own payloads come back too (it woke its own waiters at its COMMIT): with
+      // one instance that is every payload, so they are dropped before they are parsed.
+      if (n.channel !== CHANNEL || n.payload === undefined || n.payload.startsWith(own)) return;
       const parsed = parsePayload(n.payload);
       if (!parsed) return;
-      const wakes = remoteWakes(parsed.wakes);
-      // This instance's own payloads come back too. It woke its own waiters at its COMMIT, but the
-      // echo of a send is when a stream may take it from memory: every entry committed before it
-      // has been handed on by now (page-memory.ts).
-      const own = parsed.instance === o.instance;
-      o.memory.heard(wakes, parsed.entries, own);
-      if (own) return;
       o.heard?.(parsed.sentAt);
-      for (const w of wakes) o.wake(w.topic, w.key, w.family);
+      for (const w of remoteWakes(parsed.wakes)) o.wake(w.topic, w.key, w.family);
     });
     try {
       await c.connect();
@@ -96,7 +87,6 @@ export function listen(o: ListenerOptions): Listener {
       resolveReady();
     } else {
       o.log('hub: the database listener is back; every stream re-checks its mailbox');
-      o.memory.resync();
       o.resync();
     }
   };

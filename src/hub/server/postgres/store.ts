@@ -5,7 +5,6 @@ import type { Lanes } from '../lanes.js';
 import { workLane, workName } from '../work.js';
 import { storeClosed } from '../database-errors.js';
 import { schemaVersion, SCHEMA_VERSION } from './schema.js';
-import { NotifiedEntries } from './page-memory.js';
 
 /**
  * Each statement text as a named prepared statement: `?` placeholders numbered `$1…$n`, and a
@@ -241,14 +240,10 @@ export interface PostgresStoreOptions {
   retried?: (code: string) => void;
 }
 
-/**
- * Wake-ups as NOTIFY payloads: `<instance> <sent at, ms> topic:key topic:key …`, each under the size
- * cap; a send's payload names its entry too (`entry:<id>`, its id only: src/hub/server/postgres/page-memory.ts),
- * an item earlier builds' {@link parsePayload} passes over.
- */
-export function notifyPayloads(instance: string, sentAt: number, wakes: ReadonlyArray<readonly [WakeTopic, string]>, entry?: string): string[] {
+/** Wake-ups as NOTIFY payloads: `<instance> <sent at, ms> topic:key topic:key …`, each under the size cap. */
+export function notifyPayloads(instance: string, sentAt: number, wakes: ReadonlyArray<readonly [WakeTopic, string]>): string[] {
   const out: string[] = [];
-  const head = entry === undefined ? `${instance} ${sentAt}` : `${instance} ${sentAt} entry:${entry}`;
+  const head = `${instance} ${sentAt}`;
   let cur = head;
   for (const item of new Set(wakes.map(([topic, key]) => `${topic}:${key}`))) {
     if (cur.length + 1 + item.length > PAYLOAD_BYTES) {
@@ -262,19 +257,16 @@ export function notifyPayloads(instance: string, sentAt: number, wakes: Readonly
 }
 
 /** Parse a payload from {@link notifyPayloads}; null when it is not one. */
-export function parsePayload(payload: string): { instance: string; sentAt: number; wakes: Array<[WakeTopic, string]>; entries: string[] } | null {
+export function parsePayload(payload: string): { instance: string; sentAt: number; wakes: Array<[WakeTopic, string]> } | null {
   const [instance, at, ...items] = payload.split(' ');
   const sentAt = Number(at);
   if (!instance || !Number.isFinite(sentAt)) return null;
   const wakes: Array<[WakeTopic, string]> = [];
-  const entries: string[] = [];
   for (const item of items) {
-    const m = /^(mail|released|message|session|credentials|entry):(.+)$/.exec(item);
-    if (m === null) continue;
-    if (m[1] === 'entry') entries.push(m[2]!);
-    else wakes.push([m[1] as WakeTopic, m[2]!]);
+    const m = /^(mail|released|message|session|credentials):(.+)$/.exec(item);
+    if (m) wakes.push([m[1] as WakeTopic, m[2]!]);
   }
-  return { instance, sentAt, wakes, entries };
+  return { instance, sentAt, wakes };
 }
 
 /**
@@ -286,11 +278,8 @@ export function parsePayload(payload: string): { instance: string; sentAt: numbe
  * runs the unit again. Every unit starts by reading the database's clock in the same round
  * trip as its BEGIN, and decides on that instant.
  */
-export function postgresStore(
-  o: PostgresStoreOptions,
-): Store & { readonly clock: Clock; readonly pool: Pool; readonly roundTrips: RoundTrips; readonly memory: NotifiedEntries } {
+export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock: Clock; readonly pool: Pool; readonly roundTrips: RoundTrips } {
   const statement = prepared();
-  const memory = new NotifiedEntries((key) => o.wake('mail', key));
   // Set by close(): what still asks for the database after the shutdown's wait is refused with a code, not the pool's error.
   let closed = false;
   // Counted, not timed: the statement-count tests and /metrics read these.
@@ -349,12 +338,7 @@ export function postgresStore(
    * parameter at its place: where it stands among the statement's own `?`, found once per text.
    */
   const notifyTexts = new Map<string, { text: string; place: number }>();
-  const withNotify = (
-    sql: string,
-    params: readonly Param[],
-    wakes: ReadonlyArray<readonly [WakeTopic, string]> | undefined,
-    entry: string | undefined,
-  ): [string, readonly Param[]] => {
+  const withNotify = (sql: string, params: readonly Param[], wakes: ReadonlyArray<readonly [WakeTopic, string]> | undefined): [string, readonly Param[]] => {
     if (wakes === undefined) return [sql, params];
     let made = notifyTexts.get(sql);
     if (made === undefined) {
@@ -363,7 +347,7 @@ export function postgresStore(
       notifyTexts.set(sql, (made = { text: sql.replace('?notify', `pg_notify('${CHANNEL}', CAST(? AS TEXT))`), place }));
     }
     // A statement's wake-ups are a mailbox's keys: ids, far under one payload's cap.
-    const [payload, ...more] = notifyPayloads(o.instance, clock.now(), wakes, entry);
+    const [payload, ...more] = notifyPayloads(o.instance, clock.now(), wakes);
     if (payload === undefined || more.length > 0) throw new Error(`a once statement's wake-ups must fill one NOTIFY payload (${more.length + 1})`);
     const out = [...params];
     out.splice(made.place, 0, payload);
@@ -423,7 +407,6 @@ export function postgresStore(
         throw e;
       }
       for (const e of effects) run(e);
-      memory.local(wakes);
       for (const [topic, key] of wakes) run(() => o.wake(topic, key));
       run(o.committed);
       return value;
@@ -440,31 +423,21 @@ export function postgresStore(
     }
   }
 
-  const store = {
-    kind: 'postgres' as const,
+  return {
+    kind: 'postgres',
     shared: true,
     clock,
     pool: o.pool,
     roundTrips,
-    memory,
     read: laned(reads, o.lanes),
-    reading: <T>(fn: (sql: Sql) => Promise<T>): Promise<T> => o.lanes.run(workLane(), () => fn(reads)),
+    reading: (fn) => o.lanes.run(workLane(), () => fn(reads)),
     write: <T>(unit: (tx: Tx) => Promise<T>): Promise<T> => retried(() => attempt(unit)),
-    once: <T>(
-      sql: string,
-      params: readonly Param[],
-      committed?: (rows: T[]) => void,
-      wakes?: ReadonlyArray<readonly [WakeTopic, string]>,
-      entry?: string,
-    ): Promise<T[]> =>
+    once: <T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void, wakes?: ReadonlyArray<readonly [WakeTopic, string]>): Promise<T[]> =>
       retried(async () => {
-        const [text, values] = withNotify(sql, params, wakes, entry);
+        const [text, values] = withNotify(sql, params, wakes);
         const rows = await lone.all<T>(withClock(text), ...values);
-        const took = wakes !== undefined && rows.length > 0;
-        // Before `committed`: a send's answer (there) settles its record in the page memory, which tells its wake-ups.
-        if (took) memory.local(wakes, entry);
         if (committed) run(() => committed(rows));
-        if (took) {
+        if (wakes !== undefined && rows.length > 0) {
           for (const [topic, key] of wakes) run(() => o.wake(topic, key));
           run(o.committed);
         }
@@ -484,6 +457,4 @@ export function postgresStore(
       return o.pool.end();
     },
   };
-  memory.serves(store);
-  return store;
 }
