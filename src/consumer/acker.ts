@@ -1,7 +1,7 @@
 import type { AckResult, SessionLease } from '../hub/contract/index.js';
 import type { HubResult } from '../hub/client/index.js';
 import type { HubPort } from './hub-port.js';
-import type { Ledger, StateDir } from '../spool/index.js';
+import type { Cursor, Ledger, StateDir } from '../spool/index.js';
 import { planAcknowledged, planDelivered, type AckBatch } from './acks.js';
 import { classifyFailure, type Disposition } from './classify.js';
 
@@ -27,12 +27,25 @@ export type FlushResult = { ok: true; delivered: number; acknowledged: number } 
 
 export class Acker {
   private lastRewind: string | null = null;
+  /**
+   * The cursor as this acker last found it valid, unchanged. The consumer holds the spool's
+   * only writer, under which a record never moves once written (appends only; a seal renames
+   * its segment; compaction removes whole segments of printed records, and a cursor below the
+   * oldest segment is valid): a valid cursor stays valid, so the same cursor read again needs
+   * no second validation — a segment listing, two reads of the spool and a third of
+   * cursor.json, in the delivery's turn (docs/performance.md, session 12). Compared by value,
+   * not by mtime: the reader steps cursor.json in place, several times within one mtime tick.
+   */
+  private valid: Cursor | null = null;
 
   constructor(private readonly d: AckerDeps) {}
 
   /** The last record the reader printed, validated against the spool. */
   cursorSeq(): number {
-    const check = this.d.stateDir.checkedCursor();
+    const read = this.d.stateDir.readCursor();
+    const known = this.valid !== null && read.seq === this.valid.seq && read.offset === this.valid.offset;
+    const check = known ? { cursor: read, rewound: null } : this.d.stateDir.checkedCursor(read);
+    this.valid = check.rewound === null ? check.cursor : null;
     if (check.rewound !== null && check.rewound !== this.lastRewind) this.d.log(`cursor: ${check.rewound}`);
     this.lastRewind = check.rewound;
     return check.cursor.seq;

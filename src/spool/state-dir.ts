@@ -131,16 +131,17 @@ export class StateDir {
   }
 
   /**
-   * The cursor, validated against the spool (rewound, never advanced, when it does not
-   * match). The file is read again after validating: if the consumer rewound it in
-   * between (and may have appended since), validation runs again on the new value.
+   * The cursor (`read`: as the caller just read it), validated against the spool (rewound,
+   * never advanced, when it does not match). The file is read again after validating: if the
+   * consumer rewound it in between (and may have appended since), validation runs again on
+   * the new value.
    */
-  checkedCursor(): CursorCheck {
-    for (;;) {
-      const before = this.readCursor();
+  checkedCursor(read: Cursor = this.readCursor()): CursorCheck {
+    for (let before = read; ;) {
       const check = validateCursor(this.spoolReader(), before);
       const after = this.readCursor();
       if (after.seq === before.seq && after.offset === before.offset) return check;
+      before = after;
     }
   }
 

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { writeFileAtomic } from '../../../src/util/fs-durable.js';
+import { CursorWriter } from '../../../src/spool/index.js';
 import type { TestHub } from '../../helpers/hub.js';
 import { withSeed } from '../../helpers/seed.js';
 import { expectEachAcknowledgedOnce, FAST_HUB, hubCall, useBenches, type Bench } from './harness.js';
@@ -27,19 +27,24 @@ const RUN_TIMEOUT_MS = 240_000;
 
 /**
  * Acts as `oh-hai bridge`: prints (here: notes) the next complete record, then advances
- * the cursor past it — one record at a time, at a random pace. The instant is taken
- * before the cursor is written, so "acknowledged at or after it" is a conservative check.
+ * the cursor past it — one record at a time, at a random pace, in place as the bridge does
+ * (CursorWriter.step, often several within one mtime tick: the acker must still see each).
+ * The instant is taken before the cursor is written, so "acknowledged at or after it" is a
+ * conservative check.
  */
 class TestReader {
   readonly passedAt = new Map<string, number>();
   private seq = 0;
   private offset = 0;
   private timer: NodeJS.Timeout | null = null;
+  private readonly cursorFile: CursorWriter;
 
   constructor(
     private readonly bench: Bench,
     private readonly rand: () => number,
-  ) {}
+  ) {
+    this.cursorFile = new CursorWriter(bench.dir);
+  }
 
   start(): void {
     const step = () => {
@@ -51,6 +56,7 @@ class TestReader {
 
   stop(): void {
     if (this.timer) clearTimeout(this.timer);
+    this.cursorFile.commit();
   }
 
   /** Print up to n records past the cursor; returns how many it printed. */
@@ -70,7 +76,9 @@ class TestReader {
       if (rec.seq !== this.seq + 1) throw new Error(`spool out of order: seq ${rec.seq} after ${this.seq}`);
       const at = Date.now();
       const offset = nl + 1;
-      writeFileAtomic(path.join(this.bench.dir, 'cursor.json'), JSON.stringify({ seq: rec.seq, offset }) + '\n');
+      // As the real reader does: a step in place per record, an atomic replace now and then.
+      this.cursorFile.step({ seq: rec.seq, offset });
+      if (this.rand() < 0.2) this.cursorFile.commit();
       this.seq = rec.seq;
       this.offset = offset;
       if (rec.type === 'entry' && rec.entry?.message_id) this.passedAt.set(rec.entry.message_id, at);

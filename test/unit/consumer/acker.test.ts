@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { STATE_FILES, writeCursor } from '../../../src/spool/index.js';
+import { STATE_FILES, ioCounts, resetIoCounts, writeCursor } from '../../../src/spool/index.js';
 import { ackWorld } from './ack-world.js';
 
 const http = (status: number, code: string) => ({ failure: { kind: 'http' as const, status, code, message: code, details: {}, retryAfterSeconds: null } });
@@ -142,5 +142,40 @@ describe('Acker', () => {
     w.spoolEntries(['e1'], 'sess_p');
     w.answers.push(http(410, 'session_lapsed'));
     expect(await w.acker.flush()).toMatchObject({ ok: false, disposition: { kind: 'stop', stop: { exit: 11, message: /pinned session sess_p/ } } });
+  });
+
+  // The delivery's ack round runs beside the waiting reader's wake: re-validating a cursor that
+  // has not moved since the last round was a segment listing and two reads of the spool in it.
+  describe('validating the cursor', () => {
+    const flushCounted = async (w: ReturnType<typeof ackWorld>) => {
+      resetIoCounts();
+      await w.acker.flush();
+      return ioCounts();
+    };
+
+    it('a cursor found valid is not validated again while it stands: one read of cursor.json, nothing of the spool', async () => {
+      const w = ackWorld();
+      let ends = w.spoolEntries(['e1', 'e2']);
+      writeCursor(w.dir, { seq: 1, offset: ends[0]! });
+      expect((await flushCounted(w)).listings).toBeGreaterThan(0);
+      // a delivery: spooled and ledgered, the reader not there yet
+      ends = w.spoolEntries(['e3']);
+      expect(await flushCounted(w)).toEqual({ opens: { [STATE_FILES.cursor]: 1 }, listings: 0, versionChecks: 0, heldReads: 0 });
+      expect(w.acks.at(-1)).toEqual({ session: 'sess_a', delivered: ['e3'] });
+      // the reader printed on: the moved cursor is validated
+      writeCursor(w.dir, { seq: 3, offset: ends[2]! });
+      expect((await flushCounted(w)).listings).toBeGreaterThan(0);
+      expect(w.acks.at(-1)).toEqual({ session: 'sess_a', acknowledged: ['e2', 'e3'] });
+    });
+
+    it('a cursor that was rewound is validated again on every round (only a valid one is remembered)', async () => {
+      const w = ackWorld();
+      const ends = w.spoolEntries(['e1', 'e2']);
+      writeCursor(w.dir, { seq: 2, offset: ends[0]! });
+      expect((await flushCounted(w)).listings).toBeGreaterThan(0);
+      w.spoolEntries(['e3']);
+      expect((await flushCounted(w)).listings).toBeGreaterThan(0);
+      expect(w.logs).toHaveLength(1);
+    });
   });
 });
