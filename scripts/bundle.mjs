@@ -1,7 +1,7 @@
 // Bundles tsc's output into two CommonJS files that bin/oh-hai runs through a V8 code cache
 // (src/cli/launch.cts, docs/performance.md): dist/oh-hai.cjs (dist/cli/main.js, every
-// command) and dist/bridge.cjs (dist/cli/bridge-main.js: `oh-hai bridge` and what its retired
-// subcommands forward to). Run by `npm run build` after tsc.
+// command) and dist/bridge.cjs (dist/cli/bridge-main.js: the plain run of `oh-hai bridge`,
+// which hands anything else to dist/oh-hai.cjs). Run by `npm run build` after tsc.
 //
 // Each module keeps its own import.meta.url: the bundle maps it back to the module's file in
 // dist/, so paths resolved from it (the entry script for the background connection, the

@@ -61,11 +61,14 @@ export interface ProcessIO extends CliIO {
   stderr: ProcessOutput;
 }
 
+/** How a process writes stdout and stderr: Node's streams, or write(2) on the descriptors (FdOutput). */
+export type Outputs = 'streams' | 'descriptors';
+
 /**
  * This process's IO. `descriptors` writes stdout and stderr with write(2) instead of Node's
  * streams (FdOutput: the bridge's entry, where creating the streams is a seventh of a run).
  */
-export function processIO(outputs: 'streams' | 'descriptors' = 'streams'): ProcessIO {
+export function processIO(outputs: Outputs = 'streams'): ProcessIO {
   const direct = outputs === 'descriptors' && process.platform !== 'win32';
   const rawOut: ProcessOutput = direct ? new FdOutput(1, () => process.stdout) : process.stdout;
   const rawErr: ProcessOutput = direct ? new FdOutput(2, () => process.stderr) : process.stderr;

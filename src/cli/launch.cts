@@ -26,8 +26,14 @@ interface Bundle {
   id: string;
 }
 
-interface Entry {
-  main(): Promise<void>;
+/** dist/oh-hai.cjs and tsc's dist/cli/main.js: the whole CLI (src/cli/main.ts). */
+interface CliEntry {
+  main(outputs?: 'streams' | 'descriptors'): Promise<void>;
+}
+
+/** dist/bridge.cjs (src/cli/bridge-main.ts): the plain bridge run, or a hand-over to the whole CLI. */
+interface BridgeEntry {
+  main(fullCli: () => void): unknown;
 }
 
 const DIST = path.join(__dirname, '..');
@@ -62,13 +68,27 @@ export const HOT_PATH_RAN = Symbol.for('oh-hai.code-cache.hot-path-ran');
 const HOT = 0x80;
 
 export function launch(argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): void {
-  const label = commandLabel(argv);
+  // The bridge's bundle holds its plain run only; anything else under `bridge` runs the whole
+  // CLI's, writing as the bridge does (src/cli/bridge-main.ts).
+  const bridge = commandLabel(argv) === 'bridge' ? (bundleExports('bridge', env) as BridgeEntry | null) : null;
+  if (bridge !== null) void bridge.main(() => runCli(env, 'descriptors'));
+  else runCli(env);
+}
+
+function runCli(env: NodeJS.ProcessEnv, outputs?: 'descriptors'): void {
+  const cli = bundleExports('cli', env) as CliEntry | null;
+  if (cli !== null) void cli.main(outputs);
+  else void import(pathToFileURL(MODULES_MAIN).href).then((m: CliEntry) => m.main(outputs));
+}
+
+/** A bundle run (its top level) through the code cache: its exports, or null when the bundle is missing or stale. */
+function bundleExports(label: keyof typeof BUNDLES, env: NodeJS.ProcessEnv): unknown {
   const bundle = readBundle(BUNDLES[label]);
-  if (bundle === null) {
-    void import(pathToFileURL(MODULES_MAIN).href).then((m: Entry) => m.main());
-    return;
+  if (bundle === null) return null;
+  if (env.OH_HAI_CODE_CACHE === 'node') {
+    const required = requireWithCompileCache(env, bundle);
+    if (required !== null) return required;
   }
-  if (env.OH_HAI_CODE_CACHE === 'node' && runWithCompileCache(env, bundle)) return;
   const file = env.OH_HAI_CODE_CACHE === '0' ? null : codeCacheFile(env, bundle.id, label);
   const cached = file === null ? undefined : readCache(file);
   const script = new vm.Script(bundle.wrapped, { filename: bundle.file, ...(cached ? { cachedData: cached.data } : {}) });
@@ -103,10 +123,10 @@ export function launch(argv: readonly string[] = process.argv.slice(2), env: Nod
       saveAtExit();
     };
   }
-  const mod: { exports: Partial<Entry> } = { exports: {} };
+  const mod = { exports: {} };
   const wrapper = script.runInThisContext() as (...args: unknown[]) => void;
   wrapper.call(mod.exports, mod.exports, Module.createRequire(bundle.file), mod, bundle.file, path.dirname(bundle.file));
-  void (mod.exports as Entry).main();
+  return mod.exports;
 }
 
 /** `module.enableCompileCache` (Node ≥ 22.1); absent from Node 20's types and runtime. */
@@ -115,16 +135,15 @@ type EnableCompileCache = (dir?: string) => unknown;
 /**
  * `OH_HAI_CODE_CACHE=node`: Node's own compile cache (22.1+) instead of ours, the bundle
  * required as a plain CommonJS file, for measuring one against the other (bench/bridge-warm.mjs;
- * docs/performance.md says which won and why ours stays the default). False where this Node has
+ * docs/performance.md says which won and why ours stays the default). Null where this Node has
  * no compile cache or no cache directory is known: the launcher's own cache runs then.
  */
-function runWithCompileCache(env: NodeJS.ProcessEnv, bundle: Bundle): boolean {
+function requireWithCompileCache(env: NodeJS.ProcessEnv, bundle: Bundle): unknown {
   const enable = (Module as unknown as { enableCompileCache?: EnableCompileCache }).enableCompileCache;
   const dir = cacheRoot(env);
-  if (typeof enable !== 'function' || dir === null) return false;
+  if (typeof enable !== 'function' || dir === null) return null;
   enable(path.join(dir, 'oh-hai', 'compile-cache'));
-  void (Module.createRequire(bundle.file)(bundle.file) as Entry).main();
-  return true;
+  return Module.createRequire(bundle.file)(bundle.file) as unknown;
 }
 
 /** The bundle, unless it is missing or older than tsc's output (then it is not what was built last). */

@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { commandGroups } from './commands/index.js';
-import type { CliIO } from './io.js';
+import type { CliIO, Outputs } from './io.js';
 import { buildProgramOf, runCliOf, runProcess } from './program.js';
 
 export { VERSION } from './version.js';
@@ -14,8 +14,12 @@ export const buildProgram = (io: CliIO, onFinish: Parameters<typeof buildProgram
 /** Run the CLI in-process and return the exit code; everything printed goes to io. */
 export const runCli = (argv: string[], io: CliIO): Promise<number> => runCliOf(commandGroups, argv, io);
 
-/** The process entry (bin/oh-hai, and `node dist/cli/main.js`). */
-export const main = (): Promise<void> => runProcess(commandGroups);
+/**
+ * The process entry (bin/oh-hai, and `node dist/cli/main.js`). `descriptors` when the bridge's
+ * own entry handed the run over (bridge-main.ts): `oh-hai bridge` writes with write(2) whichever
+ * bundle runs it.
+ */
+export const main = (outputs: Outputs = 'streams'): Promise<void> => runProcess(commandGroups, outputs);
 
 /** `node dist/cli/main.js …` runs the CLI too: that is how io.self starts a child (the consumer, the double fork). */
 function invokedDirectly(): boolean {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { CommandGroup } from './commands/index.js';
 import { EXIT, defaultStateRoot, type Outcome } from '../core/index.js';
 import type { CommandHost } from './host.js';
-import { processIO, type CliIO } from './io.js';
+import { processIO, type CliIO, type Outputs, type ProcessIO } from './io.js';
 import { escapeUnsafe } from '../util/escape.js';
 import { writeFlushed } from '../util/output.js';
 import { VERSION } from './version.js';
@@ -16,7 +16,7 @@ import { arrangeHelp } from './help.js';
  * else (docs/performance.md).
  */
 
-interface Finished {
+export interface Finished {
   name: string;
   outcome: Outcome;
 }
@@ -89,6 +89,25 @@ export async function runCliOf(groups: readonly CommandGroup[], argv: string[], 
   return finished.outcome.exit;
 }
 
+/**
+ * The process entry for a run that needs no commander (the bridge's bundle: bridge-main.ts):
+ * the command's outcome printed as runCliOf prints it, and a throw reported as runCliOf does.
+ * Apart from runCliOf, so that a bundle built from it carries neither commander nor any
+ * command group's registration.
+ */
+export async function runProcessWithout(argv: string[], outputs: Outputs, command: (io: CliIO) => Promise<Finished>): Promise<void> {
+  const io = processIO(outputs);
+  let code: number;
+  try {
+    const finished = await command(io);
+    printOutcome(io, finished.name, finished.outcome);
+    code = finished.outcome.exit;
+  } catch (err) {
+    code = internalError(io, argv, err);
+  }
+  exitDrained(io, code);
+}
+
 /** The top-level command argv names: the program's own options (-V, -h) take no value. */
 const firstOperand = (argv: readonly string[]): string | undefined => argv.find((a) => !a.startsWith('-'));
 
@@ -143,9 +162,12 @@ function internalError(io: CliIO, argv: string[], err: unknown): number {
 }
 
 /** The process entry (bin/oh-hai, through main.ts or bridge-main.ts). The only place that calls process.exit. */
-export async function runProcess(groups: readonly CommandGroup[], outputs: 'streams' | 'descriptors' = 'streams'): Promise<void> {
+export async function runProcess(groups: readonly CommandGroup[], outputs: Outputs = 'streams'): Promise<void> {
   const io = processIO(outputs);
-  const code = await runCliOf(groups, process.argv.slice(2), io);
+  exitDrained(io, await runCliOf(groups, process.argv.slice(2), io));
+}
+
+function exitDrained(io: ProcessIO, code: number): void {
   const exit = () => process.exit(code);
   // Let stdout drain before exiting so a pipe reader gets every byte we promised.
   if (io.stdout.writableLength > 0) io.stdout.once('drain', exit);

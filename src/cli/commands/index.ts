@@ -26,35 +26,22 @@ export interface CommandGroup {
   fast?(argv: readonly string[], io: CliIO): Promise<{ name: string; outcome: Outcome } | null>;
 }
 
-// Object literals, not calls to a helper: the bridge's bundle drops the groups it does not
-// list only if building them has no side effects a bundler must keep (bridge-main.ts).
-const bridge: CommandGroup = {
-  commands: ['bridge'],
-  load: async () => (await import('./bridge/register.js')).register,
-  fast: async (argv, io) => (await import('./bridge/run.js')).runFast(argv, io),
-};
-const consumer: CommandGroup = { commands: ['__consumer'], load: async () => (await import('./consumer/register.js')).register };
-const session: CommandGroup = { commands: ['session'], load: async () => (await import('./session/register.js')).register };
-
 export const commandGroups: readonly CommandGroup[] = [
   { commands: ['teach'], load: async () => (await import('./teach/register.js')).register },
   { commands: ['send', 'ask', 'task', 'reply'], load: async () => (await import('./send/register.js')).register },
   { commands: ['messages'], load: async () => (await import('./messages/register.js')).register },
   { commands: ['fleet'], load: async () => (await import('./fleet/register.js')).register },
-  session,
+  { commands: ['session'], load: async () => (await import('./session/register.js')).register },
   { commands: ['inbox'], load: async () => (await import('./inbox/register.js')).register },
   { commands: ['hub'], load: async () => (await import('./hub/register.js')).register },
   { commands: ['demo'], load: async () => (await import('./demo/register.js')).register },
   { commands: ['setup', 'login', 'logout', 'upgrade'], load: async () => (await import('./account/register.js')).register },
-  bridge,
-  consumer,
+  {
+    commands: ['bridge'],
+    load: async () => (await import('./bridge/register.js')).register,
+    fast: async (argv, io) => (await import('./bridge/run.js')).runFast(argv, io),
+  },
+  { commands: ['__consumer'], load: async () => (await import('./consumer/register.js')).register },
   { commands: ['doctor'], load: async () => (await import('./doctor/register.js')).register },
   { commands: ['mcp'], load: async () => (await import('./mcp/register.js')).register },
 ];
-
-/**
- * What `oh-hai bridge` can reach: its own group, and the ones its retired subcommands forward
- * to (`bridge consume` → `__consumer`, `bridge stop` → `session close`). bridge-main.ts runs
- * only these, so the bridge's bundle leaves the rest out (docs/performance.md).
- */
-export const bridgeCommandGroups: readonly CommandGroup[] = [session, bridge, consumer];

@@ -130,4 +130,15 @@ describe('the warm path loads only what it needs', () => {
       expect(loaded, b).not.toContain(`builtin:${b}`);
     }
   });
+
+  it("the bridge's bundle holds its plain run only: no argument parser, no command registration, no doctor", () => {
+    // Each module bundled is a comment line naming its file (esbuild). What a run never reaches
+    // still costs it its share of the code cache (docs/performance.md "Warm bridge (session 12)");
+    // help, retired subcommands and usage errors run dist/oh-hai.cjs (src/cli/launch.cts).
+    const modules = readFileSync(path.join(repoRoot, 'dist', 'bridge.cjs'), 'latin1')
+      .split('\n')
+      .filter((l) => /^\/\/ \S+\.c?js$/.test(l));
+    expect(modules).toContain('// dist/reader/printer.js');
+    expect(modules.filter((m) => /node_modules\/commander\/|dist\/cli\/doctor\/|dist\/cli\/commands\/[^/]+\/register\.js$/.test(m))).toEqual([]);
+  });
 });

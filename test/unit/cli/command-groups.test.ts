@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { bridgeCommandGroups, commandGroups } from '../../../src/cli/commands/index.js';
+import { commandGroups } from '../../../src/cli/commands/index.js';
 import { processIO } from '../../../src/cli/io.js';
 import { buildProgram } from '../../../src/cli/main.js';
 
@@ -36,13 +36,5 @@ describe('command groups (main.ts registers only the group a run names)', () => 
     for (const argv of [[], ['--help'], ['-V'], ['help', 'bridge'], ['brige']]) {
       expect(topLevel(await buildProgram(processIO(), () => undefined, argv)).sort(), argv.join(' ')).toEqual([...all].sort());
     }
-  });
-});
-
-describe('the bridge entry (bridge-main.ts) runs a subset of the same groups', () => {
-  it('holds the bridge and every command its retired subcommands forward to, as the same group objects', () => {
-    for (const g of bridgeCommandGroups) expect(commandGroups).toContain(g);
-    // bridge consume → __consumer, bridge stop → session close (src/cli/retired.ts).
-    expect(bridgeCommandGroups.flatMap((g) => g.commands).sort()).toEqual(['__consumer', 'bridge', 'session']);
   });
 });
