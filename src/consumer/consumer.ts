@@ -427,7 +427,7 @@ export class Consumer {
       const sid = keeper?.current?.id ?? null;
       const outcome =
         keeper === null || sid === null
-          ? await principalRound(ctx)
+          ? await principalRound(ctx, this.record.state === 'running' && this.record.retrying === undefined)
           : this.record.transport === 'sse'
             ? await streamRound(ctx, keeper, sid)
             : await pollRound(ctx, keeper, sid);

@@ -79,17 +79,22 @@ export async function pollRound(ctx: RoundContext, keeper: SessionKeeper, sid: s
   return null;
 }
 
-/** GET /v1/inbox?wait=<the Hub's max wait>, no session: entries addressed to agent:<id> exactly. */
-export async function principalRound(ctx: RoundContext): Promise<Disposition | null> {
+/**
+ * GET /v1/inbox?wait=<the Hub's max wait>, no session: entries addressed to agent:<id> exactly.
+ * `hold` false asks without waiting: while nothing has answered since the start or the last
+ * fault, a held drain would leave the connection's standing unknown (its status line saying
+ * connecting or reconnecting) until the clamp, 25 s, with the Hub reachable all along.
+ */
+export async function principalRound(ctx: RoundContext, hold: boolean): Promise<Disposition | null> {
   const started = ctx.clock.monotonic();
-  const r = await ctx.client.drain({ wait: ctx.capability.inbound.max_wait_seconds ?? 25, signal: ctx.signal });
+  const r = await ctx.client.drain({ wait: hold ? (ctx.capability.inbound.max_wait_seconds ?? 25) : undefined, signal: ctx.signal });
   if (ctx.stopped()) return null;
   if (!r.ok) return classifyFailure(r.failure, ctx.failureContext('principal drain', null));
   ctx.connected();
   ctx.hubClock.note(r.serverDate, 'date');
   const fresh = await ctx.deliver(r.value.messages, null);
   // The interval is a floor under a Hub that answers at once (an unacknowledged entry is
-  // handed back immediately), not a pause after a held drain.
-  if (fresh === 0) await ctx.clock.sleep(ctx.settings.interval_seconds * 1000 - (ctx.clock.monotonic() - started), ctx.signal);
+  // handed back immediately), not a pause after a held drain; after an unheld one the next holds.
+  if (fresh === 0 && hold) await ctx.clock.sleep(ctx.settings.interval_seconds * 1000 - (ctx.clock.monotonic() - started), ctx.signal);
   return null;
 }

@@ -16,11 +16,19 @@ const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
  * Run the real oh-hai CLI with stdout and stderr on a pseudo-terminal `cols` wide
  * (`script -qefc`). `redirect` is appended to the command line as shell text (e.g.
  * `> /path/out.txt` to send stdout to a file while stderr stays on the terminal). `onOutput`
- * sees everything so far after each chunk.
+ * sees everything so far after each chunk; once `until` holds, the run is ended with SIGTERM
+ * (`script` passes it on), so a test ends on what it waited for instead of the run's --wait.
  */
 export function runOnPty(
   args: string[],
-  opts: { env: NodeJS.ProcessEnv; cols?: number; redirect?: string; timeoutMs?: number; onOutput?: (tty: string) => void },
+  opts: {
+    env: NodeJS.ProcessEnv;
+    cols?: number;
+    redirect?: string;
+    timeoutMs?: number;
+    onOutput?: (tty: string) => void;
+    until?: (tty: string) => boolean;
+  },
 ): Promise<PtyResult> {
   const cmd = [process.execPath, ohHaiBin, ...args].map(quote).join(' ');
   const inner = `stty cols ${opts.cols ?? 80} rows 24 2>/dev/null; exec ${cmd} ${opts.redirect ?? ''}`;
@@ -30,6 +38,7 @@ export function runOnPty(
   const take = (d: string) => {
     tty += d;
     opts.onOutput?.(tty);
+    if (!child.killed && opts.until?.(tty)) child.kill('SIGTERM');
   };
   child.stdout.setEncoding('utf8').on('data', take);
   child.stderr.setEncoding('utf8').on('data', take);

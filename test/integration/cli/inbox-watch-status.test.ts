@@ -16,9 +16,7 @@ const WAITING = /oh-hai inbox watch: connected \(\w+\) — waiting for mail, \d+
 const WATCH = ['inbox', 'watch', '--allow-from', 'any-in-account'];
 
 describe('inbox watch status line', () => {
-  // The principal drain is a long-poll, and the connection's record says connected once the first
-  // one answers: at the Hub's long-poll clamp (25 s by default) when nothing is waiting. 1 s here.
-  const world = useParties(['alice', 'bob'], { args: ['--max-wait-seconds', '1'] });
+  const world = useParties(['alice', 'bob']);
 
   const directive = async (text: string) => {
     const r = await hubCall(world.hub, 'POST', '/v1/directives', { token: world.hub.humanToken, body: { to: world.bob.address, text } });
@@ -71,5 +69,42 @@ describe('inbox watch status line', () => {
       expect(stream).not.toContain('\x1b');
     }
     await stopAll(world.bob);
+  });
+});
+
+describe('an idle principal drain on a terminal', () => {
+  // The longest clamp a Hub allows: a status line that waited for the first held drain to answer
+  // would say connecting (or reconnecting after an outage) for a minute, past the run's deadline.
+  const world = useParties(['carol'], { args: ['--max-wait-seconds', '60'] });
+  const CONNECTED = /oh-hai inbox watch: connected \(poll\) — waiting for mail/;
+  const RECONNECTING = /oh-hai inbox watch: reconnecting: attempt \d+\/30, next in \ds/;
+
+  it.runIf(pty)('says connected as soon as the Hub answers, not when the first long-poll does, and again at once after an outage', async () => {
+    const env = { ...world.carol.env, OH_HAI_BACKOFF_MIN_MS: '1000', OH_HAI_BACKOFF_MAX_MS: '1000', OH_HAI_MAX_RETRIES: '30' };
+    // connected → the Hub stops → reconnecting → the Hub is back → connected: each step on what the terminal shows.
+    const steps = [CONNECTED, RECONNECTING, CONNECTED];
+    const acts = [() => world.hub.stop(), () => world.hub.restart()];
+    const pending: Promise<unknown>[] = [];
+    let from = 0;
+    try {
+      const r = await runOnPty([...WATCH, '--wait', '300'], {
+        env,
+        cols: 160,
+        timeoutMs: 45_000,
+        onOutput: (tty) => {
+          if (steps.length === 0 || !steps[0]!.test(tty.slice(from))) return;
+          steps.shift();
+          from = tty.length;
+          const act = acts.shift();
+          if (act) pending.push(act());
+        },
+        until: () => steps.length === 0,
+      });
+      expect(steps, r.tty).toEqual([]);
+    } finally {
+      await Promise.all(pending);
+      if (world.hub.proc.exitCode !== null || world.hub.proc.signalCode !== null) await world.hub.restart();
+      await stopAll(world.carol);
+    }
   });
 });

@@ -208,16 +208,23 @@ describe('pollRound', () => {
 describe('principalRound', () => {
   it("holds the drain for the Hub's max wait, with no session, and delivers on the principal leg", async () => {
     const r = round({ drain: () => ok({ session: null, messages: ['a'] }) }, { capability: capability(17) });
-    expect(await settlesWithin(principalRound(r.ctx), 0)).toBe(true);
+    expect(await settlesWithin(principalRound(r.ctx, true), 0)).toBe(true);
     expect(r.drains).toEqual([{ session: undefined, wait: 17 }]);
     expect(r.delivered).toEqual([{ raws: ['a'], session: null }]);
     expect(r.events).toEqual(['connected', 'deliver 1']);
     expect(r.hubClock.reading?.offsetMs).toBe(5000);
   });
 
+  it('unheld (nothing answered since the start or the last fault): asks without waiting, and the next drain goes at once', async () => {
+    const r = round({}, { capability: capability(17), interval: 2 });
+    expect(await settlesWithin(principalRound(r.ctx, false), 0)).toBe(true);
+    expect(r.drains).toEqual([{ session: undefined, wait: undefined }]);
+    expect(r.events).toEqual(['connected', 'deliver 0']);
+  });
+
   it('waits 25 s when the Hub advertises no max wait', async () => {
     const r = round({}, { capability: capability(null) });
-    await settlesWithin(principalRound(r.ctx), 2000);
+    await settlesWithin(principalRound(r.ctx, true), 2000);
     expect(r.drains[0]?.wait).toBe(25);
   });
 
@@ -233,20 +240,20 @@ describe('principalRound', () => {
       { interval: 2 },
     );
     r.clock.advance(upMs);
-    const p = principalRound(r.ctx);
+    const p = principalRound(r.ctx, true);
     expect(await settlesWithin(p, 1499)).toBe(false);
     expect(await settlesWithin(p, 1)).toBe(true);
   });
 
   it('a failed drain is classified as a principal drain', async () => {
     const r = round({ drain: () => failed({ kind: 'network', message: 'ECONNREFUSED' }) });
-    expect(await principalRound(r.ctx)).toEqual({ kind: 'fault', message: 'principal drain: network error: ECONNREFUSED', retryAfterSeconds: null });
+    expect(await principalRound(r.ctx, true)).toEqual({ kind: 'fault', message: 'principal drain: network error: ECONNREFUSED', retryAfterSeconds: null });
     expect(r.events).toEqual([]);
   });
 
   it('once stopped, the answer is not acted on', async () => {
     const r = round({ drain: () => ok({ session: null, messages: ['a'] }) }, { stopped: true });
-    expect(await principalRound(r.ctx)).toBeNull();
+    expect(await principalRound(r.ctx, true)).toBeNull();
     expect(r.delivered).toEqual([]);
   });
 });
