@@ -1,7 +1,7 @@
 import type { AckResult, SessionLease } from '../hub/contract/index.js';
 import type { HubResult } from '../hub/client/index.js';
 import type { HubPort } from './hub-port.js';
-import type { Cursor, Ledger, StateDir } from '../spool/index.js';
+import type { Cursor, Ledger, Spool, StateDir } from '../spool/index.js';
 import { planAcknowledged, planDelivered, type AckBatch } from './acks.js';
 import { classifyFailure, type Disposition } from './classify.js';
 
@@ -15,6 +15,8 @@ export interface AckerDeps {
   client: HubPort;
   ledger: Ledger;
   stateDir: StateDir;
+  /** The consumer's spool, whose only writer knows where its last record ends. */
+  spool: Pick<Spool, 'endsLastRecord'>;
   /** The session acks may name (current, active); null on the principal leg. */
   currentSession(): string | null;
   pinned: string | null;
@@ -33,8 +35,10 @@ export class Acker {
    * its segment; compaction removes whole segments of printed records, and a cursor below the
    * oldest segment is valid): a valid cursor stays valid, so the same cursor read again needs
    * no second validation — a segment listing, two reads of the spool and a third of
-   * cursor.json, in the delivery's turn (docs/performance.md, session 12). Compared by value,
-   * not by mtime: the reader steps cursor.json in place, several times within one mtime tick.
+   * cursor.json, in the delivery's turn (docs/performance.md, session 12). Nor does a cursor
+   * just past the last record the writer appended (a reader that caught up). Compared by
+   * value, not by mtime: the reader steps cursor.json in place, several times within one
+   * mtime tick.
    */
   private valid: Cursor | null = null;
 
@@ -43,7 +47,7 @@ export class Acker {
   /** The last record the reader printed, validated against the spool. */
   cursorSeq(): number {
     const read = this.d.stateDir.readCursor();
-    const known = this.valid !== null && read.seq === this.valid.seq && read.offset === this.valid.offset;
+    const known = (this.valid !== null && read.seq === this.valid.seq && read.offset === this.valid.offset) || this.d.spool.endsLastRecord(read);
     const check = known ? { cursor: read, rewound: null } : this.d.stateDir.checkedCursor(read);
     this.valid = check.rewound === null ? check.cursor : null;
     if (check.rewound !== null && check.rewound !== this.lastRewind) this.d.log(`cursor: ${check.rewound}`);

@@ -355,6 +355,7 @@ export class Consumer {
       client,
       ledger: state.ledger,
       stateDir: this.stateDir,
+      spool: state.spool,
       currentSession: () => keeper?.current?.id ?? null,
       pinned: settings.pinned,
       renewed: (lease) => keeper?.renewed(lease),

@@ -584,6 +584,16 @@ export class Spool extends SpoolReader {
   }
 
   /**
+   * Whether `cursor` is just past the last record this writer appended (that record is `seq`
+   * and its line ends at `offset` of the current segment): what a reader that caught up
+   * writes. Known without reading the file, since only this writer appends to it; the check
+   * `validateCursor` makes of such a cursor reads the segment listing and two of its lines.
+   */
+  endsLastRecord(cursor: { seq: number; offset: number }): boolean {
+    return this.currentFirst !== null && cursor.seq === this.seq && cursor.offset === this.log.size;
+  }
+
+  /**
    * Append records as one write and one fsync; returns them as written. A failed write or
    * fsync throws SpoolWriteError and leaves the spool unusable: a failed fsync is never
    * retried (the page cache may have dropped the data while reporting success later), the

@@ -75,6 +75,7 @@ export function ackWorld(opts: { session?: string | null; pinned?: string | null
     client: client as HubClient,
     ledger: ledger.value,
     stateDir: opened.value,
+    spool: spool.value,
     currentSession: () => current,
     pinned: opts.pinned ?? null,
     renewed: (lease) => renewals.push(lease),

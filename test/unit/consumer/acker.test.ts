@@ -163,9 +163,22 @@ describe('Acker', () => {
       expect(await flushCounted(w)).toEqual({ opens: { [STATE_FILES.cursor]: 1 }, listings: 0, versionChecks: 0, heldReads: 0 });
       expect(w.acks.at(-1)).toEqual({ session: 'sess_a', delivered: ['e3'] });
       // the reader printed on: the moved cursor is validated
-      writeCursor(w.dir, { seq: 3, offset: ends[2]! });
+      writeCursor(w.dir, { seq: 2, offset: ends[1]! });
       expect((await flushCounted(w)).listings).toBeGreaterThan(0);
-      expect(w.acks.at(-1)).toEqual({ session: 'sess_a', acknowledged: ['e2', 'e3'] });
+      expect(w.acks.at(-1)).toEqual({ session: 'sess_a', acknowledged: ['e2'] });
+    });
+
+    it('a cursor just past the last record spooled (a reader that caught up) needs nothing of the spool', async () => {
+      const w = ackWorld();
+      const ends = w.spoolEntries(['e1', 'e2']);
+      writeCursor(w.dir, { seq: 2, offset: ends[1]! });
+      expect(await flushCounted(w)).toEqual({ opens: { [STATE_FILES.cursor]: 1 }, listings: 0, versionChecks: 0, heldReads: 0 });
+      expect(w.acks).toEqual([{ session: 'sess_a', acknowledged: ['e1', 'e2'] }]);
+      // one byte short of the last record's end is not its end: validated, and rewound
+      const end = w.spoolEntries(['e3'])[2]!;
+      writeCursor(w.dir, { seq: 3, offset: end - 1 });
+      expect((await flushCounted(w)).listings).toBeGreaterThan(0);
+      expect(w.logs).toEqual([`cursor: no record 3 ends at byte ${end - 1} of ${w.stateDir.path(STATE_FILES.spool)}; rewound to seq 3`]);
     });
 
     it('a cursor that was rewound is validated again on every round (only a valid one is remembered)', async () => {

@@ -2,7 +2,16 @@ import { appendFileSync, readFileSync, statSync, truncateSync, writeFileSync } f
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fakeClock } from '../../../src/util/clock.js';
-import { Spool, SpoolReader, SpoolWriteError, entryStanding, type NewSpoolRecord, type SpoolEntry, type SpoolEntryRecord } from '../../../src/spool/index.js';
+import {
+  Spool,
+  SpoolReader,
+  SpoolWriteError,
+  entryStanding,
+  validateCursor,
+  type NewSpoolRecord,
+  type SpoolEntry,
+  type SpoolEntryRecord,
+} from '../../../src/spool/index.js';
 import { tempDir } from './tmp.js';
 
 const clock = fakeClock(Date.parse('2026-09-18T14:00:00.000Z'));
@@ -46,6 +55,27 @@ describe('Spool', () => {
     expect(again.spooledAt('e2')).toEqual({ seq: 2, session: 'sess_a' });
     expect(again.spooledAt('nope')).toBeNull();
     expect(statSync(spoolFile(dir)).mode & 0o777).toBe(0o600);
+  });
+
+  it('knows, without reading, exactly the cursor just past its last record — across a seal, as validateCursor would', () => {
+    const dir = tempDir();
+    const opened = Spool.open(dir, { clock: fakeClock(Date.parse('2026-09-18T14:00:00.000Z')), segment: { records: 2, bytes: 1 << 20 } });
+    if (!opened.ok) throw new Error(opened.reason);
+    const s = opened.value;
+    for (const id of ['e1', 'e2', 'e3']) {
+      s.append([entry(id)]);
+      const items = s.readAfter(0);
+      for (const item of items) {
+        for (const offset of [item.end - 1, item.end, item.end + 1]) {
+          const cursor = { seq: item.record.seq, offset };
+          const last = item === items.at(-1) && offset === item.end;
+          expect(s.endsLastRecord(cursor), `${id}: ${JSON.stringify(cursor)}`).toBe(last);
+          if (last) expect(validateCursor(s, cursor).rewound).toBeNull();
+        }
+      }
+    }
+    expect(s.readAfter(0).map((i) => i.record.seq)).toEqual([1, 2, 3]);
+    s.close();
   });
 
   it('writes a transition record with the documented fields in order', () => {
