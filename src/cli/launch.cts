@@ -13,7 +13,6 @@
  * not used at all.
  */
 import fs from 'node:fs';
-import Module from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import vm from 'node:vm';
@@ -41,11 +40,14 @@ const BUNDLES = { bridge: path.join(DIST, 'bridge.cjs'), cli: path.join(DIST, 'o
 const MODULES_MAIN = path.join(DIST, 'cli', 'main.js');
 const ID_LINE = /\/\/ oh-hai bundle ([0-9a-f]{16,64})\n/y;
 /**
- * The CommonJS wrapper's two halves (Module.wrap), read into one buffer around the bundle: V8
+ * A CommonJS wrapper's two halves (Module.wrap's), read into one buffer around the bundle: V8
  * then gets one flat string. Wrapping the read source made a second ~650 KB string for V8 to
- * flatten (a copy and young-generation space; ~0.8 M instructions of a warm run).
+ * flatten (a copy and young-generation space; ~0.8 M instructions of a warm run). Written out
+ * rather than asked of node:module, which a run would load for it (with, on Node 24, its
+ * source-map code): ~0.35 M instructions (docs/performance.md "Warm bridge (session 12)").
  */
-const [WRAP_HEAD, WRAP_TAIL] = Module.wrap('\0').split('\0') as [string, string];
+const WRAP_HEAD = '(function (exports, require, module, __filename, __dirname) { ';
+const WRAP_TAIL = '\n});';
 
 /**
  * A cache holds the functions the run that wrote it compiled, and what a later run loads from
@@ -125,7 +127,9 @@ function bundleExports(label: keyof typeof BUNDLES, env: NodeJS.ProcessEnv): unk
   }
   const mod = { exports: {} };
   const wrapper = script.runInThisContext() as (...args: unknown[]) => void;
-  wrapper.call(mod.exports, mod.exports, Module.createRequire(bundle.file), mod, bundle.file, path.dirname(bundle.file));
+  // The launcher's own require: a bundle requires only built-ins and packages (scripts/bundle.mjs),
+  // which resolve the same from dist/cli/ as from dist/.
+  wrapper.call(mod.exports, mod.exports, require, mod, bundle.file, path.dirname(bundle.file));
   return mod.exports;
 }
 
@@ -139,6 +143,7 @@ type EnableCompileCache = (dir?: string) => unknown;
  * no compile cache or no cache directory is known: the launcher's own cache runs then.
  */
 function requireWithCompileCache(env: NodeJS.ProcessEnv, bundle: Bundle): unknown {
+  const Module = process.getBuiltinModule('node:module');
   const enable = (Module as unknown as { enableCompileCache?: EnableCompileCache }).enableCompileCache;
   const dir = cacheRoot(env);
   if (typeof enable !== 'function' || dir === null) return null;

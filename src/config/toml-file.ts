@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { type Coded, done, usageFailure } from '../core/index.js';
 
 type SmolToml = typeof import('smol-toml');
@@ -12,7 +11,8 @@ let smolToml: SmolToml | null = null;
  * (docs/performance.md). Synchronous, so the config readers stay synchronous.
  */
 function toml(): SmolToml {
-  smolToml ??= createRequire(import.meta.url)('smol-toml') as SmolToml;
+  // node:module only then: a bridge run loading it for nothing costs ~0.3 M instructions (docs/performance.md).
+  smolToml ??= process.getBuiltinModule('node:module').createRequire(import.meta.url)('smol-toml') as SmolToml;
   return smolToml;
 }
 

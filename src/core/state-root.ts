@@ -1,8 +1,7 @@
-import { createRequire } from 'node:module';
 import path from 'node:path';
 
 /** node:os only when HOME is unset: loading it costs the bridge's warm path ~0.9 M instructions. */
-const homeDir = (): string => (createRequire(import.meta.url)('node:os') as typeof import('node:os')).homedir();
+const homeDir = (): string => process.getBuiltinModule('node:os').homedir();
 
 /** $XDG_STATE_HOME, else ~/.local/state. `--state-home` is resolved by the commands that take it. */
 export function defaultStateRoot(env: NodeJS.ProcessEnv): string {

@@ -1,5 +1,4 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { Timers } from '../util/clock.js';
 import type { ProcessStamp } from './records.js';
 
@@ -32,7 +31,7 @@ function procStatFields(pid: number): string[] | null {
 function ps(pid: number, columns: string): string | null {
   try {
     // Required on use: only macOS and the BSDs ask ps, and node:child_process costs every other run its load.
-    const { execFileSync } = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
+    const { execFileSync } = process.getBuiltinModule('node:child_process');
     const out = execFileSync('ps', ['-o', columns, '-p', String(pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
     const line = out.trim();
     return line === '' ? null : line;
@@ -112,7 +111,7 @@ export function hostName(): string {
       // no /proc: ask the OS below
     }
   }
-  return (createRequire(import.meta.url)('node:os') as typeof import('node:os')).hostname();
+  return process.getBuiltinModule('node:os').hostname();
 }
 
 export function stampOf(pid: number): ProcessStamp {

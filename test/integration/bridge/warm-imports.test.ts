@@ -141,4 +141,24 @@ describe('the warm path loads only what it needs', () => {
     expect(modules).toContain('// dist/reader/printer.js');
     expect(modules.filter((m) => /node_modules\/commander\/|dist\/cli\/doctor\/|dist\/cli\/commands\/[^/]+\/register\.js$/.test(m))).toEqual([]);
   });
+
+  it('a warm run through the launcher never loads node:module (on Node 24 it brings its source-map code)', async () => {
+    st = stage();
+    st.consumerRunning();
+    st.append([message('one')]);
+    st.stateDir.writeCursor({ seq: 0, offset: 0 });
+    // A CommonJS main file of its own: the preload above, and `node -e`, load node:module themselves.
+    const probe = path.join(st.temp.root, 'probe.cjs');
+    const launcher = path.join(repoRoot, 'dist', 'cli', 'launch.cjs');
+    writeFileSync(
+      probe,
+      "process.on('exit', () => process.stderr.write('loaded: ' + process.moduleLoadList.filter((m) => m === 'NativeModule module').length + '\\n'));\n" +
+        `require(${JSON.stringify(launcher)}).launch();\n`,
+    );
+    const r = await collect(spawn(process.execPath, [probe, 'bridge', '--wait', '0'], { env: st.env, cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] }));
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trimEnd().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain('adopting the running background connection');
+    expect(r.stderr).toContain('loaded: 0\n');
+  });
 });
