@@ -18,6 +18,13 @@ const SQLITE_ONLY = [
   'test/integration/hub/statement-cost.test.ts',
 ];
 const CLUSTER = ['test/integration/cluster/*.test.ts'];
+/**
+ * Unit files that `vi.mock` a module (node:fs): each needs a module registry of its own, so they
+ * stay in the isolated forks with the integration tests. Every other unit file runs in the `unit`
+ * project, whose threads share their workers: a worker and a module graph per file was most of
+ * the unit tests' CPU (docs/node-lines.md, session 12).
+ */
+const MOCKS_MODULES = ['test/unit/consumer/durable-faults.test.ts', 'test/unit/spool/durable-faults.test.ts', 'test/unit/spool/cursor-writer-durable.test.ts'];
 
 /**
  * Files that hold a worker for minutes, started before all others so the run does not end on one
@@ -42,7 +49,8 @@ if (missing !== null && process.env.CI !== 'true') console.log(`vitest: the Post
 export default defineConfig({
   test: {
     pool: 'forks',
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    // vitest 3.2 takes isolation per pool, not per project: the shared unit files get a pool of their own.
+    poolOptions: { forks: { maxForks: 2, minForks: 1 }, threads: { isolate: false, maxThreads: 1, minThreads: 1 } },
     sequence: { sequencer: LongestFirst },
     testTimeout: 60_000,
     hookTimeout: 60_000,
@@ -53,7 +61,11 @@ export default defineConfig({
     // machine they need room, so files run in at most two workers and every wait is a
     // deadline inside the test, not a vitest timeout race.
     projects: [
-      { extends: true, test: { name: 'default', include: ['test/**/*.test.ts'], exclude: [...CLUSTER, '**/node_modules/**'] } },
+      { extends: true, test: { name: 'unit', pool: 'threads', include: ['test/unit/**/*.test.ts'], exclude: [...MOCKS_MODULES, '**/node_modules/**'] } },
+      {
+        extends: true,
+        test: { name: 'default', include: ['test/!(unit)/**/*.test.ts', ...MOCKS_MODULES], exclude: [...CLUSTER, '**/node_modules/**'] },
+      },
       ...(missing === null || process.env.CI === 'true'
         ? [
             {

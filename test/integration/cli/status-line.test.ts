@@ -40,8 +40,10 @@ describe.runIf(pty)('the status line on a terminal', () => {
     expect((await as(world.bob, null, [...BRIDGE, '--wait', '0'], { env })).code).toBe(0);
     await world.hub.stop();
     try {
-      const r = await runOnPty(['bridge', '--wait', '8'], { env, cols: 160 });
-      expect(r.tty).toMatch(/oh-hai bridge: reconnecting: attempt \d\/5, next in \ds — waiting for mail, \ds left/);
+      // Ends on the line it waits for; --wait bounds a run that never shows it.
+      const RECONNECTING = /oh-hai bridge: reconnecting: attempt \d\/5, next in \ds — waiting for mail, \ds left/;
+      const r = await runOnPty(['bridge', '--wait', '8'], { env, cols: 160, until: (tty) => RECONNECTING.test(tty) });
+      expect(r.tty).toMatch(RECONNECTING);
     } finally {
       await world.hub.restart();
       await stopAll(world.bob);
