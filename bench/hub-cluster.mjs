@@ -259,14 +259,29 @@ const cpuOf = (pid, children = false) => {
 };
 
 /**
- * The hops of a push, in order: this process's send start, the Hub's route (its body read), the
- * page that read the entry, its write to the stream, the arrival here. The commit (`hub.committed`,
- * the sender's answer ready) comes after the page: a batch's answers wait for the pushes it woke.
+ * The hops of a push, in order: this process's send start; the Hub's request arrival, its route
+ * (the credential let in, the body read), the send's pool connection (its lane), its statement's
+ * answer (the COMMIT; its wake-ups go at once); the stream woken, its page asking for its read,
+ * the read's connection in hand, the read's answer, the page taken, written to the stream; the
+ * arrival here. A push written by a connect's first page has no woken…read hops; `hub.committed`
+ * is the sender's answer ready.
  */
-const HOPS = ['sent', 'hub.received', 'hub.paged', 'hub.written', 'arrived'];
-/** Where each push waited (--trace): per hop, p50/p99 over every push, and the mean over the slowest 1% (ms). */
-function pushHops(dirs, benchHops, timer) {
+const HOPS = ['sent', 'hub.arrived', 'hub.received', 'hub.laned', 'hub.done', 'hub.woken', 'hub.queued', 'hub.started', 'hub.read', 'hub.paged', 'hub.written', 'arrived'];
+/** How many of the slowest pushes the trace prints one by one. */
+const SLOWEST_SHOWN = 12;
+/**
+ * Where each push waited (--trace): per leg between hops, p50/p99 over the pushes that passed
+ * both, and the mean over the slowest 1%; the slowest pushes one by one with what happened in the
+ * Hubs while each was under way (the `ev.` lines: collections, the loop's delay and the pool's
+ * queues sampled every 20 ms, stream connects); and how stream connects spread over the sends.
+ */
+function pushHops(dirs, benchHops, timer, sendWindow) {
   const at = new Map([...benchHops].map(([id, h]) => [id, { sent: h.sent, arrived: h.arrived }]));
+  const cpu = new Map();
+  const gcs = [];
+  const samples = [];
+  const connects = [];
+  const batchOf = new Map();
   for (const dir of dirs) {
     let text = '';
     try {
@@ -275,32 +290,97 @@ function pushHops(dirs, benchHops, timer) {
       continue;
     }
     for (const line of text.split('\n')) {
-      const [ns, hop, id] = line.split(' ');
+      const [ns, hop, id, cpuUs] = line.split(' ');
+      if (hop === undefined) continue;
+      if (hop.startsWith('ev.')) {
+        const t = BigInt(ns);
+        if (hop === 'ev.gc') {
+          const [kind, us] = id.split(':');
+          gcs.push({ t, kind, ms: Number(us) / 1000 });
+        } else if (hop === 'ev.sample') {
+          const [late, waiting, held] = id.split(':');
+          const [request, page, connect] = waiting.split('/').map(Number);
+          samples.push({ t, lateMs: Number(late) / 1000, request, page, connect, held });
+        } else if (hop === 'ev.connect') connects.push(t);
+        else if (hop === 'ev.batch') {
+          const [mid, n] = id.split(':');
+          if (!batchOf.has(mid)) batchOf.set(mid, Number(n));
+        }
+        continue;
+      }
       const h = at.get(id);
       // The first of each hop (a push written again on a later connect keeps its first).
-      if (h !== undefined && h[hop] === undefined) h[hop] = BigInt(ns);
+      if (h !== undefined && h[hop] === undefined) {
+        h[hop] = BigInt(ns);
+        if (cpuUs !== '-') cpu.set(`${id} ${hop}`, Number(cpuUs));
+      }
     }
   }
-  const full = [...at.values()].filter((h) => [...HOPS, 'hub.committed'].every((k) => h[k] !== undefined));
+  const full = [...at.entries()].filter(([, h]) => h.sent !== undefined && h.arrived !== undefined);
   const ms = (h, a, b) => Number(h[b] - h[a]) / 1e6;
   const total = (h) => ms(h, 'sent', 'arrived');
-  const slow = [...full].sort((x, y) => total(y) - total(x)).slice(0, Math.max(1, Math.ceil(full.length / 100)));
-  const legs = HOPS.slice(1).map((b, i) => {
-    const a = HOPS[i];
-    const xs = full.map((h) => ms(h, a, b));
-    return { leg: `${a}→${b}`, p50: timer.pct(50, xs), p99: timer.pct(99, xs), slowMean: slow.reduce((sum, h) => sum + ms(h, a, b), 0) / slow.length };
+  const bySlow = [...full].sort(([, x], [, y]) => total(y) - total(x));
+  const slow = bySlow.slice(0, Math.max(1, Math.ceil(full.length / 100))).map(([, h]) => h);
+  // Each hop's next present hop: a push without the woken…read hops skips them.
+  const legsOf = (h) => {
+    const present = HOPS.filter((k) => h[k] !== undefined);
+    return present.slice(1).map((b, i) => [present[i], b]);
+  };
+  const byLeg = new Map();
+  for (const [, h] of full) for (const [a, b] of legsOf(h)) byLeg.set(`${a}→${b}`, [...(byLeg.get(`${a}→${b}`) ?? []), ms(h, a, b)]);
+  const slowLeg = new Map();
+  for (const h of slow) for (const [a, b] of legsOf(h)) slowLeg.set(`${a}→${b}`, [...(slowLeg.get(`${a}→${b}`) ?? []), ms(h, a, b)]);
+  const order = (leg) => HOPS.indexOf(leg.split('→')[0]) * 100 + HOPS.indexOf(leg.split('→')[1]);
+  const legs = [...byLeg.entries()]
+    .sort(([x], [y]) => order(x) - order(y))
+    .map(([leg, xs]) => {
+      const sl = slowLeg.get(leg) ?? [];
+      return { leg, n: xs.length, p50: timer.pct(50, xs), p99: timer.pct(99, xs), slowMean: sl.length === 0 ? null : sl.reduce((a, b) => a + b, 0) / sl.length, slowN: sl.length };
+    });
+  const first = full.reduce((a, [, h]) => (h.sent < a ? h.sent : a), full[0]?.[1].sent ?? 0n);
+  const rel = (t) => Number(t - first) / 1e6;
+  // What the Hubs did while a push was under way, from its send's start to its arrival.
+  const around = (h) => {
+    const inside = (t) => t >= h.sent && t <= h.arrived;
+    const g = gcs.filter((x) => inside(x.t));
+    const sm = samples.filter((x) => inside(x.t));
+    const max = (k) => sm.reduce((a, x) => Math.max(a, x[k]), 0);
+    return {
+      gc: `${g.length}${g.length === 0 ? '' : ` (${g.map((x) => `${x.kind} ${x.ms.toFixed(1)}`).join(', ')})`}`,
+      lateMax: max('lateMs'),
+      waiting: `${max('request')}/${max('page')}/${max('connect')}`,
+      connects: connects.filter(inside).length,
+    };
+  };
+  const shown = bySlow.slice(0, SLOWEST_SHOWN).map(([id, h]) => {
+    const legs = legsOf(h).map(([a, b]) => {
+      // The Hub's CPU over the leg, where both hops carry it (one process: the Hub's own hops).
+      const ca = cpu.get(`${id} ${a}`);
+      const cb = cpu.get(`${id} ${b}`);
+      const c = ca !== undefined && cb !== undefined ? ` cpu ${((cb - ca) / 1000).toFixed(1)}` : '';
+      return `${a.replace('hub.', '')}→${b.replace('hub.', '')} ${ms(h, a, b).toFixed(1)}${c}`;
+    });
+    return { id, startMs: rel(h.sent), total: total(h), batch: batchOf.get(id) ?? null, legs, ...around(h) };
   });
-  const commit = full.map((h) => ms(h, 'hub.received', 'hub.committed'));
-  legs.push({
-    leg: '(hub.received→hub.committed)',
-    p50: timer.pct(50, commit),
-    p99: timer.pct(99, commit),
-    slowMean: slow.reduce((sum, h) => sum + ms(h, 'hub.received', 'hub.committed'), 0) / slow.length,
-  });
-  // When the slowest started, from the first send: a cold start, a burst, or spread over the phase.
-  const first = full.reduce((a, h) => (h.sent < a ? h.sent : a), full[0]?.sent ?? 0n);
-  const starts = slow.map((h) => Number(h.sent - first) / 1e6).sort((a, b) => a - b);
-  return { n: full.length, slow: slow.length, legs, slowTotal: slow.reduce((sum, h) => sum + total(h), 0) / slow.length, slowStarts: starts };
+  // Stream connects over the sends, per 100 ms: a fleet's reconnects spread evenly, or in waves.
+  const [w0, w1] = sendWindow;
+  const buckets = Array.from({ length: Math.max(1, Math.ceil(Number(w1 - w0) / 1e8)) }, () => 0);
+  for (const t of connects) if (t >= w0 && t < w1) buckets[Number((t - w0) / 100_000_000n)] += 1;
+  const sortedB = [...buckets].sort((x, y) => x - y);
+  const gcIn = gcs.filter((x) => x.t >= w0 && x.t < w1);
+  const lates = samples.filter((x) => x.t >= w0 && x.t < w1).map((x) => x.lateMs);
+  return {
+    n: full.length,
+    slow: slow.length,
+    legs,
+    slowTotal: slow.reduce((sum, h) => sum + total(h), 0) / slow.length,
+    slowStarts: slow.map((h) => rel(h.sent)).sort((x, y) => x - y),
+    shown,
+    connectsPer100ms: { min: sortedB[0], p50: sortedB[Math.floor(sortedB.length / 2)], p99: sortedB[Math.floor(sortedB.length * 0.99)], max: sortedB[sortedB.length - 1], n: buckets.length },
+    gc: { n: gcIn.length, ms: gcIn.reduce((a, x) => a + x.ms, 0), max: gcIn.reduce((a, x) => Math.max(a, x.ms), 0) },
+    lateP99: lates.length === 0 ? null : timer.pct(99, lates),
+    lateMax: lates.length === 0 ? null : Math.max(...lates),
+  };
 }
 
 /** `count` calls of `each(n)`, CONCURRENCY at a time (a closed loop: each sender starts its next when its last is answered). */
@@ -506,6 +586,7 @@ async function run(label, instances, database) {
     const ownLoop = monitorEventLoopDelay({ resolution: 10 });
     ownLoop.enable();
     const sendUs = monoUs();
+    const sendNs0 = process.hrtime.bigint();
     const t0 = performance.now();
     await sendLoop(MESSAGES, async (n) => {
       const s = sessions[Math.floor(Math.random() * sessions.length)];
@@ -517,6 +598,7 @@ async function run(label, instances, database) {
       timer.sent(r.message.id, start, at);
     });
     const sendSeconds = (performance.now() - t0) / 1000;
+    const sendNs1 = process.hrtime.bigint();
     windows.send.push([sendUs, monoUs()]);
     while (timer.latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
     // The first scrape after: the loop delay since the sends began; GC during them.
@@ -544,7 +626,7 @@ async function run(label, instances, database) {
     for (const stream of open) stream.stop();
     return {
       loop,
-      hops: TRACE ? pushHops(dirs, benchHops, timer) : null,
+      hops: TRACE ? pushHops(dirs, benchHops, timer, [sendNs0, sendNs1]) : null,
       idle,
       idleFresh,
       openAnswers,
@@ -646,16 +728,26 @@ for (const r of results) {
   );
 }
 for (const r of results.filter((x) => x.hops !== null)) {
+  const hp = r.hops;
   console.log(
-    `${r.label} ×${r.instances}: where ${r.hops.n} traced pushes waited (ms; p50, p99, and the mean of the slowest ${r.hops.slow}, whose mean total is ${r.hops.slowTotal.toFixed(1)} ms):`,
+    `${r.label} ×${r.instances}: where ${hp.n} traced pushes waited (ms; p50, p99 over the pushes with both hops, and the mean of the slowest ${hp.slow}, whose mean total is ${hp.slowTotal.toFixed(1)} ms):`,
   );
-  const st = r.hops.slowStarts;
+  const st = hp.slowStarts;
   console.log(
     `  the slowest 1% started ${st.length === 0 ? '—' : `${st[0].toFixed(0)}–${st[st.length - 1].toFixed(0)} ms (median ${st[Math.floor(st.length / 2)].toFixed(0)})`} after the first send`,
   );
-  for (const l of r.hops.legs)
+  for (const l of hp.legs)
     console.log(
-      `  ${l.leg.padEnd(28)} p50 ${l.p50.toFixed(1).padStart(7)}  p99 ${l.p99.toFixed(1).padStart(7)}  slowest 1% ${l.slowMean.toFixed(1).padStart(7)}`,
+      `  ${l.leg.padEnd(26)} n ${String(l.n).padStart(5)}  p50 ${l.p50.toFixed(1).padStart(7)}  p99 ${l.p99.toFixed(1).padStart(7)}  slowest 1% ${l.slowMean === null ? '      —' : l.slowMean.toFixed(1).padStart(7)} (${l.slowN})`,
+    );
+  const c = hp.connectsPer100ms;
+  console.log(
+    `  during the sends: stream connects per 100 ms min ${c.min}, p50 ${c.p50}, p99 ${c.p99}, max ${c.max} (${c.n} windows); GC ${hp.gc.n} (${hp.gc.ms.toFixed(0)} ms, longest ${hp.gc.max.toFixed(1)} ms); Hub loop delay past its 20 ms sample p99 ${fmt(hp.lateP99, 1)}, max ${fmt(hp.lateMax, 1)} ms`,
+  );
+  console.log(`  the slowest ${hp.shown.length} (legs in ms, the Hub's CPU over a leg where it has both; while under way: GCs, the loop's longest delay, the most waiting requests/pages/connects, connects begun):`);
+  for (const x of hp.shown)
+    console.log(
+      `  ${x.total.toFixed(1).padStart(7)} at ${x.startMs.toFixed(0).padStart(5)} ms${x.batch === null ? '' : `, read with ${x.batch} streams`}: ${x.legs.join(', ')} | gc ${x.gc}; delay ${x.lateMax.toFixed(1)}; waiting ${x.waiting}; connects ${x.connects}`,
     );
 }
 const base = results.find((r) => r.label === 'sqlite');

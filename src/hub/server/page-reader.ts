@@ -2,6 +2,7 @@ import type { Gate } from './coalesce.js';
 import { readPages, type Mailbox, type PageBound, type PageRequest, type PendingPage } from './entries.js';
 import type { Store } from './sql.js';
 import { runAs, type Work } from './work.js';
+import { hop, TRACE } from '../../util/trace.js';
 
 /** Streams' pages one statement reads at most. */
 export const PAGES_PER_READ = 32;
@@ -72,6 +73,7 @@ export class PageReader {
           this.ask();
           if (batch.length === 0) return;
           this.batched(batch.length);
+          const started = TRACE ? process.hrtime.bigint() : 0n;
           const share = Math.floor(READ_BYTES / batch.length);
           try {
             const requests = batch.map((w) => ({
@@ -81,6 +83,7 @@ export class PageReader {
             }));
             while ((requests.length & (requests.length - 1)) !== 0) requests.push(NOBODY);
             const pages = await readPages(read, requests);
+            if (TRACE) tracePages(started, batch.length, pages);
             for (const [i, w] of batch.entries()) w.settle(pages[i]!);
           } catch (e) {
             for (const w of batch) w.fail(e);
@@ -89,4 +92,15 @@ export class PageReader {
       ),
     );
   }
+}
+
+/** The push trace only: each row's read began (its connection in hand) at `started` and ended now, in a read of `streams` streams' pages. */
+function tracePages(started: bigint, streams: number, pages: readonly PendingPage[]): void {
+  const done = process.hrtime.bigint();
+  for (const p of pages)
+    for (const r of p.rows) {
+      hop('hub.started', r.message_id, started);
+      hop('hub.read', r.message_id, done);
+      hop('ev.batch', `${r.message_id}:${streams}`, done);
+    }
 }

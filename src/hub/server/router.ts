@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { nameWork, runAs } from './work.js';
+import { TRACE } from '../../util/trace.js';
 import { authenticate, checkKind, tokenInUrl, type Authenticated, type Caller, type Needs } from './auth.js';
 import type { HubCore } from './core.js';
 import type { RequestClass, RequestFaults } from './faults.js';
@@ -127,7 +128,7 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
     req.on('error', abort);
     res.on('error', abort);
     try {
-      const reply = await runAs({ name: 'other' }, () => route(req, res, signal));
+      const reply = await runAs(TRACE ? { name: 'other', at: { arrived: process.hrtime.bigint() } } : { name: 'other' }, () => route(req, res, signal));
       if (reply && reply.kind !== 'handled') send(res, reply);
     } catch (e) {
       if ((e as { code?: unknown }).code === STORE_CLOSED) {

@@ -41,6 +41,7 @@ import {
 import { openStream } from './stream.js';
 import { isTerminal, messageById, messageJson } from './track.js';
 import { hop, stamped, TRACE } from '../../util/trace.js';
+import { workAt } from './work.js';
 
 const agentId = (caller: Caller | null): string => (caller as Extract<Caller, { kind: 'agent' }>).agentId;
 const agentOf = (c: RouteContext): string => agentId(c.caller);
@@ -314,6 +315,10 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
         if (TRACE && r.ok) {
           hop('hub.received', r.value.row.id, received);
           hop('hub.committed', r.value.row.id, stamped('hub.commit'));
+          const at = workAt();
+          if (at?.arrived !== undefined) hop('hub.arrived', r.value.row.id, at.arrived);
+          if (at?.laned !== undefined) hop('hub.laned', r.value.row.id, at.laned);
+          if (at?.done !== undefined) hop('hub.done', r.value.row.id, at.done);
         }
         return r.ok ? json(r.value.replay ? 200 : 202, sentBody(r.value)) : errorReply(r.error);
       },

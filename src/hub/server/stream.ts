@@ -142,6 +142,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   // instance before the unit's COMMIT answers, while no stream is registered here to reconcile.
   // Stopped on every way out, a failed statement's too: a hearer left behind collects every key.
   const hearing = batched ? core.bus.hear() : null;
+  if (TRACE) hop('ev.connect', sr.sessionId);
   let renewed: Presented | null;
   let presented: Answer<StreamLease>;
   try {
@@ -155,6 +156,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   } finally {
     hearing?.stop();
   }
+  if (TRACE) hop('ev.connected', sr.sessionId);
   if (!presented.ok) return errorReply(presented.error);
   // Another instance ended the session (or took it) after the renewal, heard before this stream
   // was registered: the server's re-check found no stream here, so it is made now, as for one open.
@@ -219,6 +221,10 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   /** One page; true when another may follow at once (this one stopped at its bound). */
   const page = async (): Promise<boolean> => {
     if (finished || res.writableNeedDrain) return false;
+    // The push trace only: the wake-up this page answers, and when it asked for its read.
+    const woken = wokenAt;
+    let queued = 0n;
+    if (TRACE) wokenAt = 0n;
     if (rewind) {
       rewind = false;
       after = 0;
@@ -239,11 +245,17 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
       // unit only when the page holds principal entries to claim.
       const { read, rows } = await runAs(PUSH, async () => {
         if (!batched) return pageGate(core).run(async () => claimed(await readSqlitePage(core.store.read, box, after, bound)));
+        if (TRACE && first === null) queued = process.hrtime.bigint();
         const read = first ?? (await pageReader(core).page(box, after, bound));
         first = null;
         return needsClaim(box, read.rows) ? pageGate(core).run(() => claimed(read)) : { read, rows: read.rows };
       });
-      if (TRACE) for (const r of rows) hop('hub.paged', r.message_id);
+      if (TRACE)
+        for (const r of rows) {
+          if (woken !== 0n) hop('hub.woken', r.message_id, woken);
+          if (queued !== 0n) hop('hub.queued', r.message_id, queued);
+          hop('hub.paged', r.message_id);
+        }
       if (read.rows.length > 0) {
         // Past every row read, claimed here or lost to another session.
         after = Math.max(after, read.rows[read.rows.length - 1]!.seq);
@@ -284,7 +296,12 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
       core.log(`hub: a push on session ${sr.sessionId} failed: ${e instanceof Error ? e.message : String(e)}`);
     }
   });
-  const wake = () => void push();
+  // The push trace only: when this stream was first woken since its last page began.
+  let wokenAt = 0n;
+  const wake = () => {
+    if (TRACE && wokenAt === 0n) wokenAt = process.hrtime.bigint();
+    void push();
+  };
   drained = wake;
   wake();
   // Woken while the renewal statement was in flight: that entry may be past its page, so a pass

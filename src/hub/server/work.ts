@@ -11,6 +11,11 @@ export interface Work {
   name: string;
   /** The share of the database pool it draws from (PostgreSQL); `request` when unset. */
   lane?: Lane;
+  /**
+   * The push trace only (OH_HAI_TRACE, src/util/trace.ts): when the request arrived, when it last
+   * got a pool connection and when its last statement answered, for the route to log by message id.
+   */
+  at?: { arrived?: bigint; laned?: bigint; done?: bigint };
 }
 
 const current = new AsyncLocalStorage<Work>();
@@ -31,6 +36,15 @@ export const workName = (): string => current.getStore()?.name ?? 'other';
 
 /** The pool's lane this code draws from; `request` outside any work. */
 export const workLane = (): Lane => current.getStore()?.lane ?? 'request';
+
+/** The push trace only: note that the work under way got a pool connection (`laned`) or its statement's answer (`done`) now. */
+export function noteWork(what: 'laned' | 'done'): void {
+  const at = current.getStore()?.at;
+  if (at !== undefined) at[what] = process.hrtime.bigint();
+}
+
+/** The push trace's instants of the work under way (see {@link Work.at}). */
+export const workAt = (): Work['at'] => current.getStore()?.at;
 
 /** Name the work under way (a request learns its route pattern, and so its lane, only once it is matched). */
 export function nameWork(name: string, lane: Lane): void {

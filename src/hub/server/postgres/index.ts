@@ -7,6 +7,8 @@ import type { DatabaseStats } from '../admin.js';
 import type { HubMetrics } from '../metrics.js';
 import type { Store, WakeFrom, WakeTopic } from '../sql.js';
 import { Lanes } from '../lanes.js';
+import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
+import { hop, TRACE } from '../../../util/trace.js';
 import { trackWork } from '../work.js';
 import { listen } from './listener.js';
 import { migrate } from './schema.js';
@@ -110,12 +112,14 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
     heard: (sentAt) => o.metrics.notified(store.clock.now() - sentAt),
   });
   await listener.ready;
+  const sampling = TRACE ? sampleForTrace(lanes) : null;
   // The first unit calibrates the instance's clock to the database's.
   await store.write(async () => undefined);
   return {
     store: {
       ...store,
       close: async () => {
+        sampling?.();
         await listener.close();
         await store.close();
       },
@@ -126,5 +130,38 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
       lanes: () => lanes.stats(),
       roundTrips: () => store.roundTrips,
     },
+  };
+}
+
+/** The push trace's sampling period: the event loop's delay and the pool's queues, every this many ms. */
+const SAMPLE_MS = 20;
+
+/**
+ * The push trace only (OH_HAI_TRACE): what a slow push's neighbourhood held — every
+ * {@link SAMPLE_MS}, the event loop's delay past the period and the lanes' waiting and held counts
+ * (`ev.sample <delay µs>:<waiting request/page/connect>:<held request/stream>`), and every
+ * collection with its kind and length (`ev.gc <kind>:<µs>`, stamped at its start). Returns its stop.
+ */
+function sampleForTrace(lanes: Lanes): () => void {
+  let last = process.hrtime.bigint();
+  const timer = setInterval(() => {
+    const now = process.hrtime.bigint();
+    const l = lanes.stats();
+    const late = (now - last) / 1000n - BigInt(SAMPLE_MS * 1000);
+    last = now;
+    hop('ev.sample', `${late}:${l.request.waiting}/${l.page.waiting}/${l.connect.waiting}:${l.request.held}/${l.stream.held}`, now);
+  }, SAMPLE_MS);
+  timer.unref();
+  const gc = new PerformanceObserver((list) => {
+    const origin = process.hrtime.bigint() - BigInt(Math.round(performance.now() * 1e6));
+    for (const e of list.getEntries()) {
+      const kind = ((e as unknown as { detail?: { kind?: number } }).detail ?? {}).kind;
+      hop('ev.gc', `${kind === constants.NODE_PERFORMANCE_GC_MINOR ? 'minor' : kind === constants.NODE_PERFORMANCE_GC_MAJOR ? 'major' : String(kind)}:${Math.round(e.duration * 1000)}`, origin + BigInt(Math.round(e.startTime * 1e6)));
+    }
+  });
+  gc.observe({ entryTypes: ['gc'] });
+  return () => {
+    clearInterval(timer);
+    gc.disconnect();
   };
 }

@@ -2,7 +2,8 @@ import type { Pool, PoolClient } from 'pg';
 import type { Clock } from '../../../util/clock.js';
 import { AGENT_LOCK, insertStatement, type Insert, type Param, type Sql, type Store, type Tx, type WakeTopic } from '../sql.js';
 import type { Lanes } from '../lanes.js';
-import { workLane, workName } from '../work.js';
+import { noteWork, workLane, workName } from '../work.js';
+import { TRACE } from '../../../util/trace.js';
 import { storeClosed } from '../database-errors.js';
 import { schemaVersion, SCHEMA_VERSION } from './schema.js';
 
@@ -436,6 +437,7 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
       retried(async () => {
         const [text, values] = withNotify(sql, params, wakes);
         const rows = await lone.all<T>(withClock(text), ...values);
+        if (TRACE) noteWork('done');
         if (committed) run(() => committed(rows));
         if (wakes !== undefined && rows.length > 0) {
           for (const [topic, key] of wakes) run(() => o.wake(topic, key));
