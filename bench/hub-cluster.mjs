@@ -367,6 +367,13 @@ function pushHops(dirs, benchHops, timer, sendWindow) {
   const buckets = Array.from({ length: Math.max(1, Math.ceil(Number(w1 - w0) / 1e8)) }, () => 0);
   for (const t of connects) if (t >= w0 && t < w1) buckets[Number((t - w0) / 100_000_000n)] += 1;
   const sortedB = [...buckets].sort((x, y) => x - y);
+  // Over the whole run, per second from the first connect: the waves grow, or a fleet stays spread.
+  const c0 = connects.reduce((a, t) => (t < a ? t : a), connects[0] ?? 0n);
+  const perSecond = [];
+  for (const t of connects) {
+    const i = Number((t - c0) / 1_000_000_000n);
+    perSecond[i] = (perSecond[i] ?? 0) + 1;
+  }
   const gcIn = gcs.filter((x) => x.t >= w0 && x.t < w1);
   const lates = samples.filter((x) => x.t >= w0 && x.t < w1).map((x) => x.lateMs);
   return {
@@ -376,6 +383,7 @@ function pushHops(dirs, benchHops, timer, sendWindow) {
     slowTotal: slow.reduce((sum, h) => sum + total(h), 0) / slow.length,
     slowStarts: slow.map((h) => rel(h.sent)).sort((x, y) => x - y),
     shown,
+    connectsPerSecond: { series: Array.from(perSecond, (n) => n ?? 0), sendsFrom: Number((w0 - c0) / 1_000_000_000n) },
     connectsPer100ms: { min: sortedB[0], p50: sortedB[Math.floor(sortedB.length / 2)], p99: sortedB[Math.floor(sortedB.length * 0.99)], max: sortedB[sortedB.length - 1], n: buckets.length },
     gc: { n: gcIn.length, ms: gcIn.reduce((a, x) => a + x.ms, 0), max: gcIn.reduce((a, x) => Math.max(a, x.ms), 0) },
     lateP99: lates.length === 0 ? null : timer.pct(99, lates),
@@ -744,6 +752,8 @@ for (const r of results.filter((x) => x.hops !== null)) {
   console.log(
     `  during the sends: stream connects per 100 ms min ${c.min}, p50 ${c.p50}, p99 ${c.p99}, max ${c.max} (${c.n} windows); GC ${hp.gc.n} (${hp.gc.ms.toFixed(0)} ms, longest ${hp.gc.max.toFixed(1)} ms); Hub loop delay past its 20 ms sample p99 ${fmt(hp.lateP99, 1)}, max ${fmt(hp.lateMax, 1)} ms`,
   );
+  const cs = hp.connectsPerSecond;
+  console.log(`  stream connects begun per second over the run (the sends began in second ${cs.sendsFrom}): ${cs.series.join(' ')}`);
   console.log(`  the slowest ${hp.shown.length} (legs in ms, the Hub's CPU over a leg where it has both; while under way: GCs, the loop's longest delay, the most waiting requests/pages/connects, connects begun):`);
   for (const x of hp.shown)
     console.log(
