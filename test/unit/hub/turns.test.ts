@@ -83,4 +83,18 @@ describe('a page read a round trip away (PostgreSQL)', () => {
     await settling;
     expect(sent).toBe(true);
   });
+
+  it('lets a page with nothing to send through a spent turn, and the pages behind it', async () => {
+    const turns = new TurnBudget(100);
+    const [empty, small] = [turns.unheld(), turns.unheld()];
+    await turns.settle(turns.unheld(), 60);
+    let done = 0;
+    void turns.settle(empty, 0).then(() => (done += 1));
+    void turns.settle(small, 30).then(() => (done += 1));
+    await Promise.resolve();
+    await Promise.resolve();
+    // Both in this turn: the empty page costs nothing and the small one fits the 40 bytes left.
+    expect(done).toBe(2);
+    expect(turns.counts().deferred).toBe(0);
+  });
 });
