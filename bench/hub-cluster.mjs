@@ -266,7 +266,20 @@ const cpuOf = (pid, children = false) => {
  * arrival here. A push written by a connect's first page has no woken…read hops; `hub.committed`
  * is the sender's answer ready.
  */
-const HOPS = ['sent', 'hub.arrived', 'hub.received', 'hub.laned', 'hub.done', 'hub.woken', 'hub.queued', 'hub.started', 'hub.read', 'hub.paged', 'hub.written', 'arrived'];
+const HOPS = [
+  'sent',
+  'hub.arrived',
+  'hub.received',
+  'hub.laned',
+  'hub.done',
+  'hub.woken',
+  'hub.queued',
+  'hub.started',
+  'hub.read',
+  'hub.paged',
+  'hub.written',
+  'arrived',
+];
 /** How many of the slowest pushes the trace prints one by one. */
 const SLOWEST_SHOWN = 12;
 /**
@@ -335,7 +348,14 @@ function pushHops(dirs, benchHops, timer, sendWindow) {
     .sort(([x], [y]) => order(x) - order(y))
     .map(([leg, xs]) => {
       const sl = slowLeg.get(leg) ?? [];
-      return { leg, n: xs.length, p50: timer.pct(50, xs), p99: timer.pct(99, xs), slowMean: sl.length === 0 ? null : sl.reduce((a, b) => a + b, 0) / sl.length, slowN: sl.length };
+      return {
+        leg,
+        n: xs.length,
+        p50: timer.pct(50, xs),
+        p99: timer.pct(99, xs),
+        slowMean: sl.length === 0 ? null : sl.reduce((a, b) => a + b, 0) / sl.length,
+        slowN: sl.length,
+      };
     });
   const first = full.reduce((a, [, h]) => (h.sent < a ? h.sent : a), full[0]?.[1].sent ?? 0n);
   const rel = (t) => Number(t - first) / 1e6;
@@ -384,7 +404,13 @@ function pushHops(dirs, benchHops, timer, sendWindow) {
     slowStarts: slow.map((h) => rel(h.sent)).sort((x, y) => x - y),
     shown,
     connectsPerSecond: { series: Array.from(perSecond, (n) => n ?? 0), sendsFrom: Number((w0 - c0) / 1_000_000_000n) },
-    connectsPer100ms: { min: sortedB[0], p50: sortedB[Math.floor(sortedB.length / 2)], p99: sortedB[Math.floor(sortedB.length * 0.99)], max: sortedB[sortedB.length - 1], n: buckets.length },
+    connectsPer100ms: {
+      min: sortedB[0],
+      p50: sortedB[Math.floor(sortedB.length / 2)],
+      p99: sortedB[Math.floor(sortedB.length * 0.99)],
+      max: sortedB[sortedB.length - 1],
+      n: buckets.length,
+    },
     gc: { n: gcIn.length, ms: gcIn.reduce((a, x) => a + x.ms, 0), max: gcIn.reduce((a, x) => Math.max(a, x.ms), 0) },
     lateP99: lates.length === 0 ? null : timer.pct(99, lates),
     lateMax: lates.length === 0 ? null : Math.max(...lates),
@@ -754,7 +780,9 @@ for (const r of results.filter((x) => x.hops !== null)) {
   );
   const cs = hp.connectsPerSecond;
   console.log(`  stream connects begun per second over the run (the sends began in second ${cs.sendsFrom}): ${cs.series.join(' ')}`);
-  console.log(`  the slowest ${hp.shown.length} (legs in ms, the Hub's CPU over a leg where it has both; while under way: GCs, the loop's longest delay, the most waiting requests/pages/connects, connects begun):`);
+  console.log(
+    `  the slowest ${hp.shown.length} (legs in ms, the Hub's CPU over a leg where it has both; while under way: GCs, the loop's longest delay, the most waiting requests/pages/connects, connects begun):`,
+  );
   for (const x of hp.shown)
     console.log(
       `  ${x.total.toFixed(1).padStart(7)} at ${x.startMs.toFixed(0).padStart(5)} ms${x.batch === null ? '' : `, read with ${x.batch} streams`}: ${x.legs.join(', ')} | gc ${x.gc}; delay ${x.lateMax.toFixed(1)}; waiting ${x.waiting}; connects ${x.connects}`,

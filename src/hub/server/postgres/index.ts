@@ -156,7 +156,11 @@ function sampleForTrace(lanes: Lanes): () => void {
     const origin = process.hrtime.bigint() - BigInt(Math.round(performance.now() * 1e6));
     for (const e of list.getEntries()) {
       const kind = ((e as unknown as { detail?: { kind?: number } }).detail ?? {}).kind;
-      hop('ev.gc', `${kind === constants.NODE_PERFORMANCE_GC_MINOR ? 'minor' : kind === constants.NODE_PERFORMANCE_GC_MAJOR ? 'major' : String(kind)}:${Math.round(e.duration * 1000)}`, origin + BigInt(Math.round(e.startTime * 1e6)));
+      hop(
+        'ev.gc',
+        `${kind === constants.NODE_PERFORMANCE_GC_MINOR ? 'minor' : kind === constants.NODE_PERFORMANCE_GC_MAJOR ? 'major' : String(kind)}:${Math.round(e.duration * 1000)}`,
+        origin + BigInt(Math.round(e.startTime * 1e6)),
+      );
     }
   });
   gc.observe({ entryTypes: ['gc'] });
