@@ -58,8 +58,11 @@ const result = await esbuild.build({
   // Loaded from node_modules on first use only: the Hub's SQLite store (native), and pg and
   // prom-client, which only a Hub on PostgreSQL or with --admin-listen needs; the MCP SDK and
   // zod, which only `oh-hai mcp` loads (their CommonJS builds): bundled, they would grow the
-  // file every other command parses by a few hundred kB.
-  external: ['better-sqlite3', 'pg', 'prom-client', '@modelcontextprotocol/server', '@modelcontextprotocol/server/stdio', 'zod'],
+  // file every other command parses by a few hundred kB. The lock library (with graceful-fs)
+  // and the SSE parser likewise: a bridge run takes no lock and opens no stream unless it starts
+  // or adopts something, and bundled they cost its every run their share of the code cache
+  // (docs/performance.md "Warm bridge (session 12)").
+  external: ['better-sqlite3', 'pg', 'prom-client', 'proper-lockfile', 'eventsource-parser', '@modelcontextprotocol/server', '@modelcontextprotocol/server/stdio', 'zod'],
   banner: {
     js: [
       "const __ohHaiModuleUrl = (rel) => require('node:url').pathToFileURL(require('node:path').join(__dirname, rel)).href;",
@@ -86,10 +89,16 @@ const builtinInterop = (code) => code.replace(/__toESM\(require\("(node:[a-z_/]+
  * and __ohHaiNode asks it once per built-in. A built-in this Node lacks is required as before,
  * so it still throws where the code expects it to (docs/performance.md "Warm bridge (session 9)").
  */
+/**
+ * esbuild leaves `import()` of an external package as it is, which the launcher's vm.Script
+ * cannot run: a package's namespace is built from require, as Node's import() of a CommonJS
+ * package gives it (its exports as `default`, and each of them by name).
+ */
+const packageImport = (code) => code.replace(/\bimport\("(proper-lockfile)"\)/g, 'Promise.resolve().then(() => __ohHaiBuiltin(require("$1")))');
 const builtinLookup = (code) => code.replace(/\brequire\("(node:[a-z_/]+)"\)/g, '__ohHaiNode("$1")');
 
 for (const { path: out, text: built } of result.outputFiles) {
-  const code = builtinLookup(builtinInterop(built));
+  const code = packageImport(builtinLookup(builtinInterop(built)));
   // The launcher compiles a bundle with vm.Script, which has no loader for a real import().
   if (/\bimport\s*\(/.test(code.replace(/\/\/.*$/gm, ''))) throw new Error(`scripts/bundle.mjs: ${out} still contains an import() call`);
   // ASCII, so the launcher reads it as latin1 into a one-byte string without decoding UTF-8.

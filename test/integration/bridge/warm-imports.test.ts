@@ -131,7 +131,7 @@ describe('the warm path loads only what it needs', () => {
     }
   });
 
-  it("the bridge's bundle holds its plain run only: no argument parser, no command registration, no doctor", () => {
+  it("the bridge's bundle holds its plain run only: no argument parser, no command registration, no doctor, no lock library or SSE parser", () => {
     // Each module bundled is a comment line naming its file (esbuild). What a run never reaches
     // still costs it its share of the code cache (docs/performance.md "Warm bridge (session 12)");
     // help, retired subcommands and usage errors run dist/oh-hai.cjs (src/cli/launch.cts).
@@ -139,7 +139,9 @@ describe('the warm path loads only what it needs', () => {
       .split('\n')
       .filter((l) => /^\/\/ \S+\.c?js$/.test(l));
     expect(modules).toContain('// dist/reader/printer.js');
-    expect(modules.filter((m) => /node_modules\/commander\/|dist\/cli\/doctor\/|dist\/cli\/commands\/[^/]+\/register\.js$/.test(m))).toEqual([]);
+    expect(
+      modules.filter((m) => /node_modules\/(commander|proper-lockfile|graceful-fs|eventsource-parser)\/|dist\/cli\/doctor\/|dist\/cli\/commands\/[^/]+\/register\.js$/.test(m)),
+    ).toEqual([]);
   });
 
   it('a warm run through the launcher never loads node:module (on Node 24 it brings its source-map code)', async () => {
