@@ -62,7 +62,16 @@ const result = await esbuild.build({
   // and the SSE parser likewise: a bridge run takes no lock and opens no stream unless it starts
   // or adopts something, and bundled they cost its every run their share of the code cache
   // (docs/performance.md "Warm bridge (session 12)").
-  external: ['better-sqlite3', 'pg', 'prom-client', 'proper-lockfile', 'eventsource-parser', '@modelcontextprotocol/server', '@modelcontextprotocol/server/stdio', 'zod'],
+  external: [
+    'better-sqlite3',
+    'pg',
+    'prom-client',
+    'proper-lockfile',
+    'eventsource-parser',
+    '@modelcontextprotocol/server',
+    '@modelcontextprotocol/server/stdio',
+    'zod',
+  ],
   banner: {
     js: [
       "const __ohHaiModuleUrl = (rel) => require('node:url').pathToFileURL(require('node:path').join(__dirname, rel)).href;",

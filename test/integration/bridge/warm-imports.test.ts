@@ -140,7 +140,9 @@ describe('the warm path loads only what it needs', () => {
       .filter((l) => /^\/\/ \S+\.c?js$/.test(l));
     expect(modules).toContain('// dist/reader/printer.js');
     expect(
-      modules.filter((m) => /node_modules\/(commander|proper-lockfile|graceful-fs|eventsource-parser)\/|dist\/cli\/doctor\/|dist\/cli\/commands\/[^/]+\/register\.js$/.test(m)),
+      modules.filter((m) =>
+        /node_modules\/(commander|proper-lockfile|graceful-fs|eventsource-parser)\/|dist\/cli\/doctor\/|dist\/cli\/commands\/[^/]+\/register\.js$/.test(m),
+      ),
     ).toEqual([]);
   });
 
