@@ -210,3 +210,15 @@ export async function openSession(hub: TestHub, label: string, clientKey: string
   if (r.status !== 201) throw new Error(`POST /v1/sessions → ${r.status} ${r.text}`);
   return { token: agent.token, sessionId: (r.body as { session: { id: string } }).session.id };
 }
+
+/** One scrape of a Hub's /metrics (it was started with --admin-listen): a figure by name, with its labels if any. */
+export async function scrapeMetrics(hub: TestHub): Promise<(name: string) => number> {
+  const admin = /^hub: admin \(healthz, readyz, metrics\) at (\S+)$/m.exec(hub.output().stdout)?.[1];
+  if (admin === undefined) throw new Error('the Hub was not started with --admin-listen');
+  const text = await (await fetch(`${admin}/metrics`)).text();
+  return (name) => {
+    const line = new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text);
+    if (!line) throw new Error(`/metrics has no ${name}:\n${text}`);
+    return Number(line[1]);
+  };
+}

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ConnectionCounts } from './connections.js';
+import type { HeldRequests } from './core.js';
 import type { Lane, LanesStats, Share } from './lanes.js';
 import type { HubMetrics } from './metrics.js';
 import type { Store } from './sql.js';
@@ -13,6 +14,8 @@ export interface AdminSources {
   openStreams: () => number;
   /** Stream pages' share of the event loop: the most bytes one turn carried, and pages put off to a later turn. */
   pushTurns: () => { largest: number; deferred: number };
+  /** Drains (`mail`) and message watches (`message`) held open now. */
+  heldRequests: () => HeldRequests;
   /** The public listener's TCP connections (null until it listens). */
   connections: () => ConnectionCounts | null;
   /** The shared database's pool and round trips (PostgreSQL only). */
@@ -99,6 +102,15 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
     registers: [registry],
     collect() {
       this.set(src.openStreams());
+    },
+  });
+  new prom.Gauge({
+    name: 'oh_hai_hub_held_requests',
+    help: 'Requests held open waiting (long-poll): drains by topic="mail", GET /v1/messages/:id?wait by topic="message"',
+    labelNames: ['topic'],
+    registers: [registry],
+    collect() {
+      for (const [topic, n] of Object.entries(src.heldRequests())) this.set({ topic }, n);
     },
   });
   // Against oh_hai_hub_requests_total: how many requests a connection carries (a bridge's stream

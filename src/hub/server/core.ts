@@ -60,4 +60,8 @@ export interface HubCore {
   clientAddress: (req: IncomingMessage) => string | null;
   /** Stream pages' share of each turn of the event loop, in bytes (`--page-bytes` a turn). */
   turns: TurnBudget;
+  /** Drains and message watches held open on this instance now, by what they wait on (/metrics). */
+  held: HeldRequests;
 }
+
+export type HeldRequests = Record<'mail' | 'message', number>;

@@ -41,9 +41,11 @@ export function hold(
   return new Promise((resolve) => {
     let timer: NodeJS.Timeout | undefined;
     let done = false;
+    core.held[topic] += 1;
     const finish = () => {
       if (done) return;
       done = true;
+      core.held[topic] -= 1;
       clearTimeout(timer);
       off();
       signal.removeEventListener('abort', finish);

@@ -11,7 +11,7 @@ import { Bus } from './bus.js';
 import type { HubConfig } from './config.js';
 import { capConnections, defaultMaxConnections, type ConnectionCounts } from './connections.js';
 import { privateDataDir } from './data-dir.js';
-import type { AccessRecord, HubCore } from './core.js';
+import type { AccessRecord, HeldRequests, HubCore } from './core.js';
 import { metricsSlot, type HubMetrics } from './metrics.js';
 import { Signer } from './delivery.js';
 import { FaultTable } from './faults.js';
@@ -134,6 +134,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   const bus = new Bus();
   const streams = new StreamRegistry();
   const turns = new TurnBudget(Math.min(config.pageBytes, TURN_BYTES));
+  const held: HeldRequests = { mail: 0, message: 0 };
   let core: HubCore | null = null;
 
   const reconcile = async (sessionId: string): Promise<void> => (core === null ? undefined : reconcileSession(core, sessionId));
@@ -181,6 +182,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
         store,
         openStreams: () => streams.count(),
         pushTurns: () => turns.counts(),
+        heldRequests: () => held,
         connections: () => connections,
         database: opened.database,
       });
@@ -211,6 +213,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     access: o.access ?? null,
     metrics,
     turns,
+    held,
     clientAddress: (req) => clientAddress(req, o.trustProxy ?? null),
   };
   const hub: HubCore = core;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HubClient } from '../../../src/hub/client/index.js';
-import { openSession, startHub, type TestHub } from '../../helpers/hub.js';
+import { openSession, scrapeMetrics, startHub, type TestHub } from '../../helpers/hub.js';
 
 // Issue 14: every held stream reconnects at each hold bound (MA2H §5): 10,000 streams at 30 s are
 // ~330 connects a second. The Hub answers a stream with `connection: keep-alive` and the bridge's
@@ -12,15 +12,6 @@ import { openSession, startHub, type TestHub } from '../../helpers/hub.js';
 // (/metrics oh_hai_hub_connections_accepted_total) with the real client: one connection for all.
 const HOLD_SECONDS = 0.2;
 const CONNECTS = 8;
-
-/** One figure from the Hub's /metrics (it was started with --admin-listen). */
-async function metric(hub: TestHub, name: string): Promise<number> {
-  const admin = /^hub: admin \(healthz, readyz, metrics\) at (\S+)$/m.exec(hub.output().stdout)![1]!;
-  const text = await (await fetch(`${admin}/metrics`)).text();
-  const line = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-  if (!line) throw new Error(`/metrics has no ${name}:\n${text}`);
-  return Number(line[1]);
-}
 
 describe('a stream reconnecting at its hold bound', () => {
   let hub: TestHub;
@@ -37,14 +28,14 @@ describe('a stream reconnecting at its hold bound', () => {
     const { token, sessionId } = await openSession(hub, 'reader', 'k');
     // The client makes no other call: every connection the Hub accepts from here on is a stream's.
     client = new HubClient({ baseUrl: hub.url, token });
-    const accepted0 = await metric(hub, 'oh_hai_hub_connections_accepted_total');
+    const accepted0 = (await scrapeMetrics(hub))('oh_hai_hub_connections_accepted_total');
     let opens = 0;
     for (let i = 0; i < CONNECTS; i++) {
       const end = await client.openStream(sessionId, { onOpen: () => void (opens += 1) });
       expect(end).toEqual({ kind: 'hold_bound' });
     }
     // The scrapes go to the admin port: only the client's connects reach the public listener.
-    const accepted = (await metric(hub, 'oh_hai_hub_connections_accepted_total')) - accepted0;
+    const accepted = ((await scrapeMetrics(hub))('oh_hai_hub_connections_accepted_total')) - accepted0;
     console.log(`${CONNECTS} connects (hold ${HOLD_SECONDS} s) over ${accepted} TCP connection(s)`);
     expect(opens).toBe(CONNECTS);
     expect(accepted).toBe(1);

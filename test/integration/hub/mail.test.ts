@@ -1,7 +1,6 @@
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSignature, validateEntry, verifyMac } from '../../../src/hub/contract/index.js';
-import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { hubCall, scrapeMetrics, startHub, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 
 interface Agent {
@@ -17,7 +16,7 @@ describe('reference Hub: mail and the delivery track', () => {
   let b: Agent;
 
   beforeAll(async () => {
-    hub = await startHub({ args: ['--lease-min-seconds', '0.5', '--lease-default-seconds', '30', '--max-wait-seconds', '10'] });
+    hub = await startHub({ args: ['--lease-min-seconds', '0.5', '--lease-default-seconds', '30', '--max-wait-seconds', '10', '--admin-listen', '127.0.0.1:0'] });
     a = await hub.mintAgent('sender');
     b = await hub.mintAgent('recipient');
   });
@@ -38,6 +37,14 @@ describe('reference Hub: mail and the delivery track', () => {
       signature: string;
     }[];
   const ack = (who: Agent, body: Record<string, unknown>) => hubCall(hub, 'POST', '/v1/inbox/ack', { token: who.token, body });
+  /** The sender's watch of a message, once the Hub counts it held (/metrics): anything after this happens after the watch read the message. */
+  const heldWatch = async (path: string) => {
+    const held = async () => (await scrapeMetrics(hub))('oh_hai_hub_held_requests{topic="message"}');
+    const before = await held();
+    const answer = hubCall(hub, 'GET', path, { token: a.token });
+    await waitFor(async () => (await held()) > before, { what: `the Hub to hold GET ${path}` });
+    return { answer };
+  };
   const message = async (who: Agent | string, id: string) =>
     (await hubCall(hub, 'GET', `/v1/messages/${id}`, { token: typeof who === 'string' ? who : who.token })).body.message;
   const receiptFor = async (who: Agent, sess: string | undefined, messageId: string) =>
@@ -214,23 +221,15 @@ describe('reference Hub: mail and the delivery track', () => {
 
   it('GET /v1/messages/:id?wait holds until the ask is answered, and returns at once when it already is', async () => {
     const ask = (await send(a, { to: `agent:${b.id}`, intent: 'ask', text: 'still there?' })).body.message;
-    // Both requests go down ONE connection, the watch first: the Hub reads them in that
-    // order, so the watch has read the ask unanswered before the answer exists. It can only
-    // come back carrying the answer if it held (and woke) rather than replying at once.
-    const [watched, answered] = await pipelined(hub, [
-      { method: 'GET', path: `/v1/messages/${ask.id}?wait=10`, token: a.token },
-      { method: 'POST', path: `/v1/messages/${ask.id}/respond`, token: b.token, body: { text: 'yes' } },
-    ]);
-    expect(answered!.status).toBe(201);
-    expect(watched!.status).toBe(200);
-    expect(watched!.body.message.response).toMatchObject({ message_id: answered!.body.message.id, text: 'yes' });
-    // Without ?wait the same order answers at once, before the answer exists: the check above is not vacuous.
-    const ask2 = (await send(a, { to: `agent:${b.id}`, intent: 'ask', text: 'and now?' })).body.message;
-    const [read] = await pipelined(hub, [
-      { method: 'GET', path: `/v1/messages/${ask2.id}`, token: a.token },
-      { method: 'POST', path: `/v1/messages/${ask2.id}/respond`, token: b.token, body: { text: 'still yes' } },
-    ]);
-    expect(read!.body.message.response).toBeUndefined();
+    expect((await hubCall(hub, 'GET', `/v1/messages/${ask.id}`, { token: a.token })).body.message.response).toBeUndefined();
+    // The answer is sent only once the Hub counts the watch as held: it can only come back
+    // carrying the answer if it held and woke, not because it read the ask after the answer.
+    const watch = await heldWatch(`/v1/messages/${ask.id}?wait=10`);
+    const answered = await hubCall(hub, 'POST', `/v1/messages/${ask.id}/respond`, { token: b.token, body: { text: 'yes' } });
+    expect(answered.status).toBe(201);
+    const w = await watch.answer;
+    expect(w.status).toBe(200);
+    expect(w.body.message.response).toMatchObject({ message_id: answered.body.message.id, text: 'yes' });
     // Answered already: the wait returns at once with what is there.
     const again = await hubCall(hub, 'GET', `/v1/messages/${ask.id}?wait=10`, { token: a.token });
     expect(again.body.message.response).toMatchObject({ text: 'yes' });
@@ -239,12 +238,10 @@ describe('reference Hub: mail and the delivery track', () => {
   it('GET /v1/messages/:id?wait wakes on a state change: the ack of a notify', async () => {
     const m = (await send(a, { to: `agent:${b.id}`, text: 'watch me' })).body.message;
     const entry = await waitFor(async () => (await drain(b)).find((x) => x.entry.message_id === m.id));
-    const [watched, acked] = await pipelined(hub, [
-      { method: 'GET', path: `/v1/messages/${m.id}?wait=10`, token: a.token },
-      { method: 'POST', path: '/v1/inbox/ack', token: b.token, body: { acknowledged: [entry.entry.id] } },
-    ]);
-    expect(acked!.status).toBe(200);
-    expect(watched!.body.message.state).toBe('acknowledged');
+    const watch = await heldWatch(`/v1/messages/${m.id}?wait=10`);
+    const acked = await hubCall(hub, 'POST', '/v1/inbox/ack', { token: b.token, body: { acknowledged: [entry.entry.id] } });
+    expect(acked.status).toBe(200);
+    expect((await watch.answer).body.message.state).toBe('acknowledged');
   });
 
   it('lists sent and received messages newest first with an opaque cursor', async () => {
@@ -318,52 +315,3 @@ describe('reference Hub: message TTL', () => {
     }
   });
 });
-
-interface Pipelined {
-  method: 'GET' | 'POST';
-  path: string;
-  token: string;
-  body?: unknown;
-}
-
-/**
- * Send requests pipelined on one HTTP/1.1 connection (written in one go, in order) and
- * read their answers, which HTTP/1.1 returns in the same order. The Hub parses them in
- * order, so a later request is handled only after an earlier one has begun.
- */
-async function pipelined(hub: TestHub, requests: Pipelined[]): Promise<{ status: number; body: any }[]> {
-  const { port, hostname } = new URL(hub.url);
-  const wire = requests
-    .map((r) => {
-      const payload = r.body === undefined ? '' : JSON.stringify(r.body);
-      const head = [`${r.method} ${r.path} HTTP/1.1`, `host: ${hostname}:${port}`, `authorization: Bearer ${r.token}`];
-      if (r.body !== undefined) head.push('content-type: application/json', `content-length: ${Buffer.byteLength(payload)}`);
-      return `${head.join('\r\n')}\r\n\r\n${payload}`;
-    })
-    .join('');
-  const socket = net.connect(Number(port), hostname);
-  socket.write(wire);
-  let buffer = Buffer.alloc(0);
-  const answers: { status: number; body: any }[] = [];
-  try {
-    for await (const chunk of socket) {
-      buffer = Buffer.concat([buffer, chunk as Buffer]);
-      for (;;) {
-        const headEnd = buffer.indexOf('\r\n\r\n');
-        if (headEnd < 0) break;
-        const head = buffer.subarray(0, headEnd).toString('latin1');
-        const length = Number(/^content-length:\s*(\d+)$/im.exec(head)?.[1] ?? NaN);
-        if (!Number.isFinite(length)) throw new Error(`an answer without content-length: ${head}`);
-        if (buffer.length < headEnd + 4 + length) break;
-        const body = buffer.subarray(headEnd + 4, headEnd + 4 + length).toString('utf8');
-        answers.push({ status: Number(head.split(' ')[1]), body: JSON.parse(body) });
-        buffer = buffer.subarray(headEnd + 4 + length);
-      }
-      if (answers.length === requests.length) break;
-    }
-  } finally {
-    socket.destroy();
-  }
-  if (answers.length !== requests.length) throw new Error(`the Hub answered ${answers.length} of ${requests.length} pipelined requests`);
-  return answers;
-}

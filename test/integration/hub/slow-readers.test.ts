@@ -3,7 +3,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_TEXT_BYTES, maxDeliveryBytes } from '../../../src/hub/contract/index.js';
 import { TURN_BYTES } from '../../../src/hub/server/turns.js';
-import { HUB_STORE, hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { HUB_STORE, hubCall, scrapeMetrics, startHub, type TestHub } from '../../helpers/hub.js';
 import { waitFor } from '../../helpers/wait.js';
 
 // Issue 18 High 2: a connect pushed every pending entry at once, ignoring backpressure, and a
@@ -43,17 +43,6 @@ const MAILBOX_MIB = (MAILBOX * 6 * MAX_TEXT_BYTES) / 2 ** 20;
 const RSS_BOUND_MIB = STREAMS * MAILBOX_MIB;
 /** What one turn of the Hub's event loop may carry: its budget, plus the one entry a page always holds. */
 const TURN_BOUND = Math.min(PAGE_BYTES, TURN_BYTES) + maxDeliveryBytes();
-
-/** One scrape of the Hub's /metrics (the admin listener it printed at start): a figure by name (with its labels, if any). */
-async function scrape(hub: TestHub): Promise<(name: string) => number> {
-  const admin = /^hub: admin \(healthz, readyz, metrics\) at (\S+)$/m.exec(hub.output().stdout)![1]!;
-  const text = await (await fetch(`${admin}/metrics`)).text();
-  return (name) => {
-    const line = new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text);
-    if (!line) throw new Error(`/metrics has no ${name}:\n${text}`);
-    return Number(line[1]);
-  };
-}
 
 const rssMiB = (pid: number): number => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
@@ -137,7 +126,7 @@ describe('16 streams that never read, against a mailbox of maximal-escape mail',
       await probe;
       clearInterval(sampler);
     }
-    const metric = await scrape(hub);
+    const metric = await scrapeMetrics(hub);
     const turnBytes = metric('oh_hai_hub_push_turn_bytes_max');
     const deferred = metric('oh_hai_hub_push_pages_deferred_total');
     const loopMaxMs = 1000 * metric('oh_hai_hub_process_nodejs_eventloop_lag_max_seconds');
