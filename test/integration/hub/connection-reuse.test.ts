@@ -35,7 +35,7 @@ describe('a stream reconnecting at its hold bound', () => {
       expect(end).toEqual({ kind: 'hold_bound' });
     }
     // The scrapes go to the admin port: only the client's connects reach the public listener.
-    const accepted = ((await scrapeMetrics(hub))('oh_hai_hub_connections_accepted_total')) - accepted0;
+    const accepted = (await scrapeMetrics(hub))('oh_hai_hub_connections_accepted_total') - accepted0;
     console.log(`${CONNECTS} connects (hold ${HOLD_SECONDS} s) over ${accepted} TCP connection(s)`);
     expect(opens).toBe(CONNECTS);
     expect(accepted).toBe(1);

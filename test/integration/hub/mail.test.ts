@@ -16,7 +16,9 @@ describe('reference Hub: mail and the delivery track', () => {
   let b: Agent;
 
   beforeAll(async () => {
-    hub = await startHub({ args: ['--lease-min-seconds', '0.5', '--lease-default-seconds', '30', '--max-wait-seconds', '10', '--admin-listen', '127.0.0.1:0'] });
+    hub = await startHub({
+      args: ['--lease-min-seconds', '0.5', '--lease-default-seconds', '30', '--max-wait-seconds', '10', '--admin-listen', '127.0.0.1:0'],
+    });
     a = await hub.mintAgent('sender');
     b = await hub.mintAgent('recipient');
   });
