@@ -103,6 +103,7 @@ export function openDrainState(stateDir: StateDir, clock: Clock, log: (text: str
       ),
     };
   }
+  if (seen.value.recovery) log(`seen-jti set recovered: cut ${seen.value.recovery.cutBytes} bytes at byte ${seen.value.recovery.cutAt}`);
   return {
     ok: true,
     value: {
@@ -113,6 +114,7 @@ export function openDrainState(stateDir: StateDir, clock: Clock, log: (text: str
       close: () => {
         spool.value.close();
         ledger.value.close();
+        seen.value.close();
       },
     },
   };

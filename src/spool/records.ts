@@ -14,7 +14,7 @@ export const STATE_FILES = {
   spool: 'bridge.ndjson',
   cursor: 'cursor.json',
   ledger: 'ledger.ndjson',
-  seenJti: 'seen-jti.json',
+  seenJti: 'seen-jti.ndjson',
   log: 'bridge.log',
   consumerLock: 'consumer.lock',
   standDownRequest: 'stand-down-request.json',

@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { waitFor } from './wait.js';
 
@@ -55,4 +57,26 @@ export function onLines(stream: Readable, onLines: (lines: string[]) => void): v
     buffered = lines.pop() ?? '';
     onLines(lines);
   });
+}
+
+/**
+ * Run `node script …args` (a crash test's stand-in writer), hand each line it prints to
+ * `onLine`, and SIGKILL it once it has printed `lines` lines. Throws if it stopped on its own.
+ */
+export async function runUntilKilled(script: string, args: readonly string[], lines: number, onLine: (line: string) => void): Promise<void> {
+  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let printed = 0;
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  onLines(child.stdout, (got) => {
+    for (const line of got) {
+      printed += 1;
+      onLine(line);
+    }
+    if (printed >= lines && child.exitCode === null) child.kill('SIGKILL');
+  });
+  const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal })),
+  );
+  if (exit.signal !== 'SIGKILL') throw new Error(`${path.basename(script)} stopped on its own (code ${exit.code}): ${stderr}`);
 }

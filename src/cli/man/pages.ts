@@ -35,7 +35,7 @@ const FILE_PROJECT: [string, string] = ['.oh-hai/config.toml', 'The project conf
 const FILE_CREDENTIALS: [string, string] = ['~/.config/oh-hai/credentials.json', 'Stored tokens, written by oh-hai login (0600, directory 0700).'];
 const FILE_ENTRY: [string, string] = [
   '<state root>/oh-hai/bridge/sessions/<key>/',
-  `The state entry of one agent session (0700, files 0600): identity.json, settings.json, session.json, consumer.json, reader.json, bridge.ndjson and bridge.<seq>.ndjson (the spool and its sealed segments), cursor.json, ledger.ndjson, seen-jti.json and bridge.log (renamed to bridge.log.1 at 1 MiB, replacing the one before). The key is derived from the Hub origin, the agent id and the agent session — never the working directory. No token is ever written here. ${STATE_ROOT}`,
+  `The state entry of one agent session (0700, files 0600): identity.json, settings.json, session.json, consumer.json, reader.json, bridge.ndjson and bridge.<seq>.ndjson (the spool and its sealed segments), cursor.json, ledger.ndjson, seen-jti.ndjson and bridge.log (renamed to bridge.log.1 at 1 MiB, replacing the one before). The key is derived from the Hub origin, the agent id and the agent session — never the working directory. No token is ever written here. ${STATE_ROOT}`,
 ];
 
 const MESSAGING_EXIT: [string, string][] = [

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,7 +6,7 @@ import { Ledger, Spool, SpoolReader, readCursor, validateCursor } from '../../..
 import { systemClock } from '../../../src/util/clock.js';
 import { repoRoot } from '../../helpers/cli.js';
 import { tempEnv } from '../../helpers/env.js';
-import { onLines } from '../../helpers/process.js';
+import { runUntilKilled } from '../../helpers/process.js';
 import { withSeed } from '../../helpers/seed.js';
 
 const writer = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'spool-writer.mjs');
@@ -24,26 +23,14 @@ interface Promised {
 
 /** Start the writer, let it run until it has reported `steps` durable steps, then SIGKILL it. */
 async function runAndKill(dir: string, steps: number, writerSeed: number, promised: Promised): Promise<void> {
-  const child = spawn(process.execPath, [writer, dir, String(writerSeed)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let seen = 0;
-  let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  onLines(child.stdout, (lines) => {
-    for (const line of lines) {
-      const [what, ...rest] = line.split(' ');
-      seen += 1;
-      if (what === 'spooled') promised.spooledSeq = Math.max(promised.spooledSeq, Number(rest[0]));
-      else if (what === 'ledger') rest.forEach((id) => promised.inLedger.add(id));
-      else if (what === 'acking') rest.forEach((id) => promised.acking.add(id));
-      else if (what === 'acked') rest.forEach((id) => promised.acked.add(id));
-      else if (what === 'cursor') promised.cursorSeq = Number(rest[0]);
-    }
-    if (seen >= steps && child.exitCode === null) child.kill('SIGKILL');
+  await runUntilKilled(writer, [dir, String(writerSeed)], steps, (line) => {
+    const [what, ...rest] = line.split(' ');
+    if (what === 'spooled') promised.spooledSeq = Math.max(promised.spooledSeq, Number(rest[0]));
+    else if (what === 'ledger') rest.forEach((id) => promised.inLedger.add(id));
+    else if (what === 'acking') rest.forEach((id) => promised.acking.add(id));
+    else if (what === 'acked') rest.forEach((id) => promised.acked.add(id));
+    else if (what === 'cursor') promised.cursorSeq = Number(rest[0]);
   });
-  const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('close', (code, signal) => resolve({ code, signal })),
-  );
-  if (exit.signal !== 'SIGKILL') throw new Error(`the writer stopped on its own (code ${exit.code}): ${stderr}`);
 }
 
 function checkInvariants(dir: string, promised: Promised): void {
