@@ -122,23 +122,34 @@ export interface Statement {
  * The sources never share an entry (a claim is only ever taken on principal mail).
  */
 export function pendingArms(box: Mailbox, afterSeq: number, limit: number, columns = 'seq', agent: Statement = byParam(box.agentId)): Statement[] {
+  return armsOf(
+    box.sessionId === null ? null : byParam(box.sessionId),
+    { sql: '?', params: [afterSeq] },
+    { sql: 'CAST(? AS INTEGER)', params: [limit] },
+    columns,
+    agent,
+  );
+}
+
+/** {@link pendingArms} with each value as SQL: a parameter, or a column of the row a lateral read is made for. */
+function armsOf(session: Statement | null, after: Statement, limit: Statement, columns: string, agent: Statement): Statement[] {
   const free = {
     sql: `SELECT ${columns} FROM entries
-    WHERE to_agent = ${agent.sql} AND to_session IS NULL AND state = 'pending' AND claimed_session IS NULL AND seq > ? ORDER BY seq LIMIT CAST(? AS INTEGER)`,
-    params: [...agent.params, afterSeq, limit],
+    WHERE to_agent = ${agent.sql} AND to_session IS NULL AND state = 'pending' AND claimed_session IS NULL AND seq > ${after.sql} ORDER BY seq LIMIT ${limit.sql}`,
+    params: [...agent.params, ...after.params, ...limit.params],
   };
-  if (box.sessionId === null) return [free];
+  if (session === null) return [free];
   return [
     {
       sql: `SELECT ${columns} FROM entries
-         WHERE to_session = CAST(? AS TEXT) AND state = 'pending' AND seq > ? ORDER BY seq LIMIT CAST(? AS INTEGER)`,
-      params: [box.sessionId, afterSeq, limit],
+         WHERE to_session = ${session.sql} AND state = 'pending' AND seq > ${after.sql} ORDER BY seq LIMIT ${limit.sql}`,
+      params: [...session.params, ...after.params, ...limit.params],
     },
     free,
     {
       sql: `SELECT ${columns} FROM entries
-         WHERE claimed_session = CAST(? AS TEXT) AND state = 'pending' AND seq > ? ORDER BY seq LIMIT CAST(? AS INTEGER)`,
-      params: [box.sessionId, afterSeq, limit],
+         WHERE claimed_session = ${session.sql} AND state = 'pending' AND seq > ${after.sql} ORDER BY seq LIMIT ${limit.sql}`,
+      params: [...session.params, ...after.params, ...limit.params],
     },
   ];
 }
@@ -149,7 +160,11 @@ export function pendingArms(box: Mailbox, afterSeq: number, limit: number, colum
  * entries are read.
  */
 function pendingSeqs(box: Mailbox, afterSeq: number, limit: number, agent?: Statement): Statement {
-  const arms = pendingArms(box, afterSeq, limit, 'seq', agent);
+  return mergedArms(pendingArms(box, afterSeq, limit, 'seq', agent), { sql: 'CAST(? AS INTEGER)', params: [limit] });
+}
+
+/** A session mailbox's three arms merged in seq order, at most `limit`; the principal mailbox's one arm as it is. */
+function mergedArms(arms: Statement[], limit: Statement): Statement {
   if (arms.length === 1) return arms[0]!;
   const [own, free, claimed] = arms as [Statement, Statement, Statement];
   // Every derived table is named: PostgreSQL requires it, SQLite accepts it.
@@ -158,8 +173,8 @@ function pendingSeqs(box: Mailbox, afterSeq: number, limit: number, agent?: Stat
        SELECT * FROM (${own.sql}) AS own
        UNION ALL SELECT * FROM (${free.sql}) AS free
        UNION ALL SELECT * FROM (${claimed.sql}) AS claimed
-     ) AS pending ORDER BY seq LIMIT CAST(? AS INTEGER)`,
-    params: [...own.params, ...free.params, ...claimed.params, limit],
+     ) AS pending ORDER BY seq LIMIT ${limit.sql}`,
+    params: [...own.params, ...free.params, ...claimed.params, ...limit.params],
   };
 }
 
@@ -181,6 +196,9 @@ export interface PageRequest {
    */
   agent?: Statement;
 }
+
+/** A page to read from a session's mailbox (what a stream reads). */
+export type SessionPageRequest = Omit<PageRequest, 'box' | 'agent'> & { box: { agentId: string; sessionId: string } };
 
 /** A value as a statement's parameter. */
 const byParam = (value: Param): Statement => ({ sql: 'CAST(? AS TEXT)', params: [value] });
@@ -224,13 +242,48 @@ export function pagesQuery(requests: readonly PageRequest[], when = ''): { ctes:
     wanted.push(`SELECT ${i} AS box, CAST(? AS BIGINT) AS bound, seq FROM (${seqs.sql}) AS box${i}${when === '' ? '' : ` WHERE ${when}`}`);
     params.push(r.bound.maxBytes, ...seqs.params);
   }
+  return pagesOfWanted({ sql: wanted.join(' UNION ALL '), params });
+}
+
+/** The pages' common table expressions and select, from `wanted`: a statement of (box, bound, seq) rows, each a candidate of its box's page. */
+function pagesOfWanted(wanted: Statement): { ctes: string; select: string; params: Param[] } {
   return {
-    ctes: `wanted AS MATERIALIZED (${wanted.join(' UNION ALL ')}),
+    ctes: `wanted AS MATERIALIZED (${wanted.sql}),
        sized AS MATERIALIZED (SELECT wanted.box, wanted.bound, wanted.seq, OCTET_LENGTH(entries.body) AS bytes FROM wanted JOIN entries ON entries.seq = wanted.seq),
        page AS (SELECT box, bound, seq, SUM(bytes) OVER (PARTITION BY box ORDER BY seq) - bytes AS bytes_before, COUNT(*) OVER (PARTITION BY box) AS candidates FROM sized)`,
     select: `SELECT page.box, page.candidates, entries.* FROM page JOIN entries ON entries.seq = page.seq WHERE page.bytes_before < page.bound`,
-    params,
+    params: wanted.params,
   };
+}
+
+/**
+ * {@link readPages} on PostgreSQL for session mailboxes, as ONE statement text whatever their
+ * number: the requests are one JSON parameter, each mailbox's keyset arms a lateral subquery on its
+ * row. The statement with a subquery per mailbox was a text per count (padded to powers of two:
+ * seven), and each text is planned once per pool connection when it first runs there: 40–285 ms
+ * of planning for the reads of 8–32 streams on a busy database, while every push in that read
+ * waited (issue 14's bench at 10,000 streams: the slowest pushes of a quiet run; docs/deploy.md,
+ * session 13). This text is planned once per connection, cheaply.
+ */
+export async function readSessionPages(q: Sql, requests: readonly SessionPageRequest[]): Promise<PendingPage[]> {
+  const column = (name: string): Statement => ({ sql: `r.${name}`, params: [] });
+  const limit = column('lim');
+  const seqs = mergedArms(armsOf(column('session'), column('after_seq'), limit, 'seq', column('agent')), limit);
+  const rows = requests.map((r, box) => ({
+    box,
+    agent: r.box.agentId,
+    session: r.box.sessionId,
+    after_seq: r.afterSeq,
+    lim: r.bound.limit,
+    bound: r.bound.maxBytes,
+  }));
+  const read = pagesOfWanted({
+    sql: `SELECT r.box, r.bound, p.seq
+       FROM json_to_recordset(CAST(? AS JSON)) AS r(box INTEGER, agent TEXT, session TEXT, after_seq BIGINT, lim INTEGER, bound BIGINT)
+       CROSS JOIN LATERAL (${seqs.sql}) AS p`,
+    params: [JSON.stringify(rows)],
+  });
+  return pagesOf(await q.all<PageRow>(`WITH ${read.ctes} ${read.select}`, ...read.params), requests);
 }
 
 /** The pages of `requests` from the rows of their {@link pagesQuery}, in order, each cut by its byte bound. */

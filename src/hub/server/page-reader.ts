@@ -1,6 +1,6 @@
 import type { Gate } from './coalesce.js';
-import { readPages, type Mailbox, type PageBound, type PageRequest, type PendingPage } from './entries.js';
-import type { Store } from './sql.js';
+import { readSessionPages, type PageBound, type PendingPage, type SessionPageRequest } from './entries.js';
+import type { Sql, Store } from './sql.js';
 import { runAs, type Work } from './work.js';
 import { hop, TRACE } from '../../util/trace.js';
 
@@ -9,14 +9,7 @@ export const PAGES_PER_READ = 32;
 /** Delivery bytes one statement reads at most, shared by its pages (each still carries one entry). */
 export const READ_BYTES = 1024 * 1024;
 
-/**
- * A mailbox no entry is in: reads are padded with it to a power of two, so at most seven statement
- * texts exist (PostgreSQL prepares and plans each text once per connection, and a text planned
- * only a few times never gets its generic plan).
- */
-const NOBODY: PageRequest = { box: { agentId: '', sessionId: '' }, afterSeq: 0, bound: { limit: 1, maxBytes: 1 } };
-
-interface Waiting extends PageRequest {
+interface Waiting extends SessionPageRequest {
   settle: (page: PendingPage) => void;
   fail: (error: unknown) => void;
 }
@@ -24,7 +17,7 @@ interface Waiting extends PageRequest {
 /**
  * Stream pages on a store where each statement is a round trip (PostgreSQL): every stream woken in
  * one turn of the event loop, or while the read before it waited, is read by ONE statement
- * ({@link readPages}). A stream's page read alone was one pool acquisition per push, and with at
+ * ({@link readSessionPages}). A stream's page read alone was one pool acquisition per push, and with at
  * most half the pool reading pages while 50 senders queued for it (two acquisitions per send),
  * pushes fell behind sends and the lag grew for the whole run. Now one read at a time waits — for
  * a gate permit, then for a pool connection (the pool's lanes: stream connects may hold the
@@ -45,10 +38,12 @@ export class PageReader {
     private readonly work: Work,
     /** Told how many streams' pages each statement read (/metrics). */
     private readonly batched: (streams: number) => void,
+    /** The statement (a test on SQLite gives `readPages`, which reads the same pages). */
+    private readonly readAll: (q: Sql, requests: readonly SessionPageRequest[]) => Promise<PendingPage[]> = readSessionPages,
   ) {}
 
   /** The next page of `box` after `afterSeq`, read together with every other stream's page queued with it. */
-  page(box: Mailbox, afterSeq: number, bound: PageBound): Promise<PendingPage> {
+  page(box: SessionPageRequest['box'], afterSeq: number, bound: PageBound): Promise<PendingPage> {
     return new Promise<PendingPage>((settle, fail) => {
       this.queue.push({ box, afterSeq, bound, settle, fail });
       if (this.scheduled) return;
@@ -81,8 +76,7 @@ export class PageReader {
               afterSeq: w.afterSeq,
               bound: { limit: w.bound.limit, maxBytes: Math.min(w.bound.maxBytes, share) },
             }));
-            while ((requests.length & (requests.length - 1)) !== 0) requests.push(NOBODY);
-            const pages = await readPages(read, requests);
+            const pages = await this.readAll(read, requests);
             if (TRACE) tracePages(started, batch.length, pages);
             for (const [i, w] of batch.entries()) w.settle(pages[i]!);
           } catch (e) {
