@@ -1,6 +1,5 @@
-import { seenStatements } from './sessions.js';
+import { streamsSeen } from './sessions.js';
 import type { Store } from './sql.js';
-import { runAs } from './work.js';
 
 /**
  * Records that streams ended (their sessions and holders were seen until then), in batches: the
@@ -44,7 +43,7 @@ export class StreamEnds {
       const batch = [...this.queued].map(([sessionId, home]) => ({ sessionId, home }));
       this.queued = new Map();
       try {
-        for (const s of seenStatements(batch)) await runAs({ name: 'presence' }, () => this.store.once(s.sql, s.params));
+        await streamsSeen(this.store, batch);
       } catch (e) {
         this.log(`hub: recording the end of ${batch.length} stream(s) failed: ${e instanceof Error ? e.message : String(e)}`);
       }

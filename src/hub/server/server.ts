@@ -277,9 +277,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   const present = coalesced(async () => {
     const held = streams.held();
     if (held.length > 0)
-      await runAs({ name: 'presence' }, () => store.write((tx) => streamsSeen(tx, held))).catch((e: unknown) =>
-        o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`),
-      );
+      await streamsSeen(store, held).catch((e: unknown) => o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`));
   });
   const seen = store.shared ? setInterval(() => track(present()), seenMs) : undefined;
 
