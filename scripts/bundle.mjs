@@ -1,7 +1,8 @@
 // Bundles tsc's output into two CommonJS files that bin/oh-hai runs through a V8 code cache
 // (src/cli/launch.cts, docs/performance.md): dist/oh-hai.cjs (dist/cli/main.js, every
 // command) and dist/bridge.cjs (dist/cli/bridge-main.js: the plain run of `oh-hai bridge`,
-// which hands anything else to dist/oh-hai.cjs). Run by `npm run build` after tsc.
+// which hands anything else to dist/oh-hai.cjs), and dist/bridge-cold.cjs, what the bridge's
+// bundle loads only on a cold run (BRIDGE_COLD below). Run by `npm run build` after tsc.
 //
 // Each module keeps its own import.meta.url: the bundle maps it back to the module's file in
 // dist/, so paths resolved from it (the entry script for the background connection, the
@@ -46,10 +47,35 @@ const lazyChildProcessForCommander = {
   },
 };
 
-const result = await esbuild.build({
-  entryPoints: { 'oh-hai': path.join(dist, 'cli', 'main.js'), bridge: path.join(dist, 'cli', 'bridge-main.js') },
-  outdir: dist,
-  outExtension: { '.js': '.cjs' },
+/**
+ * Modules the bridge imports lazily and a warm run never reaches: the Hub client with the agent
+ * directory (a token without a cached agent id, an --allow-from label the cache cannot answer),
+ * the double fork (starting the background connection) and 0.9-home adoption. In dist/bridge.cjs
+ * they cost every warm run their share of the code cache it deserialises (docs/performance.md
+ * "Warm bridge (session 13)"), so they are bundled into dist/bridge-cold.cjs, which the bridge
+ * requires at its first such import. The cold file has its own copies of the modules they
+ * share with the bridge (core, contract, config, spool): what those keep at module level is
+ * memos (the CRC and SHA-256 instances, /proc's reach), test counters and trace stamps, none of
+ * which the bridge reads back from the cold copy. test/integration/bridge/warm-imports.test.ts
+ * holds the split.
+ */
+const BRIDGE_COLD = ['hub/client/index.js', 'cli/messaging/directory.js', 'spawn/index.js', 'cli/resolve/adopt-legacy.js'];
+const COLD_FILE = 'bridge-cold.cjs';
+const COLD_SCHEME = 'oh-hai-cold:';
+
+/** In the bridge's bundle, `import()` of a BRIDGE_COLD module stays an import of `oh-hai-cold:<module>`, rewritten below. */
+const coldImports = {
+  name: 'bridge-cold-imports',
+  setup(build) {
+    build.onResolve({ filter: /^\./ }, (args) => {
+      if (args.kind !== 'dynamic-import') return undefined;
+      const rel = path.relative(dist, path.resolve(args.resolveDir, args.path)).split(path.sep).join('/');
+      return BRIDGE_COLD.includes(rel) ? { path: COLD_SCHEME + rel, external: true } : undefined;
+    });
+  },
+};
+
+const common = {
   bundle: true,
   platform: 'node',
   format: 'cjs',
@@ -72,18 +98,55 @@ const result = await esbuild.build({
     '@modelcontextprotocol/server/stdio',
     'zod',
   ],
-  banner: {
-    js: [
-      "const __ohHaiModuleUrl = (rel) => require('node:url').pathToFileURL(require('node:path').join(__dirname, rel)).href;",
-      'const __ohHaiBuiltin = (m) => ({ __proto__: m, default: m });',
-      'const __ohHaiNodeCache = {};',
-      'const __ohHaiNode = (id) => (__ohHaiNodeCache[id] ??= process.getBuiltinModule(id) ?? require(id));',
-    ].join('\n'),
-  },
-  plugins: [ownUrl, lazyChildProcessForCommander],
   write: false,
   logLevel: 'warning',
+};
+const banner = (...lines) => ({
+  js: [
+    "const __ohHaiModuleUrl = (rel) => require('node:url').pathToFileURL(require('node:path').join(__dirname, rel)).href;",
+    'const __ohHaiBuiltin = (m) => ({ __proto__: m, default: m });',
+    'const __ohHaiNodeCache = {};',
+    'const __ohHaiNode = (id) => (__ohHaiNodeCache[id] ??= process.getBuiltinModule(id) ?? require(id));',
+    ...lines,
+  ].join('\n'),
 });
+const plugins = [ownUrl, lazyChildProcessForCommander];
+
+const [whole, bridge, cold] = await Promise.all([
+  esbuild.build({
+    ...common,
+    entryPoints: { 'oh-hai': path.join(dist, 'cli', 'main.js') },
+    outdir: dist,
+    outExtension: { '.js': '.cjs' },
+    banner: banner(),
+    plugins,
+  }),
+  esbuild.build({
+    ...common,
+    entryPoints: { bridge: path.join(dist, 'cli', 'bridge-main.js') },
+    outdir: dist,
+    outExtension: { '.js': '.cjs' },
+    // The bundle's __dirname is dist/ (the launcher passes it); Node's loader compiles the cold file on first use.
+    banner: banner(
+      `const __ohHaiCold = (rel) => Promise.resolve().then(() => require(require('node:path').join(__dirname, ${JSON.stringify(COLD_FILE)})).modules[rel]);`,
+    ),
+    plugins: [coldImports, ...plugins],
+  }),
+  esbuild.build({
+    ...common,
+    stdin: {
+      contents: [
+        ...BRIDGE_COLD.map((rel, i) => `import * as m${i} from './${rel}';`),
+        `export const modules = { ${BRIDGE_COLD.map((rel, i) => `${JSON.stringify(rel)}: m${i}`).join(', ')} };`,
+      ].join('\n'),
+      resolveDir: dist,
+      sourcefile: 'bridge-cold-entry.js',
+    },
+    outfile: path.join(dist, COLD_FILE),
+    banner: banner(),
+    plugins,
+  }),
+]);
 /**
  * `import path from 'node:path'` becomes `__toESM(require("node:path"), 1)`, which copies every
  * property of the module into a new object of getters, once per importing module: ~0.5 ms of a
@@ -104,10 +167,13 @@ const builtinInterop = (code) => code.replace(/__toESM\(require\("(node:[a-z_/]+
  * package gives it (its exports as `default`, and each of them by name).
  */
 const packageImport = (code) => code.replace(/\bimport\("(proper-lockfile)"\)/g, 'Promise.resolve().then(() => __ohHaiBuiltin(require("$1")))');
+const coldImport = (code) => code.replace(/\bimport\("oh-hai-cold:([a-z/.-]+)"\)/g, '__ohHaiCold("$1")');
 const builtinLookup = (code) => code.replace(/\brequire\("(node:[a-z_/]+)"\)/g, '__ohHaiNode("$1")');
 
-for (const { path: out, text: built } of result.outputFiles) {
-  const code = packageImport(builtinLookup(builtinInterop(built)));
+// The cold file first: a bridge bundle newer than tsc's output (what the launcher runs) then
+// never sits next to a cold file of an older build.
+for (const { path: out, text: built } of [cold, bridge, whole].flatMap((r) => r.outputFiles)) {
+  const code = coldImport(packageImport(builtinLookup(builtinInterop(built))));
   // The launcher compiles a bundle with vm.Script, which has no loader for a real import().
   if (/\bimport\s*\(/.test(code.replace(/\/\/.*$/gm, ''))) throw new Error(`scripts/bundle.mjs: ${out} still contains an import() call`);
   // ASCII, so the launcher reads it as latin1 into a one-byte string without decoding UTF-8.

@@ -32,6 +32,14 @@ function shortName(file: string): string {
         .slice(pkg + 1);
 }
 
+/** The files a bundle in dist/ holds: esbuild writes a comment line naming each before its code. */
+function bundledModules(file: string): string[] {
+  return readFileSync(path.join(repoRoot, 'dist', file), 'latin1')
+    .split('\n')
+    .filter((l) => /^\/\/ \S+\.c?js$/.test(l))
+    .map((l) => l.slice(3));
+}
+
 let st: Stage | null = null;
 afterEach(() => {
   st?.cleanup();
@@ -132,18 +140,25 @@ describe('the warm path loads only what it needs', () => {
   });
 
   it("the bridge's bundle holds its plain run only: no argument parser, no command registration, no doctor, no lock library or SSE parser", () => {
-    // Each module bundled is a comment line naming its file (esbuild). What a run never reaches
-    // still costs it its share of the code cache (docs/performance.md "Warm bridge (session 12)");
-    // help, retired subcommands and usage errors run dist/oh-hai.cjs (src/cli/launch.cts).
-    const modules = readFileSync(path.join(repoRoot, 'dist', 'bridge.cjs'), 'latin1')
-      .split('\n')
-      .filter((l) => /^\/\/ \S+\.c?js$/.test(l));
-    expect(modules).toContain('// dist/reader/printer.js');
+    // What a run never reaches still costs it its share of the code cache (docs/performance.md
+    // "Warm bridge (session 12)"); help, retired subcommands and usage errors run dist/oh-hai.cjs
+    // (src/cli/launch.cts).
+    const modules = bundledModules('bridge.cjs');
+    expect(modules).toContain('dist/reader/printer.js');
     expect(
       modules.filter((m) =>
         /node_modules\/(commander|proper-lockfile|graceful-fs|eventsource-parser)\/|dist\/cli\/doctor\/|dist\/cli\/commands\/[^/]+\/register\.js$/.test(m),
       ),
     ).toEqual([]);
+  });
+
+  it("what only a cold run reaches (Hub client, agent directory, double fork, 0.9-home adoption) is in the bridge's cold file, not its bundle", () => {
+    // docs/performance.md "Warm bridge (session 13)": ~1.2 M instructions of every warm run.
+    const cold = /^dist\/(hub\/client\/|spawn\/|cli\/messaging\/|cli\/resolve\/adopt-legacy\.js$)/;
+    expect(bundledModules('bridge.cjs').filter((m) => cold.test(m))).toEqual([]);
+    expect(bundledModules('bridge-cold.cjs')).toEqual(
+      expect.arrayContaining(['dist/hub/client/hub-client.js', 'dist/cli/messaging/directory.js', 'dist/spawn/index.js', 'dist/cli/resolve/adopt-legacy.js']),
+    );
   });
 
   it('a warm run through the launcher never loads node:module (on Node 24 it brings its source-map code)', async () => {
