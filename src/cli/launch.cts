@@ -1,5 +1,6 @@
+#!/usr/bin/env node
 /**
- * What bin/oh-hai runs. The CLI ships twice in dist/: tsc's one file per module (what the
+ * The installed `oh-hai` command (package.json `bin`; bin/oh-hai runs it from a checkout). The CLI ships twice in dist/: tsc's one file per module (what the
  * background connection and the double fork start, and what tests import) and bundled
  * CommonJS files of the same modules (scripts/bundle.mjs): dist/bridge.cjs for `oh-hai
  * bridge`, dist/oh-hai.cjs for everything else. The launcher runs the bundle for the command,
@@ -250,3 +251,8 @@ function writeCache(file: string, script: vm.Script, bundleId: string, writes: n
     }
   }
 }
+
+// The command itself, not a module bin/oh-hai requires: Node's CommonJS loader resolving, reading
+// and wrapping a second file cost a warm bridge run ~1.1 M instructions (docs/performance.md
+// "Warm bridge (session 13)"). Required (bin/oh-hai, tests), it only exports.
+if (require.main === module) launch();

@@ -102,7 +102,7 @@ describe('the manifest npm publishes', () => {
   it('is publishable, names the supported Node lines, and every bin and man entry it lists exists', () => {
     expect(pkg.private, '"private": true makes `npm publish` refuse').toBeUndefined();
     expect(pkg.engines?.node).toBe('>=20.18.1');
-    expect(pkg.bin).toEqual({ 'oh-hai': 'bin/oh-hai' });
+    expect(pkg.bin).toEqual({ 'oh-hai': 'dist/cli/launch.cjs' });
     expect(pkg.files).toEqual(['bin', 'dist', 'man']);
     for (const f of [...Object.values(pkg.bin ?? {}), ...(pkg.man ?? [])]) expect(existsSync(path.join(repoRoot, f)), f).toBe(true);
     expect(pkg.man?.length).toBeGreaterThan(0);

@@ -46,11 +46,18 @@ afterEach(() => {
   st = null;
 });
 
-/** `oh-hai bridge --wait 0` from tsc's modules (`node dist/cli/main.js`) or through bin/oh-hai (the bundle). */
-function bridgeRun(s: Stage, via: 'modules' | 'bin', log: string): Promise<RunResult> {
+/** The installed command: package.json's `bin`. */
+const installedCommand = (): string => {
+  const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+  return path.join(repoRoot, pkg.bin['oh-hai']!);
+};
+
+/** `oh-hai bridge --wait 0` from tsc's modules (`node dist/cli/main.js`), through bin/oh-hai, or as the installed command runs it (the bundle both). */
+function bridgeRun(s: Stage, via: 'modules' | 'bin' | 'installed', log: string): Promise<RunResult> {
   const env = { ...s.env, NODE_OPTIONS: `--import=${preload}`, OH_HAI_TEST_LOAD_LOG: log };
   if (via === 'bin') return runOhHai(['bridge', '--wait', '0'], { env });
-  const child = spawn(process.execPath, [path.join(repoRoot, 'dist', 'cli', 'main.js'), 'bridge', '--wait', '0'], {
+  const main = via === 'installed' ? installedCommand() : path.join(repoRoot, 'dist', 'cli', 'main.js');
+  const child = spawn(process.execPath, [main, 'bridge', '--wait', '0'], {
     env,
     cwd: repoRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -58,7 +65,7 @@ function bridgeRun(s: Stage, via: 'modules' | 'bin', log: string): Promise<RunRe
   return collect(child);
 }
 
-async function warmRun(s: Stage, via: 'modules' | 'bin' = 'modules'): Promise<string[]> {
+async function warmRun(s: Stage, via: 'modules' | 'bin' | 'installed' = 'modules'): Promise<string[]> {
   const log = path.join(s.temp.root, 'loads.txt');
   s.stateDir.writeCursor({ seq: 0, offset: 0 });
   const r = await bridgeRun(s, via, log);
@@ -119,14 +126,24 @@ describe('the warm path loads only what it needs', () => {
       ).toEqual([]);
   });
 
-  it('bin/oh-hai runs the bridge bundle, which loads no package from node_modules and none of the costly built-ins', async () => {
+  it('bin/oh-hai runs the bridge bundle through the launcher', async () => {
     st = stage();
     st.consumerRunning();
     st.append([message('one'), message('two')]);
     const loaded = await warmRun(st, 'bin');
+    expect(new Set(loaded.filter((m) => /^(bin|dist|node_modules)\//.test(m)))).toEqual(new Set(['bin/oh-hai', 'dist/cli/launch.cjs']));
+  });
+
+  it('the installed command is the launcher itself and runs the bridge bundle, which loads no package from node_modules and none of the costly built-ins', async () => {
+    st = stage();
+    st.consumerRunning();
+    st.append([message('one'), message('two')]);
+    const loaded = await warmRun(st, 'installed');
     // The bundle ran (it is compiled through vm.Script, so only the launcher shows as a file):
     // not tsc's modules, which the launcher falls back to when the bundle is missing or stale.
-    expect(loaded.filter((m) => m.startsWith('dist/') || m.startsWith('node_modules/'))).toEqual(['dist/cli/launch.cjs']);
+    // And the launcher is the main module, not a second file loaded by another
+    // (docs/performance.md "Warm bridge (session 13)": ~1.1 M instructions).
+    expect(new Set(loaded.filter((m) => /^(bin|dist|node_modules)\//.test(m)))).toEqual(new Set(['dist/cli/launch.cjs']));
     expect(loaded).toContain('builtin:vm');
     // crypto and child_process cost ~2.5 and ~1 ms to load; perf_hooks and the fs/promises +
     // readline pair come from a careless performance.now() or { ...fs }. zlib loads most of
