@@ -6,7 +6,8 @@
 // cache is missing) and through tsc's modules (`node dist/cli/main.js`: what the launcher
 // falls back to) are timed alongside, for what the bundle and the cache buy. `--against
 // <bin>` also times another build's launcher in the same runs (e.g. a checkout of the
-// previous commit), so a before/after comparison shares the load too.
+// previous commit), so a before/after comparison shares the load too. This build runs as the
+// installed command does: package.json's `bin` (the launcher itself), not bin/oh-hai.
 // Findings: docs/performance.md. Needs `npm run build`. Never run by CI.
 //   node bench/bridge-warm.mjs [--runs 20] [--records 100] [--warmup 4] [--against /path/to/other/bin/oh-hai]
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,6 +26,8 @@ const RECORDS = Number(arg('--records', 100));
 const AGAINST = arg('--against', null);
 /** Enough for the launcher's cache writes (3 runs) and one run that reads the finished cache. */
 const WARMUP = Number(arg('--warmup', 4));
+/** What `oh-hai` runs once installed: bin/oh-hai loads the same launcher as a second file (~1.1 M instructions more). */
+const command = path.join(root, JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).bin['oh-hai']);
 
 const hub = await startHub(['--stream-max-hold-seconds', '30']);
 const agent = await hub.mint('warm-bench');
@@ -60,11 +63,18 @@ try {
 
   const subjects = [
     { label: 'node -e 0', args: ['-e', '0'], ms: [] },
-    { label: `oh-hai bridge (${RECORDS} waiting, warm)`, args: [bin, 'bridge', '--wait', '0'], ms: [] },
-    { label: 'the same, OH_HAI_CODE_CACHE=0', args: [bin, 'bridge', '--wait', '0'], env: { OH_HAI_CODE_CACHE: '0' }, ms: [] },
+    { label: `oh-hai bridge (${RECORDS} waiting, warm)`, args: [command, 'bridge', '--wait', '0'], ms: [] },
+    { label: 'the same, OH_HAI_CODE_CACHE=0', args: [command, 'bridge', '--wait', '0'], env: { OH_HAI_CODE_CACHE: '0' }, ms: [] },
     // Node's own compile cache (module.enableCompileCache, Node ≥ 22.1) in place of the launcher's.
     ...(typeof Module.enableCompileCache === 'function'
-      ? [{ label: "the same, Node's compile cache (OH_HAI_CODE_CACHE=node)", args: [bin, 'bridge', '--wait', '0'], env: { OH_HAI_CODE_CACHE: 'node' }, ms: [] }]
+      ? [
+          {
+            label: "the same, Node's compile cache (OH_HAI_CODE_CACHE=node)",
+            args: [command, 'bridge', '--wait', '0'],
+            env: { OH_HAI_CODE_CACHE: 'node' },
+            ms: [],
+          },
+        ]
       : []),
     { label: 'the same, node dist/cli/main.js', args: [path.join(root, 'dist', 'cli', 'main.js'), 'bridge', '--wait', '0'], ms: [] },
     // Its own cache directory: a launcher drops the code caches of other builds when it writes
