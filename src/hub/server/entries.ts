@@ -266,9 +266,6 @@ function pagesOfWanted(wanted: Statement): { ctes: string; select: string; param
  * session 13). This text is planned once per connection, cheaply.
  */
 export async function readSessionPages(q: Sql, requests: readonly SessionPageRequest[]): Promise<PendingPage[]> {
-  const column = (name: string): Statement => ({ sql: `r.${name}`, params: [] });
-  const limit = column('lim');
-  const seqs = mergedArms(armsOf(column('session'), column('after_seq'), limit, 'seq', column('agent')), limit);
   const rows = requests.map((r, box) => ({
     box,
     agent: r.box.agentId,
@@ -277,13 +274,23 @@ export async function readSessionPages(q: Sql, requests: readonly SessionPageReq
     lim: r.bound.limit,
     bound: r.bound.maxBytes,
   }));
+  return pagesOf(await q.all<PageRow>(sessionPagesText(), JSON.stringify(rows)), requests);
+}
+
+/** {@link readSessionPages}'s text: the same for every read, so made once (and hashed once by the store's prepared-statement lookup). */
+let sessionPagesSql: string | null = null;
+function sessionPagesText(): string {
+  if (sessionPagesSql !== null) return sessionPagesSql;
+  const column = (name: string): Statement => ({ sql: `r.${name}`, params: [] });
+  const limit = column('lim');
+  const seqs = mergedArms(armsOf(column('session'), column('after_seq'), limit, 'seq', column('agent')), limit);
   const read = pagesOfWanted({
     sql: `SELECT r.box, r.bound, p.seq
        FROM json_to_recordset(CAST(? AS JSON)) AS r(box INTEGER, agent TEXT, session TEXT, after_seq BIGINT, lim INTEGER, bound BIGINT)
        CROSS JOIN LATERAL (${seqs.sql}) AS p`,
-    params: [JSON.stringify(rows)],
+    params: [],
   });
-  return pagesOf(await q.all<PageRow>(`WITH ${read.ctes} ${read.select}`, ...read.params), requests);
+  return (sessionPagesSql = `WITH ${read.ctes} ${read.select}`);
 }
 
 /** The pages of `requests` from the rows of their {@link pagesQuery}, in order, each cut by its byte bound. */
