@@ -134,7 +134,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   const bus = new Bus();
   const streams = new StreamRegistry();
   const turns = new TurnBudget(Math.min(config.pageBytes, TURN_BYTES));
-  const held: HeldRequests = { mail: 0, message: 0 };
+  const heldRequests: HeldRequests = { mail: 0, message: 0 };
   let core: HubCore | null = null;
 
   const reconcile = async (sessionId: string): Promise<void> => (core === null ? undefined : reconcileSession(core, sessionId));
@@ -182,7 +182,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
         store,
         openStreams: () => streams.count(),
         pushTurns: () => turns.counts(),
-        heldRequests: () => held,
+        heldRequests: () => heldRequests,
         connections: () => connections,
         database: opened.database,
       });
@@ -213,7 +213,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     access: o.access ?? null,
     metrics,
     turns,
-    held,
+    held: heldRequests,
     clientAddress: (req) => clientAddress(req, o.trustProxy ?? null),
   };
   const hub: HubCore = core;
