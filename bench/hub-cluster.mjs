@@ -88,7 +88,7 @@ const TARGET_P99_MS = 100;
 const TARGET_CONCURRENCY = 50;
 
 /**
- * Database connections per instance (plus its listener). The Hub's own default unless --pool: until
+ * Database connections per instance (plus its listener and its notifier). The Hub's own default unless --pool: until
  * session 9 this bench gave every instance 20, and on two cores the extra backends lengthened the
  * push tail (docs/deploy.md "The pool on two cores (session 9)").
  */
@@ -153,9 +153,9 @@ async function adminQuery(text) {
 }
 
 const [{ max_connections: maxConnections }] = await adminQuery('SHOW max_connections');
-const connectionsNeeded = MAX_INSTANCES * (POOL + 1) + 5;
+const connectionsNeeded = MAX_INSTANCES * (POOL + 2) + 5;
 console.log(
-  `limits: PostgreSQL max_connections ${maxConnections}; ${connectionsNeeded} needed (${MAX_INSTANCES} instance(s) × (pool ${POOL} + listener) + this bench)`,
+  `limits: PostgreSQL max_connections ${maxConnections}; ${connectionsNeeded} needed (${MAX_INSTANCES} instance(s) × (pool ${POOL} + listener + notifier) + this bench)`,
 );
 if (connectionsNeeded > Number(maxConnections)) {
   console.error(`hub-cluster: PostgreSQL allows ${maxConnections} connections, ${connectionsNeeded} are needed; raise max_connections`);

@@ -179,7 +179,7 @@ export const KNOBS = spec({
     min: 1,
     above: false,
     readBy: ['hub serve'],
-    what: 'Connections one Hub instance on PostgreSQL holds at most (its listener\u2019s is extra); N instances hold up to N times this.',
+    what: 'Connections one Hub instance on PostgreSQL holds at most (its listener\u2019s and notifier\u2019s are extra); N instances hold up to N times this.',
   },
   hubListenRetryMs: {
     env: 'OH_HAI_HUB_LISTEN_RETRY_MS',

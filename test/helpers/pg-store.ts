@@ -27,10 +27,10 @@ export async function storeOnOneConnection(): Promise<OneConnection> {
     pool,
     types: pg.types,
     lanes: new Lanes(1, 1),
-    instance: 'test',
     local: clock,
     offsetMs: 0,
     wake: () => {},
+    notify: async () => {},
     committed: () => {},
     effectFailed: (e) => {
       throw e;

@@ -55,9 +55,9 @@ export interface HubConfig {
   version: string;
   /** The shared PostgreSQL store (`--database` / OH_HAI_HUB_DATABASE_URL); null = SQLite in `dataDir`. */
   database: DatabaseUrl | null;
-  /** Connections one instance may hold on the database (besides its listener); OH_HAI_HUB_DB_POOL_MAX. */
+  /** Connections one instance may hold on the database (besides its listener and its notifier); OH_HAI_HUB_DB_POOL_MAX. */
   databasePoolMax: number;
-  /** How long a dropped database listener waits before it is re-opened; OH_HAI_HUB_LISTEN_RETRY_MS. */
+  /** How long a dropped database listener (or notifier) waits before it is re-opened; OH_HAI_HUB_LISTEN_RETRY_MS. */
   listenRetryMs: number;
   /** How long a token's check is remembered (0: never); OH_HAI_HUB_CREDENTIAL_CACHE_MS (credentials.ts). */
   credentialCacheMs: number;

@@ -268,7 +268,12 @@ export async function sendMessage(core: HubCore, tx: Tx, agentId: string, req: S
         message_id: prior.id,
       });
     }
-    if (prior) return good({ row: prior, replay: true, lease: null });
+    if (prior) {
+      // The first attempt may have committed and died before it told the other instances (its
+      // answer waits for that, so its sender retries): the retry tells them, a hint at worst twice.
+      for (const [topic, key] of mailWakes({ agentId: prior.to_agent, sessionId: prior.to_session })) tx.wake(topic, key);
+      return good({ row: prior, replay: true, lease: null });
+    }
   }
   let lease: SessionRow | null = null;
   if (req.session !== undefined) {
@@ -335,8 +340,8 @@ interface InOneRow {
  * idempotency key not used yet); the sender's session presented
  * (renewed, a data-modifying CTE); the recipient agent's lock ({@link AGENT_LOCK}, held from before
  * either seq is drawn until the commit: its entries still commit in seq order); the message and
- * the entry (their instants and the texts holding them formed from the statement's clock); and
- * the wake-ups, NOTIFY inside the statement (sent only if it commits), woken here once committed.
+ * the entry (their instants and the texts holding them formed from the statement's clock). Its
+ * wake-ups are woken here once committed and told to the other instances before the answer.
  * Each part is taken only when every check before it held, so a miss changes nothing and answers
  * no rows: null, and the unit decides (and words any refusal) as before. The answer is given only
  * once the statement has committed.
@@ -376,7 +381,7 @@ async function insertInOne(core: HubCore, s: InOne): Promise<{ row: MessageRow; 
   }
   const leased = s.lease === null ? '' : ', lease.id AS lease_id, lease.expires_at, lease.lease_seconds';
   const [done] = await core.store.once<InOneRow>(
-    `WITH ${ctes.join(', ')} SELECT i0.seq, ?now AS now, agent.snapshot${leased}, ?notify AS notified FROM i0 CROSS JOIN agent${s.lease === null ? '' : ' CROSS JOIN lease'}`,
+    `WITH ${ctes.join(', ')} SELECT i0.seq, ?now AS now, agent.snapshot${leased} FROM i0 CROSS JOIN agent${s.lease === null ? '' : ' CROSS JOIN lease'}`,
     params,
     undefined,
     [...mailWakes(s.to), ...s.wakes],

@@ -132,9 +132,8 @@ export interface Store {
    * `committed` runs with its rows (none without RETURNING) as a unit's effects do: before any later unit's.
    *
    * `wakes` are the statement's wake-ups (as {@link Tx.wake}'s), sent only when it returns a row:
-   * `?notify` in `sql`, an expression evaluated once per row returned, sends them to the other
-   * instances (PostgreSQL: `pg_notify`, transactional, so only if the statement commits; SQLite:
-   * NULL), and this process wakes them once the statement is committed.
+   * this process wakes them once the statement is committed, and the other instances are told
+   * before the rows are handed back (PostgreSQL: the notifier's next batch).
    */
   once<T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void, wakes?: ReadonlyArray<readonly [WakeTopic, string]>): Promise<T[]>;
   /** Statements outside a transaction, for reads that decide nothing another request could race. */
@@ -151,14 +150,11 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/**
- * `sql` of {@link Store.once} with each `?now` as a plain `?` bound to `now`, `?notify` as NULL (a
- * store with no other instance to tell), and the parameters in order.
- */
+/** `sql` of {@link Store.once} with each `?now` as a plain `?` bound to `now`, and the parameters in order. */
 export function bindNow(sql: string, params: readonly Param[], now: number): { sql: string; params: Param[] } {
   const out: Param[] = [];
   let next = 0;
-  const text = sql.replace(/\?notify\b/g, 'NULL').replace(/\?(now\b)?/g, (_, isNow: string | undefined) => {
+  const text = sql.replace(/\?(now\b)?/g, (_, isNow: string | undefined) => {
     out.push(isNow ? now : params[next++]!);
     return '?';
   });

@@ -11,6 +11,7 @@ import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { hop, TRACE } from '../../../util/trace.js';
 import { trackWork } from '../work.js';
 import { listen } from './listener.js';
+import { notifier } from './notifier.js';
 import { migrate } from './schema.js';
 import { postgresStore } from './store.js';
 import { redactor, type DatabaseUrl } from './url.js';
@@ -23,8 +24,9 @@ export interface OpenPostgres {
   db: DatabaseUrl;
   local: Clock;
   offsetMs: number;
-  /** Connections this instance may hold (the listener's is extra). */
+  /** Connections this instance may hold (the listener's and the notifier's are extra). */
   poolMax: number;
+  /** How long a dropped listener or notifier connection waits before it is re-opened. */
   listenRetryMs: number;
   /** A committed wake-up: this instance's (`local`), another's, or another's for every mailbox of an agent (`agent`). */
   wake: (topic: WakeTopic, key: string, from: WakeFrom) => void;
@@ -94,13 +96,22 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
     pool,
     types,
     lanes,
-    instance,
     local: o.local,
     offsetMs: o.offsetMs,
     wake: (topic, key) => o.wake(topic, key, 'local'),
+    notify: (wakes) => notices.send(wakes),
     committed: o.committed,
     effectFailed: o.effectFailed,
     retried: (code) => o.metrics.retried(code),
+  });
+  // Its commits need not reach the disk: a hint is worthless after the database crashes, and the
+  // rows it names were made durable by their own commits before they were queued here.
+  const notices = notifier({
+    connect: () => new pg.Client({ ...config, application_name: 'oh-hai-hub-notify', options: `${config.options} -c synchronous_commit=off` }),
+    instance,
+    now: () => store.clock.now(),
+    retryMs: o.listenRetryMs,
+    log: (line) => o.log(redact(line)),
   });
   const listener = listen({
     connect: () => new pg.Client({ ...config, application_name: 'oh-hai-hub-listen' }),
@@ -122,6 +133,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
         sampling?.();
         await listener.close();
         await store.close();
+        await notices.close();
       },
     },
     clock: store.clock,

@@ -227,14 +227,17 @@ export interface PostgresStoreOptions {
   types: TypeParsers;
   /** Every connection of `pool` is taken through these (src/hub/server/lanes.ts). */
   lanes: Lanes;
-  /** This instance's id: its own NOTIFYs are not woken twice. */
-  instance: string;
   /** Our real clock; the deployment's clock is read from the database and followed here. */
   local: Clock;
   /** `--clock-offset-ms`, on top of the database's clock. */
   offsetMs: number;
   /** Wake this process's waiters after a commit. */
   wake: (topic: WakeTopic, key: string) => void;
+  /**
+   * Tell the other instances of a committed unit's wake-ups (notifier.ts): a unit's answer waits
+   * for it, so an answer given means the hint went out.
+   */
+  notify: (wakes: ReadonlyArray<readonly [WakeTopic, string]>) => Promise<void>;
   committed: () => void;
   effectFailed: (error: unknown) => void;
   /** Seen every time a unit runs again (metrics). */
@@ -334,28 +337,8 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     return text;
   };
 
-  /**
-   * A `once` statement with wake-ups: its `?notify` (one) as `pg_notify` of one payload, bound as the
-   * parameter at its place: where it stands among the statement's own `?`, found once per text.
-   */
-  const notifyTexts = new Map<string, { text: string; place: number }>();
-  const withNotify = (sql: string, params: readonly Param[], wakes: ReadonlyArray<readonly [WakeTopic, string]> | undefined): [string, readonly Param[]] => {
-    if (wakes === undefined) return [sql, params];
-    let made = notifyTexts.get(sql);
-    if (made === undefined) {
-      const at = sql.indexOf('?notify');
-      const place = sql.slice(0, at).match(/\?(?!now\b)/g)?.length ?? 0;
-      notifyTexts.set(sql, (made = { text: sql.replace('?notify', `pg_notify('${CHANNEL}', CAST(? AS TEXT))`), place }));
-    }
-    // A statement's wake-ups are a mailbox's keys: ids, far under one payload's cap.
-    const [payload, ...more] = notifyPayloads(o.instance, clock.now(), wakes);
-    if (payload === undefined || more.length > 0) throw new Error(`a once statement's wake-ups must fill one NOTIFY payload (${more.length + 1})`);
-    const out = [...params];
-    out.splice(made.place, 0, payload);
-    return [made.text, out];
-  };
-
-  async function attempt<T>(unit: (tx: Tx) => Promise<T>): Promise<T> {
+  /** A unit's value, and its wake-ups for the other instances (this one's are woken at its commit). */
+  async function attempt<T>(unit: (tx: Tx) => Promise<T>): Promise<[T, Array<[WakeTopic, string]>]> {
     const client = await o.pool.connect();
     const effects: Array<() => void> = [];
     const wakes: Array<[WakeTopic, string]> = [];
@@ -398,11 +381,9 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
         if ((e as { code?: unknown }).code === STALE_PLAN) broken = e as Error;
         throw e;
       }
-      // The NOTIFYs ride with the COMMIT: sent only if it commits, in one round trip.
-      const notifies = notifyPayloads(o.instance, clock.now(), wakes).map((p) => `NOTIFY ${CHANNEL}, ${client.escapeLiteral(p)}; `);
       try {
         inUnit();
-        await client.query(`${notifies.join('')}COMMIT`);
+        await client.query('COMMIT');
       } catch (e) {
         await client.query('ROLLBACK').catch((r: Error) => (broken = r));
         throw e;
@@ -410,7 +391,7 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
       for (const e of effects) run(e);
       for (const [topic, key] of wakes) run(() => o.wake(topic, key));
       run(o.committed);
-      return value;
+      return [value, wakes];
     } finally {
       client.release(broken);
     }
@@ -432,11 +413,19 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     roundTrips,
     read: laned(reads, o.lanes),
     reading: (fn) => o.lanes.run(workLane(), () => fn(reads)),
-    write: <T>(unit: (tx: Tx) => Promise<T>): Promise<T> => retried(() => attempt(unit)),
-    once: <T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void, wakes?: ReadonlyArray<readonly [WakeTopic, string]>): Promise<T[]> =>
-      retried(async () => {
-        const [text, values] = withNotify(sql, params, wakes);
-        const rows = await lone.all<T>(withClock(text), ...values);
+    write: async <T>(unit: (tx: Tx) => Promise<T>): Promise<T> => {
+      const [value, wakes] = await retried(() => attempt(unit));
+      await o.notify(wakes);
+      return value;
+    },
+    once: async <T>(
+      sql: string,
+      params: readonly Param[],
+      committed?: (rows: T[]) => void,
+      wakes?: ReadonlyArray<readonly [WakeTopic, string]>,
+    ): Promise<T[]> => {
+      const rows = await retried(async () => {
+        const rows = await lone.all<T>(withClock(sql), ...params);
         if (TRACE) noteWork('done');
         if (committed) run(() => committed(rows));
         if (wakes !== undefined && rows.length > 0) {
@@ -444,7 +433,10 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
           run(o.committed);
         }
         return rows;
-      }),
+      });
+      if (wakes !== undefined && rows.length > 0) await o.notify(wakes);
+      return rows;
+    },
     async health() {
       try {
         const v = await o.lanes.run('request', () => schemaVersion(o.pool));
