@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Entry } from '../../../src/hub/contract/types.js';
 import {
@@ -8,6 +8,7 @@ import {
   processStartTime,
   sessionStateDir,
   Spool,
+  spoolLine,
   stampOf,
   stateKey,
   type ConsumerRecord,
@@ -36,12 +37,18 @@ export interface Stage {
   consumerRunning(over?: Partial<ConsumerRecord>): ConsumerRecord;
   consumerRecord(over?: Partial<ConsumerRecord>): ConsumerRecord;
   append(entries: Entry[], session?: string): void;
+  /**
+   * As `append`, but the records' bytes land in two writes `pauseMs` apart: a reader woken by
+   * the first finds a partial line (a read beside a write(2) can find one too).
+   */
+  appendTorn(entries: Entry[], pauseMs: number): Promise<void>;
   appendTransition(from: string, to: string): void;
   cursor(): Cursor;
   cleanup(): void;
 }
 
 export const HUB = 'http://127.0.0.1:9';
+const SIGNATURE = 't=1,jti=abcdefghijklmnop,alg=hmac-sha256,v1=' + '0'.repeat(64);
 
 let counter = 0;
 export function message(text: string, over: Partial<Entry> = {}): Entry {
@@ -115,10 +122,24 @@ export function stage(opts: { session?: string | null; env?: NodeJS.ProcessEnv }
           type: 'entry' as const,
           session: sessionId,
           entry: e,
-          signature: 't=1,jti=abcdefghijklmnop,alg=hmac-sha256,v1=' + '0'.repeat(64),
+          signature: SIGNATURE,
         })),
       );
       spool.value.close();
+    },
+    async appendTorn(entries, pauseMs) {
+      const spool = Spool.open(dir, { clock: systemClock });
+      if (!spool.ok) throw new Error(spool.reason);
+      const seq = spool.value.lastSeq();
+      spool.value.close();
+      const at = new Date().toISOString();
+      const bytes = Buffer.from(
+        entries.map((e, i) => spoolLine(seq + i + 1, at, { type: 'entry', session: 'sess_a', entry: e, signature: SIGNATURE }) + '\n').join(''),
+      );
+      const cut = 1 + Math.floor((bytes.length - 2) / 2);
+      appendFileSync(path.join(dir, 'bridge.ndjson'), bytes.subarray(0, cut));
+      await new Promise((r) => setTimeout(r, pauseMs));
+      appendFileSync(path.join(dir, 'bridge.ndjson'), bytes.subarray(cut));
     },
     appendTransition(from, to) {
       const spool = Spool.open(dir, { clock: systemClock });

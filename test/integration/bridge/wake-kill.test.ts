@@ -11,7 +11,8 @@ import { message, rawSeqs, stage, type Stage } from './stage.js';
  * straight to the printer (docs/performance.md "Push latency"). SIGKILL it at random instants
  * after mail arrives while it waits: the next run must print every record the cursor had not
  * passed, none lost, at most the record in flight twice (DESIGN.md "The safety property",
- * reader half). The mail arrives in a few appends, so a wake can find part of it. Seeded:
+ * reader half). The mail arrives in a few appends, so a wake can find part of it, and some
+ * appends land in two writes, so a wake can find a partial line. Seeded:
  * OH_HAI_CRASH_SEED=<n> repeats a run.
  */
 const TRIALS = 15;
@@ -51,7 +52,10 @@ describe('SIGKILL of a woken reader at random instants', () => {
         const done = collect(child);
         for (let sent = 0; sent < BURST;) {
           const n = Math.min(BURST - sent, 1 + Math.floor(rand() * BURST));
-          st.append(Array.from({ length: n }, (_, i) => message(`trial ${trial} record ${sent + i + 1}`)));
+          const batch = Array.from({ length: n }, (_, i) => message(`trial ${trial} record ${sent + i + 1}`));
+          // Now and then the batch lands in two writes: the wake the first one gives finds a partial line.
+          if (rand() < 1 / 3) await st.appendTorn(batch, Math.floor(rand() * 3));
+          else st.append(batch);
           sent += n;
         }
         const first = await done;
