@@ -276,11 +276,13 @@ export function openStateDir(dir: string, opts: { create: boolean; log?: LogCont
       chmodSync(dir, 0o700);
       repairs.push({ path: dir, was: octal(st.mode), now: '0700' });
     }
-    for (const d of readdirSync(dir, { withFileTypes: true })) {
-      if (isLockDir(d.name) || !(d.isFile() || d.isDirectory())) continue;
-      const p = path.join(dir, d.name);
+    // Names, then the lstat each file needs anyway: Dirents make Node 20 compile its Dirent
+    // code on every bridge run (docs/performance.md "Warm bridge (session 14)").
+    for (const name of readdirSync(dir)) {
+      if (isLockDir(name)) continue;
+      const p = path.join(dir, name);
       const fst = statOrNull(p);
-      if (!fst) continue;
+      if (!fst || !(fst.isFile() || fst.isDirectory())) continue;
       if (uid !== null && fst.uid !== uid) return foreign(p, fst, uid, 'the file');
       if ((fst.mode & 0o077) !== 0) {
         const want = fst.isDirectory() ? 0o700 : 0o600;

@@ -1,7 +1,9 @@
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, chownSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import fs, { chmodSync, chownSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { fakeClock } from '../../../src/util/clock.js';
 import { describeRepair, openStateDir, sessionStateDir, type ConsumerSettings } from '../../../src/spool/index.js';
 import { tempDir } from './tmp.js';
@@ -89,6 +91,38 @@ describe('openStateDir', () => {
     const r = openStateDir(dir, { create: false });
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.reason).toContain('consumer.json');
+  });
+
+  it('leaves what is neither a file nor a directory alone (a symbolic link to a world-readable file, a fifo)', () => {
+    const root = tempDir();
+    const dir = path.join(root, 'entry');
+    mkdirSync(dir, { mode: 0o700 });
+    writeFileSync(path.join(root, 'outside'), '', { mode: 0o644 });
+    chmodSync(path.join(root, 'outside'), 0o644);
+    symlinkSync(path.join(root, 'outside'), path.join(dir, 'link'));
+    execFileSync('mkfifo', ['-m', '0644', path.join(dir, 'fifo')]);
+    const r = openStateDir(dir, { create: false, uid: lstatSync(dir).uid });
+    if (!r.ok) throw new Error(r.reason);
+    expect(r.value.repairs).toEqual([]);
+    expect(mode(path.join(root, 'outside'))).toBe(0o644);
+    expect(lstatSync(path.join(dir, 'fifo')).mode & 0o777).toBe(0o644);
+  });
+
+  // Dirents make Node 20 compile its Dirent code on every bridge run (docs/performance.md "Warm bridge (session 14)").
+  it('lists the entry by name, without Dirents', () => {
+    const dir = path.join(tempDir(), 'entry');
+    mkdirSync(dir, { mode: 0o700 });
+    writeFileSync(path.join(dir, 'cursor.json'), '{"seq":0,"offset":0}', { mode: 0o600 });
+    const spy = vi.spyOn(fs, 'readdirSync');
+    syncBuiltinESMExports();
+    try {
+      expect(openStateDir(dir, { create: false }).ok).toBe(true);
+      expect(spy).toHaveBeenCalled();
+      for (const call of spy.mock.calls) expect(call[1]).toBeUndefined();
+    } finally {
+      spy.mockRestore();
+      syncBuiltinESMExports();
+    }
   });
 
   it('refuses a symbolic link in place of the entry', () => {
