@@ -72,17 +72,24 @@ export function readStateBytes(file: string): Buffer {
   }
 }
 
-/** Every byte of an open file from its start (positioned reads: the descriptor's offset is left alone). */
+/**
+ * Every byte of an open file from its start (positioned reads: the descriptor's offset is left
+ * alone), in one buffer grown as needed. A state file fits the first 64 KiB: no copy per chunk
+ * and no Buffer.concat, whose code (concat, from, _copyActual) Node 20 compiles on every bridge
+ * run otherwise (docs/performance.md "Warm bridge (session 14)").
+ */
 export function readToEnd(fd: number): Buffer {
-  const chunks: Buffer[] = [];
-  const buf = Buffer.allocUnsafe(64 * 1024);
-  for (let pos = 0; ;) {
-    const n = readSync(fd, buf, 0, buf.length, pos);
-    if (n === 0) break;
-    chunks.push(Buffer.from(buf.subarray(0, n)));
-    pos += n;
+  let buf = Buffer.allocUnsafe(64 * 1024);
+  for (let end = 0; ;) {
+    if (end === buf.length) {
+      const bigger = Buffer.allocUnsafe(buf.length * 2);
+      buf.copy(bigger, 0, 0, end);
+      buf = bigger;
+    }
+    const n = readSync(fd, buf, end, buf.length - end, end);
+    if (n === 0) return buf.subarray(0, end);
+    end += n;
   }
-  return Buffer.concat(chunks);
 }
 
 /**
