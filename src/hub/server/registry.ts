@@ -6,6 +6,11 @@ export interface OpenStream {
   sessionId: string;
   /** The MA2H-Consumer that opened it; null when the request was not a consumer. */
   consumer: { home: string; host: string; pid: number } | null;
+  /**
+   * When its connect sent the renewal (the Hub's monotonic clock): the renewal, once committed,
+   * wrote the session (and a consumer's holder) seen at an instant no earlier than this.
+   */
+  renewedAt: number;
   /** Send `event: closed {"reason"}` and end the stream. */
   close(reason: StreamCloseReason): void;
   /** End the stream without an event (superseded by its own consumer). */
@@ -67,9 +72,14 @@ export class StreamRegistry {
     }
   }
 
-  /** Sessions with a stream open here, and the consumer home of each stream. */
-  held(): Array<{ sessionId: string; home: string | null }> {
-    return [...this.bySession.entries()].flatMap(([sessionId, set]) => [...set].map((s) => ({ sessionId, home: s.consumer?.home ?? null })));
+  /**
+   * Sessions with a stream open here whose connect renewed them at `before` (monotonic) or
+   * earlier, and the consumer home of each such stream.
+   */
+  held(before: number): Array<{ sessionId: string; home: string | null }> {
+    const out: Array<{ sessionId: string; home: string | null }> = [];
+    for (const [sessionId, set] of this.bySession) for (const s of set) if (s.renewedAt <= before) out.push({ sessionId, home: s.consumer?.home ?? null });
+    return out;
   }
 
   sessions(): string[] {

@@ -274,8 +274,18 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   track(sweep());
   const sweeper = setInterval(() => track(sweep()), sweepMs);
   // One presence write at a time, like the sweep; the one after it records the streams held then.
+  // Only streams that connected a period ago or more: a younger connect's renewal wrote its session
+  // (and a consumer's holder) seen itself, and every stream reconnects once per hold, so at deploy/'s
+  // 30 s hold and the 20 s period two thirds of a fleet's streams are skipped. The bound this keeps:
+  // a stream skipped here sent its renewal after `before`, so its session was seen less than a
+  // period ago; the next write, a period on, writes it unless it connected again meanwhile (skipped
+  // then for the same reason). So a held session's seen_at (a consumer's holder_seen_at too) is at
+  // most two periods old, where it was one, and the holder and presence rules count
+  // min(holder-stale, presence) = three periods (seenMs above): a period is left for a late timer
+  // or a slow write.
   const present = coalesced(async () => {
-    const held = streams.held();
+    const before = hub.clock.monotonic() - seenMs;
+    const held = streams.held(before);
     if (held.length > 0)
       await streamsSeen(store, held).catch((e: unknown) => o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`));
   });

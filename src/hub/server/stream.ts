@@ -113,6 +113,8 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   const handle: OpenStream = {
     sessionId: sr.sessionId,
     consumer: sr.consumer,
+    // Taken before the renewal below is sent: its seen_at (the database's instant) is no earlier.
+    renewedAt: core.clock.monotonic(),
     close: (reason: StreamCloseReason) => then(() => finish(frame('closed', { reason }))),
     end: () => then(() => finish(null)),
     shutdown: () => {
