@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { notifier } from '../../../src/hub/server/postgres/notifier.js';
-import { CHANNEL, parsePayload } from '../../../src/hub/server/postgres/store.js';
+import { CHANNEL, parsePayload } from '../../../src/hub/server/postgres/wake-payload.js';
 import type { WakeTopic } from '../../../src/hub/server/sql.js';
 import { hubCall, startHub, type CallResult, type TestHub } from '../../helpers/hub.js';
 import { freshDatabase, sql } from '../../helpers/postgres.js';

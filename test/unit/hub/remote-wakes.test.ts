@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { remoteWakes } from '../../../src/hub/server/postgres/listener.js';
-import { notifyPayloads, parsePayload } from '../../../src/hub/server/postgres/store.js';
+import { notifyPayloads, parsePayload } from '../../../src/hub/server/postgres/wake-payload.js';
 
 // Issue 14: mail committed on another instance wakes only the streams it can be for. The NOTIFY
 // payload carries the agent's key (drains) and the mailbox's; only a payload of an earlier build

@@ -1,6 +1,6 @@
 import type { Client, ClientConfig } from 'pg';
 import type { WakeTopic } from '../sql.js';
-import { CHANNEL, parsePayload } from './store.js';
+import { CHANNEL, parsePayload } from './wake-payload.js';
 
 export interface ListenerOptions {
   /** A fresh, unconnected client each time (pg's Client is single-use). */

@@ -1,6 +1,6 @@
 import type { Client } from 'pg';
 import type { WakeTopic } from '../sql.js';
-import { CHANNEL, notifyPayloads } from './store.js';
+import { CHANNEL, notifyPayloads } from './wake-payload.js';
 
 export interface NotifierOptions {
   /** A fresh, unconnected client each time (pg's Client is single-use). */

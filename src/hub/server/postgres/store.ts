@@ -216,11 +216,6 @@ const laned = (sql: Sql, lanes: Lanes): Sql => ({
 const RETRY_CODES = new Set(['40P01', '40001', '23505', STALE_PLAN]);
 const MAX_ATTEMPTS = 5;
 
-/** The channel every instance LISTENs on; payloads carry ids only. */
-export const CHANNEL = 'oh_hai_wake';
-/** NOTIFY refuses payloads of 8000 bytes or more. */
-const PAYLOAD_BYTES = 7000;
-
 export interface PostgresStoreOptions {
   pool: Pool;
   /** The pool's type parsers (the same object as its `types`): rows are built here, not by node-postgres. */
@@ -242,35 +237,6 @@ export interface PostgresStoreOptions {
   effectFailed: (error: unknown) => void;
   /** Seen every time a unit runs again (metrics). */
   retried?: (code: string) => void;
-}
-
-/** Wake-ups as NOTIFY payloads: `<instance> <sent at, ms> topic:key topic:key …`, each under the size cap. */
-export function notifyPayloads(instance: string, sentAt: number, wakes: ReadonlyArray<readonly [WakeTopic, string]>): string[] {
-  const out: string[] = [];
-  const head = `${instance} ${sentAt}`;
-  let cur = head;
-  for (const item of new Set(wakes.map(([topic, key]) => `${topic}:${key}`))) {
-    if (cur.length + 1 + item.length > PAYLOAD_BYTES) {
-      out.push(cur);
-      cur = head;
-    }
-    cur += ` ${item}`;
-  }
-  if (cur !== head) out.push(cur);
-  return out;
-}
-
-/** Parse a payload from {@link notifyPayloads}; null when it is not one. */
-export function parsePayload(payload: string): { instance: string; sentAt: number; wakes: Array<[WakeTopic, string]> } | null {
-  const [instance, at, ...items] = payload.split(' ');
-  const sentAt = Number(at);
-  if (!instance || !Number.isFinite(sentAt)) return null;
-  const wakes: Array<[WakeTopic, string]> = [];
-  for (const item of items) {
-    const m = /^(mail|released|message|session|credentials):(.+)$/.exec(item);
-    if (m) wakes.push([m[1] as WakeTopic, m[2]!]);
-  }
-  return { instance, sentAt, wakes };
 }
 
 /**
