@@ -13,7 +13,10 @@ import { openStateFile, replacedUnder } from './safe-open.js';
  *   and says where its last valid line ends; anything after it — a torn write, garbage — is
  *   cut before the first append, because appending after a torn line would glue two lines
  *   into one garbage line and lose both.
- * - Append: one write (looped until every byte is taken) and one fsync per call.
+ * - Append: one write (looped until every byte is taken) and one fsync per call; or, for a
+ *   line the owner can rebuild from another file that is durable already, the write alone
+ *   (`appendUnsynced`): the next append's fsync makes it durable with the rest, since an fsync
+ *   covers every byte written to the file before it.
  * - A failed write or fsync latches the log broken and is never retried: after a failed
  *   fsync the page cache may have dropped the data while a later fsync reports success
  *   (fsyncgate). The owner stops; the next open recovers the tail.
@@ -105,9 +108,30 @@ export class AppendLog {
 
   /** One write, one fsync. On failure the log is broken for good and the owner's error is thrown. */
   append(data: string | Buffer): void {
+    const fd = this.write(data);
+    if (fd === null) return;
+    try {
+      fsyncSync(fd);
+    } catch (e) {
+      this.brokenBy = `fsync: ${(e as Error).message}`;
+      throw this.spec.error('fsync_failed', `fsync of the ${this.spec.what} ${this.spec.file} failed: ${(e as Error).message}; not retried`);
+    }
+  }
+
+  /**
+   * One write and no fsync, for a line a power loss may take because the owner rebuilds it at
+   * open from a file that was durable before the line was written (the ledger's `entry` lines,
+   * from the spool). A kill leaves it in the page cache; the next `append` makes it durable.
+   */
+  appendUnsynced(data: string | Buffer): void {
+    this.write(data);
+  }
+
+  /** Every byte of `data` written at the end; the fd to fsync, or null when there was nothing to write. */
+  private write(data: string | Buffer): number | null {
     const fd = this.ensureUsable();
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    if (buf.length === 0) return;
+    if (buf.length === 0) return null;
     // A file swapped in under this writer (by hand, by another program) would take nothing we
     // append, and the next open would never see it: stop instead (never retried, like a failed write).
     const replaced = replacedUnder(fd, this.spec.file);
@@ -123,13 +147,8 @@ export class AppendLog {
       this.brokenBy = `write: ${(e as Error).message}`;
       throw this.spec.error('write_failed', `writing to the ${this.spec.what} ${this.spec.file} failed: ${(e as Error).message}`);
     }
-    try {
-      fsyncSync(fd);
-    } catch (e) {
-      this.brokenBy = `fsync: ${(e as Error).message}`;
-      throw this.spec.error('fsync_failed', `fsync of the ${this.spec.what} ${this.spec.file} failed: ${(e as Error).message}; not retried`);
-    }
     this.bytes += buf.length;
+    return fd;
   }
 
   /**

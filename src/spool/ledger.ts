@@ -7,11 +7,20 @@ import { STATE_FILES } from './records.js';
 
 /**
  * The pending-ack ledger (`ledger.ndjson`): which spooled entries still owe the Hub an
- * `ack delivered`, and which an `ack acknowledged`. Append-only sealed lines, fsynced per
- * call, so a kill -9 at any instant leaves a prefix of what was written (plus at most one
- * torn line, cut at open). Losing the tail is safe: an entry the ledger forgot is still
- * unacknowledged at the Hub, which redelivers it; the consumer's dedup then finds it in
- * the spool and records it here again (`recordSpooled` is idempotent).
+ * `ack delivered`, and which an `ack acknowledged`. Append-only sealed lines, so a kill -9 at
+ * any instant leaves a prefix of what was written (plus at most one torn line, cut at open).
+ * Losing the tail is safe: an entry the ledger forgot is still unacknowledged at the Hub,
+ * which redelivers it; the consumer's dedup then finds it in the spool and records it here
+ * again (`recordSpooled` is idempotent), and its open records every spool record past the
+ * settled mark that the ledger lacks.
+ *
+ * So `recordSpooled` is written without an fsync of its own: what it says (id, seq, session)
+ * is the spool record's, fsynced before it, and the settled mark — what the open takes on
+ * trust — is only written by fsynced lines (`acknowledged`, a compaction's replace), computed
+ * while every unacknowledged entry was live here, and their fsync makes every earlier line
+ * durable too. A power loss can take only `entry` lines after the last fsync, of entries past
+ * the mark, and the open rebuilds them. The ack round's commit then costs seen-jti's one fsync
+ * (docs/spool.md "One fsync per ack round"); `delivered` and `acknowledged` lines keep theirs.
  *
  * It also keeps the settled mark (docs/spool.md): a seq through which every spooled entry has
  * been acknowledged at the Hub (or reported unknown there, so never delivered again). The
@@ -147,21 +156,26 @@ export class Ledger {
     }
   }
 
-  private write(ops: readonly LedgerOp[]): void {
+  private write(ops: readonly LedgerOp[], durable = true): void {
     this.log.ensureUsable();
     if (ops.length === 0) return;
-    this.log.append(ops.map((op) => sealLine(op) + '\n').join(''));
+    const text = ops.map((op) => sealLine(op) + '\n').join('');
+    if (durable) this.log.append(text);
+    else this.log.appendUnsynced(text);
     for (const op of ops) this.apply(op);
     this.lines += ops.length;
   }
 
-  /** Record entries as spooled (after the spool's fsync, before `ack delivered`). Ids already here are left as they are. */
+  /**
+   * Record entries as spooled (after the spool's fsync, before `ack delivered`). Ids already
+   * here are left as they are. Written, not fsynced: the open rebuilds these from the spool (above).
+   */
   recordSpooled(items: readonly { id: string; seq: number; session: string | null }[]): void {
     const fresh = new Map<string, LedgerOp>();
     for (const it of items) {
       if (!this.live.has(it.id) && !fresh.has(it.id)) fresh.set(it.id, { op: 'entry', id: it.id, seq: it.seq, session: it.session, state: 'spooled' });
     }
-    this.write([...fresh.values()]);
+    this.write([...fresh.values()], false);
   }
 
   /** The Hub confirmed `ack delivered` for these. */

@@ -55,27 +55,57 @@ describe('a failing disk on the durable path acks nothing', () => {
     expect(c.w.spool.lastSeq()).toBe(0);
   });
 
+  // The round's ledger line is written without an fsync (the spool holds it durably): its write is what can fail there.
   const later = [
-    ['the ledger', STATE_FILES.ledger, (f: string) => f === STATE_FILES.ledger, /fsync of the ledger .*ledger\.ndjson failed: EIO: i\/o error, fsync/],
-    ['the seen-jti set', STATE_FILES.seenJti, (f: string) => f.includes(STATE_FILES.seenJti), /seen-jti set .*seen-jti\.json failed: EIO: i\/o error, fsync/],
+    [
+      'the ledger',
+      STATE_FILES.ledger,
+      'write',
+      (f: string) => f === STATE_FILES.ledger,
+      /writing to the ledger .*ledger\.ndjson failed: EIO: i\/o error, write/,
+    ],
+    [
+      'the seen-jti set',
+      STATE_FILES.seenJti,
+      'fsync',
+      (f: string) => f.includes(STATE_FILES.seenJti),
+      /seen-jti set .*seen-jti\.json failed: EIO: i\/o error, fsync/,
+    ],
   ] as const;
-  for (const [what, name, match, said] of later) {
-    it(`${what}: the ack round stops with 1 naming ${name} and the fsync, before any ack, and runs no more rounds`, async () => {
+  for (const [what, name, op, match, said] of later) {
+    it(`${what}: the ack round stops with 1 naming ${name} and the ${op}, before any ack, and runs no more rounds`, async () => {
       const c = consumer();
       expect(c.ingest.run([delivery('ent_1')], arrived, c.ctx)).toMatchObject({ ok: true, spooled: 1 });
-      io.failNext('fsync', match);
+      io.failNext(op, match);
       const from = io.events.length;
       await c.round();
       expect(c.stops).toHaveLength(1);
       expect(c.stops[0]).toMatchObject({ exit: 1, reason: 'spool_write_failed', message: said });
       expect(c.stops[0]!.message).toContain(c.file(name));
       expect(c.w.acks).toEqual([]);
-      expect(io.since(from, match).filter((e) => e.op === 'fsync')).toHaveLength(1);
+      const tried = io.since(from, match).filter((e) => e.op === op).length;
+      expect(tried).toBe(1);
       await c.round();
       expect(c.w.acks).toEqual([]);
-      expect(io.since(from, match).filter((e) => e.op === 'fsync')).toHaveLength(1);
+      expect(io.since(from, match).filter((e) => e.op === op)).toHaveLength(tried);
     });
   }
+
+  it('a round with something to commit fsyncs seen-jti once and writes the ledger unsynced, before the ack', async () => {
+    const c = consumer();
+    c.ingest.run([delivery('ent_1')], arrived, c.ctx);
+    const from = io.events.length;
+    await c.round();
+    expect(io.since(from).map((e) => [e.op, path.basename(e.file)])).toEqual([
+      ['write', STATE_FILES.ledger],
+      ['write', STATE_FILES.seenJti],
+      ['fsync', STATE_FILES.seenJti],
+      // after the Hub's answer to `ack delivered`
+      ['write', STATE_FILES.ledger],
+      ['fsync', STATE_FILES.ledger],
+    ]);
+    expect(c.w.acks).toEqual([{ session: 'sess_a', delivered: ['ent_1'] }]);
+  });
 
   it('with a healthy disk the same path acks (the faults above are what stops it)', async () => {
     const c = consumer();
