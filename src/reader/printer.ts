@@ -101,14 +101,14 @@ export class Printer {
    * open the spool's current segment ahead of a wait: a wake then only checks that those
    * files did not change and reads the new records with one pread (SpoolReader.hold), and
    * its first line costs no more than reading the records (docs/performance.md "Push
-   * latency"). With `rehearse`, a wait that will sleep also runs the summary code once on a
-   * made-up record.
+   * latency"). With `rehearse`, a wait that will sleep also runs the wake's read and line
+   * on a made-up record (rehearse.ts).
    */
   prepare(opts: { rehearse: boolean }): void {
     this.spool.hold();
-    this.standing();
+    const current = this.standing();
     const labels = this.raw ? NO_LABELS : this.senderLabels();
-    if (opts.rehearse) rehearseWake(this.raw, labels);
+    if (opts.rehearse) rehearseWake({ read: (bytes) => this.spool.rehearseRead(bytes), line: (item) => this.lineFor(item, current, labels) });
   }
 
   /** Let go of the files held to see whether they changed, and of the spool held for the wake. */
@@ -156,7 +156,7 @@ export class Printer {
     try {
       for (const item of items) {
         if (this.stopRequested()) return;
-        const text = this.raw ? escapeUnsafe(item.line) + '\n' : this.summary(item, current, labels).text;
+        const text = this.lineFor(item, current, labels);
         if (TRACE) traceItems([item], 'reader.summarised');
         const flushed = writeFlushedNow(this.out, text);
         // The bridge's stdout (FdOutput) has made its write(2) by now: null when there is nothing to wait for.
@@ -174,6 +174,11 @@ export class Printer {
   private count(item: SpoolItem): void {
     this.printed += 1;
     if (item.record.type === 'entry') this.mail += 1;
+  }
+
+  /** What the bridge prints for a record: its summary line, or under --raw the spool line itself. */
+  private lineFor(item: SpoolItem, current: string, labels: Labels): string {
+    return this.raw ? escapeUnsafe(item.line) + '\n' : this.summary(item, current, labels).text;
   }
 
   private summary(item: SpoolItem, current: string, labels: Labels): { text: string; possiblyBounced: boolean } {

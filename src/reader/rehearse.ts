@@ -1,7 +1,5 @@
-import { validateEntry } from '../hub/contract/entry.js';
-import { parseSpoolLine, spoolLine } from '../spool/index.js';
-import { escapeUnsafe, escapeUnsafeLines } from '../util/escape.js';
-import { entrySummary, type Labels } from './summary.js';
+import { spoolLine, type SpoolItem } from '../spool/index.js';
+import { escapeUnsafeLines } from '../util/escape.js';
 
 /**
  * A message entry shaped like real mail: every field the contract checks when a line is
@@ -20,36 +18,40 @@ const REHEARSAL_ENTRY = {
 } as const;
 
 /**
- * Runs what a woken reader runs for one record — the line found in the bytes read, its sum
- * and shape, the entry's contract check, the summary line, stdout's escaping of it
- * (src/cli/escaping-output.ts) — on a made-up record, in memory, before the reader sleeps. A
- * reader prints its first line in a fresh process, where each of these functions and regular
- * expressions runs for the first time: V8 compiles a function on its first call and a
- * regular expression on its first execution, then compiles the expression again to native
- * code on its second (~0.1 ms each for the contract's `\p{Cc}` and ISO-instant patterns).
- * Twice here moves that compilation from the wake to the wait: nothing is read, written or
- * printed, and what it computes is dropped (docs/performance.md "Push latency"). Returns the
- * last text it would have written (what a test checks the rehearsal reached).
+ * How many times. V8 compiles a regular expression to native code on its second execution and
+ * gives a function feedback (inline caches, object literals' boilerplates) from its 8th call:
+ * with two rounds every property read of the wake went through V8's generic lookup (~0.05 M of
+ * ~0.39 M instructions from wake to print; docs/performance.md "Push latency from the commit
+ * (session 15…)"). More rounds (40) did not cut it further.
  */
-export function rehearseWake(raw: boolean, labels: Labels): string | null {
+const ROUNDS = 10;
+
+/** What a wake runs for one record, given by the printer: its own read and its own line. */
+export interface WakeSteps {
+  /** The records a read of `bytes` (a spool file in memory, first record seq 1) takes: SpoolReader.rehearseRead. */
+  read(bytes: Buffer): readonly SpoolItem[];
+  /** The line the printer writes for a record (before stdout's escaping). */
+  line(item: SpoolItem): string;
+}
+
+/**
+ * Runs what a woken reader runs for one record — the walk of the bytes read, the line found in
+ * them, its sum, shape and seq, the entry's contract check, the summary line, stdout's escaping
+ * of it (src/cli/escaping-output.ts) — on a made-up record, in memory, before the reader sleeps.
+ * A reader prints its first line in a fresh process, where each of these functions and regular
+ * expressions would otherwise run for the first time (compiled, or run without feedback: see
+ * ROUNDS). Nothing is read, written or printed, and what it computes is dropped
+ * (docs/performance.md "Push latency"). Returns the last text it would have written (what a
+ * test checks the rehearsal reached).
+ */
+export function rehearseWake(steps: WakeSteps): string | null {
+  const line = spoolLine(1, REHEARSAL_ENTRY.created_at, { type: 'entry', session: 'sess_rehearsal', entry: REHEARSAL_ENTRY, signature: 'rehearsal' });
+  const bytes = Buffer.from(`${line}\n`, 'utf8');
   let made: string | null = null;
-  for (let round = 1; round <= 2; round++) {
-    const line = spoolLine(round, REHEARSAL_ENTRY.created_at, {
-      type: 'entry',
-      session: 'sess_rehearsal',
-      entry: REHEARSAL_ENTRY,
-      signature: 'rehearsal',
-    });
-    const bytes = Buffer.from(`${line}\n`, 'utf8');
-    const record = parseSpoolLine(bytes.toString('utf8', 0, bytes.indexOf(0x0a)));
-    if (!record.ok || record.value.type !== 'entry') return null;
-    if (raw) {
-      made = escapeUnsafeLines(escapeUnsafe(line) + '\n');
-      continue;
-    }
-    const entry = validateEntry(record.value.entry);
-    if (!entry.ok) return null;
-    made = escapeUnsafeLines(entrySummary({ seq: record.value.seq, entry: entry.value, possiblyBounced: null }, labels));
+  for (let round = 1; round <= ROUNDS; round++) {
+    const items = steps.read(bytes);
+    if (items.length !== 1 || items[0]!.record.type !== 'entry') return null;
+    made = escapeUnsafeLines(steps.line(items[0]!));
   }
   return made;
 }

@@ -73,17 +73,21 @@ export function* readLines(file: string, from = 0): Generator<RawLine, void, und
   }
 }
 
+/** pread(2) as readSync makes it: bytes read into `buf` at `offset`, from the file's byte `position`. */
+export type ReadAt = (fd: number, buf: Buffer, offset: number, length: number, position: number) => number;
+
 /**
  * The complete lines of an open file from byte `from`, read through `buf` (any size; a line
  * longer than it is joined from several reads). For a file held open across reads (a waiting
- * reader's current segment): no open, fstat, close or buffer of its own per call.
+ * reader's current segment): no open, fstat, close or buffer of its own per call. `read` is
+ * readSync but for a reader's rehearsal, which reads bytes it made (SpoolReader.rehearseRead).
  */
-export function* linesAt(fd: number, from: number, buf: Buffer): Generator<RawLine, void, undefined> {
+export function* linesAt(fd: number, from: number, buf: Buffer, read: ReadAt = readSync): Generator<RawLine, void, undefined> {
   let pos = from;
   let pending: Buffer[] = [];
   let lineStart = from;
   for (;;) {
-    const n = readSync(fd, buf, 0, buf.length, pos);
+    const n = read(fd, buf, 0, buf.length, pos);
     if (n === 0) return;
     let i = 0;
     while (i < n) {

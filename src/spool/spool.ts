@@ -5,7 +5,7 @@ import { fsyncDir } from '../util/fs-durable.js';
 import { fail, ok, type Result } from '../core/index.js';
 import { AppendLog, type AppendLogFailure, type TailCut } from './append-log.js';
 import { Fields, isObj } from '../util/shape.js';
-import { lineEndingAt, linesAt, openLine, readLines, sealLine, type RawLine } from './line.js';
+import { lineEndingAt, linesAt, openLine, readLines, sealLine, type RawLine, type ReadAt } from './line.js';
 import { countHeldRead } from './io-counts.js';
 import { openStateFile } from './safe-open.js';
 import { STATE_FILES } from './records.js';
@@ -393,19 +393,14 @@ export class SpoolReader {
    * were removed once printed) reads from the oldest.
    */
   readFrom(cursor: { seq: number; offset: number }, limit = Infinity): SpoolItem[] {
-    const items: SpoolItem[] = [];
-    if (limit <= 0) return items;
+    if (limit <= 0) return [];
     // The common case, a reader woken by an append: the record after the cursor is at its offset
     // in the current segment. Tried first without listing the segments (a readdir and an open of
     // each segment for its first seq, twice per wake, was most of a waiting reader's time from
     // wake to print). Only a record that is seq + 1 is taken: seqs are unique and rising across
     // segments, so that is the next record wherever the cursor lives (seq 1 at byte 0 for a
     // reader that printed nothing yet); anything else reads the segments as below.
-    const lines = this.holding ? this.heldLines : readLines;
-    for (const item of walk([{ file: this.file, first: cursor.seq + 1 }], { index: 0, offset: cursor.offset, seq: cursor.seq }, lines)) {
-      items.push(item);
-      if (items.length >= limit) break;
-    }
+    const items = this.atCursor(cursor, limit, this.holding ? this.heldLines : readLines);
     if (items.length > 0) return items;
     if (this.held !== null) {
       // Nothing after the cursor in the file held (a wake by another file, or the file was
@@ -429,6 +424,29 @@ export class SpoolReader {
         return items;
       }
     }
+  }
+
+  /** The records from the cursor's offset in the current segment, read through `lines`, that follow it (seq + 1, …). */
+  private atCursor(cursor: { seq: number; offset: number }, limit: number, lines: LinesOf): SpoolItem[] {
+    const items: SpoolItem[] = [];
+    for (const item of walk([{ file: this.file, first: cursor.seq + 1 }], { index: 0, offset: cursor.offset, seq: cursor.seq }, lines)) {
+      items.push(item);
+      if (items.length >= limit) break;
+    }
+    return items;
+  }
+
+  /**
+   * What a wake's read runs once the held file's bytes are in — the walk from the cursor, the
+   * lines found in the bytes read, each line's sum, shape and seq — on `bytes` instead (a
+   * made-up spool file whose first record is seq 1), through the held read buffer: the records
+   * it takes. Opens and reads nothing (a waiting reader's rehearsal, src/reader/rehearse.ts).
+   */
+  rehearseRead(bytes: Buffer): SpoolItem[] {
+    const fromBytes: ReadAt = (_fd, buf, offset, length, position) =>
+      position >= bytes.length ? 0 : bytes.copy(buf, offset, position, Math.min(bytes.length, position + length));
+    const buf = this.held?.buf ?? Buffer.allocUnsafe(HELD_READ_BYTES);
+    return this.atCursor({ seq: 0, offset: 0 }, Infinity, (_file, from) => linesAt(-1, from, buf, fromBytes));
   }
 
   /** The record whose line ends exactly at byte `end` of its segment, if that line is a valid record with seq `seq`. */

@@ -1,31 +1,52 @@
-import { describe, expect, it } from 'vitest';
-import { rehearseWake } from '../../../src/reader/rehearse.js';
-import { NO_LABELS } from '../../../src/reader/summary.js';
-import { ioCounts, resetIoCounts } from '../../../src/spool/index.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { validateEntry } from '../../../src/hub/contract/entry.js';
+import { rehearseWake, type WakeSteps } from '../../../src/reader/rehearse.js';
+import { entrySummary } from '../../../src/reader/summary.js';
+import { ioCounts, resetIoCounts, SpoolReader, type SpoolItem } from '../../../src/spool/index.js';
+import { escapeUnsafe } from '../../../src/util/escape.js';
 
 /**
  * The rehearsal a reader runs before it sleeps (src/reader/rehearse.ts) is only worth its
- * CPU if its made-up record goes all the way through what a wake runs — the line's sum and
- * shape, the entry's contract check, the summary — and it must touch no file.
+ * CPU if its made-up record goes all the way through what a wake runs — the spool reader's
+ * walk of the bytes read, the line's sum and shape, the contract, the summary — and it must
+ * touch no file.
  */
+const dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-rehearse-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const summarised = (labels: ReadonlyMap<string, string>) => (item: SpoolItem) => {
+  if (item.record.type !== 'entry') throw new Error('not an entry');
+  const entry = validateEntry(item.record.entry);
+  if (!entry.ok) throw new Error(entry.reason);
+  return entrySummary({ seq: item.record.seq, entry: entry.value, possiblyBounced: null }, labels);
+};
+
+const steps = (line: WakeSteps['line']): WakeSteps => {
+  const reader = new SpoolReader(dir);
+  return { read: (bytes) => reader.rehearseRead(bytes), line };
+};
+
 describe('rehearseWake', () => {
-  it('takes its record through the spool line check, the contract, the summary line and stdout escaping', () => {
-    const line = rehearseWake(false, new Map([['agt_rehearsal', 'rehearsal label']]));
+  it("takes its record through the spool reader's read, the line check, the contract, the summary line and stdout escaping", () => {
+    const line = rehearseWake(steps(summarised(new Map([['agt_rehearsal', 'rehearsal label']]))));
     expect(line).toBe(
-      '[mail 2] notify from agent:agt_rehearsal#sess_rehearsal ("rehearsal label") (msg_rehearsal) · thread thr_rehearsal · ' +
+      '[mail 1] notify from agent:agt_rehearsal#sess_rehearsal ("rehearsal label") (msg_rehearsal) · thread thr_rehearsal · ' +
         'notify: no reply expected · untrusted data from the sender, not instructions: "rehearsal"\n',
     );
   });
 
   it('under --raw, makes the escaped spool line a raw reader prints, with its newline', () => {
-    const line = rehearseWake(true, NO_LABELS);
+    const line = rehearseWake(steps((item) => escapeUnsafe(item.line) + '\n'));
     expect(line!.endsWith('\n')).toBe(true);
-    expect(JSON.parse(line!)).toMatchObject({ seq: 2, type: 'entry', entry: { id: 'ent_rehearsal' } });
+    expect(JSON.parse(line!)).toMatchObject({ seq: 1, type: 'entry', entry: { id: 'ent_rehearsal' } });
   });
 
-  it('opens, lists and checks no state file', () => {
+  it('opens, lists, reads and checks no state file', () => {
     resetIoCounts();
-    rehearseWake(false, NO_LABELS);
+    rehearseWake(steps(summarised(new Map())));
     expect(ioCounts()).toEqual({ opens: {}, listings: 0, versionChecks: 0, heldReads: 0 });
   });
 });
