@@ -19,6 +19,9 @@
 // connects' answers by status (an error answer is not a connect). During the sends it says where
 // each push waited: on the connection open at the send, for the stream's next connect (the stream
 // was between connections), or on a later connection although one was open at the send.
+// On PostgreSQL the idle phase also counts the rows the presence refresh and the stream ends wrote per 20 s period
+// (the table's updated rows less the connects'); with --trace every presence write's rows and the ends written are
+// listed from the Hubs' own trace.
 // Never run by CI.
 // Each stream reconnects over the connection it kept, as a bridge's client does (hub-streams.mjs); the
 // idle phase prints the TCP connections opened per connect (counted here and by the Hubs); with
@@ -26,7 +29,11 @@
 // session 8), so the Hub's CPU per connect over a kept and a new connection compare in one run.
 // Usage: node bench/hub-cluster.mjs [--streams 1000] [--messages 2000] [--concurrency 50]
 //          [--warmup <sends before the measured ones, default 500>] [--idle <seconds, default one hold>] [--idle-ab] [--only sqlite,postgres:1,postgres:2]
-//          [--pool <database connections per instance, default 10: the Hub's own OH_HAI_HUB_DB_POOL_MAX default>]
+//          [--pool <database connections per instance, default 10: the Hub's own OH_HAI_HUB_DB_POOL_MAX default; a list, e.g. 10,16, runs each configuration once per size>]
+//          [--against <another checkout, built>]   (each configuration runs on this checkout's Hub and on that one's)
+//          [--hub-flags '<node flags>[|<other flags>…]']   (each configuration runs with its Hubs started without, and with each set of flags, e.g. V8's GC flags)
+//          [--repeat <n>]   (the whole sequence n times, each pair's order reversed every other time: same-run A/B pairs
+//          of --pool's sizes or --against's builds, alternated; a line per run as it ends, then the pairs' medians)
 //          [--unix]   (the Hubs reach PostgreSQL over its Unix socket: `?host=<socket directory>` in their URL)
 //          [--trace]   (the Hubs write the push trace, src/util/trace.ts: each push split into its hops)
 //          [--cpu-prof <dir>]   (each Hub writes a V8 CPU profile there, and the bench the idle and
@@ -93,8 +100,32 @@ const TARGET_CONCURRENCY = 50;
  * push tail (docs/deploy.md "The pool on two cores (session 9)").
  */
 const poolAt = process.argv.indexOf('--pool');
-const POOL = poolAt > 0 ? Number(process.argv[poolAt + 1]) : 10;
-if (!Number.isInteger(POOL) || POOL < 2) throw new Error(`--pool: ${process.argv[poolAt + 1]} is not a whole number of connections of at least 2`);
+const POOLS = poolAt > 0 ? process.argv[poolAt + 1].split(',').map(Number) : [10];
+for (const p of POOLS) if (!Number.isInteger(p) || p < 2) throw new Error(`--pool: ${process.argv[poolAt + 1]} is not a list of whole numbers of connections of at least 2`);
+/** The largest pool asked for: what the limits below are checked against. */
+const POOL = Math.max(...POOLS);
+const againstAt = process.argv.indexOf('--against');
+const AGAINST = againstAt > 0 ? path.resolve(process.argv[againstAt + 1]) : null;
+const flagsAt = process.argv.indexOf('--hub-flags');
+const HUB_FLAGS = flagsAt > 0 ? process.argv[flagsAt + 1].split('|').map((set) => set.split(' ').filter((f) => f !== '')) : null;
+/** Every configuration runs once per variant: each pool size on this checkout's Hub, and on --against's; without and with --hub-flags. */
+const VARIANTS = [root, ...(AGAINST === null ? [] : [AGAINST])].flatMap((build) =>
+  POOLS.flatMap((pool) =>
+    [[], ...(HUB_FLAGS ?? [])].map((flags) => ({
+      build,
+      pool,
+      flags,
+      name: [
+        POOLS.length > 1 ? `pool ${pool}` : null,
+        AGAINST === null ? null : build === root ? 'this' : 'against',
+        HUB_FLAGS === null ? null : flags.length === 0 ? 'no flags' : flags.join(' '),
+      ]
+        .filter((x) => x !== null)
+        .join(', '),
+    })),
+  ),
+);
+const REPEAT = arg('repeat', 1);
 /** Stream connects in flight at once: a herd of 10,000 SYNs overflows the listen backlog (Node's 511) into 1 s, 3 s… retransmits. */
 const OPENING = 500;
 const MAX_INSTANCES = Math.max(1, ...ONLY.map((w) => Number(w.split(':')[1] ?? 1)));
@@ -169,9 +200,9 @@ if (socketDir !== null) console.log(`PostgreSQL over its Unix socket in ${socket
 /** The trace file of the Hub whose data dir is `dir` (--trace). */
 const traceOf = (dir) => path.join(dir, 'push-trace');
 
-function startHub(dir, env) {
+function startHub(dir, env, variant) {
   const profile = CPU_PROF === null ? [] : ['--cpu-prof', '--cpu-prof-dir', CPU_PROF];
-  const hub = spawn(process.execPath, [...profile, path.join(root, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', dir, ...HUB_ARGS], {
+  const hub = spawn(process.execPath, [...variant.flags, ...profile, path.join(variant.build, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', dir, ...HUB_ARGS], {
     env: { ...process.env, MA2H_SIGNING_KEY: KEY, ...(TRACE ? { OH_HAI_TRACE: traceOf(dir) } : {}), ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -295,7 +326,10 @@ function pushHops(dirs, benchHops, timer, sendWindow) {
   const samples = [];
   const connects = [];
   const batchOf = new Map();
-  for (const dir of dirs) {
+  // The presence write's rows per write, by instance, and the stream ends written (ev.presence, ev.ends).
+  const presence = dirs.map(() => []);
+  const ends = { rows: 0, statements: 0, first: null, last: null };
+  for (const [d, dir] of dirs.entries()) {
     let text = '';
     try {
       text = readFileSync(traceOf(dir), 'utf8');
@@ -315,6 +349,13 @@ function pushHops(dirs, benchHops, timer, sendWindow) {
           const [request, page, connect] = waiting.split('/').map(Number);
           samples.push({ t, lateMs: Number(late) / 1000, request, page, connect, held });
         } else if (hop === 'ev.connect') connects.push(t);
+        else if (hop === 'ev.presence') presence[d].push({ t, rows: Number(id) });
+        else if (hop === 'ev.ends') {
+          ends.rows += Number(id);
+          ends.statements += Math.ceil(Number(id) / PRESENCE_CHUNK);
+          ends.first ??= t;
+          ends.last = t;
+        }
         else if (hop === 'ev.batch') {
           const [mid, n] = id.split(':');
           if (!batchOf.has(mid)) batchOf.set(mid, Number(n));
@@ -412,6 +453,8 @@ function pushHops(dirs, benchHops, timer, sendWindow) {
       n: buckets.length,
     },
     gc: { n: gcIn.length, ms: gcIn.reduce((a, x) => a + x.ms, 0), max: gcIn.reduce((a, x) => Math.max(a, x.ms), 0) },
+    presence: presence.map((ws) => ws.sort((a, b) => (a.t < b.t ? -1 : 1)).map((w) => ({ at: Number(w.t - c0) / 1e9, rows: w.rows }))),
+    ends,
     lateP99: lates.length === 0 ? null : timer.pct(99, lates),
     lateMax: lates.length === 0 ? null : Math.max(...lates),
   };
@@ -430,12 +473,35 @@ async function sendLoop(count, each) {
 /** Set while --idle-ab's second idle phase runs: every stream connect opens a new TCP connection. */
 let freshConnections = false;
 
-/** One idle phase (no sends) of IDLE_SECONDS: CPU per second and per connect, round trips, answers, and TCP connections per connect (this process's count and the Hubs'). */
+/** Sessions per presence statement (SEEN_CHUNK, src/hub/server/sessions.ts). */
+const PRESENCE_CHUNK = 500;
+/** The Hubs' presence write period: min(--presence-seconds 90, --holder-stale-seconds 60) / 3 at their defaults (server.ts). */
+const PRESENCE_PERIOD_SECONDS = 20;
+
+/** Rows of `sessions` updated so far in the run's database, as PostgreSQL counts them (each backend reports within ~1 s of its work). */
+async function sessionRowsUpdated(database) {
+  const c = new pg.Client({ connectionString: database });
+  await c.connect();
+  try {
+    return Number((await c.query("SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'sessions'")).rows[0].n_tup_upd);
+  } finally {
+    await c.end();
+  }
+}
+
+/**
+ * One idle phase (no sends) of IDLE_SECONDS: CPU per second and per connect, round trips, answers, and TCP connections per
+ * connect (this process's count and the Hubs'). On PostgreSQL (`database`: the run's URL) also the rows the presence
+ * write updated: with nothing sent, a session row is updated by its stream's connect (one row per connect answered 200)
+ * or by the presence statements (held streams and ends), so those are the table's updated rows less the connects.
+ */
 async function measureIdle(hubs, database, phaseAnswers) {
   // Every /metrics scrape is outside the CPU window (a scrape of a Hub holding 10,000 streams lists its descriptors).
   const idleTrips0 = database ? await sumOver(hubs, (h) => roundTrips(h.adminUrl, IDLE_WORKS)) : 0;
+  const presenceTrips0 = database ? await sumOver(hubs, (h) => roundTrips(h.adminUrl, ['presence'])) : 0;
   const accepted0 = await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_connections_accepted_total'));
   phaseAnswers();
+  const updated0 = database ? await sessionRowsUpdated(database) : 0;
   const idle0 = {
     hub: hubs.map((h) => cpuOf(h.proc.pid)),
     hubSys: hubs.map((h) => sysCpuOf(h.proc.pid)),
@@ -452,7 +518,9 @@ async function measureIdle(hubs, database, phaseAnswers) {
   const idleDb = database ? (await databaseCpu()) - idle0.db : null;
   const idleSelf = process.cpuUsage(idle0.self);
   const idleAnswers = phaseAnswers();
+  const updated = database ? (await sessionRowsUpdated(database)) - updated0 : null;
   const idleTrips = database ? (await sumOver(hubs, (h) => roundTrips(h.adminUrl, IDLE_WORKS))) - idleTrips0 : null;
+  const presenceTrips = database ? (await sumOver(hubs, (h) => roundTrips(h.adminUrl, ['presence']))) - presenceTrips0 : null;
   const accepted = (await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_connections_accepted_total'))) - accepted0;
   const idleConnects = idleAnswers.get(200) ?? 0;
   const perConnect = (n) => (n === null || idleConnects === 0 ? null : n / idleConnects);
@@ -470,13 +538,23 @@ async function measureIdle(hubs, database, phaseAnswers) {
     tripsPerConnect: perConnect(idleTrips),
     opened: perConnect(idleAnswers.connections),
     accepted: perConnect(accepted),
+    // Per presence period, all instances together.
+    presence:
+      updated === null
+        ? null
+        : {
+            periods: idleSeconds / PRESENCE_PERIOD_SECONDS,
+            rows: (updated - idleConnects) / (idleSeconds / PRESENCE_PERIOD_SECONDS),
+            statements: presenceTrips / (idleSeconds / PRESENCE_PERIOD_SECONDS),
+          },
   };
 }
 
-async function run(label, instances, database) {
+async function run(label, instances, database, variant) {
   const dirs = [];
   const hubs = [];
   let dbName = null;
+  let dbUrl = null;
   let env = {};
   if (database) {
     dbName = `oh_hai_bench_${randomBytes(4).toString('hex')}`;
@@ -484,13 +562,14 @@ async function run(label, instances, database) {
     const u = new URL(admin);
     u.pathname = `/${dbName}`;
     if (socketDir !== null) u.searchParams.set('host', socketDir);
-    env = { OH_HAI_HUB_DATABASE_URL: u.toString(), OH_HAI_HUB_DB_POOL_MAX: String(POOL) };
+    dbUrl = u.toString();
+    env = { OH_HAI_HUB_DATABASE_URL: dbUrl, OH_HAI_HUB_DB_POOL_MAX: String(variant.pool) };
   }
   try {
     for (let i = 0; i < instances; i++) {
       const dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-bench-cluster-'));
       dirs.push(dir);
-      const h = startHub(dir, env);
+      const h = startHub(dir, env, variant);
       hubs.push({ proc: h.proc, url: await h.url, adminUrl: await h.adminUrl() });
     }
     const urls = hubs.map((h) => h.url);
@@ -565,11 +644,11 @@ async function run(label, instances, database) {
     // What the streams cost with nothing sent: every one reconnects about once per hold, over the
     // connection it kept (as a bridge does); with --idle-ab a second idle phase opens a new
     // connection for every connect (how the bench held streams until session 8), in the same run.
-    const idle = await measureIdle(hubs, database, phaseAnswers);
+    const idle = await measureIdle(hubs, dbUrl, phaseAnswers);
     let idleFresh = null;
     if (IDLE_AB) {
       freshConnections = true;
-      idleFresh = await measureIdle(hubs, database, phaseAnswers);
+      idleFresh = await measureIdle(hubs, dbUrl, phaseAnswers);
       freshConnections = false;
       // Every stream opens its kept connection again (one hold, more on a slow machine), so the sends meet streams as a fleet's are.
       phaseAnswers();
@@ -621,6 +700,7 @@ async function run(label, instances, database) {
     ownLoop.enable();
     const sendUs = monoUs();
     const sendNs0 = process.hrtime.bigint();
+    const sendAt = { utc: new Date().toISOString().slice(11, 16), load: os.loadavg()[0] };
     const t0 = performance.now();
     await sendLoop(MESSAGES, async (n) => {
       const s = sessions[Math.floor(Math.random() * sessions.length)];
@@ -659,6 +739,10 @@ async function run(label, instances, database) {
     const sendAnswers = phaseAnswers();
     for (const stream of open) stream.stop();
     return {
+      tag: `${label} ×${instances}${variant.name === '' ? '' : ` (${variant.name})`}`,
+      variant: variant.name,
+      sendAt,
+      loadAfter: os.loadavg()[0],
       loop,
       hops: TRACE ? pushHops(dirs, benchHops, timer, [sendNs0, sendNs1]) : null,
       idle,
@@ -693,16 +777,25 @@ async function run(label, instances, database) {
   }
 }
 
+const fmt = (v, digits) => (v === null ? '—' : v.toFixed(digits));
+/** One line per run as it ends: what a same-run A/B table needs (the full tables follow at the end). */
+const runLine = (r) =>
+  `run ${r.tag} at ${r.sendAt.utc} UTC, load ${r.sendAt.load.toFixed(1)} → ${r.loadAfter.toFixed(1)}: ${r.sendsPerSecond.toFixed(0)} sends/s, push p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms; Hub CPU ${r.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(r.dbCpuMsPerSend, 2)}; GC major ${r.loop.gc.major.n} (${(r.loop.gc.major.s * 1000).toFixed(0)} ms), minor ${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms); requests that waited for the pool ${r.waited === null ? '—' : r.waited.request}${r.idle.presence === null ? '' : `; presence ${r.idle.presence.rows.toFixed(0)} rows in ${r.idle.presence.statements.toFixed(1)} statements per ${PRESENCE_PERIOD_SECONDS} s period (idle, ${r.idle.presence.periods.toFixed(1)} periods)`}`;
 const results = [];
-for (const which of ONLY) {
-  const [store, n] = which.split(':');
-  if (store === 'sqlite') results.push(await run('sqlite', 1, false));
-  else if (store === 'postgres') results.push(await run('postgres', Number(n ?? 1), true));
-  else throw new Error(`--only: ${which} is not sqlite or postgres:<instances>`);
+for (let rep = 0; rep < REPEAT; rep++) {
+  for (const which of ONLY) {
+    const [store, n] = which.split(':');
+    if (store !== 'sqlite' && store !== 'postgres') throw new Error(`--only: ${which} is not sqlite or postgres:<instances>`);
+    // Every other repetition the other variant goes first, so a pair's order does not favour one side.
+    for (const variant of rep % 2 === 0 ? VARIANTS : [...VARIANTS].reverse()) {
+      const r = store === 'sqlite' ? await run('sqlite', 1, false, variant) : await run('postgres', Number(n ?? 1), true, variant);
+      results.push({ ...r, rep });
+      console.log(runLine(r));
+    }
+  }
 }
 
 if (CPU_PROF !== null) for (const [phase, w] of Object.entries(windows)) writeFileSync(path.join(CPU_PROF, `${phase}-phases.json`), JSON.stringify(w));
-const fmt = (v, digits) => (v === null ? '—' : v.toFixed(digits));
 console.log(
   `streams ${STREAMS} in total, ${MESSAGES} sends at ${CONCURRENCY} in flight after ${WARMUP} warm-up sends; ${os.cpus().length} cores (a shared machine makes figures noisy)`,
 );
@@ -711,13 +804,13 @@ console.log(
 );
 for (const r of results) {
   console.log(
-    `${r.label.padEnd(10)} ${String(r.instances).padStart(9)}  ${String(r.streams).padStart(7)}  ${r.openSeconds.toFixed(1).padStart(6)}  ${fmt(r.tripsPerConnect, 1).padStart(16)}  ${r.sendsPerSecond.toFixed(0).padStart(7)}  ${r.p50.toFixed(1).padStart(11)}  ${r.p99.toFixed(1).padStart(11)}  ${String(r.seen).padStart(11)}  ${r.cpuMsPerSend.toFixed(2).padStart(15)}  ${fmt(r.dbCpuMsPerSend, 2).padStart(14)}  ${r.loadCpuMsPerSend.toFixed(2).padStart(16)}  ${fmt(r.tripsPerSend, 1).padStart(19)}`,
+    `${r.label.padEnd(10)} ${String(r.instances).padStart(9)}${r.variant === '' ? '' : ` (${r.variant})`}  ${String(r.streams).padStart(7)}  ${r.openSeconds.toFixed(1).padStart(6)}  ${fmt(r.tripsPerConnect, 1).padStart(16)}  ${r.sendsPerSecond.toFixed(0).padStart(7)}  ${r.p50.toFixed(1).padStart(11)}  ${r.p99.toFixed(1).padStart(11)}  ${String(r.seen).padStart(11)}  ${r.cpuMsPerSend.toFixed(2).padStart(15)}  ${fmt(r.dbCpuMsPerSend, 2).padStart(14)}  ${r.loadCpuMsPerSend.toFixed(2).padStart(16)}  ${fmt(r.tripsPerSend, 1).padStart(19)}`,
   );
 }
 // Where pushes wait: a page that found its turn of the event loop full, and the pool's queue at its longest.
 for (const r of results)
   console.log(
-    `${r.label} ×${r.instances}: stream pages deferred to a later turn ${r.deferredPerSend.toFixed(2)}/send; waits for a pool connection during the sends: ${r.waited === null ? '—' : `requests ${r.waited.request}, stream work ${r.waited.stream} (pages ${r.waited.page}, connects ${r.waited.connect}; a page went before a waiting connect ${r.waited.pagesFirst} times, stream work before waiting requests ${r.waited.streamFirst}); streams per page read ${fmt(r.waited.paged / r.waited.reads, 1)} (${r.waited.reads} reads)`}`,
+    `${r.tag}: stream pages deferred to a later turn ${r.deferredPerSend.toFixed(2)}/send; waits for a pool connection during the sends: ${r.waited === null ? '—' : `requests ${r.waited.request}, stream work ${r.waited.stream} (pages ${r.waited.page}, connects ${r.waited.connect}; a page went before a waiting connect ${r.waited.pagesFirst} times, stream work before waiting requests ${r.waited.streamFirst}); streams per page read ${fmt(r.waited.paged / r.waited.reads, 1)} (${r.waited.reads} reads)`}`,
   );
 // The streams alone (no sends): what holding them costs, and every connect answer by status.
 const statuses = (m) => `${[...m.entries()].map(([k, v]) => `${k} ×${v}`).join(', ') || 'none'} (TCP connections opened ${m.connections})`;
@@ -737,19 +830,19 @@ for (const r of results) {
   }
   if (r.idleFresh !== null && r.idle.hubMsPerConnect !== null && r.idleFresh.hubMsPerConnect !== null)
     console.log(
-      `${r.label} ×${r.instances}: Hub CPU per connect over a kept connection ${(r.idle.hubMsPerConnect / r.idleFresh.hubMsPerConnect).toFixed(2)}x a new connection's (same run)`,
+      `${r.tag}: Hub CPU per connect over a kept connection ${(r.idle.hubMsPerConnect / r.idleFresh.hubMsPerConnect).toFixed(2)}x a new connection's (same run)`,
     );
 }
 for (const r of results)
   console.log(
-    `${r.label} ×${r.instances}: connect answers while opening ${statuses(r.openAnswers)}; idle ${statuses(r.idle.answers)}${r.idleFresh === null ? '' : `; idle on new connections ${statuses(r.idleFresh.answers)}`}; during the sends ${statuses(r.sendAnswers)}`,
+    `${r.tag}: connect answers while opening ${statuses(r.openAnswers)}; idle ${statuses(r.idle.answers)}${r.idleFresh === null ? '' : `; idle on new connections ${statuses(r.idleFresh.answers)}`}; during the sends ${statuses(r.sendAnswers)}`,
   );
 // Where each push waited (hub-streams.mjs): `missed` is a push that came on a later connection although one was open at its send.
 for (const r of results) {
   const w = r.waits;
   const lived = r.missedLived.filter((ms) => ms > 1000).length;
   console.log(
-    `${r.label} ×${r.instances}: pushes on the connection open at the send ${w.open.n} (p99 ${fmt(w.open.p99, 1)} ms); waited for the stream's next connect ${w.between.n} (p99 ${fmt(w.between.p99, 1)} ms); on a later connection although one was open ${w.missed.n} (p99 ${fmt(w.missed.p99, 1)} ms; of them ${lived} whose open connection lived on > 1 s after the send's 202)`,
+    `${r.tag}: pushes on the connection open at the send ${w.open.n} (p99 ${fmt(w.open.p99, 1)} ms); waited for the stream's next connect ${w.between.n} (p99 ${fmt(w.between.p99, 1)} ms); on a later connection although one was open ${w.missed.n} (p99 ${fmt(w.missed.p99, 1)} ms; of them ${lived} whose open connection lived on > 1 s after the send's 202)`,
   );
 }
 // The Hub's event loop while the sends ran (the longest a callback waited), and its collector's work.
@@ -758,13 +851,13 @@ for (const r of results) {
     .map(([k, g]) => `${k} ${g.n} (${(g.s * 1000).toFixed(0)} ms)`)
     .join(', ');
   console.log(
-    `${r.label} ×${r.instances}: Hub event-loop delay during the sends max ${(r.loop.lagMax * 1000).toFixed(0)} ms, p99 ${(r.loop.lagP99 * 1000).toFixed(0)} ms; GC ${gc}; this process's event-loop delay max ${(r.loop.benchLagMax * 1000).toFixed(0)} ms, p99 ${(r.loop.benchLagP99 * 1000).toFixed(0)} ms`,
+    `${r.tag}: Hub event-loop delay during the sends max ${(r.loop.lagMax * 1000).toFixed(0)} ms, p99 ${(r.loop.lagP99 * 1000).toFixed(0)} ms; GC ${gc}; this process's event-loop delay max ${(r.loop.benchLagMax * 1000).toFixed(0)} ms, p99 ${(r.loop.benchLagP99 * 1000).toFixed(0)} ms`,
   );
 }
 for (const r of results.filter((x) => x.hops !== null)) {
   const hp = r.hops;
   console.log(
-    `${r.label} ×${r.instances}: where ${hp.n} traced pushes waited (ms; p50, p99 over the pushes with both hops, and the mean of the slowest ${hp.slow}, whose mean total is ${hp.slowTotal.toFixed(1)} ms):`,
+    `${r.tag}: where ${hp.n} traced pushes waited (ms; p50, p99 over the pushes with both hops, and the mean of the slowest ${hp.slow}, whose mean total is ${hp.slowTotal.toFixed(1)} ms):`,
   );
   const st = hp.slowStarts;
   console.log(
@@ -778,6 +871,19 @@ for (const r of results.filter((x) => x.hops !== null)) {
   console.log(
     `  during the sends: stream connects per 100 ms min ${c.min}, p50 ${c.p50}, p99 ${c.p99}, max ${c.max} (${c.n} windows); GC ${hp.gc.n} (${hp.gc.ms.toFixed(0)} ms, longest ${hp.gc.max.toFixed(1)} ms); Hub loop delay past its 20 ms sample p99 ${fmt(hp.lateP99, 1)}, max ${fmt(hp.lateMax, 1)} ms`,
   );
+  // Every presence write of the run (each instance's, s after the first stream connect: rows), and the stream ends
+  // written, from the Hubs' own trace: the first writes come while the fleet opens, then one per period.
+  for (const [i, ws] of hp.presence.entries())
+    console.log(
+      `  presence writes of instance ${i + 1} (s after the first connect: rows, statements of ${PRESENCE_CHUNK}): ${ws.map((w) => `${w.at.toFixed(0)}: ${w.rows} (${Math.ceil(w.rows / PRESENCE_CHUNK)})`).join(', ')}`,
+    );
+  const e = hp.ends;
+  if (e.first !== null) {
+    const periods = Math.max(Number(e.last - e.first) / 1e9, PRESENCE_PERIOD_SECONDS) / PRESENCE_PERIOD_SECONDS;
+    console.log(
+      `  stream ends written: ${e.rows} rows in ${e.statements} statements over ${(Number(e.last - e.first) / 1e9).toFixed(0)} s (${(e.rows / periods).toFixed(0)} rows, ${(e.statements / periods).toFixed(1)} statements per ${PRESENCE_PERIOD_SECONDS} s)`,
+    );
+  }
   const cs = hp.connectsPerSecond;
   console.log(`  stream connects begun per second over the run (the sends began in second ${cs.sendsFrom}): ${cs.series.join(' ')}`);
   console.log(
@@ -788,10 +894,29 @@ for (const r of results.filter((x) => x.hops !== null)) {
       `  ${x.total.toFixed(1).padStart(7)} at ${x.startMs.toFixed(0).padStart(5)} ms${x.batch === null ? '' : `, read with ${x.batch} streams`}: ${x.legs.join(', ')} | gc ${x.gc}; delay ${x.lateMax.toFixed(1)}; waiting ${x.waiting}; connects ${x.connects}`,
     );
 }
+// Same-run A/B (--pool with several sizes, --against): per configuration, each variant's runs and their median, and
+// each pair's ratio against the first variant (a pair: the runs of one repetition, one right after the other).
+if (VARIANTS.length > 1) {
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  for (const which of ONLY) {
+    const mine = results.filter((r) => `${r.label}:${r.instances}` === (which.includes(':') ? which : `${which}:1`));
+    const first = VARIANTS[0].name;
+    for (const v of VARIANTS) {
+      const rs = mine.filter((r) => r.variant === v.name);
+      const ratios = rs.map((r) => {
+        const other = mine.find((x) => x.rep === r.rep && x.variant === first);
+        return (r.p99 / other.p99).toFixed(2);
+      });
+      console.log(
+        `A/B ${rs[0].label} ×${rs[0].instances} (${v.name}): push p99 ${rs.map((r) => r.p99.toFixed(1)).join(', ')} ms (median ${median(rs.map((r) => r.p99)).toFixed(1)}), p50 median ${median(rs.map((r) => r.p50)).toFixed(1)}, sends/s median ${median(rs.map((r) => r.sendsPerSecond)).toFixed(0)}, GC major ${rs.map((r) => r.loop.gc.major.n).join('/')}, minor ${rs.map((r) => `${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms)`).join('/')}, requests that waited ${rs.map((r) => (r.waited === null ? '—' : r.waited.request)).join('/')}${v.name === first ? '' : `; p99 / ${first}'s in the same pair: ${ratios.join(', ')}`}`,
+      );
+    }
+  }
+}
 const base = results.find((r) => r.label === 'sqlite');
 if (base) {
   for (const r of results.filter((x) => x !== base))
-    console.log(`${r.label} ×${r.instances} vs sqlite: sends/s ${(r.sendsPerSecond / base.sendsPerSecond).toFixed(2)}x, p99 ${(r.p99 / base.p99).toFixed(2)}x`);
+    console.log(`${r.tag} vs sqlite: sends/s ${(r.sendsPerSecond / base.sendsPerSecond).toFixed(2)}x, p99 ${(r.p99 / base.p99).toFixed(2)}x`);
 }
 // Issue 14's targets, as this run measured them (a run smaller than the target says so).
 for (const r of results) {
@@ -805,7 +930,7 @@ for (const r of results) {
           ? `met (${r.p99.toFixed(1)} ms)`
           : `NOT met (${r.p99.toFixed(1)} ms)`;
   console.log(
-    `target ${r.label} ×${r.instances}: ${TARGET_STREAMS} streams held: ${held}; push p99 ≤ ${TARGET_P99_MS} ms at ${TARGET_CONCURRENCY} in flight: ${p99}`,
+    `target ${r.tag}: ${TARGET_STREAMS} streams held: ${held}; push p99 ≤ ${TARGET_P99_MS} ms at ${TARGET_CONCURRENCY} in flight: ${p99}`,
   );
 }
 for (const c of callers.values()) c.close();

@@ -1,5 +1,6 @@
 import { streamsSeen } from './sessions.js';
 import type { Store } from './sql.js';
+import { hop, TRACE } from '../../util/trace.js';
 
 /**
  * Records that streams ended (their sessions and holders were seen until then), in batches: the
@@ -42,6 +43,8 @@ export class StreamEnds {
     while (this.queued.size > 0) {
       const batch = [...this.queued].map(([sessionId, home]) => ({ sessionId, home }));
       this.queued = new Map();
+      // The push trace only: the ends this statement writes (their reconnects did not come in time).
+      if (TRACE) hop('ev.ends', String(batch.length));
       try {
         await streamsSeen(this.store, batch);
       } catch (e) {

@@ -30,6 +30,7 @@ import { openStore, sqliteStore } from './store.js';
 import { StreamEnds } from './seen.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
 import { runAs } from './work.js';
+import { hop, TRACE } from '../../util/trace.js';
 
 /** What `hub.json` in the data dir records, so admin commands find a running Hub. */
 export interface HubRecord {
@@ -286,6 +287,8 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   const present = coalesced(async () => {
     const before = hub.clock.monotonic() - seenMs;
     const held = streams.held(before);
+    // The push trace only: the rows this write asks for (bench/hub-cluster.mjs --trace counts them per period).
+    if (TRACE) hop('ev.presence', String(held.length));
     if (held.length > 0)
       await streamsSeen(store, held).catch((e: unknown) => o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`));
   });
