@@ -101,7 +101,8 @@ const TARGET_CONCURRENCY = 50;
  */
 const poolAt = process.argv.indexOf('--pool');
 const POOLS = poolAt > 0 ? process.argv[poolAt + 1].split(',').map(Number) : [10];
-for (const p of POOLS) if (!Number.isInteger(p) || p < 2) throw new Error(`--pool: ${process.argv[poolAt + 1]} is not a list of whole numbers of connections of at least 2`);
+for (const p of POOLS)
+  if (!Number.isInteger(p) || p < 2) throw new Error(`--pool: ${process.argv[poolAt + 1]} is not a list of whole numbers of connections of at least 2`);
 /** The largest pool asked for: what the limits below are checked against. */
 const POOL = Math.max(...POOLS);
 const againstAt = process.argv.indexOf('--against');
@@ -202,10 +203,14 @@ const traceOf = (dir) => path.join(dir, 'push-trace');
 
 function startHub(dir, env, variant) {
   const profile = CPU_PROF === null ? [] : ['--cpu-prof', '--cpu-prof-dir', CPU_PROF];
-  const hub = spawn(process.execPath, [...variant.flags, ...profile, path.join(variant.build, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', dir, ...HUB_ARGS], {
-    env: { ...process.env, MA2H_SIGNING_KEY: KEY, ...(TRACE ? { OH_HAI_TRACE: traceOf(dir) } : {}), ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const hub = spawn(
+    process.execPath,
+    [...variant.flags, ...profile, path.join(variant.build, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', dir, ...HUB_ARGS],
+    {
+      env: { ...process.env, MA2H_SIGNING_KEY: KEY, ...(TRACE ? { OH_HAI_TRACE: traceOf(dir) } : {}), ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   let out = '';
   hub.stdout.on('data', (d) => (out += d));
   const adminUrl = async () => {
@@ -355,8 +360,7 @@ function pushHops(dirs, benchHops, timer, sendWindow) {
           ends.statements += Math.ceil(Number(id) / PRESENCE_CHUNK);
           ends.first ??= t;
           ends.last = t;
-        }
-        else if (hop === 'ev.batch') {
+        } else if (hop === 'ev.batch') {
           const [mid, n] = id.split(':');
           if (!batchOf.has(mid)) batchOf.set(mid, Number(n));
         }
@@ -929,9 +933,7 @@ for (const r of results) {
         : r.p99 <= TARGET_P99_MS
           ? `met (${r.p99.toFixed(1)} ms)`
           : `NOT met (${r.p99.toFixed(1)} ms)`;
-  console.log(
-    `target ${r.tag}: ${TARGET_STREAMS} streams held: ${held}; push p99 ≤ ${TARGET_P99_MS} ms at ${TARGET_CONCURRENCY} in flight: ${p99}`,
-  );
+  console.log(`target ${r.tag}: ${TARGET_STREAMS} streams held: ${held}; push p99 ≤ ${TARGET_P99_MS} ms at ${TARGET_CONCURRENCY} in flight: ${p99}`);
 }
 for (const c of callers.values()) c.close();
 process.exit(0);
