@@ -3,9 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StreamEnds } from '../../../src/hub/server/seen.js';
-import type { Store } from '../../../src/hub/server/sql.js';
+import type { Param, Store } from '../../../src/hub/server/sql.js';
 import { openStore, sqliteStore } from '../../../src/hub/server/store.js';
 import { fakeClock } from '../../../src/util/clock.js';
+import { waitFor } from '../../helpers/wait.js';
 
 // A stream's end is written as one statement on its own (Store.once); on SQLite a statement with
 // no RETURNING must run, not be read (it once failed there: "This statement does not return data").
@@ -56,6 +57,36 @@ describe('StreamEnds on SQLite', () => {
     await ends.drain();
     expect(logged).toEqual([]);
     expect(await seen('s1')).toEqual({ seen_at: 6_000, holder_seen_at: 6_000 });
+    expect(await seen('s2')).toEqual({ seen_at: 1_000, holder_seen_at: 1_000 });
+  });
+
+  it('lets the ends recorded while a batch was being written wait for their reconnects too', async () => {
+    const { store, seen } = await withSessions(['s1', 's2']);
+    // Every write asked of the store (its sessions), and the first held until released.
+    const asked: string[][] = [];
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let firstDone = false;
+    const gated: Store = Object.assign(Object.create(store) as Store, {
+      async once<T>(sql: string, params: readonly Param[]): Promise<T[]> {
+        asked.push([...new Set(params.filter((p): p is string => typeof p === 'string' && p.startsWith('s')))]);
+        if (asked.length === 1) await held;
+        const rows = await store.once<T>(sql, params);
+        firstDone = true;
+        return rows;
+      },
+    });
+    // Long enough that the reconnect below (a timer turn after the first write returned) comes inside it on a loaded machine.
+    const ends = new StreamEnds(gated, () => undefined, 1_500);
+    ends.record('s1', 'home-a');
+    await waitFor(() => asked.length === 1 || null, { what: 'the first batch written' });
+    ends.record('s2', 'home-a');
+    release();
+    await waitFor(() => firstDone || null, { what: 'the first batch returned' });
+    // Before the fix, the batch of s2 was asked of the store in the same turn the first returned.
+    ends.connected('s2');
+    await ends.drain();
+    expect(asked).toEqual([['s1']]);
     expect(await seen('s2')).toEqual({ seen_at: 1_000, holder_seen_at: 1_000 });
   });
 });
