@@ -64,7 +64,11 @@ describe('SIGKILL of a woken reader at random instants', () => {
         else expect(first.code, first.stderr).toBe(0);
         // What it printed is a prefix of what arrived after the cursor.
         expect(a).toEqual(Array.from({ length: a.length }, (_, i) => from + i + 1));
-        expect(readCursorRecord(st.stateDir.dir).state).toBe('ok');
+        // Before the first cursor write there is none: a kill between the first print and that
+        // write (print → flush → cursor) leaves it absent, and the record prints again below.
+        const cursorFile = readCursorRecord(st.stateDir.dir).state;
+        if (from === 0 && a.length <= 1) expect(['ok', 'absent']).toContain(cursorFile);
+        else expect(cursorFile).toBe('ok');
         const cursor = st.cursor().seq;
         expect(cursor === from + a.length || cursor === from + a.length - 1).toBe(true);
 
