@@ -89,6 +89,15 @@ class TestReader {
   }
 }
 
+/** A whole ledger line that records an entry as spooled (Ledger.recordSpooled's, written unsynced). */
+function isEntryLine(line: string): boolean {
+  try {
+    return (JSON.parse(line) as { op?: string }).op === 'entry';
+  } catch {
+    return false;
+  }
+}
+
 /**
  * What a power loss may take on top of a kill: the ledger's `entry` lines are written without an
  * fsync of their own (Ledger.recordSpooled), so any run of them at the file's end — after its
@@ -107,15 +116,8 @@ function loseLedgerTail(dir: string, rand: () => number): number {
   const lines = text.split('\n');
   // A whole file ends with "\n": its last piece is empty; otherwise the last piece is a torn line.
   let keep = lines.length - 1;
-  const isEntry = (line: string) => {
-    try {
-      return (JSON.parse(line) as { op?: string }).op === 'entry';
-    } catch {
-      return false;
-    }
-  };
   let trailing = 0;
-  while (keep - trailing - 1 >= 0 && isEntry(lines[keep - trailing - 1]!)) trailing += 1;
+  while (keep - trailing - 1 >= 0 && isEntryLine(lines[keep - trailing - 1]!)) trailing += 1;
   const cut = Math.ceil(rand() * trailing);
   if (cut === 0) return 0;
   keep -= cut;
@@ -139,12 +141,7 @@ function ledgerEndsWithEntry(file: string): boolean {
     return false;
   }
   const end = text.lastIndexOf('\n');
-  const last = text.slice(text.lastIndexOf('\n', end - 1) + 1, end);
-  try {
-    return (JSON.parse(last) as { op?: string }).op === 'entry';
-  } catch {
-    return false;
-  }
+  return isEntryLine(text.slice(text.lastIndexOf('\n', end - 1) + 1, end));
 }
 
 /** SIGKILL the consumer as soon as its ledger ends with an `entry` line (watched: each write(2) wakes the test), or after `ms`. */
