@@ -1,6 +1,7 @@
 import type { Client, ClientConfig } from 'pg';
 import type { WakeTopic } from '../sql.js';
-import { CHANNEL, parsePayload } from './wake-payload.js';
+import { TRACE } from '../../../util/trace.js';
+import { CHANNEL, parsePayload, traceMailboxes } from './wake-payload.js';
 
 export interface ListenerOptions {
   /** A fresh, unconnected client each time (pg's Client is single-use). */
@@ -72,6 +73,7 @@ export function listen(o: ListenerOptions): Listener {
       if (n.channel !== CHANNEL || n.payload === undefined || n.payload.startsWith(own)) return;
       const parsed = parsePayload(n.payload);
       if (!parsed) return;
+      if (TRACE) traceMailboxes('ev.heard', parsed.wakes);
       o.heard?.(parsed.sentAt);
       for (const w of remoteWakes(parsed.wakes)) o.wake(w.topic, w.key, w.family);
     });

@@ -1,6 +1,7 @@
 import type { Client } from 'pg';
 import type { WakeTopic } from '../sql.js';
-import { CHANNEL, notifyPayloads } from './wake-payload.js';
+import { TRACE } from '../../../util/trace.js';
+import { CHANNEL, notifyPayloads, traceMailboxes } from './wake-payload.js';
 
 export interface NotifierOptions {
   /** A fresh, unconnected client each time (pg's Client is single-use). */
@@ -94,7 +95,11 @@ export function notifier(o: NotifierOptions): Notifier {
       queued = [];
       waiting = [];
       try {
-        await now.client.query({ ...BATCH, values: [notifyPayloads(o.instance, o.now(), wakes)] });
+        const values = [notifyPayloads(o.instance, o.now(), wakes)];
+        // Stamped before the write: the write wakes the backend, and the kernel may run it (and the
+        // listeners it signals) before this process again, so a stamp after it came up to ms late.
+        if (TRACE) traceMailboxes('ev.batched', wakes);
+        await now.client.query({ ...BATCH, values });
       } catch (e) {
         // The whole batch again on the next connection: a payload heard twice only wakes twice.
         queued = wakes.concat(queued);

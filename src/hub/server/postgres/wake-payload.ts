@@ -1,6 +1,7 @@
 // The wire form of a wake-up hint between instances: written by the notifier (notifier.ts), read
 // by the listener (listener.ts).
 import type { WakeTopic } from '../sql.js';
+import { hop } from '../../../util/trace.js';
 
 /** The channel every instance LISTENs on; payloads carry ids only. */
 export const CHANNEL = 'oh_hai_wake';
@@ -34,4 +35,14 @@ export function parsePayload(payload: string): { instance: string; sentAt: numbe
     if (m) wakes.push([m[1] as WakeTopic, m[2]!]);
   }
   return { instance, sentAt, wakes };
+}
+
+/**
+ * The push trace only: `name` for each mailbox key of `wakes`, at one instant. A hint names
+ * mailboxes, not messages: the bench matches each to a push by its recipient's mailbox (the
+ * sending Hub's `ev.batched`, this Hub's `ev.heard`), to split the hint between the instances.
+ */
+export function traceMailboxes(name: string, wakes: ReadonlyArray<readonly [WakeTopic, string]>): void {
+  const at = process.hrtime.bigint();
+  for (const [topic, key] of wakes) if (topic === 'mail' && key.includes('#')) hop(name, key, at);
 }
