@@ -29,9 +29,13 @@
 // session 8), so the Hub's CPU per connect over a kept and a new connection compare in one run.
 // Usage: node bench/hub-cluster.mjs [--streams 1000] [--messages 2000] [--concurrency 50]
 //          [--warmup <sends before the measured ones, default 500>] [--idle <seconds, default one hold>] [--idle-ab] [--only sqlite,postgres:1,postgres:2]
-//          [--pool <database connections per instance, default 10: the Hub's own OH_HAI_HUB_DB_POOL_MAX default; a list, e.g. 10,16, runs each configuration once per size>]
+//          [--pool <database connections per instance, default: as deployed, 10 (the Hub's OH_HAI_HUB_DB_POOL_MAX default) on one
+//          instance, 16 (docs/deploy.md's knob for two or more) on more; a list, e.g. 10,16, runs each configuration once per size>]
+//          [--bare]   (the Hubs without the NODE_OPTIONS of deploy/systemd/oh-hai-hub@.service, which they run with by default,
+//          and with the pool of 10 on every configuration: as this bench ran them until session 15)
 //          [--against <another checkout, built>]   (each configuration runs on this checkout's Hub and on that one's)
-//          [--hub-flags '<node flags>[|<other flags>…]']   (each configuration runs with its Hubs started without, and with each set of flags, e.g. V8's GC flags)
+//          [--hub-flags '<node flags>[|<other flags>…]']   (each configuration runs with its Hubs started without, and with each set of flags, e.g. V8's GC flags,
+//          on top of the unit's NODE_OPTIONS)
 //          [--repeat <n>]   (the whole sequence n times, each pair's order reversed every other time: same-run A/B pairs
 //          of --pool's sizes or --against's builds, alternated; a line per run as it ends, then the pairs' medians)
 //          [--unix]   (the Hubs reach PostgreSQL over its Unix socket: `?host=<socket directory>` in their URL)
@@ -95,16 +99,42 @@ const TARGET_P99_MS = 100;
 const TARGET_CONCURRENCY = 50;
 
 /**
- * Database connections per instance (plus its listener and its notifier). The Hub's own default unless --pool: until
- * session 9 this bench gave every instance 20, and on two cores the extra backends lengthened the
- * push tail (docs/deploy.md "The pool on two cores (session 9)").
+ * --bare: the Hubs run as this bench ran them until session 15 — Node's own flags (no NODE_OPTIONS
+ * of the unit) and the Hub's default pool on every configuration — so older figures compare.
+ * Without it they run as deployed: deploy/'s unit's NODE_OPTIONS and the pool docs/deploy.md gives
+ * a deployment of that many instances.
  */
+const BARE = process.argv.includes('--bare');
+/** The unit every deployed instance runs under: the bench's Hubs take its NODE_OPTIONS from it (never a copy here). */
+const UNIT = path.join(root, 'deploy', 'systemd', 'oh-hai-hub@.service');
+/** The NODE_OPTIONS a systemd unit sets: its last `Environment=` assignment of it (systemd's rule), quoted or not; null when none. */
+function unitNodeOptions(file) {
+  let value = null;
+  for (const m of readFileSync(file, 'utf8').matchAll(/^Environment=(?:"NODE_OPTIONS=([^"]*)"|NODE_OPTIONS=(.*))$/gm)) value = (m[1] ?? m[2]).trim();
+  return value;
+}
+const NODE_OPTIONS = BARE ? null : unitNodeOptions(UNIT);
+/**
+ * Database connections per instance (plus its listener and its notifier): --pool's sizes, else the Hub's own default
+ * (OH_HAI_HUB_DB_POOL_MAX 10) on one instance and what docs/deploy.md's knobs give a deployment of two or more
+ * (16: lower p99 than 10 on ×2 in 3 of 3 same-run pairs, session 15, pool7) — with --bare 10 on every configuration.
+ * Until session 9 this bench gave every instance 20, and on two cores the extra backends lengthened the push tail
+ * (docs/deploy.md "The pool on two cores (session 9)").
+ */
+const HUB_POOL = 10;
+const SEVERAL_INSTANCES_POOL = 16;
 const poolAt = process.argv.indexOf('--pool');
-const POOLS = poolAt > 0 ? process.argv[poolAt + 1].split(',').map(Number) : [10];
+const POOLS = poolAt > 0 ? process.argv[poolAt + 1].split(',').map(Number) : [null];
 for (const p of POOLS)
-  if (!Number.isInteger(p) || p < 2) throw new Error(`--pool: ${process.argv[poolAt + 1]} is not a list of whole numbers of connections of at least 2`);
-/** The largest pool asked for: what the limits below are checked against. */
-const POOL = Math.max(...POOLS);
+  if (p !== null && (!Number.isInteger(p) || p < 2))
+    throw new Error(`--pool: ${process.argv[poolAt + 1]} is not a list of whole numbers of connections of at least 2`);
+/** A variant's pool on a configuration of `instances`, and where the size comes from (each configuration's header says). */
+const poolOf = (pool, instances) =>
+  pool !== null
+    ? { size: pool, why: '--pool' }
+    : !BARE && instances >= 2
+      ? { size: SEVERAL_INSTANCES_POOL, why: "docs/deploy.md's setting for two or more instances" }
+      : { size: HUB_POOL, why: "the Hub's default" };
 const againstAt = process.argv.indexOf('--against');
 const AGAINST = againstAt > 0 ? path.resolve(process.argv[againstAt + 1]) : null;
 const flagsAt = process.argv.indexOf('--hub-flags');
@@ -129,7 +159,6 @@ const VARIANTS = [root, ...(AGAINST === null ? [] : [AGAINST])].flatMap((build) 
 const REPEAT = arg('repeat', 1);
 /** Stream connects in flight at once: a herd of 10,000 SYNs overflows the listen backlog (Node's 511) into 1 s, 3 s… retransmits. */
 const OPENING = 500;
-const MAX_INSTANCES = Math.max(1, ...ONLY.map((w) => Number(w.split(':')[1] ?? 1)));
 const sysctl = (name) => {
   try {
     return readFileSync(`/proc/sys/${name.replaceAll('.', '/')}`, 'utf8').trim();
@@ -141,6 +170,8 @@ const sysctl = (name) => {
 // What bounds a run before the Hub does, checked and printed first; a run a limit would break is refused.
 // Every stream is a socket here and in its Hub (one instance holds them all in the 1-instance run).
 const softLimit = Number(/^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? Infinity);
+/** The largest pool a configuration runs with: what the limits below are checked against. */
+const POOL = Math.max(...ONLY.flatMap((w) => POOLS.map((p) => poolOf(p, Number(w.split(':')[1] ?? 1)).size)));
 const fdsNeeded = STREAMS + CONCURRENCY * 2 + POOL + 200;
 console.log(`limits: open files ${softLimit} in this process and each Hub it starts; ${fdsNeeded} needed (${STREAMS} streams + sends + pool)`);
 if (fdsNeeded > softLimit) {
@@ -171,6 +202,8 @@ console.log(
   `limits: listen backlog: somaxconn ${sysctl('net.core.somaxconn') ?? '?'}, Node listens with 511; at most ${OPENING} stream connects in flight while they open`,
 );
 const KEY = randomBytes(16).toString('hex');
+/** The channel the Hubs' wake-up hints go on (CHANNEL, src/hub/server/postgres/wake-payload.ts). */
+const WAKE_CHANNEL = 'oh_hai_wake';
 // The hold bound and keep-alive as deploy/ runs them (defaults): the reconnects they cost are part of the figure.
 const HUB_ARGS = ['--admin-listen', '127.0.0.1:0'];
 
@@ -185,9 +218,13 @@ async function adminQuery(text) {
 }
 
 const [{ max_connections: maxConnections }] = await adminQuery('SHOW max_connections');
-const connectionsNeeded = MAX_INSTANCES * (POOL + 2) + 5;
+/** The PostgreSQL configuration holding the most connections: instances × (pool + listener + notifier). */
+const [busiest] = ONLY.filter((w) => w.startsWith('postgres'))
+  .flatMap((w) => POOLS.map((p) => ({ n: Number(w.split(':')[1] ?? 1), pool: poolOf(p, Number(w.split(':')[1] ?? 1)).size })))
+  .sort((a, b) => b.n * (b.pool + 2) - a.n * (a.pool + 2));
+const connectionsNeeded = (busiest === undefined ? 0 : busiest.n * (busiest.pool + 2)) + 5;
 console.log(
-  `limits: PostgreSQL max_connections ${maxConnections}; ${connectionsNeeded} needed (${MAX_INSTANCES} instance(s) × (pool ${POOL} + listener + notifier) + this bench)`,
+  `limits: PostgreSQL max_connections ${maxConnections}; ${connectionsNeeded} needed (${busiest?.n ?? 0} instance(s) × (pool ${busiest?.pool ?? 0} + listener + notifier) + this bench)`,
 );
 if (connectionsNeeded > Number(maxConnections)) {
   console.error(`hub-cluster: PostgreSQL allows ${maxConnections} connections, ${connectionsNeeded} are needed; raise max_connections`);
@@ -207,7 +244,14 @@ function startHub(dir, env, variant) {
     process.execPath,
     [...variant.flags, ...profile, path.join(variant.build, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', dir, ...HUB_ARGS],
     {
-      env: { ...process.env, MA2H_SIGNING_KEY: KEY, ...(TRACE ? { OH_HAI_TRACE: traceOf(dir) } : {}), ...env },
+      // As the unit runs it: its NODE_OPTIONS in place of this shell's (--bare: inherited, as before session 16).
+      env: {
+        ...process.env,
+        ...(NODE_OPTIONS === null ? {} : { NODE_OPTIONS }),
+        MA2H_SIGNING_KEY: KEY,
+        ...(TRACE ? { OH_HAI_TRACE: traceOf(dir) } : {}),
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
@@ -221,6 +265,41 @@ function startHub(dir, env, variant) {
     }
   };
   return { proc: hub, url: hubReady(hub), adminUrl };
+}
+
+/**
+ * --trace: a process that only LISTENs on the Hubs' wake-up channel and stamps each notification on the trace's clock
+ * (wake-listener.mjs); `stop` ends it and gives its lines (once; [] after).
+ */
+async function bareListener(database, dir) {
+  const file = path.join(dir, 'bare-listener');
+  const proc = spawn(process.execPath, [path.join(root, 'bench', 'wake-listener.mjs'), database, WAKE_CHANNEL, file], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise((resolve, reject) => {
+    proc.stdout.once('data', resolve);
+    proc.once('exit', (code) => reject(new Error(`wake-listener.mjs exited (${code}) before it listened`)));
+  });
+  let lines = null;
+  return {
+    async stop() {
+      if (lines !== null) return [];
+      lines = [];
+      if (proc.exitCode === null) {
+        const exited = new Promise((r) => proc.once('exit', r));
+        proc.kill('SIGTERM');
+        await exited;
+      }
+      try {
+        lines = readFileSync(file, 'utf8')
+          .split('\n')
+          .filter((l) => l !== '');
+      } catch {
+        // It wrote nothing: no notification heard.
+      }
+      return lines;
+    },
+  };
 }
 
 /** The database round trips of the given works so far (sends and pushes by default), from an instance's /metrics (PostgreSQL only). */
@@ -251,6 +330,7 @@ async function loopFigures(adminUrl) {
   return {
     lagMax: metricIn(text, 'oh_hai_hub_process_nodejs_eventloop_lag_max_seconds'),
     lagP99: metricIn(text, 'oh_hai_hub_process_nodejs_eventloop_lag_p99_seconds'),
+    lagP50: metricIn(text, 'oh_hai_hub_process_nodejs_eventloop_lag_p50_seconds'),
     gc: Object.fromEntries(['major', 'minor', 'incremental'].map((k) => [k, { n: gc(k, 'count'), s: gc(k, 'sum') }])),
   };
 }
@@ -324,8 +404,20 @@ const SLOWEST_SHOWN = 12;
  * Hubs while each was under way (the `ev.` lines: collections, the loop's delay and the pool's
  * queues sampled every 20 ms, stream connects); and how stream connects spread over the sends.
  */
-function pushHops(dirs, benchHops, timer, sendWindow) {
+function pushHops(dirs, benchHops, timer, sendWindow, wakeHeard) {
   const at = new Map([...benchHops].map(([id, h]) => [id, { sent: h.sent, arrived: h.arrived }]));
+  // The hint's own hops, by recipient session (a hint names mailboxes, not messages): each instance's notifier batches
+  // written (ev.batched) and listener's notifications heard (ev.heard), and the bare listener's (wake-listener.mjs).
+  const bySession = (line) => line.slice(line.indexOf('#') + 1);
+  const keyed = { batched: dirs.map(() => new Map()), heard: dirs.map(() => new Map()), bare: new Map() };
+  const note = (m, session, t) => (m.get(session) ?? m.set(session, []).get(session)).push(t);
+  for (const line of wakeHeard) {
+    const [ns, , , ...items] = line.split(' ');
+    for (const item of items) if (item.startsWith('mail:') && item.includes('#')) note(keyed.bare, bySession(item), BigInt(ns));
+  }
+  // The instance that committed each send (its hub.done) and the one whose stream was woken for it.
+  const doneIn = new Map();
+  const wokenIn = new Map();
   const cpu = new Map();
   const gcs = [];
   const samples = [];
@@ -360,7 +452,8 @@ function pushHops(dirs, benchHops, timer, sendWindow) {
           ends.statements += Math.ceil(Number(id) / PRESENCE_CHUNK);
           ends.first ??= t;
           ends.last = t;
-        } else if (hop === 'ev.batch') {
+        } else if (hop === 'ev.batched' || hop === 'ev.heard') note(keyed[hop.slice(3)][d], bySession(id), t);
+        else if (hop === 'ev.batch') {
           const [mid, n] = id.split(':');
           if (!batchOf.has(mid)) batchOf.set(mid, Number(n));
         }
@@ -369,6 +462,8 @@ function pushHops(dirs, benchHops, timer, sendWindow) {
       const h = at.get(id);
       // The first of each hop (a push written again on a later connect keeps its first).
       if (h !== undefined && h[hop] === undefined) {
+        if (hop === 'hub.done') doneIn.set(id, d);
+        else if (hop === 'hub.woken') wokenIn.set(id, d);
         h[hop] = BigInt(ns);
         if (cpuUs !== '-') cpu.set(`${id} ${hop}`, Number(cpuUs));
       }
@@ -439,6 +534,28 @@ function pushHops(dirs, benchHops, timer, sendWindow) {
     const i = Number((t - c0) / 1_000_000_000n);
     perSecond[i] = (perSecond[i] ?? 0) + 1;
   }
+  // The hint of every push woken on another instance than the one that committed it: the sender's batch written, the
+  // bare listener's notification, the receiving instance's, its stream woken — each the first of its session at or after
+  // the hop before it (sends to one session close together can pair one with the other's hint: rare at 10,000 sessions).
+  const firstFrom = (ts, t) => ts?.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)).find((x) => x >= t);
+  const hint = new Map(['done→batched', 'batched→bare', 'bare→heard', 'batched→heard', 'heard→woken', 'done→woken'].map((k) => [k, []]));
+  for (const [id, h] of full) {
+    const a = doneIn.get(id);
+    const b = wokenIn.get(id);
+    if (a === undefined || b === undefined || a === b) continue;
+    const session = benchHops.get(id)?.session;
+    const batched = firstFrom(keyed.batched[a].get(session), h['hub.done']);
+    if (batched === undefined) continue;
+    const bare = firstFrom(keyed.bare.get(session), batched);
+    const heard = firstFrom(keyed.heard[b].get(session), batched);
+    const leg = (k, x, y) => x !== undefined && y !== undefined && hint.get(k).push(Number(y - x) / 1e6);
+    leg('done→batched', h['hub.done'], batched);
+    leg('batched→bare', batched, bare);
+    leg('bare→heard', bare, heard);
+    leg('batched→heard', batched, heard);
+    leg('heard→woken', heard, h['hub.woken']);
+    leg('done→woken', h['hub.done'], h['hub.woken']);
+  }
   const gcIn = gcs.filter((x) => x.t >= w0 && x.t < w1);
   const lates = samples.filter((x) => x.t >= w0 && x.t < w1).map((x) => x.lateMs);
   return {
@@ -459,6 +576,12 @@ function pushHops(dirs, benchHops, timer, sendWindow) {
     gc: { n: gcIn.length, ms: gcIn.reduce((a, x) => a + x.ms, 0), max: gcIn.reduce((a, x) => Math.max(a, x.ms), 0) },
     presence: presence.map((ws) => ws.sort((a, b) => (a.t < b.t ? -1 : 1)).map((w) => ({ at: Number(w.t - c0) / 1e9, rows: w.rows }))),
     ends,
+    hint: [...hint].map(([leg, xs]) => ({
+      leg,
+      n: xs.length,
+      p50: xs.length === 0 ? null : timer.pct(50, xs),
+      p99: xs.length === 0 ? null : timer.pct(99, xs),
+    })),
     lateP99: lates.length === 0 ? null : timer.pct(99, lates),
     lateMax: lates.length === 0 ? null : Math.max(...lates),
   };
@@ -554,12 +677,33 @@ async function measureIdle(hubs, database, phaseAnswers) {
   };
 }
 
+/**
+ * What a configuration's Hubs run with, said in its header, its run line and its target line: the pool (PostgreSQL), the
+ * NODE_OPTIONS and where each comes from, and --hub-flags's flags.
+ */
+function configOf(instances, database, variant) {
+  const pool = poolOf(variant.pool, instances);
+  return [
+    database ? `pool ${pool.size} (${pool.why})` : null,
+    NODE_OPTIONS === null
+      ? `no NODE_OPTIONS (${BARE ? '--bare' : `none in ${path.relative(root, UNIT)}`})`
+      : `NODE_OPTIONS=${NODE_OPTIONS} (${path.relative(root, UNIT)})`,
+    variant.flags.length === 0 ? null : `node ${variant.flags.join(' ')} (--hub-flags)`,
+  ]
+    .filter((x) => x !== null)
+    .join(', ');
+}
+
 async function run(label, instances, database, variant) {
   const dirs = [];
   const hubs = [];
   let dbName = null;
   let dbUrl = null;
   let env = {};
+  const config = configOf(instances, database, variant);
+  // --trace on PostgreSQL: the bare listener (wake-listener.mjs) beside the Hubs' own.
+  let bare = { stop: async () => [] };
+  console.log(`config ${label} ×${instances}${variant.name === '' ? '' : ` (${variant.name})`}: ${config}`);
   if (database) {
     dbName = `oh_hai_bench_${randomBytes(4).toString('hex')}`;
     await adminQuery(`CREATE DATABASE ${dbName}`);
@@ -567,7 +711,7 @@ async function run(label, instances, database, variant) {
     u.pathname = `/${dbName}`;
     if (socketDir !== null) u.searchParams.set('host', socketDir);
     dbUrl = u.toString();
-    env = { OH_HAI_HUB_DATABASE_URL: dbUrl, OH_HAI_HUB_DB_POOL_MAX: String(variant.pool) };
+    env = { OH_HAI_HUB_DATABASE_URL: dbUrl, OH_HAI_HUB_DB_POOL_MAX: String(poolOf(variant.pool, instances).size) };
   }
   try {
     for (let i = 0; i < instances; i++) {
@@ -576,6 +720,7 @@ async function run(label, instances, database, variant) {
       const h = startHub(dir, env, variant);
       hubs.push({ proc: h.proc, url: await h.url, adminUrl: await h.adminUrl() });
     }
+    if (TRACE && database) bare = await bareListener(dbUrl, dirs[0]);
     const urls = hubs.map((h) => h.url);
     const human = readFileSync(path.join(dirs[0], 'human-token'), 'utf8').trim();
     const sender = await call(urls[0], 'POST', '/v1/account/agents', human, { label: 'bench-sender' });
@@ -712,7 +857,7 @@ async function run(label, instances, database, variant) {
       const startNs = TRACE ? process.hrtime.bigint() : 0n;
       const at = connectionAt(s.state);
       const r = await call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, `${s.bodyHead}bench ${n}"}`);
-      if (TRACE) benchHops.set(r.message.id, { ...benchHops.get(r.message.id), sent: startNs });
+      if (TRACE) benchHops.set(r.message.id, { ...benchHops.get(r.message.id), sent: startNs, session: s.id });
       timer.sent(r.message.id, start, at);
     });
     const sendSeconds = (performance.now() - t0) / 1000;
@@ -727,6 +872,8 @@ async function run(label, instances, database, variant) {
       benchLagP99: ownLoop.percentile(99) / 1e9,
       lagMax: Math.max(...loop1.map((l) => l.lagMax)),
       lagP99: Math.max(...loop1.map((l) => l.lagP99)),
+      // Each instance's own: the receiving instance's loop is where a hint from the other waits.
+      perInstance: loop1.map((l) => ({ p50: l.lagP50, p99: l.lagP99, max: l.lagMax })),
       gc: Object.fromEntries(
         Object.keys(loop1[0].gc).map((k) => [
           k,
@@ -745,10 +892,11 @@ async function run(label, instances, database, variant) {
     return {
       tag: `${label} ×${instances}${variant.name === '' ? '' : ` (${variant.name})`}`,
       variant: variant.name,
+      config,
       sendAt,
       loadAfter: os.loadavg()[0],
       loop,
-      hops: TRACE ? pushHops(dirs, benchHops, timer, [sendNs0, sendNs1]) : null,
+      hops: TRACE ? pushHops(dirs, benchHops, timer, [sendNs0, sendNs1], await bare.stop()) : null,
       idle,
       idleFresh,
       openAnswers,
@@ -772,6 +920,7 @@ async function run(label, instances, database, variant) {
       tripsPerConnect: connectTrips === null || !openAnswers.get(200) ? null : connectTrips / openAnswers.get(200),
     };
   } finally {
+    await bare.stop();
     for (const h of hubs) {
       h.proc.kill('SIGTERM');
       await new Promise((r) => (h.proc.exitCode !== null ? r() : h.proc.once('exit', r)));
@@ -784,7 +933,7 @@ async function run(label, instances, database, variant) {
 const fmt = (v, digits) => (v === null ? '—' : v.toFixed(digits));
 /** One line per run as it ends: what a same-run A/B table needs (the full tables follow at the end). */
 const runLine = (r) =>
-  `run ${r.tag} at ${r.sendAt.utc} UTC, load ${r.sendAt.load.toFixed(1)} → ${r.loadAfter.toFixed(1)}: ${r.sendsPerSecond.toFixed(0)} sends/s, push p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms; Hub CPU ${r.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(r.dbCpuMsPerSend, 2)}; GC major ${r.loop.gc.major.n} (${(r.loop.gc.major.s * 1000).toFixed(0)} ms), minor ${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms); requests that waited for the pool ${r.waited === null ? '—' : r.waited.request}${r.idle.presence === null ? '' : `; presence ${r.idle.presence.rows.toFixed(0)} rows in ${r.idle.presence.statements.toFixed(1)} statements per ${PRESENCE_PERIOD_SECONDS} s period (idle, ${r.idle.presence.periods.toFixed(1)} periods)`}`;
+  `run ${r.tag} [${r.config}] at ${r.sendAt.utc} UTC, load ${r.sendAt.load.toFixed(1)} → ${r.loadAfter.toFixed(1)}: ${r.sendsPerSecond.toFixed(0)} sends/s, push p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms; Hub CPU ${r.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(r.dbCpuMsPerSend, 2)}; GC major ${r.loop.gc.major.n} (${(r.loop.gc.major.s * 1000).toFixed(0)} ms), minor ${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms); requests that waited for the pool ${r.waited === null ? '—' : r.waited.request}${r.idle.presence === null ? '' : `; presence ${r.idle.presence.rows.toFixed(0)} rows in ${r.idle.presence.statements.toFixed(1)} statements per ${PRESENCE_PERIOD_SECONDS} s period (idle, ${r.idle.presence.periods.toFixed(1)} periods)`}`;
 const results = [];
 for (let rep = 0; rep < REPEAT; rep++) {
   for (const which of ONLY) {
@@ -855,7 +1004,7 @@ for (const r of results) {
     .map(([k, g]) => `${k} ${g.n} (${(g.s * 1000).toFixed(0)} ms)`)
     .join(', ');
   console.log(
-    `${r.tag}: Hub event-loop delay during the sends max ${(r.loop.lagMax * 1000).toFixed(0)} ms, p99 ${(r.loop.lagP99 * 1000).toFixed(0)} ms; GC ${gc}; this process's event-loop delay max ${(r.loop.benchLagMax * 1000).toFixed(0)} ms, p99 ${(r.loop.benchLagP99 * 1000).toFixed(0)} ms`,
+    `${r.tag}: Hub event-loop delay during the sends max ${(r.loop.lagMax * 1000).toFixed(0)} ms, p99 ${(r.loop.lagP99 * 1000).toFixed(0)} ms (per instance p50/p99/max ${r.loop.perInstance.map((l) => [l.p50, l.p99, l.max].map((x) => (x * 1000).toFixed(1)).join('/')).join(', ')} ms; Node's monitorEventLoopDelay at prom-client's 10 ms resolution); GC ${gc}; this process's event-loop delay max ${(r.loop.benchLagMax * 1000).toFixed(0)} ms, p99 ${(r.loop.benchLagP99 * 1000).toFixed(0)} ms`,
   );
 }
 for (const r of results.filter((x) => x.hops !== null)) {
@@ -871,6 +1020,14 @@ for (const r of results.filter((x) => x.hops !== null)) {
     console.log(
       `  ${l.leg.padEnd(26)} n ${String(l.n).padStart(5)}  p50 ${l.p50.toFixed(1).padStart(7)}  p99 ${l.p99.toFixed(1).padStart(7)}  slowest 1% ${l.slowMean === null ? '      —' : l.slowMean.toFixed(1).padStart(7)} (${l.slowN})`,
     );
+  const cross = hp.hint.find((l) => l.leg === 'done→woken').n;
+  if (cross > 0) {
+    console.log(
+      `  the hint of the ${cross} pushes woken on the other instance (ms, p50 / p99): the sender's batch written (ev.batched), heard by a bare LISTEN process (wake-listener.mjs: the database's signalling) and by the receiving Hub's listener (ev.heard: its loop), its stream woken`,
+    );
+    for (const l of hp.hint)
+      console.log(`    ${l.leg.padEnd(14)} n ${String(l.n).padStart(5)}  p50 ${fmt(l.p50, 1).padStart(7)}  p99 ${fmt(l.p99, 1).padStart(7)}`);
+  }
   const c = hp.connectsPer100ms;
   console.log(
     `  during the sends: stream connects per 100 ms min ${c.min}, p50 ${c.p50}, p99 ${c.p99}, max ${c.max} (${c.n} windows); GC ${hp.gc.n} (${hp.gc.ms.toFixed(0)} ms, longest ${hp.gc.max.toFixed(1)} ms); Hub loop delay past its 20 ms sample p99 ${fmt(hp.lateP99, 1)}, max ${fmt(hp.lateMax, 1)} ms`,
@@ -933,7 +1090,9 @@ for (const r of results) {
         : r.p99 <= TARGET_P99_MS
           ? `met (${r.p99.toFixed(1)} ms)`
           : `NOT met (${r.p99.toFixed(1)} ms)`;
-  console.log(`target ${r.tag}: ${TARGET_STREAMS} streams held: ${held}; push p99 ≤ ${TARGET_P99_MS} ms at ${TARGET_CONCURRENCY} in flight: ${p99}`);
+  console.log(
+    `target ${r.tag} [${r.config}]: ${TARGET_STREAMS} streams held: ${held}; push p99 ≤ ${TARGET_P99_MS} ms at ${TARGET_CONCURRENCY} in flight: ${p99}`,
+  );
 }
 for (const c of callers.values()) c.close();
 process.exit(0);
