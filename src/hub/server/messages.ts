@@ -4,11 +4,11 @@ import { createHash } from 'node:crypto';
 import { findAgent } from './agents.js';
 import type { Caller } from './auth.js';
 import type { HubCore } from './core.js';
-import { entryInsert, insertWithEntry, mailboxKey, mailWakes, type EntryTarget } from './entries.js';
+import { insertWithEntry, mailboxKey, mailWakes, type EntryTarget } from './entries.js';
 import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
 import { principalReachability, sessionReachability } from './presence.js';
-import { current, presentForSend, presentSession, sessionById, type SessionLeaseRow, type SessionRow } from './sessions.js';
+import { current, presentForSend, presentSession, sessionById, ShapedStatements, type SessionLeaseRow, type SessionRow } from './sessions.js';
 import { AGENT_LOCK, insertStatement, type Formed, type Param, type Sql, type Tx, type WakeTopic } from './sql.js';
 import { markUndeliverable, messageById, replyTarget, type MessageRow } from './track.js';
 
@@ -159,61 +159,78 @@ async function addressedInOne(
   if (core.store.kind !== 'postgres') return null;
   const addr = parseAddress(to, "field 'to'");
   if (!addr.ok) return null;
-  const unused: Formed =
-    key === null
-      ? { sql: '', params: [] }
-      : {
-          sql: ' AND NOT EXISTS (SELECT 1 FROM messages WHERE from_agent = CAST(? AS TEXT) AND idempotency_key = CAST(? AS TEXT))',
-          params: [key.agentId, key.key],
-        };
   const { agentId, sessionId } = addr.value;
-  const target = sessionId === null ? principalTarget(core, agentId, unused) : sessionTarget(core, { agentId, sessionId }, unused);
-  return insertInOne(core, { ...draft({ agentId, sessionId }), to: { agentId, sessionId }, target, lease, also: null, wakes: [] });
+  const target: Target = {
+    kind: sessionId === null ? 'principal' : 'session',
+    open: sessionId === null ? mailboxOpen(core, agentId) : sessionOpen(core, sessionId),
+    ask: null,
+    responder: null,
+    key,
+  };
+  return insertInOne(core, { ...draft({ agentId, sessionId }), to: { agentId, sessionId }, target, lease, wakes: NO_WAKES });
 }
+
+const NO_WAKES: Array<[WakeTopic, string]> = [];
+
+/** Whether a stream of the session is open here (the unit's {@link sessionReachability} counts it online). */
+const sessionOpen = (core: HubCore, sessionId: string): boolean => core.streams.isOpen(sessionId);
+
+/** Whether a stream listens on the agent's principal mailbox here (every stream of the agent does). */
+const mailboxOpen = (core: HubCore, agentId: string): boolean => core.bus.mail.listening(mailboxKey(agentId, null));
 
 /** `?now - <at>` within the presence window (a parameter): NULL, not true, when `at` is. */
 const seenWithin = (at: string): string => `?now - ${at} <= CAST(? AS DOUBLE PRECISION)`;
 
-/** The unit's {@link sessionReachability} of the session row `s` (alias), whose id is `sessionId`. */
-const sessionSnapshot = (core: HubCore, sessionId: string): Formed => ({
+/** The unit's {@link sessionReachability} of the session row `s` (alias): `open` is 1 when a stream of it is open here. */
+const sessionSnapshot = (v: InOneValues): Formed => ({
   sql: `CASE WHEN CAST(? AS INTEGER) = 1 THEN 'online' WHEN s.seen_at IS NULL THEN 'unknown' WHEN ${seenWithin('s.seen_at')} THEN 'online' ELSE 'offline' END`,
-  params: [core.streams.isOpen(sessionId) ? 1 : 0, core.config.presenceSeconds * 1000],
+  params: [v.open, v.presence_ms],
 });
 
 /**
- * The unit's {@link principalReachability} of the agent `agent` (SQL naming its id; `agentId` is
- * its value), its principal presence row joined as `p`. A stream of the agent open here counts as
- * the unit counts it (its session online): every stream listens on its agent's principal mailbox.
+ * The unit's {@link principalReachability} of the agent `agent` (SQL naming its id), its principal
+ * presence row joined as `p`. A stream of the agent open here (`open` 1) counts as the unit counts
+ * it (its session online): every stream listens on its agent's principal mailbox.
  */
-const principalSnapshot = (core: HubCore, agentId: string, agent: string): Formed => ({
+const principalSnapshot = (v: InOneValues, agent: string): Formed => ({
   sql: `CASE WHEN CAST(? AS INTEGER) = 1 OR ${seenWithin('p.seen_at')}
       OR EXISTS (SELECT 1 FROM sessions AS l WHERE l.agent_id = ${agent} AND l.state = 'active' AND ${seenWithin('l.seen_at')}) THEN 'online'
     WHEN p.seen_at IS NOT NULL OR EXISTS (SELECT 1 FROM sessions AS e WHERE e.agent_id = ${agent} AND e.seen_at IS NOT NULL) THEN 'offline'
     ELSE 'unknown' END`,
-  params: [core.bus.mail.listening(mailboxKey(agentId, null)) ? 1 : 0, core.config.presenceSeconds * 1000, core.config.presenceSeconds * 1000],
+  params: [v.open, v.presence_ms, v.presence_ms],
 });
 
-/** A session address's checks: the session active and unexpired, of its agent, that agent not revoked; its row share-locked. */
-function sessionTarget(core: HubCore, to: { agentId: string; sessionId: string }, unused: Formed): Formed {
-  const snapshot = sessionSnapshot(core, to.sessionId);
+/** A keyed send's check that its key is still unused by the sender. */
+const keyUnused = (v: InOneValues): Formed => ({
+  sql: ' AND NOT EXISTS (SELECT 1 FROM messages WHERE from_agent = CAST(? AS TEXT) AND idempotency_key = CAST(? AS TEXT))',
+  params: [v.key_agent, v.key],
+});
+
+/**
+ * A session address's checks: the session active and unexpired, of its agent, that agent not
+ * revoked (and the sender's key unused, `unused`); its row share-locked.
+ */
+function sessionTarget(v: InOneValues, unused: Formed): Formed {
+  const snapshot = sessionSnapshot(v);
   return {
     sql: `SELECT ${snapshot.sql} AS snapshot FROM sessions AS s JOIN agents AS a ON a.id = s.agent_id
        WHERE s.id = CAST(? AS TEXT) AND s.agent_id = CAST(? AS TEXT) AND a.revoked = 0 AND s.state = 'active' AND s.expires_at > ?now${unused.sql}
        ${SESSION_GUARD}`,
-    params: [...snapshot.params, to.sessionId, to.agentId, ...unused.params],
+    params: [...snapshot.params, v.to_session, v.to_agent, ...unused.params],
   };
 }
 
 /**
  * A principal address's check: the agent not revoked (an agent only MA2H_AGENT_TOKENS names has no
- * row: the unit). Nothing ends a principal mailbox, so nothing is locked.
+ * row: the unit), and the sender's key unused (`unused`). Nothing ends a principal mailbox, so
+ * nothing is locked.
  */
-function principalTarget(core: HubCore, agentId: string, unused: Formed): Formed {
-  const snapshot = principalSnapshot(core, agentId, 'a.id');
+function principalTarget(v: InOneValues, unused: Formed): Formed {
+  const snapshot = principalSnapshot(v, 'a.id');
   return {
     sql: `SELECT ${snapshot.sql} AS snapshot FROM agents AS a LEFT JOIN principal_presence AS p ON p.agent_id = a.id
        WHERE a.id = CAST(? AS TEXT) AND a.revoked = 0${unused.sql}`,
-    params: [...snapshot.params, agentId, ...unused.params],
+    params: [...snapshot.params, v.to_agent, ...unused.params],
   };
 }
 
@@ -297,27 +314,88 @@ interface Draft {
 
 /** What {@link insertInOne} stores, and decides first. */
 interface InOne extends Draft {
-  /** The mailbox the entry goes to. */
+  /** The mailbox the entry goes to (the message's recipient). */
   to: EntryTarget;
-  /**
-   * The statement's first part, `target`: one row, the recipient's `snapshot`, when every check of
-   * the recipient (and of the sender's key) holds, with what an end of the recipient changes locked;
-   * no row else.
-   */
-  target: Formed;
+  /** How the statement checks its recipient first. */
+  target: Target;
   /** The sender's session, presented (renewed) by the same statement. */
   lease: { agentId: string; sessionId: string } | null;
-  /** A data-modifying statement over `agent` the insert takes with it (a response marks its ask answered). */
-  also: Formed | null;
   /** Wake-ups beside the mailbox's. */
   wakes: Array<[WakeTopic, string]>;
 }
 
-/** Where a JSON text's value of the statement's clock goes: `text` cut at `at`, with `expr` put in between. */
-const spliced = (text: string, at: number, expr: string): Formed => ({
-  sql: `CAST(? AS TEXT) || ${expr} || CAST(? AS TEXT)`,
-  params: [text.slice(0, at), text.slice(at)],
-});
+/**
+ * The statement's first part, `target`: one row, the recipient's `snapshot`, when every check of
+ * the recipient (and of the sender's key) holds, with what an end of the recipient changes locked;
+ * no row else. A send checks a session or a principal address; a response checks its ask (which
+ * the same statement marks answered) and the asker's session or principal mailbox.
+ */
+interface Target {
+  kind: 'session' | 'principal' | 'answer-session' | 'answer-principal';
+  /** A stream of the recipient open here: the unit counts it online. */
+  open: boolean;
+  /** A response's ask and its responder. */
+  ask: string | null;
+  responder: string | null;
+  /** The sender's idempotency key, which must still be unused. */
+  key: { agentId: string; key: string } | null;
+}
+
+/**
+ * What an {@link insertInOne} statement binds: the rest of its text is fixed by its shape (the
+ * target's kind, a key, a lease), so it is made once per shape ({@link ShapedStatements}). The
+ * message's recipient is its entry's mailbox (`to_agent`, `to_session`), which the target checks.
+ */
+type InOneValues = {
+  open: number;
+  presence_ms: number;
+  to_agent: string;
+  to_session: string | null;
+  ask: string | null;
+  responder: string | null;
+  key_agent: string | null;
+  key: string | null;
+  lease_agent: string | null;
+  lease_session: string | null;
+  id: string;
+  intent: string;
+  from_addr: string;
+  from_agent: string | null;
+  reply_session: string | null;
+  to_addr: string;
+  text: string;
+  in_reply_to: string | null;
+  idempotency_key: string | null;
+  request_hash: string | null;
+  /** The destination's JSON up to its snapshot's value (the statement's target decides it). */
+  dest_head: string;
+  entry_id: string;
+  entry_kind: string;
+  /** The entry's canonical JSON after its created_at's value (the statement's clock). */
+  body_tail: string;
+};
+
+const inOneStatements = new ShapedStatements<InOneValues>();
+
+/** The shapes' names by kind, then [key] [lease] (one string each, not one built, and hashed whole, per send). */
+const IN_ONE_SHAPES: Record<Target['kind'], readonly [string, string, string, string]> = {
+  session: ['session', 'session+lease', 'session+key', 'session+key+lease'],
+  principal: ['principal', 'principal+lease', 'principal+key', 'principal+key+lease'],
+  'answer-session': ['answer-session', 'answer-session+lease', 'answer-session+key', 'answer-session+key+lease'],
+  'answer-principal': ['answer-principal', 'answer-principal+lease', 'answer-principal+key', 'answer-principal+key+lease'],
+};
+
+/** The statement's clock as a column's value. */
+const AT_NOW: Formed = { sql: '?now', params: [] };
+
+/** The JSON texts' ends around the statement's decisions: a message's track and destination, an entry's body. */
+const TRACK_HEAD = JSON.stringify([{ state: 'queued', at: '' }]).slice(0, -3);
+const TRACK_TAIL = '"}]';
+const DEST_TAIL = '"}';
+const BODY_HEAD = '{"created_at":"';
+
+/** Where a JSON text's value decided by the statement goes: `head`, then `expr`, then `tail`. */
+const spliced = (head: Param, expr: string, tail: Param): Formed => ({ sql: `CAST(? AS TEXT) || ${expr} || CAST(? AS TEXT)`, params: [head, tail] });
 
 /** The statement's instant as `Date.toISOString` writes it (to the ms, UTC; to_char of a timestamp without time zone applies none). */
 const ISO_AT = `to_char(TIMESTAMP 'epoch' + ?now * INTERVAL '1 millisecond', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -340,57 +418,135 @@ interface InOneRow {
  * idempotency key not used yet); the sender's session presented
  * (renewed, a data-modifying CTE); the recipient agent's lock ({@link AGENT_LOCK}, held from before
  * either seq is drawn until the commit: its entries still commit in seq order); the message and
- * the entry (their instants and the texts holding them formed from the statement's clock). Its
+ * the entry (their instants and the texts holding them formed from the statement's clock); a
+ * response's ask marked answered. Its
  * wake-ups are woken here once committed and told to the other instances before the answer.
  * Each part is taken only when every check before it held, so a miss changes nothing and answers
  * no rows: null, and the unit decides (and words any refusal) as before. The answer is given only
  * once the statement has committed.
  */
 async function insertInOne(core: HubCore, s: InOne): Promise<{ row: MessageRow; lease: SessionLeaseRow | null } | null> {
-  const params: Param[] = [...s.target.params];
-  const ctes = [`target AS MATERIALIZED (${s.target.sql})`];
+  // The entry's canonical JSON with its instant left empty: created_at is its first key (every other sorts after it).
+  const body = canonicalJson({ ...s.entry, created_at: '' });
+  if (!body.startsWith(`${BODY_HEAD}"`)) throw new Error(`an entry's canonical JSON starts with its created_at: ${body.slice(0, 40)}`);
+  const m = s.m;
+  const values: InOneValues = {
+    open: s.target.open ? 1 : 0,
+    presence_ms: core.config.presenceSeconds * 1000,
+    to_agent: s.to.agentId,
+    to_session: s.to.sessionId,
+    ask: s.target.ask,
+    responder: s.target.responder,
+    key_agent: s.target.key?.agentId ?? null,
+    key: s.target.key?.key ?? null,
+    lease_agent: s.lease?.agentId ?? null,
+    lease_session: s.lease?.sessionId ?? null,
+    id: m.id,
+    intent: m.intent,
+    from_addr: m.from_addr,
+    from_agent: m.from_agent,
+    reply_session: m.reply_session,
+    to_addr: m.to_addr,
+    text: m.text,
+    in_reply_to: m.in_reply_to,
+    idempotency_key: m.idempotency_key,
+    request_hash: m.request_hash,
+    dest_head: destination(m.to_addr, '' as Reachability).slice(0, -DEST_TAIL.length),
+    entry_id: s.entry.id,
+    entry_kind: s.entry.kind,
+    body_tail: body.slice(BODY_HEAD.length),
+  };
+  const shape = IN_ONE_SHAPES[s.target.kind][(s.target.key === null ? 0 : 2) + (s.lease === null ? 0 : 1)]!;
+  const kind = s.target.kind;
+  const st = inOneStatements.bind(shape, values, (v) => inOneStatement(kind, s.target.key !== null, s.lease !== null, v));
+  const [done] = await core.store.once<InOneRow>(st.sql, st.params, undefined, s.wakes.length === 0 ? mailWakes(s.to) : [...mailWakes(s.to), ...s.wakes]);
+  if (done === undefined) return null;
+  const at = Number(done.now);
+  return {
+    row: { seq: done.seq, ...newRow({ ...m, created_at: at, destination: destination(m.to_addr, done.snapshot) }) },
+    lease: done.lease_id === undefined ? null : { id: done.lease_id, expires_at: done.expires_at!, lease_seconds: done.lease_seconds! },
+  };
+}
+
+/** The {@link insertInOne} statement of one shape, its values `v` all parameters. */
+function inOneStatement(kind: Target['kind'], keyed: boolean, leased: boolean, v: InOneValues): Formed {
+  const unused: Formed = keyed ? keyUnused(v) : { sql: '', params: [] };
+  const target =
+    kind === 'session' ? sessionTarget(v, unused) : kind === 'principal' ? principalTarget(v, unused) : answerTarget(v, kind === 'answer-session');
+  const params: Param[] = [...target.params];
+  const ctes = [`target AS MATERIALIZED (${target.sql})`];
   let from = 'target';
-  if (s.lease !== null) {
-    const renewed = presentForSend(s.lease.agentId, s.lease.sessionId, 'EXISTS (SELECT 1 FROM target)');
+  if (leased) {
+    const renewed = presentForSend(v.lease_agent!, v.lease_session!, 'EXISTS (SELECT 1 FROM target)');
     ctes.push(`lease AS (${renewed.sql})`);
     params.push(...renewed.params);
     from = 'target CROSS JOIN lease';
   }
   ctes.push(`agent AS MATERIALIZED (SELECT ${AGENT_LOCK} AS locked, target.snapshot, ${ISO_AT} AS at FROM ${from})`);
-  params.push(s.to.agentId);
-  const row = newRow(s.m);
-  const track = JSON.stringify([{ state: 'queued', at: '' }]);
-  const dest = destination(s.m.to_addr, '' as Reachability);
-  const message = insertStatement({ table: 'messages', row }, 'agent', {
-    created_at: { sql: '?now', params: [] },
-    track: spliced(track, track.length - 3, 'agent.at'),
-    destination: spliced(dest, dest.length - 2, 'agent.snapshot'),
-  });
+  params.push(v.to_agent);
+  const message = insertStatement(
+    {
+      table: 'messages',
+      row: {
+        id: v.id,
+        intent: v.intent,
+        from_addr: v.from_addr,
+        from_agent: v.from_agent,
+        reply_session: v.reply_session,
+        to_addr: v.to_addr,
+        to_agent: v.to_agent,
+        to_session: v.to_session,
+        text: v.text,
+        in_reply_to: v.in_reply_to,
+        created_at: null,
+        state: 'queued',
+        prior: null,
+        track: null,
+        destination: null,
+        response_id: null,
+        response_text: null,
+        response_at: null,
+        idempotency_key: v.idempotency_key,
+        request_hash: v.request_hash,
+      },
+    },
+    'agent',
+    { created_at: AT_NOW, track: spliced(TRACK_HEAD, 'agent.at', TRACK_TAIL), destination: spliced(v.dest_head, 'agent.snapshot', DEST_TAIL) },
+  );
   ctes.push(`i0 AS (${message.sql} RETURNING seq)`);
   params.push(...message.params);
-  // The entry's canonical JSON with its instant left empty: created_at is its first key (every other sorts after it).
-  const stored = entryInsert({ ...s.entry, created_at: '' }, s.to, s.m.id);
-  const body = String(stored.row.body);
-  if (!body.startsWith('{"created_at":""')) throw new Error(`an entry's canonical JSON starts with its created_at: ${body.slice(0, 40)}`);
-  const entry = insertStatement(stored, 'agent', { created_at: { sql: '?now', params: [] }, body: spliced(body, '{"created_at":"'.length, 'agent.at') });
+  const entry = insertStatement(
+    {
+      table: 'entries',
+      row: {
+        id: v.entry_id,
+        kind: v.entry_kind,
+        body: null,
+        to_agent: v.to_agent,
+        to_session: v.to_session,
+        claimed_session: null,
+        message_id: v.id,
+        created_at: null,
+        delivered: 0,
+        state: 'pending',
+        canonical: 1,
+      },
+    },
+    'agent',
+    { created_at: AT_NOW, body: spliced(BODY_HEAD, 'agent.at', v.body_tail) },
+  );
   ctes.push(`i1 AS (${entry.sql})`);
   params.push(...entry.params);
-  if (s.also !== null) {
-    ctes.push(`also AS (${s.also.sql})`);
-    params.push(...s.also.params);
+  if (kind === 'answer-session' || kind === 'answer-principal') {
+    ctes.push(
+      'also AS (UPDATE messages SET response_id = CAST(? AS TEXT), response_text = CAST(? AS TEXT), response_at = ?now FROM agent WHERE messages.id = CAST(? AS TEXT))',
+    );
+    params.push(v.id, v.text, v.ask);
   }
-  const leased = s.lease === null ? '' : ', lease.id AS lease_id, lease.expires_at, lease.lease_seconds';
-  const [done] = await core.store.once<InOneRow>(
-    `WITH ${ctes.join(', ')} SELECT i0.seq, ?now AS now, agent.snapshot${leased} FROM i0 CROSS JOIN agent${s.lease === null ? '' : ' CROSS JOIN lease'}`,
-    params,
-    undefined,
-    [...mailWakes(s.to), ...s.wakes],
-  );
-  if (done === undefined) return null;
-  const at = Number(done.now);
+  const leaseColumns = leased ? ', lease.id AS lease_id, lease.expires_at, lease.lease_seconds' : '';
   return {
-    row: { seq: done.seq, ...newRow({ ...s.m, created_at: at, destination: destination(s.m.to_addr, done.snapshot) }) },
-    lease: done.lease_id === undefined ? null : { id: done.lease_id, expires_at: done.expires_at!, lease_seconds: done.lease_seconds! },
+    sql: `WITH ${ctes.join(', ')} SELECT i0.seq, ?now AS now, agent.snapshot${leaseColumns} FROM i0 CROSS JOIN agent${leased ? ' CROSS JOIN lease' : ''}`,
+    params,
   };
 }
 
@@ -439,33 +595,38 @@ async function answerInOne(
     m,
     entry,
     to,
-    target: answerTarget(core, asked, agentId),
-    lease: req.session === undefined ? null : { agentId, sessionId: req.session },
-    also: {
-      sql: 'UPDATE messages SET response_id = CAST(? AS TEXT), response_text = CAST(? AS TEXT), response_at = ?now FROM agent WHERE messages.id = CAST(? AS TEXT)',
-      params: [m.id, req.text, asked.id],
+    target: {
+      kind: asked.reply_session === null ? 'answer-principal' : 'answer-session',
+      open: asked.reply_session === null ? mailboxOpen(core, asked.from_agent) : sessionOpen(core, asked.reply_session),
+      ask: asked.id,
+      responder: agentId,
+      key: null,
     },
+    lease: req.session === undefined ? null : { agentId, sessionId: req.session },
     wakes: [['message', asked.id]],
   });
 }
 
-/** A response's checks: the ask `q` still this agent's to answer, and where its answer goes (the asker's active session `s`, or its principal mailbox). */
-function answerTarget(core: HubCore, ask: Ask, responder: string): Formed {
+/**
+ * A response's checks: the ask `q` still the responder's to answer, and where its answer goes (the
+ * asker's active session `s`, `session` true, or its principal mailbox).
+ */
+function answerTarget(v: InOneValues, session: boolean): Formed {
   const unanswered = `q.id = CAST(? AS TEXT) AND q.to_agent = CAST(? AS TEXT) AND q.from_agent = CAST(? AS TEXT) AND q.intent IN ('ask', 'task') AND q.response_id IS NULL`;
-  const keys = [ask.id, responder, ask.from_agent];
-  if (ask.reply_session === null) {
-    const snapshot = principalSnapshot(core, ask.from_agent, 'q.from_agent');
+  const keys = [v.ask, v.responder, v.to_agent];
+  if (!session) {
+    const snapshot = principalSnapshot(v, 'q.from_agent');
     return {
       sql: `SELECT ${snapshot.sql} AS snapshot FROM messages AS q LEFT JOIN principal_presence AS p ON p.agent_id = q.from_agent
          WHERE ${unanswered} AND q.reply_session IS NULL FOR UPDATE OF q`,
       params: [...snapshot.params, ...keys],
     };
   }
-  const snapshot = sessionSnapshot(core, ask.reply_session);
+  const snapshot = sessionSnapshot(v);
   return {
     sql: `SELECT ${snapshot.sql} AS snapshot FROM messages AS q JOIN sessions AS s ON s.id = q.reply_session AND s.agent_id = q.from_agent
        WHERE ${unanswered} AND q.reply_session = CAST(? AS TEXT) AND s.state = 'active' FOR UPDATE OF q ${SESSION_GUARD}`,
-    params: [...snapshot.params, ...keys, ask.reply_session],
+    params: [...snapshot.params, ...keys, v.to_session],
   };
 }
 

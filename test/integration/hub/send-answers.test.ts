@@ -301,6 +301,84 @@ describe('reference Hub: what a send answers (the one-statement send and its fal
     }
   });
 
+  it('stores every shape of the one-statement send as its own, sent in turn and again in reverse (a statement made once per shape)', async () => {
+    // Fresh agents: their mailboxes hold only what this test sends.
+    const mint = async (label: string) => {
+      const c = await hubCall(hub, 'POST', '/v1/account/agents', { token: hub.humanToken, body: { label } });
+      return { id: c.body.agent.id as string, token: c.body.token as string };
+    };
+    const x = await mint('shapes-sender');
+    const y = await mint('shapes-recipient');
+    const xs = await session(x, { lease_seconds: 60 });
+    const ys = await session(y, { lease_seconds: 60 });
+    const principal = `agent:${y.id}`;
+    type Sent = { id: string; to: string; kind: string; text: string; key: string | null; token: string; body: Record<string, unknown> };
+    let n = 0;
+    /** One send of a shape: to a session or the principal address, with a key, with the sender's session; or a directive; or a response. */
+    const shapes: Array<() => Promise<Sent>> = [];
+    for (const to of [ys.address, principal])
+      for (const keyed of [false, true])
+        for (const leased of [false, true])
+          shapes.push(async () => {
+            const text = `shape ${++n}: ${to === principal ? 'principal' : 'session'}${keyed ? ' key' : ''}${leased ? ' lease' : ''}`;
+            const key = keyed ? `k-shape-${n}` : null;
+            const body = { to, intent: 'notify', text, ...(key === null ? {} : { idempotency_key: key }), ...(leased ? { session: xs.id } : {}) };
+            const r = await hubCall(hub, 'POST', '/v1/messages', { token: x.token, body });
+            expect(r.status, r.text).toBe(202);
+            expect(r.body.message).toMatchObject({ from: leased ? xs.address : `agent:${x.id}`, to, intent: 'notify', text });
+            expect(r.body.session?.id, text).toBe(leased ? xs.id : undefined);
+            return { id: r.body.message.id, to, kind: 'message', text, key, token: x.token, body };
+          });
+    for (const to of [ys.address, principal])
+      shapes.push(async () => {
+        const text = `shape ${++n}: directive to ${to === principal ? 'principal' : 'session'}`;
+        const r = await hubCall(hub, 'POST', '/v1/directives', { token: hub.humanToken, body: { to, text } });
+        expect(r.status, r.text).toBe(202);
+        expect(r.body.message).toMatchObject({ to, intent: 'directive', text });
+        return { id: r.body.message.id, to, kind: 'directive', text, key: null, token: hub.humanToken, body: {} };
+      });
+    for (const asked of [ys, null])
+      for (const leased of [false, true])
+        shapes.push(async () => {
+          const ask = await hubCall(hub, 'POST', '/v1/messages', {
+            token: y.token,
+            body: { to: `agent:${x.id}`, intent: 'ask', text: `ask ${++n}`, ...(asked === null ? {} : { session: asked.id }) },
+          });
+          expect(ask.status, ask.text).toBe(202);
+          const text = `shape ${n}: response to ${asked === null ? 'principal' : 'session'}${leased ? ' lease' : ''}`;
+          const r = await hubCall(hub, 'POST', `/v1/messages/${ask.body.message.id}/respond`, { token: x.token, body: { text, ...(leased ? { session: xs.id } : {}) } });
+          expect(r.status, r.text).toBe(201);
+          const to = asked === null ? principal : ys.address;
+          expect(r.body.message).toMatchObject({ to, intent: 'response', text, in_reply_to: ask.body.message.id, state: 'queued' });
+          expect(r.body.session?.id, text).toBe(leased ? xs.id : undefined);
+          const answered = await hubCall(hub, 'GET', `/v1/messages/${ask.body.message.id}`, { token: y.token });
+          expect(answered.body.message.response).toEqual({ message_id: r.body.message.id, text, at: r.body.message.created_at });
+          return { id: r.body.message.id, to, kind: 'response', text, key: null, token: x.token, body: {} };
+        });
+    const sent: Sent[] = [];
+    for (const shape of [...shapes, ...[...shapes].reverse()]) sent.push(await shape());
+    for (const m of sent) {
+      const stored = await hubCall(hub, 'GET', `/v1/messages/${m.id}`, { token: m.token });
+      expect(stored.body.message, m.text).toMatchObject({ id: m.id, to: m.to, text: m.text, destination: { address: m.to } });
+      // A keyed send replays as itself.
+      if (m.key !== null) expect((await hubCall(hub, 'POST', '/v1/messages', { token: x.token, body: m.body })).body.message.id, m.text).toBe(m.id);
+    }
+    // Each entry in its own mailbox, once, as sent: the principal mailbox's drain reads its own alone,
+    // the session's reads its own and the principal mail it may claim.
+    const drained = async (query: string) =>
+      ((await hubCall(hub, 'GET', `/v1/inbox${query}`, { token: y.token })).body.messages as Array<{ entry: Record<string, unknown> }>).map((d) => d.entry);
+    const byId = (e: Record<string, unknown>) => (e.kind === 'directive' ? e.thread_id : e.message_id);
+    const ids = (ms: Sent[]) => ms.map((m) => m.id).sort();
+    const inPrincipal = await drained('?limit=1000');
+    expect(inPrincipal.map(byId).sort()).toEqual(ids(sent.filter((m) => m.to === principal)));
+    const inSession = await drained(`?session=${ys.id}&limit=1000`);
+    expect(inSession.map(byId).sort()).toEqual(ids(sent));
+    for (const e of inSession) {
+      const m = sent.find((s) => s.id === byId(e))!;
+      expect(e, m.text).toMatchObject({ kind: m.kind, to: m.to, text: m.text });
+    }
+  });
+
   it('answers a response as the unit did, to a live asker session, to a principal asker and bounced; every refusal word for word', async () => {
     const respond = (id: string, body: Record<string, unknown>, token = b.token) => hubCall(hub, 'POST', `/v1/messages/${id}/respond`, { token, body });
     const asker = await session(a);
