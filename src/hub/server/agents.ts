@@ -62,8 +62,8 @@ export async function revokeAgent(core: HubCore, tx: Tx, id: string): Promise<An
 }
 
 /** The account agent directory (§10): four fields per row; config identities only when asked. */
-export async function directory(core: HubCore, includeConfig: boolean): Promise<AgentRow[]> {
-  const rows = (await core.store.read.all<AgentDbRow>('SELECT id, label, revoked, created_at FROM agents ORDER BY created_at, id')).map(fromAgentRow);
+export async function directory(core: HubCore, read: Sql, includeConfig: boolean): Promise<AgentRow[]> {
+  const rows = (await read.all<AgentDbRow>('SELECT id, label, revoked, created_at FROM agents ORDER BY created_at, id')).map(fromAgentRow);
   const out: AgentRow[] = rows.map((a) => ({ id: a.id, label: a.label, revoked: a.revoked, source: 'account' }));
   if (includeConfig) {
     const seen = new Set(out.map((r) => r.id));

@@ -45,13 +45,14 @@ const credential = (q: Sql, hash: string): Promise<CredentialRow | null> =>
  * lately is answered from `core.credentials` without a statement (bounded, and forgotten on every
  * instance when any credential or the switch changes: credentials.ts).
  */
-export async function authenticate(core: HubCore, req: IncomingMessage): Promise<Answer<Authenticated>> {
+/** Let in the request's credential, read through `read` (the request's store) when not remembered. */
+export async function authenticate(core: HubCore, read: Sql, req: IncomingMessage): Promise<Answer<Authenticated>> {
   const hash = presentedHash(req);
   if (hash === null) return bad(401, 'unauthorized', 'send the credential as "Authorization: Bearer <token>"');
   const known = core.credentials.get(hash);
   if (known !== undefined) return good(known);
   const since = core.credentials.begin();
-  const who = await lookUp(core, hash);
+  const who = await lookUp(core, read, hash);
   if (who.ok) core.credentials.remember(hash, who.value, since);
   return who;
 }
@@ -76,15 +77,13 @@ export const AGENT_LET_IN = `(SELECT a.id FROM agents AS a WHERE a.token_hash = 
     AND NOT EXISTS (SELECT 1 FROM meta WHERE key = 'agent_messaging' AND value = '0')
     AND NOT EXISTS (SELECT 1 FROM meta WHERE key = 'human_token_hash' AND value = a.token_hash))`;
 
-async function lookUp(core: HubCore, hash: string): Promise<Answer<Authenticated>> {
-  const row = await credential(core.store.read, hash);
+async function lookUp(core: HubCore, read: Sql, hash: string): Promise<Answer<Authenticated>> {
+  const row = await credential(read, hash);
   const messaging = row?.messaging !== '0';
   if (row !== null && hash === row.human_hash) return good({ caller: { kind: 'human' }, messaging });
   // A token named only by the configured token store has no row: looked up there.
   const agent =
-    row !== null && row.id !== null
-      ? fromAgentRow({ id: row.id, label: row.label ?? '', revoked: row.revoked ?? 0 })
-      : await agentByToken(core, core.store.read, hash);
+    row !== null && row.id !== null ? fromAgentRow({ id: row.id, label: row.label ?? '', revoked: row.revoked ?? 0 }) : await agentByToken(core, read, hash);
   if (!agent) return bad(401, 'unauthorized', 'the token is not known to this Hub');
   if (agent.revoked) return bad(401, 'unauthorized', `agent ${agent.id} has been revoked; a human must mint a new agent`);
   return good({ caller: { kind: 'agent', agentId: agent.id, label: agent.label, source: agent.source }, messaging });
@@ -107,7 +106,7 @@ const HUB_ID = /^[a-z]{2,8}_[0-9a-f]{24}$/;
 const TOKEN_PARAMS = new Set(['token', 'access_token', 'bearer', 'authorization', 'auth', 'api_key', 'apikey']);
 
 /** True when the query string carries a credential: by parameter name, or a value that is a live token. */
-export async function tokenInUrl(core: HubCore, url: URL): Promise<boolean> {
+export async function tokenInUrl(core: HubCore, read: Sql, url: URL): Promise<boolean> {
   for (const [name, value] of url.searchParams) {
     if (TOKEN_PARAMS.has(name.toLowerCase())) return true;
     if (value.length >= 16) {
@@ -118,7 +117,7 @@ export async function tokenInUrl(core: HubCore, url: URL): Promise<boolean> {
       const hash = hashToken(value);
       if (core.configAgents.has(hash)) return true;
       if (ownId) continue;
-      const row = await credential(core.store.read, hash);
+      const row = await credential(read, hash);
       if (row !== null && (row.human_hash === hash || row.id !== null)) return true;
     }
   }

@@ -6,7 +6,7 @@ import { entryById, hasPending, pendingPage, type EntryRow, type Mailbox, type P
 import { bad, good, type Answer, type ApiError } from './http.js';
 import { touchPrincipal } from './presence.js';
 import { current, endedError, presentSession, sessionById, type SessionRow } from './sessions.js';
-import type { Tx } from './sql.js';
+import type { Store, Tx } from './sql.js';
 import { markAcknowledged, markDelivered, markUndeliverable } from './track.js';
 
 /** A held request re-checks at least this often, whatever woke it (§4). */
@@ -71,10 +71,10 @@ export function hold(
 }
 
 /** The session as a held drain sees it: ended (lapsing it if its lease has passed), or null while it is active. */
-async function endedNow(core: HubCore, agentId: string, sessionId: string): Promise<SessionRow | null> {
-  const seen = await sessionById(core.store.read, sessionId);
+async function endedNow(core: HubCore, store: Store, agentId: string, sessionId: string): Promise<SessionRow | null> {
+  const seen = await sessionById(store.read, sessionId);
   if (seen !== null && seen.state === 'active' && seen.expires_at > core.clock.now()) return null;
-  const now = await core.store.write(async (tx) => {
+  const now = await store.write(async (tx) => {
     const r = await sessionById(tx, sessionId);
     return r && r.agent_id === agentId ? current(core, tx, r) : r;
   });
@@ -86,11 +86,11 @@ async function endedNow(core: HubCore, agentId: string, sessionId: string): Prom
  * (presence heartbeat). What it writes — the renewal, presence, first-claim-wins claims —
  * commits before the answer; the hold in between only reads.
  */
-export async function drain(core: HubCore, signer: Signer, agentId: string, req: DrainRequest, signal: AbortSignal): Promise<Answer<Drained>> {
+export async function drain(core: HubCore, store: Store, signer: Signer, agentId: string, req: DrainRequest, signal: AbortSignal): Promise<Answer<Drained>> {
   const box: Mailbox = { agentId, sessionId: req.session };
   // `limit` is the client's; the byte bound is the Hub's, so one answer stays small whatever is pending.
   const bound: PageBound = { limit: req.limit, maxBytes: core.config.pageBytes };
-  const first = await core.store.write(async (tx): Promise<Answer<{ lease: SessionRow | null; rows: EntryRow[] }>> => {
+  const first = await store.write(async (tx): Promise<Answer<{ lease: SessionRow | null; rows: EntryRow[] }>> => {
     let lease: SessionRow | null = null;
     if (req.session !== null) {
       const presented = await presentSession(core, tx, agentId, req.session, { consumer: req.consumer, connect: true });
@@ -109,13 +109,13 @@ export async function drain(core: HubCore, signer: Signer, agentId: string, req:
     let ended: SessionRow | null = null;
     await hold(core, 'mail', agentId, deadline, signal, async () => {
       if (req.session !== null) {
-        ended = await endedNow(core, agentId, req.session);
+        ended = await endedNow(core, store, agentId, req.session);
         if (ended) return true;
       }
-      return hasPending(core.store.read, box);
+      return hasPending(store.read, box);
     });
     if (ended) return endedError(ended);
-    rows = await core.store.write(async (tx) => {
+    rows = await store.write(async (tx) => {
       if (req.session === null) await touchPrincipal(tx, agentId);
       else await tx.run('UPDATE sessions SET seen_at = ? WHERE id = ?', tx.now, req.session);
       // A client that left takes nothing: a principal entry stays free for another session.

@@ -1,5 +1,3 @@
-import { TRACE } from '../../util/trace.js';
-import { noteWork } from './work.js';
 /**
  * What a piece of database work draws from the pool as. `page` and `connect` are stream work, the
  * work whose amount the number of open streams multiplies and which one agent token can raise at
@@ -104,7 +102,6 @@ export class Lanes {
       // The connection is handed over by `next` (counted as taken there), never re-checked here.
       await new Promise<void>((resolve) => this.queues[lane].push(resolve));
     }
-    if (TRACE) noteWork('laned');
     try {
       return await fn();
     } finally {

@@ -9,7 +9,7 @@ import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
 import { principalReachability, sessionReachability } from './presence.js';
 import { current, presentForSend, presentSession, sessionById, ShapedStatements, type SessionLeaseRow, type SessionRow } from './sessions.js';
-import { AGENT_LOCK, insertStatement, type Formed, type Param, type Sql, type Tx, type WakeTopic } from './sql.js';
+import { AGENT_LOCK, insertStatement, type Formed, type Param, type Sql, type Store, type Tx, type WakeTopic } from './sql.js';
 import { markUndeliverable, messageById, replyTarget, type MessageRow } from './track.js';
 
 export interface Sent {
@@ -79,8 +79,10 @@ function sendTargetEnded(s: SessionRow): Answer<Recipient> {
 
 type NewMessage = Omit<MessageRow, 'seq' | 'state' | 'prior' | 'track' | 'response_id' | 'response_text' | 'response_at'>;
 
-/** The row a new message is stored as, but its seq. */
-const newRow = (m: NewMessage): Omit<MessageRow, 'seq'> => ({
+/** What a new message's row stores as it is: the rest (its instant, track, destination) is formed (by the one statement, or here). */
+type MessageColumns = Omit<NewMessage, 'created_at' | 'destination'>;
+
+const messageColumns = (m: MessageColumns): MessageColumns => ({
   id: m.id,
   intent: m.intent,
   from_addr: m.from_addr,
@@ -91,16 +93,20 @@ const newRow = (m: NewMessage): Omit<MessageRow, 'seq'> => ({
   to_session: m.to_session,
   text: m.text,
   in_reply_to: m.in_reply_to,
-  created_at: m.created_at,
-  state: 'queued',
-  prior: null,
-  track: JSON.stringify([{ state: 'queued', at: iso(m.created_at) }]),
-  destination: m.destination,
-  response_id: null,
-  response_text: null,
-  response_at: null,
   idempotency_key: m.idempotency_key,
   request_hash: m.request_hash,
+});
+
+/** A new message's columns that are nobody's yet: its state, its response. */
+const UNANSWERED = { state: 'queued', prior: null, response_id: null, response_text: null, response_at: null } as const;
+
+/** The row a new message is stored as, but its seq. */
+const newRow = (m: NewMessage): Omit<MessageRow, 'seq'> => ({
+  ...messageColumns(m),
+  ...UNANSWERED,
+  created_at: m.created_at,
+  track: JSON.stringify([{ state: 'queued', at: iso(m.created_at) }]),
+  destination: m.destination,
 });
 
 /**
@@ -130,18 +136,19 @@ const requestHash = (req: SendRequest): string =>
  * whatever it does not take (a replay, a refusal, a case the locked path decides) the unit
  * {@link sendMessage} decides and answers, as every send was answered before.
  */
-export async function send(core: HubCore, agentId: string, req: SendRequest): Promise<Answer<Sent>> {
+export async function send(core: HubCore, store: Store, agentId: string, req: SendRequest): Promise<Answer<Sent>> {
   // Only a send with a key can be replayed or conflict: the hash is what a later one compares.
   const hash = req.idempotency_key === undefined ? null : requestHash(req);
   const inOne = await addressedInOne(
     core,
+    store,
     req.to,
     (to) => sendDraft(agentId, req, to, hash, 0, 'unknown'),
     req.idempotency_key === undefined ? null : { agentId, key: req.idempotency_key },
     req.session === undefined ? null : { agentId, sessionId: req.session },
   );
   if (inOne !== null) return good({ ...inOne, replay: false });
-  return core.store.write((tx) => sendMessage(core, tx, agentId, req, hash));
+  return store.write((tx) => sendMessage(core, tx, agentId, req, hash));
 }
 
 /**
@@ -151,12 +158,13 @@ export async function send(core: HubCore, agentId: string, req: SendRequest): Pr
  */
 async function addressedInOne(
   core: HubCore,
+  store: Store,
   to: string,
   draft: (to: EntryTarget) => Draft,
   key: { agentId: string; key: string } | null,
   lease: InOne['lease'],
 ): Promise<{ row: MessageRow; lease: SessionLeaseRow | null } | null> {
-  if (core.store.kind !== 'postgres') return null;
+  if (store.kind !== 'postgres') return null;
   const addr = parseAddress(to, "field 'to'");
   if (!addr.ok) return null;
   const { agentId, sessionId } = addr.value;
@@ -167,7 +175,7 @@ async function addressedInOne(
     responder: null,
     key,
   };
-  return insertInOne(core, { ...draft({ agentId, sessionId }), to: { agentId, sessionId }, target, lease, wakes: NO_WAKES });
+  return insertInOne(core, store, { ...draft({ agentId, sessionId }), to: { agentId, sessionId }, target, lease, wakes: NO_WAKES });
 }
 
 const NO_WAKES: Array<[WakeTopic, string]> = [];
@@ -346,27 +354,15 @@ interface Target {
  * target's kind, a key, a lease), so it is made once per shape ({@link ShapedStatements}). The
  * message's recipient is its entry's mailbox (`to_agent`, `to_session`), which the target checks.
  */
-type InOneValues = {
+type InOneValues = MessageColumns & {
   open: number;
   presence_ms: number;
-  to_agent: string;
-  to_session: string | null;
   ask: string | null;
   responder: string | null;
   key_agent: string | null;
   key: string | null;
   lease_agent: string | null;
   lease_session: string | null;
-  id: string;
-  intent: string;
-  from_addr: string;
-  from_agent: string | null;
-  reply_session: string | null;
-  to_addr: string;
-  text: string;
-  in_reply_to: string | null;
-  idempotency_key: string | null;
-  request_hash: string | null;
   /** The destination's JSON up to its snapshot's value (the statement's target decides it). */
   dest_head: string;
   entry_id: string;
@@ -425,7 +421,7 @@ interface InOneRow {
  * no rows: null, and the unit decides (and words any refusal) as before. The answer is given only
  * once the statement has committed.
  */
-async function insertInOne(core: HubCore, s: InOne): Promise<{ row: MessageRow; lease: SessionLeaseRow | null } | null> {
+async function insertInOne(core: HubCore, store: Store, s: InOne): Promise<{ row: MessageRow; lease: SessionLeaseRow | null } | null> {
   // The entry's canonical JSON with its instant left empty: created_at is its first key (every other sorts after it).
   const body = canonicalJson({ ...s.entry, created_at: '' });
   if (!body.startsWith(`${BODY_HEAD}"`)) throw new Error(`an entry's canonical JSON starts with its created_at: ${body.slice(0, 40)}`);
@@ -433,24 +429,13 @@ async function insertInOne(core: HubCore, s: InOne): Promise<{ row: MessageRow; 
   const values: InOneValues = {
     open: s.target.open ? 1 : 0,
     presence_ms: core.config.presenceSeconds * 1000,
-    to_agent: s.to.agentId,
-    to_session: s.to.sessionId,
+    ...messageColumns(m),
     ask: s.target.ask,
     responder: s.target.responder,
     key_agent: s.target.key?.agentId ?? null,
     key: s.target.key?.key ?? null,
     lease_agent: s.lease?.agentId ?? null,
     lease_session: s.lease?.sessionId ?? null,
-    id: m.id,
-    intent: m.intent,
-    from_addr: m.from_addr,
-    from_agent: m.from_agent,
-    reply_session: m.reply_session,
-    to_addr: m.to_addr,
-    text: m.text,
-    in_reply_to: m.in_reply_to,
-    idempotency_key: m.idempotency_key,
-    request_hash: m.request_hash,
     dest_head: destination(m.to_addr, '' as Reachability).slice(0, -DEST_TAIL.length),
     entry_id: s.entry.id,
     entry_kind: s.entry.kind,
@@ -459,7 +444,7 @@ async function insertInOne(core: HubCore, s: InOne): Promise<{ row: MessageRow; 
   const shape = IN_ONE_SHAPES[s.target.kind][(s.target.key === null ? 0 : 2) + (s.lease === null ? 0 : 1)]!;
   const kind = s.target.kind;
   const st = inOneStatements.bind(shape, values, (v) => inOneStatement(kind, s.target.key !== null, s.lease !== null, v));
-  const [done] = await core.store.once<InOneRow>(st.sql, st.params, undefined, s.wakes.length === 0 ? mailWakes(s.to) : [...mailWakes(s.to), ...s.wakes]);
+  const [done] = await store.once<InOneRow>(st.sql, st.params, undefined, s.wakes.length === 0 ? mailWakes(s.to) : [...mailWakes(s.to), ...s.wakes]);
   if (done === undefined) return null;
   const at = Number(done.now);
   return {
@@ -471,8 +456,7 @@ async function insertInOne(core: HubCore, s: InOne): Promise<{ row: MessageRow; 
 /** The {@link insertInOne} statement of one shape, its values `v` all parameters. */
 function inOneStatement(kind: Target['kind'], keyed: boolean, leased: boolean, v: InOneValues): Formed {
   const unused: Formed = keyed ? keyUnused(v) : { sql: '', params: [] };
-  const target =
-    kind === 'session' ? sessionTarget(v, unused) : kind === 'principal' ? principalTarget(v, unused) : answerTarget(v, kind === 'answer-session');
+  const target = kind === 'session' ? sessionTarget(v, unused) : kind === 'principal' ? principalTarget(v, unused) : answerTarget(v, kind === 'answer-session');
   const params: Param[] = [...target.params];
   const ctes = [`target AS MATERIALIZED (${target.sql})`];
   let from = 'target';
@@ -487,28 +471,7 @@ function inOneStatement(kind: Target['kind'], keyed: boolean, leased: boolean, v
   const message = insertStatement(
     {
       table: 'messages',
-      row: {
-        id: v.id,
-        intent: v.intent,
-        from_addr: v.from_addr,
-        from_agent: v.from_agent,
-        reply_session: v.reply_session,
-        to_addr: v.to_addr,
-        to_agent: v.to_agent,
-        to_session: v.to_session,
-        text: v.text,
-        in_reply_to: v.in_reply_to,
-        created_at: null,
-        state: 'queued',
-        prior: null,
-        track: null,
-        destination: null,
-        response_id: null,
-        response_text: null,
-        response_at: null,
-        idempotency_key: v.idempotency_key,
-        request_hash: v.request_hash,
-      },
+      row: { ...messageColumns(v), ...UNANSWERED, created_at: null, track: null, destination: null },
     },
     'agent',
     { created_at: AT_NOW, track: spliced(TRACK_HEAD, 'agent.at', TRACK_TAIL), destination: spliced(v.dest_head, 'agent.snapshot', DEST_TAIL) },
@@ -556,10 +519,10 @@ function inOneStatement(kind: Target['kind'], keyed: boolean, leased: boolean, v
  * ({@link answerInOne}); anything else (a refusal, a response that bounces) the unit
  * {@link respondInUnit} decides and answers, as before.
  */
-export async function respond(core: HubCore, agentId: string, askId: string, req: RespondRequest): Promise<Answer<Sent>> {
-  const inOne = await answerInOne(core, agentId, askId, req);
+export async function respond(core: HubCore, store: Store, agentId: string, askId: string, req: RespondRequest): Promise<Answer<Sent>> {
+  const inOne = await answerInOne(core, store, agentId, askId, req);
   if (inOne !== null) return good({ ...inOne, replay: false });
-  return core.store.write((tx) => respondInUnit(core, tx, agentId, askId, req));
+  return store.write((tx) => respondInUnit(core, tx, agentId, askId, req));
 }
 
 /** What a response is formed from: fields of the ask that never change once it is stored. */
@@ -576,12 +539,13 @@ type Ask = Pick<MessageRow, 'id' | 'from_agent' | 'reply_session'> & { from_agen
  */
 async function answerInOne(
   core: HubCore,
+  store: Store,
   agentId: string,
   askId: string,
   req: RespondRequest,
 ): Promise<{ row: MessageRow; lease: SessionLeaseRow | null } | null> {
-  if (core.store.kind !== 'postgres') return null;
-  const ask = await core.store.read.get<MessageRow>(
+  if (store.kind !== 'postgres') return null;
+  const ask = await store.read.get<MessageRow>(
     'SELECT id, intent, from_agent, reply_session, to_agent, response_id FROM messages WHERE id = CAST(? AS TEXT)',
     askId,
   );
@@ -591,7 +555,7 @@ async function answerInOne(
   const asked: Ask = { id: ask.id, from_agent: ask.from_agent, reply_session: ask.reply_session };
   const to = { agentId: asked.from_agent, sessionId: asked.reply_session };
   const { m, entry } = responseDraft(agentId, asked, req, 0, 'unknown');
-  return insertInOne(core, {
+  return insertInOne(core, store, {
     m,
     entry,
     to,
@@ -702,9 +666,9 @@ export async function respondInUnit(core: HubCore, tx: Tx, agentId: string, askI
 }
 
 /** `POST /v1/directives` (§9): on PostgreSQL a directive to a live session or a principal address in ONE statement, as a send ({@link send}). */
-export async function direct(core: HubCore, req: DirectiveRequest): Promise<Answer<MessageRow>> {
-  const inOne = await addressedInOne(core, req.to, (to) => directiveDraft(core, req, to, 0, 'unknown'), null, null);
-  return inOne !== null ? good(inOne.row) : core.store.write((tx) => sendDirective(core, tx, req));
+export async function direct(core: HubCore, store: Store, req: DirectiveRequest): Promise<Answer<MessageRow>> {
+  const inOne = await addressedInOne(core, store, req.to, (to) => directiveDraft(core, req, to, 0, 'unknown'), null, null);
+  return inOne !== null ? good(inOne.row) : store.write((tx) => sendDirective(core, tx, req));
 }
 
 /** The message and entry of a directive, as of `now` with the recipient `snapshot`. */

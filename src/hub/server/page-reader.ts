@@ -1,7 +1,6 @@
 import type { Gate } from './coalesce.js';
 import { readSessionPages, type PageBound, type PendingPage, type SessionPageRequest } from './entries.js';
 import type { Sql, Store } from './sql.js';
-import { runAs, type Work } from './work.js';
 import { hop, TRACE } from '../../util/trace.js';
 
 /** Streams' pages one statement reads at most. */
@@ -33,9 +32,9 @@ export class PageReader {
   private asking = false;
 
   constructor(
+    /** The store as the work the pages are read for (`Store.as`: pushes draw from stream work's lane). */
     private readonly store: Pick<Store, 'reading'>,
     private readonly gate: Gate,
-    private readonly work: Work,
     /** Told how many streams' pages each statement read (/metrics). */
     private readonly batched: (streams: number) => void,
     /** The statement (a test on SQLite gives `readPages`, which reads the same pages). */
@@ -59,31 +58,29 @@ export class PageReader {
   private ask(): void {
     if (this.asking || this.queue.length === 0) return;
     this.asking = true;
-    void runAs(this.work, () =>
-      this.gate.run(() =>
-        this.store.reading(async (read) => {
-          this.asking = false;
-          const batch = this.queue.splice(0, PAGES_PER_READ);
-          // More than one read's worth waits: the next asks for its own permit and connection now.
-          this.ask();
-          if (batch.length === 0) return;
-          this.batched(batch.length);
-          const started = TRACE ? process.hrtime.bigint() : 0n;
-          const share = Math.floor(READ_BYTES / batch.length);
-          try {
-            const requests = batch.map((w) => ({
-              box: w.box,
-              afterSeq: w.afterSeq,
-              bound: { limit: w.bound.limit, maxBytes: Math.min(w.bound.maxBytes, share) },
-            }));
-            const pages = await this.readAll(read, requests);
-            if (TRACE) tracePages(started, batch.length, pages);
-            for (const [i, w] of batch.entries()) w.settle(pages[i]!);
-          } catch (e) {
-            for (const w of batch) w.fail(e);
-          }
-        }),
-      ),
+    void this.gate.run(() =>
+      this.store.reading(async (read) => {
+        this.asking = false;
+        const batch = this.queue.splice(0, PAGES_PER_READ);
+        // More than one read's worth waits: the next asks for its own permit and connection now.
+        this.ask();
+        if (batch.length === 0) return;
+        this.batched(batch.length);
+        const started = TRACE ? process.hrtime.bigint() : 0n;
+        const share = Math.floor(READ_BYTES / batch.length);
+        try {
+          const requests = batch.map((w) => ({
+            box: w.box,
+            afterSeq: w.afterSeq,
+            bound: { limit: w.bound.limit, maxBytes: Math.min(w.bound.maxBytes, share) },
+          }));
+          const pages = await this.readAll(read, requests);
+          if (TRACE) tracePages(started, batch.length, pages);
+          for (const [i, w] of batch.entries()) w.settle(pages[i]!);
+        } catch (e) {
+          for (const w of batch) w.fail(e);
+        }
+      }),
     );
   }
 }

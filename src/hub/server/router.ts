@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { nameWork, runAs } from './work.js';
+import type { Work } from './work.js';
+import type { Store } from './sql.js';
 import { TRACE } from '../../util/trace.js';
 import { authenticate, checkKind, tokenInUrl, type Authenticated, type Caller, type Needs } from './auth.js';
 import type { HubCore } from './core.js';
@@ -24,6 +25,10 @@ export interface RouteContext {
    */
   authenticate(): Promise<Answer<Authenticated>>;
   body: Body;
+  /** The store as this request's work (its route pattern, and lane): every statement of the request goes through it. */
+  store: Store;
+  /** This request's work: the push trace's instants (`at`). */
+  work: Work;
   faults: RequestFaults;
   /** Aborts when the client goes away (held long-polls stop waiting). */
   signal: AbortSignal;
@@ -128,7 +133,8 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
     req.on('error', abort);
     res.on('error', abort);
     try {
-      const reply = await runAs(TRACE ? { name: 'other', at: { arrived: process.hrtime.bigint() } } : { name: 'other' }, () => route(req, res, signal));
+      const work: Work = TRACE ? { name: 'other', lane: 'request', at: { arrived: process.hrtime.bigint() } } : { name: 'other', lane: 'request' };
+      const reply = await route(req, res, signal, work, core.store.as(work));
       if (reply && reply.kind !== 'handled') send(res, reply);
     } catch (e) {
       if ((e as { code?: unknown }).code === STORE_CLOSED) {
@@ -143,14 +149,14 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
     }
   };
 
-  async function route(req: IncomingMessage, res: ServerResponse, signal: () => AbortSignal): Promise<Reply | null> {
+  async function route(req: IncomingMessage, res: ServerResponse, signal: () => AbortSignal, work: Work, store: Store): Promise<Reply | null> {
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'http://hub.invalid');
     } catch {
       return fault(400, 'invalid_request', 'the request target is not a valid URL');
     }
-    if (await tokenInUrl(core, url)) {
+    if (await tokenInUrl(core, store.read, url)) {
       return fault(
         400,
         'token_in_url',
@@ -191,7 +197,8 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
     const r = hit.c.route;
     patternOf.set(res, `${r.method} ${r.path}`);
     // A stream connect draws from stream work's share of the pool, from its credential check on.
-    nameWork(`${r.method} ${r.path}`, r.cls === 'stream' ? 'connect' : 'request');
+    work.name = `${r.method} ${r.path}`;
+    work.lane = r.cls === 'stream' ? 'connect' : 'request';
     const faults = core.faults.forRequest(r.cls);
     if (faults.delayMs > 0) await sleep(faults.delayMs);
     if (faults.status !== null) {
@@ -211,7 +218,7 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
     let caller: Caller | null = null;
     let messaging: boolean | null = null;
     const letIn = async (): Promise<Answer<Authenticated>> => {
-      const who = await authenticate(core, req);
+      const who = await authenticate(core, store.read, req);
       if (!who.ok) return who;
       const allowed = checkKind(who.value.caller, r.needs);
       return allowed.ok ? who : allowed;
@@ -236,6 +243,8 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
       caller,
       messaging,
       body,
+      store,
+      work,
       faults,
       authenticate: letIn,
       get signal() {

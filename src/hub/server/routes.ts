@@ -21,6 +21,7 @@ import type { HubCore } from './core.js';
 import type { Signer } from './delivery.js';
 import { parseFaultRules } from './faults.js';
 import { answer, bad, errorReply, fault, good, json, type Answer, type Reply } from './http.js';
+import type { Sql } from './sql.js';
 import { iso } from './ids.js';
 import { ack, drain, hold, MESSAGING_OFF } from './inbox.js';
 import { direct, listMessages, respond, send, visibleMessage, type Sent } from './messages.js';
@@ -41,7 +42,6 @@ import {
 import { openStream } from './stream.js';
 import { isTerminal, messageById, messageJson } from './track.js';
 import { hop, stamped, TRACE } from '../../util/trace.js';
-import { workAt } from './work.js';
 
 const agentId = (caller: Caller | null): string => (caller as Extract<Caller, { kind: 'agent' }>).agentId;
 const agentOf = (c: RouteContext): string => agentId(c.caller);
@@ -103,7 +103,7 @@ const sentBody = (s: Sent): Record<string, unknown> =>
 /** Every MA2H endpoint (§1–§10), plus `GET /v1/account`, `GET /v1/operator-stops` and the test-only `/v1/_faults`. */
 export function apiRoutes(core: HubCore, signer: Signer): Route[] {
   /** The switch as the request's credential statement read it (every route that asks is authenticated). */
-  const messagingOn = async (c: RouteContext): Promise<boolean> => c.messaging ?? (await messagingEnabled(core.store.read));
+  const messagingOn = async (c: RouteContext): Promise<boolean> => c.messaging ?? (await messagingEnabled(c.store.read));
   const maxWait = effectiveMaxWaitSeconds(core.config);
   const routes: Route[] = [
     {
@@ -161,7 +161,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const patch = bodyOf(c, validateAccountPatch);
         if (!patch.ok) return errorReply(patch.error);
-        await core.store.write((tx) => setMessaging(tx, patch.value.agent_messaging));
+        await c.store.write((tx) => setMessaging(tx, patch.value.agent_messaging));
         return json(200, { account: { ...core.account, agent_messaging: patch.value.agent_messaging } });
       },
     },
@@ -174,7 +174,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
         if (!(await messagingOn(c))) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateCreateSession);
         if (!req.ok) return errorReply(req.error);
-        const r = await core.store.write((tx) => registerSession(core, tx, agentOf(c), req.value));
+        const r = await c.store.write((tx) => registerSession(core, tx, agentOf(c), req.value));
         return r.ok ? json(r.value.status, { session: sessionView(r.value.row) }) : errorReply(r.error);
       },
     },
@@ -183,31 +183,32 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/sessions/:id',
       needs: 'agent',
       cls: 'sessions',
-      handle: async (c) => answer(await core.store.write((tx) => getSession(core, tx, agentOf(c), c.params[0]!)), 200, (r) => ({ session: sessionView(r) })),
+      handle: async (c) => answer(await c.store.write((tx) => getSession(core, tx, agentOf(c), c.params[0]!)), 200, (r) => ({ session: sessionView(r) })),
     },
     {
       method: 'POST',
       path: '/v1/sessions/:id/close',
       needs: 'agent',
       cls: 'sessions',
-      handle: async (c) => answer(await core.store.write((tx) => closeSession(core, tx, agentOf(c), c.params[0]!)), 200, (r) => ({ session: sessionView(r) })),
+      handle: async (c) => answer(await c.store.write((tx) => closeSession(core, tx, agentOf(c), c.params[0]!)), 200, (r) => ({ session: sessionView(r) })),
     },
     {
       method: 'POST',
       path: '/v1/sessions/:id/operator-close',
       needs: 'human',
       cls: 'sessions',
-      handle: async (c) => answer(await core.store.write((tx) => operatorClose(core, tx, c.params[0]!)), 200, (r) => ({ session: sessionView(r) })),
+      handle: async (c) => answer(await c.store.write((tx) => operatorClose(core, tx, c.params[0]!)), 200, (r) => ({ session: sessionView(r) })),
     },
     {
       method: 'GET',
       path: '/v1/operator-stops',
       needs: 'human',
       cls: 'other',
-      handle: async () => {
-        const stops = await listOperatorStops(core.store.read);
+      handle: async (c) => {
+        const stops = await listOperatorStops(c.store.read);
         const labels = await labelsOf(
           core,
+          c.store.read,
           stops.map((s) => s.agent_id),
         );
         return json(200, {
@@ -230,9 +231,8 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const req = bodyOf(c, validateLift);
         if (!req.ok) return errorReply(req.error);
-        if (!(await findAgent(core, core.store.read, req.value.agent_id)))
-          return fault(404, 'agent_not_found', `no agent ${req.value.agent_id} in this account`);
-        return json(200, { lifted: await core.store.write((tx) => liftStops(tx, req.value.agent_id, req.value.client_key, req.value.name)) });
+        if (!(await findAgent(core, c.store.read, req.value.agent_id))) return fault(404, 'agent_not_found', `no agent ${req.value.agent_id} in this account`);
+        return json(200, { lifted: await c.store.write((tx) => liftStops(tx, req.value.agent_id, req.value.client_key, req.value.name)) });
       },
     },
     {
@@ -252,6 +252,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
         if (!wait.ok) return errorReply(wait.error);
         const r = await drain(
           core,
+          c.store,
           signer,
           agentOf(c),
           { session: session.value, limit: limit.value, waitSeconds: wait.value, consumer: consumer.value },
@@ -278,14 +279,14 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
             if (!who.ok) return who;
             return who.value.messaging ? good(agentId(who.value.caller)) : { ok: false, error: MESSAGING_OFF };
           };
-          return openStream(core, signer, c.res, { who: { tokenHash: hash, admit }, ...formed.value, drop });
+          return openStream(core, c.store, signer, c.res, { who: { tokenHash: hash, admit }, ...formed.value, drop });
         }
         // Anything else is let in first, then checked in the order every route answers in.
         const who = await c.authenticate();
         if (!who.ok) return errorReply(who.error);
         const checked = streamShape(c, who.value.messaging);
         if (!checked.ok) return errorReply(checked.error);
-        return openStream(core, signer, c.res, { who: { agentId: agentId(who.value.caller) }, ...checked.value, drop });
+        return openStream(core, c.store, signer, c.res, { who: { agentId: agentId(who.value.caller) }, ...checked.value, drop });
       },
     },
     {
@@ -296,7 +297,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const req = bodyOf(c, validateAck);
         if (!req.ok) return errorReply(req.error);
-        const r = await core.store.write((tx) => ack(core, tx, agentOf(c), req.value));
+        const r = await c.store.write((tx) => ack(core, tx, agentOf(c), req.value));
         return answer(r, 200, (a) => withLease({ delivered: a.delivered, acknowledged: a.acknowledged, unknown: a.unknown }, a.lease));
       },
     },
@@ -310,12 +311,12 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
         if (!(await messagingOn(c))) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateSend);
         if (!req.ok) return errorReply(req.error);
-        const r = await send(core, agentOf(c), req.value);
+        const r = await send(core, c.store, agentOf(c), req.value);
         if (r.ok && !r.value.replay) core.metrics.sent();
         if (TRACE && r.ok) {
           hop('hub.received', r.value.row.id, received);
           hop('hub.committed', r.value.row.id, stamped('hub.commit'));
-          const at = workAt();
+          const at = c.work.at;
           if (at?.arrived !== undefined) hop('hub.arrived', r.value.row.id, at.arrived);
           if (at?.laned !== undefined) hop('hub.laned', r.value.row.id, at.laned);
           if (at?.done !== undefined) hop('hub.done', r.value.row.id, at.done);
@@ -334,7 +335,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
           return fault(400, 'invalid_request', `direction=${direction.slice(0, 40)} must be sent or received`);
         const limit = numberParam(c, 'limit', 50, 1, 500, true);
         if (!limit.ok) return errorReply(limit.error);
-        const page = await listMessages(core.store.read, c.caller!, direction, limit.value, c.url.searchParams.get('before'));
+        const page = await listMessages(c.store.read, c.caller!, direction, limit.value, c.url.searchParams.get('before'));
         return answer(page, 200, (p) => ({ messages: p.rows.map((m) => messageJson(m)), next: p.next }));
       },
     },
@@ -345,18 +346,18 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       cls: 'messages',
       handle: async (c) => {
         const id = c.params[0]!;
-        const first = await visibleMessage(core.store.read, c.caller!, id);
+        const first = await visibleMessage(c.store.read, c.caller!, id);
         if (!first.ok) return errorReply(first.error);
         const wait = numberParam(c, 'wait', 0, 0, maxWait, false);
         if (!wait.ok) return errorReply(wait.error);
         const start = first.value;
         if (wait.value > 0 && !isTerminal(start.state) && start.response_id === null) {
           await hold(core, 'message', id, core.clock.monotonic() + wait.value * 1000, c.signal, async () => {
-            const now = (await messageById(core.store.read, id))!;
+            const now = (await messageById(c.store.read, id))!;
             return now.state !== start.state || now.response_id !== null;
           });
         }
-        return json(200, { message: messageJson((await messageById(core.store.read, id))!) });
+        return json(200, { message: messageJson((await messageById(c.store.read, id))!) });
       },
     },
     {
@@ -368,7 +369,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
         if (!(await messagingOn(c))) return errorReply(MESSAGING_OFF);
         const req = bodyOf(c, validateRespond);
         if (!req.ok) return errorReply(req.error);
-        const r = await respond(core, agentOf(c), c.params[0]!, req.value);
+        const r = await respond(core, c.store, agentOf(c), c.params[0]!, req.value);
         return answer(r, 201, sentBody);
       },
     },
@@ -380,7 +381,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const req = bodyOf(c, validateDirective);
         if (!req.ok) return errorReply(req.error);
-        const sent = await direct(core, req.value);
+        const sent = await direct(core, c.store, req.value);
         if (sent.ok) core.metrics.sent();
         return answer(sent, 202, (m) => ({ message: messageJson(m) }));
       },
@@ -393,7 +394,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) =>
         core.config.agentDirectory === false && c.caller!.kind === 'agent'
           ? fault(403, 'forbidden', 'this Hub advertises no account agent directory; only the human token may list the account agents')
-          : json(200, { agents: await directory(core, c.url.searchParams.get('include') === 'config') }),
+          : json(200, { agents: await directory(core, c.store.read, c.url.searchParams.get('include') === 'config') }),
     },
     {
       method: 'POST',
@@ -403,7 +404,7 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       handle: async (c) => {
         const req = bodyOf(c, validateMintAgent);
         if (!req.ok) return errorReply(req.error);
-        const minted = await core.store.write((tx) => mintAgent(tx, req.value.label));
+        const minted = await c.store.write((tx) => mintAgent(tx, req.value.label));
         return json(201, { agent: agentView(minted.agent), token: minted.token });
       },
     },
@@ -412,14 +413,14 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
       path: '/v1/account/agents/:id/revoke',
       needs: 'human',
       cls: 'other',
-      handle: async (c) => answer(await core.store.write((tx) => revokeAgent(core, tx, c.params[0]!)), 200, (a) => ({ agent: agentView(a) })),
+      handle: async (c) => answer(await c.store.write((tx) => revokeAgent(core, tx, c.params[0]!)), 200, (a) => ({ agent: agentView(a) })),
     },
     {
       method: 'GET',
       path: '/v1/fleet',
       needs: 'any',
       cls: 'other',
-      handle: async () => json(200, { sessions: await fleet(core) }),
+      handle: async (c) => json(200, { sessions: await fleet(core, c.store.read) }),
     },
   ];
   if (core.config.faultInjection) {
@@ -440,11 +441,12 @@ export function apiRoutes(core: HubCore, signer: Signer): Route[] {
 }
 
 /** `GET /v1/fleet` (§10): every live session in the account with its reachability. */
-async function fleet(core: HubCore): Promise<Record<string, unknown>[]> {
+async function fleet(core: HubCore, read: Sql): Promise<Record<string, unknown>[]> {
   const now = core.clock.now();
-  const rows = await core.store.read.all<SessionRow>(`SELECT * FROM sessions WHERE state = 'active' AND expires_at > ? ORDER BY created_at, id`, now);
+  const rows = await read.all<SessionRow>(`SELECT * FROM sessions WHERE state = 'active' AND expires_at > ? ORDER BY created_at, id`, now);
   const labels = await labelsOf(
     core,
+    read,
     rows.map((r) => r.agent_id),
   );
   return rows.map((r) => ({
@@ -462,8 +464,8 @@ async function fleet(core: HubCore): Promise<Record<string, unknown>[]> {
 }
 
 /** The labels of these agents (null for config identities), one look-up each. */
-async function labelsOf(core: HubCore, ids: string[]): Promise<Map<string, string | null>> {
+async function labelsOf(core: HubCore, read: Sql, ids: string[]): Promise<Map<string, string | null>> {
   const out = new Map<string, string | null>();
-  for (const id of new Set(ids)) out.set(id, (await findAgent(core, core.store.read, id))?.label ?? null);
+  for (const id of new Set(ids)) out.set(id, (await findAgent(core, read, id))?.label ?? null);
   return out;
 }

@@ -29,7 +29,6 @@ import type { Store, WakeFrom, WakeTopic } from './sql.js';
 import { openStore, sqliteStore } from './store.js';
 import { StreamEnds } from './seen.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
-import { runAs } from './work.js';
 import { hop, TRACE } from '../../util/trace.js';
 
 /** What `hub.json` in the data dir records, so admin commands find a running Hub. */
@@ -260,14 +259,13 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   const sweepMs = Math.max(20, Math.min(1000, (config.leaseMinSeconds * 1000) / 4));
   // One sweep at a time (a tick during one asks for one more after it): a sweep slowed by row
   // locks never piles up units that hold the pool's connections other requests need.
+  const sweeping = store.as({ name: 'sweep', lane: 'request' });
   const sweep = coalesced(async () => {
     try {
-      await runAs({ name: 'sweep' }, () =>
-        store.write(async (tx) => {
-          await sweepLapsed(hub, tx);
-          await sweepExpired(hub, tx);
-        }),
-      );
+      await sweeping.write(async (tx) => {
+        await sweepLapsed(hub, tx);
+        await sweepExpired(hub, tx);
+      });
     } catch (e) {
       o.log(`hub: sweep failed: ${e instanceof Error ? e.message : String(e)}`);
     }

@@ -20,7 +20,7 @@ import { iso, newId } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
 import { bindNow, type Param, type Sql, type Store, type Tx } from './sql.js';
 import { markUndeliverable, type EndReason } from './track.js';
-import { runAs } from './work.js';
+import type { Work } from './work.js';
 
 export interface SessionRow {
   id: string;
@@ -181,7 +181,14 @@ export type Presenter = { agentId: string } | { tokenHash: string };
  * case the locked path decides): the connect then lets the caller in as any request is
  * (authenticate) and takes presentSession in a unit, which decides and words the refusal.
  */
-export async function presentStream(core: HubCore, who: Presenter, id: string, p: Presenting, first: PageBound | null): Promise<Presented | null> {
+export async function presentStream(
+  core: HubCore,
+  store: Pick<Store, 'once'>,
+  who: Presenter,
+  id: string,
+  p: Presenting,
+  first: PageBound | null,
+): Promise<Presented | null> {
   const byToken = !('agentId' in who);
   const c = p.consumer;
   const values: ConnectValues = {
@@ -201,8 +208,8 @@ export async function presentStream(core: HubCore, who: Presenter, id: string, p
       ? renewIfHeld(agent, v.session, presenting, LEASE_COLUMNS)
       : pagedStatement(agent, v.session, presenting, { limit: v.limit!, maxBytes: v.maxBytes! });
   });
-  if (first !== null) return presentPaged(core, statement, id, p, first);
-  const [row] = await core.store.once<StreamLease>(statement.sql, statement.params, ([r]) => {
+  if (first !== null) return presentPaged(core, store, statement, id, p, first);
+  const [row] = await store.once<StreamLease>(statement.sql, statement.params, ([r]) => {
     if (r !== undefined) registerStream(core, (effect) => effect(), r, p, false);
   });
   return row === undefined ? null : { row, page: null };
@@ -310,8 +317,15 @@ function pagedStatement(agent: AtNow, id: string, p: Presenting, bound: PageBoun
 }
 
 /** {@link presentStream}'s run of its {@link pagedStatement}: the lease, and the page its rows carry. */
-async function presentPaged(core: HubCore, statement: AtNow, id: string, p: Presenting, bound: PageBound): Promise<Presented | null> {
-  const rows = await core.store.once<PagedRow>(statement.sql, statement.params, ([r]) => {
+async function presentPaged(
+  core: HubCore,
+  store: Pick<Store, 'once'>,
+  statement: AtNow,
+  id: string,
+  p: Presenting,
+  bound: PageBound,
+): Promise<Presented | null> {
+  const rows = await store.once<PagedRow>(statement.sql, statement.params, ([r]) => {
     if (r !== undefined) registerStream(core, (effect) => effect(), { id: r.session_id }, p, false);
   });
   const [head] = rows;
@@ -390,9 +404,13 @@ function registerStream(core: HubCore, afterCommit: (effect: () => void) => void
  * for it — at 10,000 streams 300–500 ms every 20 s, with every connection of stream work's share
  * held by a waiting connect and the pages queued behind them (docs/deploy.md, session 13).
  */
-export async function streamsSeen(store: Pick<Store, 'once'>, held: ReadonlyArray<{ sessionId: string; home: string | null }>): Promise<void> {
-  for (const s of seenStatements(held)) await runAs({ name: 'presence' }, () => store.once(s.sql, s.params));
+export async function streamsSeen(store: Pick<Store, 'as'>, held: ReadonlyArray<{ sessionId: string; home: string | null }>): Promise<void> {
+  const presence = store.as(PRESENCE);
+  for (const s of seenStatements(held)) await presence.once(s.sql, s.params);
 }
+
+/** What the presence refresh and the streams' ends do their statements as (/metrics counts them apart from requests). */
+const PRESENCE: Work = { name: 'presence', lane: 'request' };
 
 /**
  * {@link streamsSeen}'s statements, each deciding on its `?now`. Set-based, ONE statement per

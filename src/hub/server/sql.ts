@@ -14,6 +14,8 @@
  * (~50 K instructions a run, more than running it); a cast hides the value from the planner and
  * changes nothing on either store. test/integration/hub/statement-cost.test.ts finds the ones missed.
  */
+import type { Work } from './work.js';
+
 export type Param = string | number | null;
 
 /** Statements, answered with plain rows (integers as numbers on both stores). */
@@ -119,6 +121,13 @@ export interface StoreHealth {
 
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
+  /**
+   * This store with its statements done as `work` (work.ts): on PostgreSQL its round trips counted
+   * by its name and its pool connections drawn from its lane, where the store itself counts as
+   * `other` and draws as a request. Whoever owns the work passes the view down. SQLite counts nothing
+   * by work: the store itself.
+   */
+  as(work: Work): Store;
   /** True when other Hub instances may share this store (their streams are invisible to us). */
   readonly shared: boolean;
   /** Run `unit` in a transaction; settles after it commits (or with its throw). */

@@ -272,6 +272,9 @@ export function sqliteStore(db: Db, hooks: SqliteStoreHooks): Store {
   return {
     kind: 'sqlite',
     shared: false,
+    as() {
+      return this;
+    },
     read,
     // No pool: nothing to wait for.
     reading: (fn) => fn(read),

@@ -4,7 +4,8 @@ import { coalesced, Gate } from './coalesce.js';
 import { holdMs } from './config.js';
 import type { HubCore } from './core.js';
 import type { Signer } from './delivery.js';
-import { runAs, type Work } from './work.js';
+import type { Store } from './sql.js';
+import type { Work } from './work.js';
 import { claimPage, mailboxKey, needsClaim, type PendingPage } from './entries.js';
 import { PageReader } from './page-reader.js';
 import { readSqlitePage } from './sqlite-pages.js';
@@ -52,8 +53,16 @@ function pageGate(core: HubCore): Gate {
 const pageReaders = new WeakMap<HubCore, PageReader>();
 function pageReader(core: HubCore): PageReader {
   let reader = pageReaders.get(core);
-  if (!reader) pageReaders.set(core, (reader = new PageReader(core.store, pageGate(core), PUSH, (n) => core.metrics.pagesRead(n))));
+  if (!reader) pageReaders.set(core, (reader = new PageReader(pushStore(core), pageGate(core), (n) => core.metrics.pagesRead(n))));
   return reader;
+}
+
+/** The store as {@link PUSH}, one view per Hub. */
+const pushStores = new WeakMap<HubCore, Store>();
+function pushStore(core: HubCore): Store {
+  let store = pushStores.get(core);
+  if (!store) pushStores.set(core, (store = core.store.as(PUSH)));
+  return store;
 }
 
 /** A stream's answer headers: the same for every connect (writeHead reads them, never changes them). */
@@ -71,7 +80,7 @@ const frame = (event: string, data: unknown): string => `event: ${event}\ndata: 
  * bounded so the client's reconnect renews again before the lease runs out. A push is
  * provisional: every entry not yet acknowledged is pushed again on the next connect.
  */
-export async function openStream(core: HubCore, signer: Signer, res: ServerResponse, sr: StreamRequest): Promise<Reply> {
+export async function openStream(core: HubCore, store: Store, signer: Signer, res: ServerResponse, sr: StreamRequest): Promise<Reply> {
   let finished = false;
   const cleanups: Array<() => void> = [];
   const finish = (last: string | null) => {
@@ -137,7 +146,7 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   // Presented by its token, the same statement is the credential's read (one round trip, not two).
   // On a store a round trip away it reads the first page too (three in one): what wakes this
   // mailbox while it is in flight may be past the page's snapshot, so it is heard meanwhile.
-  const batched = core.store.kind === 'postgres';
+  const batched = store.kind === 'postgres';
   const presenting = { consumer: sr.consumer, connect: true, stream: handle };
   // Heard until the stream is registered, a missed renewal's locked unit included: an end another
   // instance commits while that unit runs (it waits for the unit's row lock) can reach this
@@ -148,12 +157,12 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
   let renewed: Presented | null;
   let presented: Answer<StreamLease>;
   try {
-    renewed = await presentStream(core, sr.who, sr.sessionId, presenting, batched ? { limit: PUSH_BATCH, maxBytes: core.turns.unheld().bytes } : null);
+    renewed = await presentStream(core, store, sr.who, sr.sessionId, presenting, batched ? { limit: PUSH_BATCH, maxBytes: core.turns.unheld().bytes } : null);
     if (renewed !== null) presented = good(renewed.row);
     else {
       const agent = 'agentId' in sr.who ? good(sr.who.agentId) : await sr.who.admit();
       if (!agent.ok) return errorReply(agent.error);
-      presented = await core.store.write((tx) => presentSession(core, tx, agent.value, sr.sessionId, presenting));
+      presented = await store.write((tx) => presentSession(core, tx, agent.value, sr.sessionId, presenting));
     }
   } finally {
     hearing?.stop();
@@ -240,18 +249,18 @@ export async function openStream(core: HubCore, signer: Signer, res: ServerRespo
       const bound = { limit: PUSH_BATCH, maxBytes: grant.bytes };
       const claimed = async (read: PendingPage) => ({
         read,
-        rows: needsClaim(box, read.rows) ? await core.store.write((tx) => claimPage(tx, box, read.rows)) : read.rows,
+        rows: needsClaim(box, read.rows) ? await pushStore(core).write((tx) => claimPage(tx, box, read.rows)) : read.rows,
       });
       // One read outside a unit (SQLite: a statement per keyset arm, which costs less there than
       // one statement merging them; batched: shared with the other streams woken meanwhile); a
       // unit only when the page holds principal entries to claim.
-      const { read, rows } = await runAs(PUSH, async () => {
-        if (!batched) return pageGate(core).run(async () => claimed(await readSqlitePage(core.store.read, box, after, bound)));
+      const { read, rows } = await (async () => {
+        if (!batched) return pageGate(core).run(async () => claimed(await readSqlitePage(pushStore(core).read, box, after, bound)));
         if (TRACE && first === null) queued = process.hrtime.bigint();
         const read = first ?? (await pageReader(core).page(box, after, bound));
         first = null;
         return needsClaim(box, read.rows) ? pageGate(core).run(() => claimed(read)) : { read, rows: read.rows };
-      });
+      })();
       if (TRACE)
         for (const r of rows) {
           if (woken !== 0n) hop('hub.woken', r.message_id, woken);

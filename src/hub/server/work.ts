@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Lane } from './lanes.js';
 
 /**
@@ -6,11 +5,18 @@ import type { Lane } from './lanes.js';
  * a stream's push, a sweep. The PostgreSQL store counts its round trips by it, so /metrics and
  * the statement-count tests can say what a send or a pushed page costs, apart from the
  * background work running at the same time.
+ *
+ * Passed, not found: whoever owns the work (the router for a request, the stream for its pushes,
+ * the sweep, the presence write) takes its store calls through `Store.as(work)`. It was an
+ * AsyncLocalStorage until session 16: on Node 20 one in use costs every promise of the process an
+ * async hook (an init call and its properties on each promise, a before and an after call on each
+ * reaction), and at 10,000 streams that was a share of the young generation's allocation.
  */
 export interface Work {
+  /** Named by the router once a request is matched (its pattern); `other` until then. */
   name: string;
-  /** The share of the database pool it draws from (PostgreSQL); `request` when unset. */
-  lane?: Lane;
+  /** The share of the database pool it draws from (PostgreSQL); a request learns it once it is matched. */
+  lane: Lane;
   /**
    * The push trace only (OH_HAI_TRACE, src/util/trace.ts): when the request arrived, when it last
    * got a pool connection and when its last statement answered, for the route to log by message id.
@@ -18,39 +24,7 @@ export interface Work {
   at?: { arrived?: bigint; laned?: bigint; done?: bigint };
 }
 
-const current = new AsyncLocalStorage<Work>();
-// Off unless a store counts by work (PostgreSQL): on Node 20 an AsyncLocalStorage in use costs
-// every promise of the process a hook, which the SQLite Hub's send path does not pay.
-let tracking = false;
-
-/** Count by work from now on (the PostgreSQL store, whose round trips are worth it). */
-export function trackWork(): void {
-  tracking = true;
-}
-
-/** Run `fn` (and everything it starts) as `work`, when work is tracked. */
-export const runAs = <T>(work: Work, fn: () => T): T => (tracking ? current.run(work, fn) : fn());
-
-/** The work this code runs for; `other` outside any. */
-export const workName = (): string => current.getStore()?.name ?? 'other';
-
-/** The pool's lane this code draws from; `request` outside any work. */
-export const workLane = (): Lane => current.getStore()?.lane ?? 'request';
-
-/** The push trace only: note that the work under way got a pool connection (`laned`) or its statement's answer (`done`) now. */
-export function noteWork(what: 'laned' | 'done'): void {
-  const at = current.getStore()?.at;
-  if (at !== undefined) at[what] = process.hrtime.bigint();
-}
-
-/** The push trace's instants of the work under way (see {@link Work.at}). */
-export const workAt = (): Work['at'] => current.getStore()?.at;
-
-/** Name the work under way (a request learns its route pattern, and so its lane, only once it is matched). */
-export function nameWork(name: string, lane: Lane): void {
-  const w = current.getStore();
-  if (w !== undefined) {
-    w.name = name;
-    w.lane = lane;
-  }
+/** The push trace only: note that `work` got a pool connection (`laned`) or its statement's answer (`done`) now. */
+export function noteWork(work: Work, what: 'laned' | 'done'): void {
+  if (work.at !== undefined) work.at[what] = process.hrtime.bigint();
 }

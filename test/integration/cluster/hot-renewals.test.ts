@@ -41,6 +41,7 @@ describe("a lease renewal updates its session's row in place (HOT) on PostgreSQL
     for (let i = 0; i < 40; i++) {
       const renewed = await presentStream(
         core,
+        store,
         { agentId: 'agt_hot' },
         'sess_hot',
         { consumer: { home: '/home/a', host: 'host-a', pid: 100 }, connect: true, stream: null },

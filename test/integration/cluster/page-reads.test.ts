@@ -32,7 +32,7 @@ describe('PostgreSQL: the pages of any number of streams are read by one stateme
   afterAll(() => close?.());
 
   it('reads of 1, 3, 9 and 20 streams run ONE prepared text, each page the one read alone gives', async () => {
-    const reader = new PageReader(store, new Gate(4), { name: 'push', lane: 'page' }, () => {});
+    const reader = new PageReader(store.as({ name: 'push', lane: 'page' }), new Gate(4), () => {});
     const got: Array<Array<{ box: { agentId: string; sessionId: string }; afterSeq: number; texts: string[] }>> = [];
     // The first stream of each read is past its first entry.
     const { after } = (await store.read.get<{ after: number }>('SELECT CAST(MIN(seq) AS INTEGER) AS after FROM entries WHERE to_session = ?', sessions[0]!))!;

@@ -346,7 +346,10 @@ describe('reference Hub: what a send answers (the one-statement send and its fal
           });
           expect(ask.status, ask.text).toBe(202);
           const text = `shape ${n}: response to ${asked === null ? 'principal' : 'session'}${leased ? ' lease' : ''}`;
-          const r = await hubCall(hub, 'POST', `/v1/messages/${ask.body.message.id}/respond`, { token: x.token, body: { text, ...(leased ? { session: xs.id } : {}) } });
+          const r = await hubCall(hub, 'POST', `/v1/messages/${ask.body.message.id}/respond`, {
+            token: x.token,
+            body: { text, ...(leased ? { session: xs.id } : {}) },
+          });
           expect(r.status, r.text).toBe(201);
           const to = asked === null ? principal : ys.address;
           expect(r.body.message).toMatchObject({ to, intent: 'response', text, in_reply_to: ask.body.message.id, state: 'queued' });

@@ -61,7 +61,7 @@ describe('PageReader: the streams woken while a read waits go into its statement
       },
     };
     // The statement of a SQLite store (the Hub's is PostgreSQL's, one text for any count: test/integration/cluster/page-reads.test.ts).
-    return { pages: new PageReader(store, new Gate(4), { name: 'push', lane: 'page' }, (n) => batches.push(n), readPages), admit, statements, batches };
+    return { pages: new PageReader(store, new Gate(4), (n) => batches.push(n), readPages), admit, statements, batches };
   }
 
   it('one statement for three streams woken in three turns while the first read waited for its connection', async () => {

@@ -58,8 +58,8 @@ describe("a stream connect's statement", () => {
     ];
     for (const [one, two, withConsumer, paged] of shapes) {
       runs.length = 0;
-      await presentStream(core, one, 'sess_1', presenting(withConsumer ? consumer(101) : null), paged ? { limit: 100, maxBytes: 5000 } : null);
-      await presentStream(core, two, 'sess_2', presenting(withConsumer ? consumer(202) : null), paged ? { limit: 100, maxBytes: 6000 } : null);
+      await presentStream(core, core.store, one, 'sess_1', presenting(withConsumer ? consumer(101) : null), paged ? { limit: 100, maxBytes: 5000 } : null);
+      await presentStream(core, core.store, two, 'sess_2', presenting(withConsumer ? consumer(202) : null), paged ? { limit: 100, maxBytes: 6000 } : null);
       const [a, b] = runs as [(typeof runs)[0], (typeof runs)[0]];
       expect(b.sql).toBe(a.sql);
       const who = (p: Presenter) => ('agentId' in p ? p.agentId : p.tokenHash);
@@ -86,9 +86,9 @@ describe("a stream connect's statement", () => {
 
   it('differs between shapes: a token is let in by the statement, an agent id is compared', async () => {
     const { core, runs } = recording();
-    await presentStream(core, { agentId: 'agt_1' }, 'sess_1', presenting(null), null);
-    await presentStream(core, { tokenHash: 'hash_1' }, 'sess_1', presenting(null), null);
-    await presentStream(core, { tokenHash: 'hash_1' }, 'sess_1', presenting(consumer(1)), null);
+    await presentStream(core, core.store, { agentId: 'agt_1' }, 'sess_1', presenting(null), null);
+    await presentStream(core, core.store, { tokenHash: 'hash_1' }, 'sess_1', presenting(null), null);
+    await presentStream(core, core.store, { tokenHash: 'hash_1' }, 'sess_1', presenting(consumer(1)), null);
     const [byAgent, byToken, withConsumer] = runs.map((r) => r.sql) as [string, string, string];
     expect(byAgent).not.toContain('token_hash');
     expect(byToken).toContain('token_hash');

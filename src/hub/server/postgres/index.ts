@@ -9,7 +9,6 @@ import type { Store, WakeFrom, WakeTopic } from '../sql.js';
 import { Lanes } from '../lanes.js';
 import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { hop, TRACE } from '../../../util/trace.js';
-import { trackWork } from '../work.js';
 import { listen } from './listener.js';
 import { notifier } from './notifier.js';
 import { migrate } from './schema.js';
@@ -91,7 +90,6 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
       code: code === SCHEMA_TOO_NEW ? SCHEMA_TOO_NEW : DATABASE_UNAVAILABLE,
     });
   }
-  trackWork();
   const store = postgresStore({
     pool,
     types,

@@ -2,7 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { Clock } from '../../../util/clock.js';
 import { AGENT_LOCK, insertStatement, type Insert, type Param, type Sql, type Store, type Tx, type WakeTopic } from '../sql.js';
 import type { Lanes } from '../lanes.js';
-import { noteWork, workLane, workName } from '../work.js';
+import { noteWork, type Work } from '../work.js';
 import { TRACE } from '../../../util/trace.js';
 import { storeClosed } from '../database-errors.js';
 import { schemaVersion, SCHEMA_VERSION } from './schema.js';
@@ -200,12 +200,15 @@ function statements(
   };
 }
 
-/** Each read outside a unit takes its pool connection through the lanes (src/hub/server/lanes.ts). */
-const laned = (sql: Sql, lanes: Lanes): Sql => ({
-  get: <T>(text: string, ...params: Param[]) => lanes.run(workLane(), () => sql.get<T>(text, ...params)),
-  all: <T>(text: string, ...params: Param[]) => lanes.run(workLane(), () => sql.all<T>(text, ...params)),
-  run: (text: string, ...params: Param[]) => lanes.run(workLane(), () => sql.run(text, ...params)),
+/** Each read outside a unit takes its pool connection through the lanes (src/hub/server/lanes.ts), as `onLane` does. */
+const laned = (sql: Sql, onLane: <T>(fn: () => Promise<T>) => Promise<T>): Sql => ({
+  get: <T>(text: string, ...params: Param[]) => onLane(() => sql.get<T>(text, ...params)),
+  all: <T>(text: string, ...params: Param[]) => onLane(() => sql.all<T>(text, ...params)),
+  run: (text: string, ...params: Param[]) => onLane(() => sql.run(text, ...params)),
 });
+
+/** What the store itself does its statements as (`Store.as` makes a view for any other work). */
+const OTHER: Work = { name: 'other', lane: 'request' };
 
 /**
  * Why a unit is run again from the start: a deadlock (two units locking the same rows in
@@ -254,24 +257,33 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
   let closed = false;
   // Counted, not timed: the statement-count tests and /metrics read these.
   const roundTrips: RoundTrips = new Map();
-  const counted = (kind: 'unit' | 'read') => {
+  const counted = (work: Work, kind: 'unit' | 'read') => {
     if (closed && kind === 'read') throw storeClosed();
-    const name = workName();
-    let n = roundTrips.get(name);
-    if (n === undefined) roundTrips.set(name, (n = { unit: 0, read: 0 }));
+    let n = roundTrips.get(work.name);
+    if (n === undefined) roundTrips.set(work.name, (n = { unit: 0, read: 0 }));
     n[kind] += 1;
   };
-  const inUnit = () => counted('unit');
+  /** `fn` holding a pool connection of `work`'s lane (the push trace notes when it had one). */
+  const onLane = <T>(work: Work, fn: () => Promise<T>): Promise<T> =>
+    o.lanes.run(
+      work.lane,
+      TRACE
+        ? () => {
+            noteWork(work, 'laned');
+            return fn();
+          }
+        : fn,
+    );
   // Our estimate of (database clock − our clock), refreshed by every unit's BEGIN.
   let skew = 0;
   const clock: Clock = { now: () => o.local.now() + skew + o.offsetMs, monotonic: () => o.local.monotonic() };
 
   /** Units (and lone statements) run again after a deadlock, a unique violation or a stale plan, at most MAX_ATTEMPTS times. */
-  async function retried<T>(run: () => Promise<T>): Promise<T> {
+  async function retried<T>(work: Work, run: () => Promise<T>): Promise<T> {
     for (let n = 1; ; n++) {
       if (closed) throw storeClosed();
       try {
-        return await o.lanes.run(workLane(), run);
+        return await onLane(work, run);
       } catch (e) {
         const code = (e as { code?: unknown }).code;
         if (typeof code !== 'string' || !RETRY_CODES.has(code) || n >= MAX_ATTEMPTS) throw e;
@@ -280,10 +292,8 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     }
   }
   // A lone statement runs on a pooled connection outside any unit: the pool drops that connection
-  // on any error, so a stale plan is prepared afresh on the next attempt's.
-  const lone = statements(o.pool, statement, o.types, inUnit);
-  // Reads outside a unit: each takes its pool connection through the lanes (`read`), or runs on one admission already had (`reading`).
-  const reads = statements(o.pool, statement, o.types, () => counted('read'), true);
+  // on any error, so a stale plan is prepared afresh on the next attempt's. Counted by `once`.
+  const lone = statements(o.pool, statement, o.types, () => {});
   /** The deployment's clock inside a statement, read once per statement (a volatile CTE is evaluated once). */
   const onceClock = `WITH oh_hai_clock AS (SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT) + ${Math.round(o.offsetMs)} AS now) `;
 
@@ -304,8 +314,9 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
   };
 
   /** A unit's value, and its wake-ups for the other instances (this one's are woken at its commit). */
-  async function attempt<T>(unit: (tx: Tx) => Promise<T>): Promise<[T, Array<[WakeTopic, string]>]> {
+  async function attempt<T>(work: Work, unit: (tx: Tx) => Promise<T>): Promise<[T, Array<[WakeTopic, string]>]> {
     const client = await o.pool.connect();
+    const inUnit = () => counted(work, 'unit');
     const effects: Array<() => void> = [];
     const wakes: Array<[WakeTopic, string]> = [];
     let broken: Error | undefined;
@@ -371,38 +382,35 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     }
   }
 
-  return {
-    kind: 'postgres',
-    shared: true,
-    clock,
-    pool: o.pool,
-    roundTrips,
-    read: laned(reads, o.lanes),
-    reading: (fn) => o.lanes.run(workLane(), () => fn(reads)),
-    write: async <T>(unit: (tx: Tx) => Promise<T>): Promise<T> => {
-      const [value, wakes] = await retried(() => attempt(unit));
-      await o.notify(wakes);
-      return value;
-    },
-    once: async <T>(
-      sql: string,
-      params: readonly Param[],
-      committed?: (rows: T[]) => void,
-      wakes?: ReadonlyArray<readonly [WakeTopic, string]>,
-    ): Promise<T[]> => {
-      const rows = await retried(async () => {
-        const rows = await lone.all<T>(withClock(sql), ...params);
-        if (TRACE) noteWork('done');
-        if (committed) run(() => committed(rows));
-        if (wakes !== undefined && rows.length > 0) {
-          for (const [topic, key] of wakes) run(() => o.wake(topic, key));
-          run(o.committed);
-        }
-        return rows;
-      });
-      if (wakes !== undefined && rows.length > 0) await o.notify(wakes);
+  async function write<T>(work: Work, unit: (tx: Tx) => Promise<T>): Promise<T> {
+    const [value, wakes] = await retried(work, () => attempt(work, unit));
+    await o.notify(wakes);
+    return value;
+  }
+
+  async function once<T>(
+    work: Work,
+    sql: string,
+    params: readonly Param[],
+    committed?: (rows: T[]) => void,
+    wakes?: ReadonlyArray<readonly [WakeTopic, string]>,
+  ): Promise<T[]> {
+    const rows = await retried(work, async () => {
+      counted(work, 'unit');
+      const rows = await lone.all<T>(withClock(sql), ...params);
+      if (TRACE) noteWork(work, 'done');
+      if (committed) run(() => committed(rows));
+      if (wakes !== undefined && rows.length > 0) {
+        for (const [topic, key] of wakes) run(() => o.wake(topic, key));
+        run(o.committed);
+      }
       return rows;
-    },
+    });
+    if (wakes !== undefined && rows.length > 0) await o.notify(wakes);
+    return rows;
+  }
+
+  const shared = {
     async health() {
       try {
         const v = await o.lanes.run('request', () => schemaVersion(o.pool));
@@ -417,4 +425,30 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
       return o.pool.end();
     },
   };
+
+  /**
+   * The store as `work`: a view made per request (and once for each background work), so its reads
+   * are made only when it reads. Cheaper than what it replaced: an AsyncLocalStorage's hook on
+   * every promise of the process (work.ts).
+   */
+  const as = (work: Work): Store => {
+    let reads: Sql | undefined;
+    // Reads outside a unit: each takes its pool connection through the lanes (`read`), or runs on one admission already had (`reading`).
+    const readsOf = () => (reads ??= statements(o.pool, statement, o.types, () => counted(work, 'read'), true));
+    let read: Sql | undefined;
+    return {
+      kind: 'postgres',
+      shared: true,
+      as,
+      get read() {
+        return (read ??= laned(readsOf(), (fn) => onLane(work, fn)));
+      },
+      reading: (fn) => onLane(work, () => fn(readsOf())),
+      write: (unit) => write(work, unit),
+      once: (sql, params, committed, wakes) => once(work, sql, params, committed, wakes),
+      ...shared,
+    };
+  };
+
+  return { ...as(OTHER), clock, pool: o.pool, roundTrips };
 }
