@@ -108,7 +108,17 @@ export class Printer {
     this.spool.hold();
     const current = this.standing();
     const labels = this.raw ? NO_LABELS : this.senderLabels();
-    if (opts.rehearse) rehearseWake({ read: (bytes) => this.spool.rehearseRead(bytes), line: (item) => this.lineFor(item, current, labels) });
+    if (!opts.rehearse) return;
+    rehearseWake({
+      // What printAvailable checks before its lines. Run once only, the checks' lstats (Node's BigIntStats) ran
+      // interpreted and without feedback on the wake: ~12 % of its CPU samples (docs/performance.md, session 16).
+      labels: () => {
+        this.standing();
+        if (!this.raw) this.senderLabels();
+      },
+      read: (bytes) => this.spool.rehearseRead(bytes),
+      line: (item) => this.lineFor(item, current, labels),
+    });
   }
 
   /** Let go of the files held to see whether they changed, and of the spool held for the wake. */

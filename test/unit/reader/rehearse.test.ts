@@ -24,9 +24,9 @@ const summarised = (labels: ReadonlyMap<string, string>) => (item: SpoolItem) =>
   return entrySummary({ seq: item.record.seq, entry: entry.value, possiblyBounced: null }, labels);
 };
 
-const steps = (line: WakeSteps['line']): WakeSteps => {
+const steps = (line: WakeSteps['line'], labels: WakeSteps['labels'] = () => undefined): WakeSteps => {
   const reader = new SpoolReader(dir);
-  return { read: (bytes) => reader.rehearseRead(bytes), line };
+  return { labels, read: (bytes) => reader.rehearseRead(bytes), line };
 };
 
 describe('rehearseWake', () => {
@@ -42,6 +42,19 @@ describe('rehearseWake', () => {
     const line = rehearseWake(steps((item) => escapeUnsafe(item.line) + '\n'));
     expect(line!.endsWith('\n')).toBe(true);
     expect(JSON.parse(line!)).toMatchObject({ seq: 1, type: 'entry', entry: { id: 'ent_rehearsal' } });
+  });
+
+  it("runs the wake's version checks as often as its read and line (V8 gives feedback from a function's 8th call)", () => {
+    const order: string[] = [];
+    rehearseWake(
+      steps(
+        (item) => (order.push('line'), summarised(new Map())(item)),
+        () => order.push('labels'),
+      ),
+    );
+    expect(order.filter((s) => s === 'labels').length).toBeGreaterThanOrEqual(8);
+    expect(order.filter((s) => s === 'labels').length).toBe(order.filter((s) => s === 'line').length);
+    expect(order[0]).toBe('labels');
   });
 
   it('opens, lists, reads and checks no state file', () => {

@@ -131,8 +131,11 @@ function world() {
 
 describe('a waiting reader woken by an append', () => {
   it('reads the spool once, lists no segments and opens no unchanged record before the line is out', async () => {
+    resetIoCounts();
     const w = world();
     await w.sleeping;
+    // Before it slept it rehearsed the wake's three version checks, ten rounds (src/reader/rehearse.ts).
+    expect(ioCounts().versionChecks).toBeGreaterThanOrEqual(3 * 10);
     resetIoCounts();
     w.spool.append([entry('ent_1', 'sess_a')]);
     const outcome = await w.run;
