@@ -115,6 +115,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
     connect: () => new pg.Client({ ...config, application_name: 'oh-hai-hub-listen' }),
     instance,
     wake: (topic, key, family) => o.wake(topic, key, family ? 'agent' : 'remote'),
+    committed: o.committed,
     resync: o.resync,
     retryMs: o.listenRetryMs,
     log: (line) => o.log(redact(line)),

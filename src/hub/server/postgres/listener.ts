@@ -9,6 +9,12 @@ export interface ListenerOptions {
   instance: string;
   /** A wake-up another instance committed; `family`: a `mail` key of a whole agent, every mailbox of it (an earlier build's). */
   wake: (topic: WakeTopic, key: string, family: boolean) => void;
+  /**
+   * After each notification's wake-ups: deliver them now, as after this instance's own commits. Left
+   * to the bus's next turn, a stream woken here waited for the rest of the loop's poll phase, and its
+   * page's read (PageReader: asked at the end of the turn it is queued in) for a whole turn more.
+   */
+  committed: () => void;
   /** The listener (re)connected after a drop: whatever was notified meanwhile is lost, so re-check everything once. */
   resync: () => void;
   /** How long to wait before re-opening a dropped listener. */
@@ -76,6 +82,7 @@ export function listen(o: ListenerOptions): Listener {
       if (TRACE) traceMailboxes('ev.heard', parsed.wakes);
       o.heard?.(parsed.sentAt);
       for (const w of remoteWakes(parsed.wakes)) o.wake(w.topic, w.key, w.family);
+      o.committed();
     });
     try {
       await c.connect();
