@@ -543,18 +543,19 @@ function pushHops(dirs, benchHops, timer, sendWindow, wakeHeard) {
     const a = doneIn.get(id);
     const b = wokenIn.get(id);
     if (a === undefined || b === undefined || a === b) continue;
+    const leg = (k, x, y) => x !== undefined && y !== undefined && hint.get(k).push(Number(y - x) / 1e6);
+    // Every build's (--against an older one without the hint's hops: this leg alone).
+    leg('done→woken', h['hub.done'], h['hub.woken']);
     const session = benchHops.get(id)?.session;
     const batched = firstFrom(keyed.batched[a].get(session), h['hub.done']);
     if (batched === undefined) continue;
     const bare = firstFrom(keyed.bare.get(session), batched);
     const heard = firstFrom(keyed.heard[b].get(session), batched);
-    const leg = (k, x, y) => x !== undefined && y !== undefined && hint.get(k).push(Number(y - x) / 1e6);
     leg('done→batched', h['hub.done'], batched);
     leg('batched→bare', batched, bare);
     leg('bare→heard', bare, heard);
     leg('batched→heard', batched, heard);
     leg('heard→woken', heard, h['hub.woken']);
-    leg('done→woken', h['hub.done'], h['hub.woken']);
   }
   const gcIn = gcs.filter((x) => x.t >= w0 && x.t < w1);
   const lates = samples.filter((x) => x.t >= w0 && x.t < w1).map((x) => x.lateMs);
