@@ -200,11 +200,11 @@ function statements(
   };
 }
 
-/** Each read outside a unit takes its pool connection through the lanes (src/hub/server/lanes.ts), as `onLane` does. */
-const laned = (sql: Sql, onLane: <T>(fn: () => Promise<T>) => Promise<T>): Sql => ({
-  get: <T>(text: string, ...params: Param[]) => onLane(() => sql.get<T>(text, ...params)),
-  all: <T>(text: string, ...params: Param[]) => onLane(() => sql.all<T>(text, ...params)),
-  run: (text: string, ...params: Param[]) => onLane(() => sql.run(text, ...params)),
+/** Each read outside a unit takes its pool connection through the lanes (src/hub/server/lanes.ts), as `onLane` does; `sql` is made at the first. */
+const laned = (sql: () => Sql, onLane: <T>(fn: () => Promise<T>) => Promise<T>): Sql => ({
+  get: <T>(text: string, ...params: Param[]) => onLane(() => sql().get<T>(text, ...params)),
+  all: <T>(text: string, ...params: Param[]) => onLane(() => sql().all<T>(text, ...params)),
+  run: (text: string, ...params: Param[]) => onLane(() => sql().run(text, ...params)),
 });
 
 /** What the store itself does its statements as (`Store.as` makes a view for any other work). */
@@ -427,22 +427,20 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
   };
 
   /**
-   * The store as `work`: a view made per request (and once for each background work), so its reads
-   * are made only when it reads. Cheaper than what it replaced: an AsyncLocalStorage's hook on
+   * The store as `work`: a view made per request (and once for each background work), its read
+   * statements made only when it reads. Cheaper than what it replaced: an AsyncLocalStorage's hook on
    * every promise of the process (work.ts).
    */
   const as = (work: Work): Store => {
     let reads: Sql | undefined;
     // Reads outside a unit: each takes its pool connection through the lanes (`read`), or runs on one admission already had (`reading`).
     const readsOf = () => (reads ??= statements(o.pool, statement, o.types, () => counted(work, 'read'), true));
-    let read: Sql | undefined;
+    // Data properties only: an accessor in an object literal leaves V8 the object in dictionary mode.
     return {
       kind: 'postgres',
       shared: true,
       as,
-      get read() {
-        return (read ??= laned(readsOf(), (fn) => onLane(work, fn)));
-      },
+      read: laned(readsOf, (fn) => onLane(work, fn)),
       reading: (fn) => onLane(work, () => fn(readsOf())),
       write: (unit) => write(work, unit),
       once: (sql, params, committed, wakes) => once(work, sql, params, committed, wakes),
