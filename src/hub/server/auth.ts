@@ -43,9 +43,9 @@ const credential = (q: Sql, hash: string): Promise<CredentialRow | null> =>
 /**
  * Resolve `Authorization: Bearer <token>`; missing, unknown or revoked is 401 (§0). A token let in
  * lately is answered from `core.credentials` without a statement (bounded, and forgotten on every
- * instance when any credential or the switch changes: credentials.ts).
+ * instance when any credential or the switch changes: credentials.ts); otherwise read through
+ * `read`, the request's store.
  */
-/** Let in the request's credential, read through `read` (the request's store) when not remembered. */
 export async function authenticate(core: HubCore, read: Sql, req: IncomingMessage): Promise<Answer<Authenticated>> {
   const hash = presentedHash(req);
   if (hash === null) return bad(401, 'unauthorized', 'send the credential as "Authorization: Bearer <token>"');
