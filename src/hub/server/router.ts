@@ -75,12 +75,6 @@ function match(segments: string[], parts: string[]): string[] | null {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/**
- * The request pipeline: token-in-URL refusal, route match (404/405), injected faults,
- * auth and token kind (401/403), capped JSON body (413/400), then the handler. A
- * handler's unexpected throw is answered as a 500 with the §0 shape and logged, never
- * a dropped connection or a crash.
- */
 /** The answer while this instance stops: another instance (or this one, restarted) takes the retry. */
 export const stopping = (): ErrorReply => ({
   kind: 'error',
@@ -92,6 +86,12 @@ export const stopping = (): ErrorReply => ({
   },
 });
 
+/**
+ * The request pipeline: token-in-URL refusal, route match (404/405), injected faults,
+ * auth and token kind (401/403), capped JSON body (413/400), then the handler. A
+ * handler's unexpected throw is answered as a 500 with the §0 shape and logged, never
+ * a dropped connection or a crash.
+ */
 export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes | null, log: (line: string) => void) {
   const compiled: Compiled[] = routes.map((route) => ({ route, segments: route.path.split('/').slice(1) }));
   // The route's pattern, never the ids in the path: metrics and logs stay bounded and anonymous.
