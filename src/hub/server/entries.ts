@@ -33,17 +33,24 @@ export interface EntryTarget {
  * An entry's row as it is stored. The body is written as its canonical JSON (MA2H §12) once, here,
  * so every delivery signs the stored text as it is instead of parsing and re-serialising it.
  */
-export const entryInsert = (entry: Entry, to: EntryTarget, messageId: string | null): Insert => ({
+export const entryInsert = (entry: Entry, to: EntryTarget, messageId: string | null): Insert =>
+  entryRow(entry.id, entry.kind, to, messageId, canonicalJson(entry), Date.parse(entry.created_at));
+
+/**
+ * An entry's row, pending in `to`'s mailbox. `body` and `created_at` are null where a statement
+ * forms them itself from its clock (messages.ts's one-statement send).
+ */
+export const entryRow = (id: string, kind: string, to: EntryTarget, messageId: string | null, body: string | null, createdAt: number | null): Insert => ({
   table: 'entries',
   row: {
-    id: entry.id,
-    kind: entry.kind,
-    body: canonicalJson(entry),
+    id,
+    kind,
+    body,
     to_agent: to.agentId,
     to_session: to.sessionId,
     claimed_session: null,
     message_id: messageId,
-    created_at: Date.parse(entry.created_at),
+    created_at: createdAt,
     delivered: 0,
     state: 'pending',
     canonical: 1,

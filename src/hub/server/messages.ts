@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { findAgent } from './agents.js';
 import type { Caller } from './auth.js';
 import type { HubCore } from './core.js';
-import { insertWithEntry, mailboxKey, mailWakes, type EntryTarget } from './entries.js';
+import { entryRow, insertWithEntry, mailboxKey, mailWakes, type EntryTarget } from './entries.js';
 import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
 import { principalReachability, sessionReachability } from './presence.js';
@@ -103,12 +103,16 @@ const messageColumns = (m: MessageColumns): MessageColumns => ({
  * call against ~0.4 KB and ~0.15 µs, Node 20), and this runs once per send.
  */
 const newRow = (m: NewMessage): Omit<MessageRow, 'seq'> =>
-  Object.assign(messageColumns(m), {
-    created_at: m.created_at,
+  queuedRow(messageColumns(m), m.created_at, JSON.stringify([{ state: 'queued', at: iso(m.created_at) }]), m.destination);
+
+/** A queued message's row: `columns` with its instant, track and destination (null where a statement forms them) added. */
+const queuedRow = <C extends MessageColumns, N extends number | null, S extends string | null>(columns: C, created_at: N, track: S, destination: S) =>
+  Object.assign(columns, {
+    created_at,
     state: 'queued' as const,
     prior: null,
-    track: JSON.stringify([{ state: 'queued', at: iso(m.created_at) }]),
-    destination: m.destination,
+    track,
+    destination,
     response_id: null,
     response_text: null,
     response_at: null,
@@ -475,46 +479,17 @@ function inOneStatement(kind: Target['kind'], keyed: boolean, leased: boolean, v
   }
   ctes.push(`agent AS MATERIALIZED (SELECT ${AGENT_LOCK} AS locked, target.snapshot, ${ISO_AT} AS at FROM ${from})`);
   params.push(v.to_agent);
-  const message = insertStatement(
-    {
-      table: 'messages',
-      row: {
-        ...messageColumns(v),
-        created_at: null,
-        state: 'queued',
-        prior: null,
-        track: null,
-        destination: null,
-        response_id: null,
-        response_text: null,
-        response_at: null,
-      },
-    },
-    'agent',
-    { created_at: AT_NOW, track: spliced(TRACK_HEAD, 'agent.at', TRACK_TAIL), destination: spliced(v.dest_head, 'agent.snapshot', DEST_TAIL) },
-  );
+  const message = insertStatement({ table: 'messages', row: queuedRow(messageColumns(v), null, null, null) }, 'agent', {
+    created_at: AT_NOW,
+    track: spliced(TRACK_HEAD, 'agent.at', TRACK_TAIL),
+    destination: spliced(v.dest_head, 'agent.snapshot', DEST_TAIL),
+  });
   ctes.push(`i0 AS (${message.sql} RETURNING seq)`);
   params.push(...message.params);
-  const entry = insertStatement(
-    {
-      table: 'entries',
-      row: {
-        id: v.entry_id,
-        kind: v.entry_kind,
-        body: null,
-        to_agent: v.to_agent,
-        to_session: v.to_session,
-        claimed_session: null,
-        message_id: v.id,
-        created_at: null,
-        delivered: 0,
-        state: 'pending',
-        canonical: 1,
-      },
-    },
-    'agent',
-    { created_at: AT_NOW, body: spliced(BODY_HEAD, 'agent.at', v.body_tail) },
-  );
+  const entry = insertStatement(entryRow(v.entry_id, v.entry_kind, { agentId: v.to_agent, sessionId: v.to_session }, v.id, null, null), 'agent', {
+    created_at: AT_NOW,
+    body: spliced(BODY_HEAD, 'agent.at', v.body_tail),
+  });
   ctes.push(`i1 AS (${entry.sql})`);
   params.push(...entry.params);
   if (kind === 'answer-session' || kind === 'answer-principal') {
