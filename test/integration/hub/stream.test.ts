@@ -92,12 +92,15 @@ describe('reference Hub: the SSE stream', () => {
   });
 
   it('bounds the hold by the lease: hold = min(max hold, lease − min(1 s, lease/4)); each reconnect renews', async () => {
-    const s = await session({ lease_seconds: 1 });
+    // 1.9 s: the lease, not the 1.5 s max hold, bounds the hold, and the reconnect below has the
+    // lease's last quarter, 475 ms, to reach the Hub (with a 1 s lease it had 250 ms, some of it
+    // spent polling for the reconnect event).
+    const s = await session({ lease_seconds: 1.9 });
     const c1 = await stream(s.id);
     const open1 = JSON.parse((await c1.next((e) => e.event === 'open')).data);
-    expect(open1.hold_ms).toBe(750);
-    await c1.next((e) => e.event === 'reconnect');
+    expect(open1.hold_ms).toBe(1425);
     await c1.ended;
+    expect(c1.events.at(-1)).toEqual({ event: 'reconnect', data: '{"reason":"hold_bound"}' });
     // Reconnecting at once after the bound renews the lease before it lapses.
     const c2 = await stream(s.id);
     expect(c2.status).toBe(200);
