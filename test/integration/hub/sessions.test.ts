@@ -14,7 +14,9 @@ describe('reference Hub: sessions', () => {
 
   beforeAll(async () => {
     hub = await startHub({
-      args: ['--lease-min-seconds', '0.5', '--lease-default-seconds', '30', '--holder-stale-seconds', '1', '--stream-max-hold-seconds', '20'],
+      // The holder stays seen for 3 s: each 409 below must reach the Hub within that of the
+      // holder's last request (at 1 s, two requests took up to 336 ms at load 10).
+      args: ['--lease-min-seconds', '0.5', '--lease-default-seconds', '30', '--holder-stale-seconds', '3', '--stream-max-hold-seconds', '20'],
     });
     agent = await hub.mintAgent('sessions-agent');
     other = await hub.mintAgent('other-agent');
