@@ -135,8 +135,11 @@ describe('reference Hub: mail and the delivery track', () => {
   });
 
   it('lapse → bounce → receipt to the sender, with how far each message got', async () => {
-    const sb = await session(b, { lease_seconds: 1.5 });
+    // sa first, and a 3 s lease: the two sends and the drain must reach the Hub before sb lapses,
+    // and its ack before the drain's renewal runs out (at 1.5 s, four requests at load 10 came
+    // within half of it).
     const sa = await session(a);
+    const sb = await session(b, { lease_seconds: 3 });
     const seen = (await send(a, { to: sb.address, session: sa.id, text: 'will be delivered' })).body.message;
     const unseen = (await send(a, { to: sb.address, text: 'never delivered' })).body.message;
     const pushed = await drain(b, sb.id);
