@@ -36,6 +36,9 @@
 //          [--against <another checkout, built>]   (each configuration runs on this checkout's Hub and on that one's)
 //          [--hub-flags '<node flags>[|<other flags>…]']   (each configuration runs with its Hubs started without, and with each set of flags, e.g. V8's GC flags,
 //          on top of the unit's NODE_OPTIONS)
+//          [--all-hub-flags '<node flags>']   (every Hub of every variant starts with them, e.g. --trace-gc-nvp)
+//          [--hub-out <dir>]   (each Hub's standard output kept in <dir>/hub-<pid>.out, its variant on the first line:
+//          with --all-hub-flags --trace-gc-nvp, every collection's pause and what it copied)
 //          [--repeat <n>]   (the whole sequence n times, each pair's order reversed every other time: same-run A/B pairs
 //          of --pool's sizes or --against's builds, alternated; a line per run as it ends, then the pairs' medians)
 //          [--unix]   (the Hubs reach PostgreSQL over its Unix socket: `?host=<socket directory>` in their URL)
@@ -44,7 +47,7 @@
 //          send phases' time windows: node bench/cpu-profile-breakdown.mjs <dir> [--phases idle])
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import os from 'node:os';
 import path from 'node:path';
@@ -157,6 +160,13 @@ const VARIANTS = [root, ...(AGAINST === null ? [] : [AGAINST])].flatMap((build) 
   ),
 );
 const REPEAT = arg('repeat', 1);
+/** --all-hub-flags: node flags every Hub of every variant starts with (e.g. --trace-gc-nvp, whose lines --hub-out keeps). */
+const allFlagsAt = process.argv.indexOf('--all-hub-flags');
+const ALL_HUB_FLAGS = allFlagsAt > 0 ? process.argv[allFlagsAt + 1].split(' ').filter((f) => f !== '') : [];
+/** --hub-out: each Hub's standard output (V8's GC trace goes there) is kept in <dir>/hub-<pid>.out, its variant on the first line. */
+const hubOutAt = process.argv.indexOf('--hub-out');
+const HUB_OUT = hubOutAt > 0 ? path.resolve(process.argv[hubOutAt + 1]) : null;
+if (HUB_OUT !== null) mkdirSync(HUB_OUT, { recursive: true });
 /** Stream connects in flight at once: a herd of 10,000 SYNs overflows the listen backlog (Node's 511) into 1 s, 3 s… retransmits. */
 const OPENING = 500;
 const sysctl = (name) => {
@@ -242,7 +252,7 @@ function startHub(dir, env, variant) {
   const profile = CPU_PROF === null ? [] : ['--cpu-prof', '--cpu-prof-dir', CPU_PROF];
   const hub = spawn(
     process.execPath,
-    [...variant.flags, ...profile, path.join(variant.build, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', dir, ...HUB_ARGS],
+    [...ALL_HUB_FLAGS, ...variant.flags, ...profile, path.join(variant.build, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', dir, ...HUB_ARGS],
     {
       // As the unit runs it: its NODE_OPTIONS in place of this shell's (--bare: inherited, as before session 16).
       env: {
@@ -257,6 +267,11 @@ function startHub(dir, env, variant) {
   );
   let out = '';
   hub.stdout.on('data', (d) => (out += d));
+  if (HUB_OUT !== null) {
+    const file = path.join(HUB_OUT, `hub-${hub.pid}.out`);
+    writeFileSync(file, `# ${variant.name === '' ? 'this build' : variant.name}\n`);
+    hub.stdout.on('data', (d) => appendFileSync(file, d));
+  }
   const adminUrl = async () => {
     for (;;) {
       const m = /^hub: admin \(healthz, readyz, metrics\) at (\S+)$/m.exec(out);
