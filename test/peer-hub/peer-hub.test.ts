@@ -80,7 +80,9 @@ describe('auth and errors (§0, §12)', () => {
 
 describe('sessions (§3, §12)', () => {
   it('register clamps the lease; name adopts from the holder home, is held against another home, is taken over when stale', async () => {
-    const h = await hub({ holderSeenSeconds: 0.3, leaseMaxSeconds: 100 });
+    // The holder stays seen for 2 s: the 409 below must reach the Hub within that of the adoption
+    // (at 0.3 s, the adoption and the refused register took up to 260 ms at load 14–16).
+    const h = await hub({ holderSeenSeconds: 2, leaseMaxSeconds: 100 });
     const a = h.addAgent();
     const s = await register(h, a.token, { name: 'n1', home: 'home-a', host: 'h', pid: 1, lease_seconds: 99999 });
     expect(s.lease_seconds).toBe(100);
