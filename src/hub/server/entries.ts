@@ -281,10 +281,20 @@ export async function readSessionPages(q: Sql, requests: readonly SessionPageReq
     lim: r.bound.limit,
     bound: r.bound.maxBytes,
   }));
-  return pagesOf(await q.all<PageRow>(sessionPagesText(), JSON.stringify(rows)), requests);
+  return pagesOf(await q.all<PageRow>(sessionPagesText(), JSON.stringify(rows), requests.length - 1), requests);
 }
 
-/** {@link readSessionPages}'s text: the same for every read, so made once (and hashed once by the store's prepared-statement lookup). */
+/**
+ * {@link readSessionPages}'s text: the same for every read, so made once (and hashed once by the store's prepared-statement lookup).
+ *
+ * `r.box BETWEEN 0 AND <the last box>` holds for every request (boxes are their places in the list) and is there for the
+ * planner: it takes a set-returning function to return 100 rows, and with 100 requests a hash join reading the whole
+ * entries table twice (the sizes, then the rows) costs less than 200 lookups by seq, so the read's generic plan — made once
+ * per pool connection, at its first run — was two sequential scans of entries, kept while the table grew (issue 14's bench:
+ * the plan made in the first sends read every entry of the run twice per page read; docs/deploy.md, session 17). A range on
+ * a column without statistics is taken to keep 0.5 % of the rows, so the planner counts one request, as the stream
+ * connect's page read (a subquery per request) is counted, and looks each candidate up by its seq.
+ */
 let sessionPagesSql: string | null = null;
 function sessionPagesText(): string {
   if (sessionPagesSql !== null) return sessionPagesSql;
@@ -294,7 +304,8 @@ function sessionPagesText(): string {
   const read = pagesOfWanted({
     sql: `SELECT r.box, r.bound, p.seq
        FROM json_to_recordset(CAST(? AS JSON)) AS r(box INTEGER, agent TEXT, session TEXT, after_seq BIGINT, lim INTEGER, bound BIGINT)
-       CROSS JOIN LATERAL (${seqs.sql}) AS p`,
+       CROSS JOIN LATERAL (${seqs.sql}) AS p
+       WHERE r.box BETWEEN 0 AND CAST(? AS INTEGER)`,
     params: [],
   });
   return (sessionPagesSql = `WITH ${read.ctes} ${read.select}`);
