@@ -318,6 +318,15 @@ for (const name of dbNames) {
   if (from !== undefined && to !== undefined && to !== from) {
     run.send = windowReport(name, from, to, 'send');
     printWindow(run.send, 'the measured sends');
+    // The connects during the sends cost what the idle phase's did: taken out, what is left is the sends' own (and their
+    // pushes'), whatever the sends' rate (at 10,000 streams ~330 connects a second fall on however many sends there are).
+    if (run.idle !== undefined && run.idle.unit > 0 && run.send.unit > 0) {
+      const cpu = (w) => w.cpu.filter(([k]) => k.startsWith('pool') || k === 'notifier' || k === 'listener').reduce((a, [, v]) => a + v, 0);
+      run.netMsPerSend = ((cpu(run.send) - (run.send.connects * cpu(run.idle)) / run.idle.unit) * 1000) / run.send.unit;
+      console.log(
+        `the Hubs' backends: ${((cpu(run.idle) * 1000) / run.idle.unit).toFixed(3)} ms per connect idle; during the sends ${((cpu(run.send) * 1000) / run.send.unit).toFixed(3)} ms per send, of it the sends' own (the connects at the idle cost taken out) ${run.netMsPerSend.toFixed(3)} ms`,
+      );
+    }
   }
   report.push(run);
 }
