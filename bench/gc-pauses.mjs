@@ -1,9 +1,10 @@
 // The young generation's collections of each Hub, from the V8 trace `bench/hub-cluster.mjs --all-hub-flags --trace-gc-nvp
 // --hub-out <dir>` leaves in <dir>: per Hub (its variant from the file's first line) the scavenges after --after seconds
-// of its life (default 0; the sends come last in a run), their pause p50 / max, what each copied (survived in the young
-// generation + promoted, MB) and the pause per MB copied, and the parallel threads' time beside the main thread's. A
+// of its life (default 0), their pause p50 / max, what each copied (survived in the young
+// generation + promoted, MB) and the pause per MB copied, and the parallel threads' time beside the main thread's; with
+// --last, only the scavenges of the last <seconds> of each Hub's trace (a run's sends come last, then it stops its Hubs). A
 // scavenge's pause is a turn of the event loop that every socket hop waits behind. Never run by CI.
-//   node bench/gc-pauses.mjs <dir> [--after <seconds>]
+//   node bench/gc-pauses.mjs <dir> [--after <seconds>] [--last <seconds>]
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -11,24 +12,29 @@ const dir = process.argv[2];
 if (!dir) throw new Error('usage: node bench/gc-pauses.mjs <dir written by hub-cluster.mjs --hub-out> [--after <seconds>]');
 const afterAt = process.argv.indexOf('--after');
 const AFTER_MS = afterAt === -1 ? 0 : Number(process.argv[afterAt + 1]) * 1000;
+const lastAt = process.argv.indexOf('--last');
+const LAST_MS = lastAt === -1 ? Infinity : Number(process.argv[lastAt + 1]) * 1000;
 const q = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))] ?? 0;
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
 for (const file of readdirSync(dir).filter((f) => f.endsWith('.out'))) {
   const text = readFileSync(path.join(dir, file), 'utf8');
   const variant = text.startsWith('# ') ? text.slice(2, text.indexOf('\n')) : '?';
-  const scavenges = [];
+  let scavenges = [];
   for (const line of text.split('\n')) {
     const m = /^\[\d+:\w+\]\s+(\d+) ms: (.* gc=s .*)$/.exec(line);
     if (m === null || Number(m[1]) < AFTER_MS) continue;
     const kv = Object.fromEntries(m[2].split(' ').map((x) => x.split('=')));
     scavenges.push({
+      at: Number(m[1]),
       pause: Number(kv.pause),
       main: Number(kv['scavenge.parallel']),
       background: Number(kv['background.scavenge.parallel']),
       copiedMb: (Number(kv.new_space_survived) + Number(kv.promoted)) / 2 ** 20,
     });
   }
+  const end = Math.max(...scavenges.map((s) => s.at));
+  scavenges = scavenges.filter((s) => s.at >= end - LAST_MS);
   if (scavenges.length === 0) continue;
   const pauses = scavenges.map((s) => s.pause);
   console.log(

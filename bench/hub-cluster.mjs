@@ -104,8 +104,8 @@ const TARGET_CONCURRENCY = 50;
 /**
  * --bare: the Hubs run as this bench ran them until session 15 — Node's own flags (no NODE_OPTIONS
  * of the unit) and the Hub's default pool on every configuration — so older figures compare.
- * Without it they run as deployed: deploy/'s unit's NODE_OPTIONS and the pool docs/deploy.md gives
- * a deployment of that many instances.
+ * Without it they run as deployed: deploy/'s unit's NODE_OPTIONS, and the pool and the semi-space
+ * docs/deploy.md gives a deployment of that many instances.
  */
 const BARE = process.argv.includes('--bare');
 /** The unit every deployed instance runs under: the bench's Hubs take its NODE_OPTIONS from it (never a copy here). */
@@ -117,6 +117,22 @@ function unitNodeOptions(file) {
   return value;
 }
 const NODE_OPTIONS = BARE ? null : unitNodeOptions(UNIT);
+/**
+ * What docs/deploy.md's knobs add to the unit's NODE_OPTIONS on two or more instances (hub.env's NODE_OPTIONS): V8's own
+ * 16 MB semi-space, where the unit sets 64 — ×2's push p99 was lower in 3 of 3 same-run pairs, ×1's higher in 2 of 3
+ * (session 17, loop9). Appended, so it wins; --hub-flags still override it (argv's flags win over NODE_OPTIONS').
+ */
+const SEVERAL_INSTANCES_NODE_OPTIONS = '--max-semi-space-size=16';
+/** The NODE_OPTIONS a configuration of `instances` runs its Hubs with, and where they come from (each configuration's header says). */
+const nodeOptionsOf = (instances) =>
+  NODE_OPTIONS === null
+    ? null
+    : instances >= 2
+      ? {
+          value: `${NODE_OPTIONS} ${SEVERAL_INSTANCES_NODE_OPTIONS}`,
+          why: `${path.relative(root, UNIT)}, then docs/deploy.md's setting for two or more instances`,
+        }
+      : { value: NODE_OPTIONS, why: path.relative(root, UNIT) };
 /**
  * Database connections per instance (plus its listener and its notifier): --pool's sizes, else the Hub's own default
  * (OH_HAI_HUB_DB_POOL_MAX 10) on one instance and what docs/deploy.md's knobs give a deployment of two or more
@@ -248,7 +264,8 @@ if (socketDir !== null) console.log(`PostgreSQL over its Unix socket in ${socket
 /** The trace file of the Hub whose data dir is `dir` (--trace). */
 const traceOf = (dir) => path.join(dir, 'push-trace');
 
-function startHub(dir, env, variant) {
+function startHub(dir, env, variant, instances) {
+  const nodeOptions = nodeOptionsOf(instances);
   const profile = CPU_PROF === null ? [] : ['--cpu-prof', '--cpu-prof-dir', CPU_PROF];
   const hub = spawn(
     process.execPath,
@@ -257,7 +274,7 @@ function startHub(dir, env, variant) {
       // As the unit runs it: its NODE_OPTIONS in place of this shell's (--bare: inherited, as before session 16).
       env: {
         ...process.env,
-        ...(NODE_OPTIONS === null ? {} : { NODE_OPTIONS }),
+        ...(nodeOptions === null ? {} : { NODE_OPTIONS: nodeOptions.value }),
         MA2H_SIGNING_KEY: KEY,
         ...(TRACE ? { OH_HAI_TRACE: traceOf(dir) } : {}),
         ...env,
@@ -699,11 +716,12 @@ async function measureIdle(hubs, database, phaseAnswers) {
  */
 function configOf(instances, database, variant) {
   const pool = poolOf(variant.pool, instances);
+  const nodeOptions = nodeOptionsOf(instances);
   return [
     database ? `pool ${pool.size} (${pool.why})` : null,
-    NODE_OPTIONS === null
+    nodeOptions === null
       ? `no NODE_OPTIONS (${BARE ? '--bare' : `none in ${path.relative(root, UNIT)}`})`
-      : `NODE_OPTIONS=${NODE_OPTIONS} (${path.relative(root, UNIT)})`,
+      : `NODE_OPTIONS=${nodeOptions.value} (${nodeOptions.why})`,
     variant.flags.length === 0 ? null : `node ${variant.flags.join(' ')} (--hub-flags)`,
   ]
     .filter((x) => x !== null)
@@ -733,7 +751,7 @@ async function run(label, instances, database, variant) {
     for (let i = 0; i < instances; i++) {
       const dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-bench-cluster-'));
       dirs.push(dir);
-      const h = startHub(dir, env, variant);
+      const h = startHub(dir, env, variant, instances);
       hubs.push({ proc: h.proc, url: await h.url, adminUrl: await h.adminUrl() });
     }
     if (TRACE && database) bare = await bareListener(dbUrl, dirs[0]);
