@@ -119,7 +119,7 @@ function unitNodeOptions(file) {
 const NODE_OPTIONS = BARE ? null : unitNodeOptions(UNIT);
 /**
  * What docs/deploy.md's knobs add to the unit's NODE_OPTIONS on two or more instances (hub.env's NODE_OPTIONS): V8's own
- * 16 MB semi-space, where the unit sets 64 — ×2's push p99 was lower in 3 of 3 same-run pairs, ×1's higher in 2 of 3
+ * 16 MB semi-space, where the unit sets 64 — ×2's push p99 was lower in 3 of 4 same-run pairs (level when quiet), ×1's higher in 2 of 3
  * (session 17, loop9). Appended, so it wins; --hub-flags still override it (argv's flags win over NODE_OPTIONS').
  */
 const SEVERAL_INSTANCES_NODE_OPTIONS = '--max-semi-space-size=16';
