@@ -404,9 +404,9 @@ function registerStream(core: HubCore, afterCommit: (effect: () => void) => void
  * for it — at 10,000 streams 300–500 ms every 20 s, with every connection of stream work's share
  * held by a waiting connect and the pages queued behind them (docs/deploy.md, session 13).
  */
-export async function streamsSeen(store: Pick<Store, 'as' | 'kind'>, held: ReadonlyArray<{ sessionId: string; home: string | null }>): Promise<void> {
+export async function streamsSeen(store: Pick<Store, 'as'>, held: ReadonlyArray<{ sessionId: string; home: string | null }>): Promise<void> {
   const presence = store.as(PRESENCE);
-  for (const s of seenStatements(held, store.kind)) await presence.once(s.sql, s.params);
+  for (const s of seenStatements(held)) await presence.once(s.sql, s.params);
 }
 
 /** What the presence refresh and the streams' ends do their statements as (/metrics counts them apart from requests). */
@@ -416,23 +416,11 @@ const PRESENCE: Work = { name: 'presence', lane: 'request' };
  * {@link streamsSeen}'s statements, each deciding on its `?now`. Set-based, ONE statement per
  * chunk: at 10,000 streams a statement per stream would be 20,000 round trips per refresh on
  * PostgreSQL. A holder counts as seen only when the stream was its own (same home).
- *
- * On PostgreSQL the chunk is one JSON parameter joined to the sessions: one text whatever the chunk's
- * size (planned once per pool connection; the stream ends' batches are of every size), and each row
- * compares its holder with its own sessions' homes. It was an `IN` list and a CASE of one
- * `(id = ? AND holder_home = ?)` per holder, evaluated for every row written: 500 × 500 comparisons
- * a full chunk, ~10 ms of the database's CPU a statement at 10,000 streams (bench/pg-statements.mjs,
- * docs/deploy.md session 17) — and a text per chunk size. SQLite keeps that form (no JSON tables on its
- * path here; it writes no presence, only the ends).
  */
-export function seenStatements(held: ReadonlyArray<{ sessionId: string; home: string | null }>, kind: Store['kind']): AtNow[] {
+export function seenStatements(held: ReadonlyArray<{ sessionId: string; home: string | null }>): AtNow[] {
   const out: AtNow[] = [];
   for (let i = 0; i < held.length; i += SEEN_CHUNK) {
     const chunk = held.slice(i, i + SEEN_CHUNK);
-    if (kind === 'postgres') {
-      out.push({ sql: SEEN_BY_JSON, params: [JSON.stringify(chunk.map((h) => ({ id: h.sessionId, home: h.home })))] });
-      continue;
-    }
     const holders = chunk.filter((h): h is { sessionId: string; home: string } => h.home !== null);
     const holderSet =
       holders.length === 0
@@ -445,14 +433,6 @@ export function seenStatements(held: ReadonlyArray<{ sessionId: string; home: st
   }
   return out;
 }
-
-/**
- * {@link seenStatements}' PostgreSQL text: a session is written once, its holder seen when any stream of it in the chunk
- * was from the holder's home (a NULL home matches nothing, as a stream without a consumer is no holder's).
- */
-const SEEN_BY_JSON = `UPDATE sessions SET seen_at = ?now, holder_seen_at = CASE WHEN holder_home = ANY(seen.homes) THEN ?now ELSE holder_seen_at END
-  FROM (SELECT r.id, array_agg(r.home) AS homes FROM json_to_recordset(CAST(? AS JSON)) AS r(id TEXT, home TEXT) GROUP BY r.id) AS seen
-  WHERE sessions.id = seen.id`;
 
 /** Sessions per presence statement: well under SQLite's 32,766 parameters and PostgreSQL's 65,535. */
 const SEEN_CHUNK = 500;

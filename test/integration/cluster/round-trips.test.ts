@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
 import { twoInstances } from '../../helpers/cluster.js';
-import { streamsSeen } from '../../../src/hub/server/sessions.js';
-import { storeOnOneConnection, type OneConnection } from '../../helpers/pg-store.js';
 import { freshDatabase, sql } from '../../helpers/postgres.js';
 import { waitFor } from '../../helpers/wait.js';
 import { openSse, type SseConn } from '../hub/sse.js';
@@ -438,49 +436,5 @@ describe('the presence refresh of held streams is set-based (PostgreSQL)', () =>
     } finally {
       for (const c of streams) c.close();
     }
-  });
-});
-
-describe('the presence and stream-end writes are one statement text whatever their size (PostgreSQL)', () => {
-  let store: OneConnection['store'];
-  let db: OneConnection['db'];
-  let close: () => Promise<void>;
-  const ids = ['sess_w0', 'sess_w1', 'sess_w2', 'sess_w3'];
-  beforeAll(async () => {
-    ({ db, store, close } = await storeOnOneConnection());
-    await sql(
-      db.url,
-      `INSERT INTO sessions (id, agent_id, client_key, state, lease_seconds, expires_at, last_renewed_at, created_at, seen_at, holder_home, holder_seen_at)
-       SELECT id, 'agt_w', id, 'active', 900, 0, 0, 0, 0, 'home-' || id, 0 FROM unnest(CAST($1 AS TEXT[])) AS id`,
-      [ids],
-    );
-  });
-  afterAll(() => close?.());
-
-  // Session 17 (db9): it was an IN list and a CASE of one (id, holder home) test per holder, evaluated for every row —
-  // 500 × 500 comparisons a full chunk, ~10 ms of the database's CPU at 10,000 streams — and a text per chunk size.
-  it('writes 1 and then 4 sessions (one of them twice, one from another home) by ONE prepared text, each holder seen only from its own home', async () => {
-    await streamsSeen(store, [{ sessionId: ids[0]!, home: `home-${ids[0]}` }]);
-    await streamsSeen(store, [
-      { sessionId: ids[0]!, home: null },
-      { sessionId: ids[1]!, home: null },
-      { sessionId: ids[1]!, home: `home-${ids[1]}` },
-      { sessionId: ids[2]!, home: 'home-elsewhere' },
-      { sessionId: ids[3]!, home: null },
-    ]);
-    const prepared = await store.read.all<{ runs: number }>(
-      "SELECT CAST(generic_plans + custom_plans AS INTEGER) AS runs FROM pg_prepared_statements WHERE statement LIKE '%UPDATE sessions SET seen_at%' AND statement NOT LIKE '%pg_prepared_statements%'",
-    );
-    expect(prepared).toEqual([{ runs: 2 }]);
-    const rows = await sql<{ id: string; seen: boolean; holder_seen: boolean }>(
-      db.url,
-      'SELECT id, seen_at > 0 AS seen, holder_seen_at > 0 AS holder_seen FROM sessions ORDER BY id',
-    );
-    expect(rows).toEqual([
-      { id: 'sess_w0', seen: true, holder_seen: true },
-      { id: 'sess_w1', seen: true, holder_seen: true },
-      { id: 'sess_w2', seen: true, holder_seen: false },
-      { id: 'sess_w3', seen: true, holder_seen: false },
-    ]);
   });
 });
