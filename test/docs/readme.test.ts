@@ -1,11 +1,11 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { collect, repoRoot, runOhHai } from '../helpers/cli.js';
 import { tempEnv } from '../helpers/env.js';
+import { reservePort } from '../helpers/ports.js';
 import { killAndWait } from '../helpers/process.js';
 import { fencedBlocks, shellCommands, type FencedBlock } from './markdown.js';
 
@@ -15,7 +15,7 @@ import { fencedBlocks, shellCommands, type FencedBlock } from './markdown.js';
  *   ```sh runnable       — run in order, in one bash, in a throwaway home, from the checkout
  *   ```sh background     — one long-running command (the Hub), started in the background
  *   ```sh                — allowed only when every command in it is also in a runnable block
- * The Hub's documented port is mapped to a free one, so parallel test files never collide.
+ * The Hub's documented port is mapped to a reserved one (test/helpers/ports.ts), so parallel test files never collide.
  */
 const README = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
 const blocks = fencedBlocks(README);
@@ -24,17 +24,6 @@ const KINDS = ['first-screen', 'runnable', 'background'] as const;
 const kind = (b: FencedBlock) => KINDS.find((k) => b.tags.includes(k));
 const DOC_PORT = '8417';
 const HUB_READY = 'hub: listening on ';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 /** One bash script from the runnable and background blocks, in README order. */
 function walkthrough(port: number, logDir: string): string {
@@ -135,7 +124,8 @@ describe('README.md', () => {
     const t = tempEnv({ OH_HAI_WAIT_SECONDS: '30', OH_HAI_MAX_RETRIES: '2' });
     const logDir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-readme-'));
     const script = path.join(logDir, 'walkthrough.sh');
-    writeFileSync(script, walkthrough(await freePort(), logDir));
+    const port = await reservePort();
+    writeFileSync(script, walkthrough(port.port, logDir));
     const child = spawn('bash', [script], { cwd: repoRoot, env: t.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     try {
       const r = await collect(child, 240_000);
@@ -177,6 +167,7 @@ describe('README.md', () => {
     } finally {
       if (child.exitCode === null && child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
       await stopConsumers(String(t.env.XDG_STATE_HOME));
+      port.release();
       rmSync(logDir, { recursive: true, force: true });
       t.cleanup();
     }

@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { FaultRule } from '../../src/hub/server/faults.js';
 import { startOhHai } from './cli.js';
 import { tempEnv } from './env.js';
+import { reservePort, type PortReservation } from './ports.js';
 import { freshDatabase } from './postgres.js';
 
 export type { FaultRule };
@@ -33,7 +34,7 @@ export interface TestHub {
   stop(): Promise<number | null>;
   /** Send a signal (default SIGKILL) and wait for the process to be gone. */
   kill(signal?: NodeJS.Signals): Promise<void>;
-  /** Start again on the SAME port, data dir, signing key and flags. */
+  /** Start again on the SAME port (reserved for it until dispose), data dir, signing key and flags. */
   restart(): Promise<void>;
   /** Stop (SIGKILL if still running) and remove the temp dirs this helper made. */
   dispose(): Promise<void>;
@@ -58,8 +59,14 @@ export interface StartHubOptions {
 }
 
 const READY = /^hub: listening on (http:\/\/\S+)$/m;
+/** The Hub's refusal of a port something listens on (src/cli/commands/hub/run.ts). */
+const ADDRESS_IN_USE = /\(exit 2, address_in_use\)/;
+const FIRST_START_ATTEMPTS = 5;
 
-/** Start the real `oh-hai hub serve` process on an ephemeral loopback port. */
+/** The Hub exited at its start because its port was taken. */
+class PortTaken extends Error {}
+
+/** Start the real `oh-hai hub serve` process on a reserved loopback port (test/helpers/ports.ts). */
 export async function startHub(opts: StartHubOptions = {}): Promise<TestHub> {
   const ownDir = opts.dataDir === undefined ? mkdtempSync(path.join(os.tmpdir(), 'oh-hai-hub-')) : null;
   const dataDir = opts.dataDir ?? path.join(ownDir!, 'data');
@@ -84,8 +91,12 @@ export async function startHub(opts: StartHubOptions = {}): Promise<TestHub> {
     const proc = startOhHai([...baseArgs, '--port', String(port)], { env });
     proc.stdin?.end();
     let mine = '';
+    let mineErr = '';
     proc.stdout?.setEncoding('utf8');
-    proc.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    proc.stderr?.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+      mineErr += d;
+    });
     const url = await new Promise<string>((resolve, reject) => {
       const onData = (d: string) => {
         stdout += d;
@@ -94,23 +105,40 @@ export async function startHub(opts: StartHubOptions = {}): Promise<TestHub> {
         if (m) resolve(m[1]!);
       };
       proc.stdout?.on('data', onData);
-      proc.once('exit', (code, signal) =>
-        reject(new Error(`oh-hai hub serve exited (${code ?? signal}) before it was ready\nstdout: ${stdout}\nstderr: ${stderr}`)),
-      );
+      proc.once('exit', (code, signal) => {
+        const message = `oh-hai hub serve exited (${code ?? signal}) before it was ready\nstdout: ${stdout}\nstderr: ${stderr}`;
+        reject(ADDRESS_IN_USE.test(mineErr) ? new PortTaken(message) : new Error(message));
+      });
     });
     return { proc, url };
   };
 
+  // A reserved port outside the ephemeral range (test/helpers/ports.ts), so restart() finds it
+  // free. Only this first start may move to another port: something outside the tests may have
+  // taken the drawn one between the reservation's check and the Hub's listen.
+  const firstStart = async (): Promise<{ reserved: PortReservation; first: { proc: ChildProcess; url: string } }> => {
+    for (let attempt = 1; ; attempt++) {
+      const reserved = await reservePort();
+      try {
+        return { reserved, first: await launch(reserved.port) };
+      } catch (e) {
+        reserved.release();
+        if (!(e instanceof PortTaken) || attempt === FIRST_START_ATTEMPTS) throw e;
+      }
+    }
+  };
+
+  let reserved: PortReservation;
   let first: { proc: ChildProcess; url: string };
   try {
-    first = await launch(0);
+    ({ reserved, first } = await firstStart());
   } catch (e) {
     await ownDb?.drop();
     envDir.cleanup();
     if (ownDir) rmSync(ownDir, { recursive: true, force: true });
     throw e;
   }
-  const port = Number(new URL(first.url).port);
+  const port = reserved.port;
   // An instance that joined an account another instance made on the same database has no token file.
   const tokenFile = path.join(dataDir, 'human-token');
   const humanToken = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : '';
@@ -162,6 +190,7 @@ export async function startHub(opts: StartHubOptions = {}): Promise<TestHub> {
     },
     async dispose() {
       if (hub.proc.exitCode === null && hub.proc.signalCode === null) await hub.kill('SIGKILL');
+      reserved.release();
       await ownDb?.drop();
       envDir.cleanup();
       if (ownDir) rmSync(ownDir, { recursive: true, force: true });

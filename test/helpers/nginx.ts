@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from './cli.js';
-import { freePort } from './postgres.js';
+import { reservePort } from './ports.js';
 import { waitFor } from './wait.js';
 
 /** The shipped configuration the balancer tests run (deploy/nginx). */
@@ -64,7 +64,9 @@ export async function startBalancer(instancePorts: number[]): Promise<Balancer> 
   if (bin === null) throw new Error('nginx not found (Debian: apt-get install nginx)');
   const prefix = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-nginx-'));
   for (const d of ['logs', 'tmp']) mkdirSync(path.join(prefix, d));
-  const port = await freePort();
+  // Reserved until stop(): no listen(0) or connect() elsewhere takes it before nginx listens.
+  const reserved = await reservePort();
+  const port = reserved.port;
   writeFileSync(path.join(prefix, 'oh-hai-hub.conf'), testConf(readFileSync(SHIPPED_CONF, 'utf8'), port, instancePorts));
   const accessLog = path.join(prefix, 'logs', 'access.log');
   const temp = (name: string) => `${name}_temp_path ${path.join(prefix, 'tmp', name)};`;
@@ -102,6 +104,7 @@ export async function startBalancer(instancePorts: number[]): Promise<Balancer> 
     );
   } catch (e) {
     proc.kill('SIGKILL');
+    reserved.release();
     rmSync(prefix, { recursive: true, force: true });
     throw e;
   }
@@ -114,6 +117,7 @@ export async function startBalancer(instancePorts: number[]): Promise<Balancer> 
         proc.kill('SIGQUIT');
         await exited;
       }
+      reserved.release();
       rmSync(prefix, { recursive: true, force: true });
     },
   };

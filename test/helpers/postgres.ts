@@ -1,10 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { reservePort } from './ports.js';
 
 /**
  * PostgreSQL for the tests: the cluster CI started (OH_HAI_TEST_DATABASE_URL), or a
@@ -32,17 +32,6 @@ export function findPostgresBin(): string | null {
 export function postgresUnavailable(): string | null {
   if (process.env[TEST_DATABASE_URL]) return null;
   return findPostgresBin() === null ? `no ${TEST_DATABASE_URL} and no initdb (install Debian's postgresql package)` : null;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 export interface Cluster {
@@ -83,7 +72,9 @@ export async function startCluster(): Promise<Cluster> {
     ...ids,
   });
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
-  const port = await freePort();
+  // Reserved until stop(): no listen(0) or connect() elsewhere takes it before the server listens.
+  const reserved = await reservePort();
+  const port = reserved.port;
   let out = '';
   const proc: ChildProcess = spawn(
     path.join(bin, 'postgres'),
@@ -104,6 +95,7 @@ export async function startCluster(): Promise<Cluster> {
       await c.end().catch(() => {});
       if (proc.exitCode !== null || Date.now() > deadline) {
         proc.kill('SIGKILL');
+        reserved.release();
         rmSync(dir, { recursive: true, force: true });
         throw new Error(`the throwaway PostgreSQL did not start: ${(e as Error).message}\n${out}`);
       }
@@ -119,6 +111,7 @@ export async function startCluster(): Promise<Cluster> {
         proc.kill('SIGINT');
         await exited;
       }
+      reserved.release();
       rmSync(dir, { recursive: true, force: true });
     },
   };
