@@ -242,7 +242,8 @@ export async function openSession(hub: TestHub, label: string, clientKey: string
 
 /** One scrape of a Hub's /metrics (it was started with --admin-listen): a figure by name, with its labels if any. */
 export async function scrapeMetrics(hub: TestHub): Promise<(name: string) => number> {
-  const admin = /^hub: admin \(healthz, readyz, metrics\) at (\S+)$/m.exec(hub.output().stdout)?.[1];
+  // The last start's: a restarted Hub's admin listener (`127.0.0.1:0`) is on another port.
+  const admin = [...hub.output().stdout.matchAll(/^hub: admin \(healthz, readyz, metrics\) at (\S+)$/gm)].at(-1)?.[1];
   if (admin === undefined) throw new Error('the Hub was not started with --admin-listen');
   const text = await (await fetch(`${admin}/metrics`)).text();
   return (name) => {

@@ -2,7 +2,7 @@ import net from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { runOhHai } from '../../helpers/cli.js';
 import { tempEnv } from '../../helpers/env.js';
-import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { hubCall, scrapeMetrics, startHub, type TestHub } from '../../helpers/hub.js';
 import { ephemeralRange, reservePort, type PortReservation } from '../../helpers/ports.js';
 
 // A test Hub restarted on its port (TestHub.restart: the kill -9 rounds) must find the port free.
@@ -73,7 +73,7 @@ describe('a test Hub restarted on its port', () => {
   });
 
   it('the new way: the port is outside the range every connect() draws from, and the Hub comes back on it after a kill -9', async () => {
-    const hub: TestHub = await startHub();
+    const hub: TestHub = await startHub({ args: ['--admin-listen', '127.0.0.1:0'] });
     made.push(hub);
     expect(inRange(hub.port), `${hub.port} in ${JSON.stringify(ephemeralRange())}`).toBe(false);
     await hub.kill('SIGKILL');
@@ -84,6 +84,8 @@ describe('a test Hub restarted on its port', () => {
     await hub.restart();
     expect(new URL(hub.url).port).toBe(String(hub.port));
     expect((await hubCall(hub, 'GET', '/v1/capability')).status).toBe(200);
+    // Its admin listener came back on another port: the scrape asks the restarted one.
+    expect((await scrapeMetrics(hub))('oh_hai_hub_connections_accepted_total')).toBeGreaterThanOrEqual(1);
   });
 
   it('the first start moves to another port when its port was taken after the check; a restart stays', async () => {
