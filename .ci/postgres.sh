@@ -34,7 +34,18 @@ ci_pg_start() {
   chmod 700 "$CI_PG_DIR"
   local password port
   password=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
-  port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+  # A port below the kernel's ephemeral range: a listen(0) port closed again could be taken as a connect()'s local port
+  # while initdb runs, and no connect() ever draws one outside the range (test/helpers/ports.ts, docs/node-lines.md).
+  port=$(node -e '
+    const net = require("net");
+    let low = 32768;
+    try { low = Number(require("fs").readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || low; } catch {}
+    const draw = (tries) => {
+      const port = low > 10024 && tries > 0 ? 10000 + Math.floor(Math.random() * (low - 10000)) : 0;
+      const s = net.createServer().once("error", () => draw(tries - 1));
+      s.listen(port, "127.0.0.1", () => { console.log(s.address().port); s.close(); });
+    };
+    draw(20);')
   (umask 077 && printf '%s\n' "$password" >"$CI_PG_DIR/pw")
   [ "$(id -u)" = 0 ] && chown "$(stat -c %U "$CI_PG_DIR")" "$CI_PG_DIR/pw"
   "${run[@]}" "$bin/initdb" -D "$CI_PG_DIR/data" -U oh_hai --auth=scram-sha-256 --pwfile="$CI_PG_DIR/pw" -E UTF8 --no-sync >/dev/null
