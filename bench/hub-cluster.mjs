@@ -43,6 +43,7 @@
 //          of --pool's sizes or --against's builds, alternated; a line per run as it ends, then the pairs' medians)
 //          [--unix]   (the Hubs reach PostgreSQL over its Unix socket: `?host=<socket directory>` in their URL)
 //          [--trace]   (the Hubs write the push trace, src/util/trace.ts: each push split into its hops)
+//          [--trace-keep <dir>]   (with --trace: each run's raw trace kept in <dir>/run-<n>/ for analysis after the run)
 //          [--cpu-prof <dir>]   (each Hub writes a V8 CPU profile there, and the bench the idle and
 //          send phases' time windows: node bench/cpu-profile-breakdown.mjs <dir> [--phases idle])
 import { spawn, spawnSync } from 'node:child_process';
@@ -88,6 +89,10 @@ const CONCURRENCY = arg('concurrency', 50);
 const WARMUP = arg('warmup', 500);
 /** --trace: the Hubs write the push-latency trace (src/util/trace.ts) and the bench adds its own two hops, to split each push into where it waited. */
 const TRACE = process.argv.includes('--trace');
+/** --trace-keep <dir>: each traced run's raw hops kept there (the Hubs' trace files, the bare listener's, the bench's own per push). */
+const keepAt = process.argv.indexOf('--trace-keep');
+const TRACE_KEEP = keepAt > 0 ? path.resolve(process.argv[keepAt + 1]) : null;
+if (TRACE_KEEP !== null) mkdirSync(TRACE_KEEP, { recursive: true });
 const profAt = process.argv.indexOf('--cpu-prof');
 const CPU_PROF = profAt > 0 ? path.resolve(process.argv[profAt + 1]) : null;
 /** The profiled phases' windows (CLOCK_MONOTONIC µs, as the profiles' timestamps), by phase. */
@@ -515,6 +520,11 @@ function pushHops(dirs, benchHops, timer, sendWindow, wakeHeard) {
   for (const [, h] of full) for (const [a, b] of legsOf(h)) byLeg.set(`${a}→${b}`, [...(byLeg.get(`${a}→${b}`) ?? []), ms(h, a, b)]);
   const slowLeg = new Map();
   for (const h of slow) for (const [a, b] of legsOf(h)) slowLeg.set(`${a}→${b}`, [...(slowLeg.get(`${a}→${b}`) ?? []), ms(h, a, b)]);
+  // The median pushes (the 45th to 55th percentile of the total): their legs beside the slowest 1%'s say which legs the tail grew in.
+  const mid = bySlow.slice(Math.floor(full.length * 0.45), Math.ceil(full.length * 0.55)).map(([, h]) => h);
+  const midLeg = new Map();
+  for (const h of mid) for (const [a, b] of legsOf(h)) midLeg.set(`${a}→${b}`, [...(midLeg.get(`${a}→${b}`) ?? []), ms(h, a, b)]);
+  const mean = (xs) => (xs === undefined || xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
   const order = (leg) => HOPS.indexOf(leg.split('→')[0]) * 100 + HOPS.indexOf(leg.split('→')[1]);
   const legs = [...byLeg.entries()]
     .sort(([x], [y]) => order(x) - order(y))
@@ -525,8 +535,9 @@ function pushHops(dirs, benchHops, timer, sendWindow, wakeHeard) {
         n: xs.length,
         p50: timer.pct(50, xs),
         p99: timer.pct(99, xs),
-        slowMean: sl.length === 0 ? null : sl.reduce((a, b) => a + b, 0) / sl.length,
+        slowMean: mean(sl),
         slowN: sl.length,
+        midMean: mean(midLeg.get(leg)),
       };
     });
   const first = full.reduce((a, [, h]) => (h.sent < a ? h.sent : a), full[0]?.[1].sent ?? 0n);
@@ -589,6 +600,32 @@ function pushHops(dirs, benchHops, timer, sendWindow, wakeHeard) {
     leg('batched→heard', batched, heard);
     leg('heard→woken', heard, h['hub.woken']);
   }
+  // Pushes whose stream is held on the instance the send went to, and on the other (the hint's hop between them).
+  const sides = [
+    ['same', ([id]) => benchHops.get(id)?.from === benchHops.get(id)?.to],
+    ['other', ([id]) => benchHops.get(id)?.from !== benchHops.get(id)?.to],
+  ].map(([side, is]) => {
+    const xs = full.filter(is).map(([, h]) => total(h));
+    return {
+      side,
+      n: xs.length,
+      p50: xs.length === 0 ? null : timer.pct(50, xs),
+      p99: xs.length === 0 ? null : timer.pct(99, xs),
+      slow: bySlow.slice(0, slow.length).filter(is).length,
+    };
+  });
+  // A collection of either instance under way at some point of a push (its send's start to its arrival): the slowest 1% against the median's.
+  const gcShare = (hs) =>
+    hs.length === 0 ? null : hs.filter((h) => gcs.some((g) => g.t + BigInt(Math.round(g.ms * 1e6)) >= h.sent && g.t <= h.arrived)).length / hs.length;
+  // The sends' rate and the push latency per 500 ms of the sends, by the send's start: a tail made of episodes shows as windows.
+  const windowsOf = [];
+  for (const [, h] of full) {
+    const i = Number((h.sent - w0) / 500_000_000n);
+    if (i >= 0) (windowsOf[i] ??= []).push(total(h));
+  }
+  const episodes = Array.from(windowsOf, (xs) =>
+    xs === undefined ? { n: 0, p50: null, max: null } : { n: xs.length, p50: timer.pct(50, xs), max: Math.max(...xs) },
+  );
   const gcIn = gcs.filter((x) => x.t >= w0 && x.t < w1);
   const lates = samples.filter((x) => x.t >= w0 && x.t < w1).map((x) => x.lateMs);
   return {
@@ -615,9 +652,33 @@ function pushHops(dirs, benchHops, timer, sendWindow, wakeHeard) {
       p50: xs.length === 0 ? null : timer.pct(50, xs),
       p99: xs.length === 0 ? null : timer.pct(99, xs),
     })),
+    sides,
+    gcShare: { slow: gcShare(slow), mid: gcShare(mid) },
+    episodes,
     lateP99: lates.length === 0 ? null : timer.pct(99, lates),
     lateMax: lates.length === 0 ? null : Math.max(...lates),
   };
+}
+
+/** --trace-keep: a run's raw trace copied out before its data dirs go (run-<n>/hub-<i>.trace, bare.trace, bench.tsv); gives `bareLines` back. */
+let keptRuns = 0;
+function keepTrace(dirs, benchHops, [w0, w1], bareLines) {
+  if (TRACE_KEEP === null) return bareLines;
+  const out = path.join(TRACE_KEEP, `run-${++keptRuns}`);
+  mkdirSync(out, { recursive: true });
+  for (const [i, dir] of dirs.entries()) {
+    try {
+      writeFileSync(path.join(out, `hub-${i}.trace`), readFileSync(traceOf(dir)));
+    } catch {
+      // That Hub wrote no trace.
+    }
+  }
+  writeFileSync(path.join(out, 'bare.trace'), bareLines.join('\n'));
+  const rows = [...benchHops].map(([id, h]) => [id, h.sent ?? '-', h.arrived ?? '-', h.session ?? '-', h.from ?? '-', h.to ?? '-'].join('\t'));
+  // The sends' start on the wall clock too (ms since the epoch): a database log's timestamps compare with it.
+  const wall0 = Date.now() - Number(process.hrtime.bigint() - w0) / 1e6;
+  writeFileSync(path.join(out, 'bench.tsv'), `# sends ${w0} ${w1} ${wall0.toFixed(0)}\nid\tsent\tarrived\tsession\tfrom\tto\n${rows.join('\n')}\n`);
+  return bareLines;
 }
 
 /** `count` calls of `each(n)`, CONCURRENCY at a time (a closed loop: each sender starts its next when its last is answered). */
@@ -891,7 +952,7 @@ async function run(label, instances, database, variant) {
       const startNs = TRACE ? process.hrtime.bigint() : 0n;
       const at = connectionAt(s.state);
       const r = await call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, `${s.bodyHead}bench ${n}"}`);
-      if (TRACE) benchHops.set(r.message.id, { ...benchHops.get(r.message.id), sent: startNs, session: s.id });
+      if (TRACE) benchHops.set(r.message.id, { ...benchHops.get(r.message.id), sent: startNs, session: s.id, from: n % urls.length, to: urls.indexOf(s.url) });
       timer.sent(r.message.id, start, at);
     });
     const sendSeconds = (performance.now() - t0) / 1000;
@@ -930,7 +991,7 @@ async function run(label, instances, database, variant) {
       sendAt,
       loadAfter: os.loadavg()[0],
       loop,
-      hops: TRACE ? pushHops(dirs, benchHops, timer, [sendNs0, sendNs1], await bare.stop()) : null,
+      hops: TRACE ? pushHops(dirs, benchHops, timer, [sendNs0, sendNs1], keepTrace(dirs, benchHops, [sendNs0, sendNs1], await bare.stop())) : null,
       idle,
       idleFresh,
       openAnswers,
@@ -1044,7 +1105,7 @@ for (const r of results) {
 for (const r of results.filter((x) => x.hops !== null)) {
   const hp = r.hops;
   console.log(
-    `${r.tag}: where ${hp.n} traced pushes waited (ms; p50, p99 over the pushes with both hops, and the mean of the slowest ${hp.slow}, whose mean total is ${hp.slowTotal.toFixed(1)} ms):`,
+    `${r.tag}: where ${hp.n} traced pushes waited (ms; p50, p99 over the pushes with both hops, the mean of the slowest ${hp.slow}, whose mean total is ${hp.slowTotal.toFixed(1)} ms, and the mean of the median pushes, the 45th–55th percentile):`,
   );
   const st = hp.slowStarts;
   console.log(
@@ -1052,8 +1113,16 @@ for (const r of results.filter((x) => x.hops !== null)) {
   );
   for (const l of hp.legs)
     console.log(
-      `  ${l.leg.padEnd(26)} n ${String(l.n).padStart(5)}  p50 ${l.p50.toFixed(1).padStart(7)}  p99 ${l.p99.toFixed(1).padStart(7)}  slowest 1% ${l.slowMean === null ? '      —' : l.slowMean.toFixed(1).padStart(7)} (${l.slowN})`,
+      `  ${l.leg.padEnd(26)} n ${String(l.n).padStart(5)}  p50 ${l.p50.toFixed(1).padStart(7)}  p99 ${l.p99.toFixed(1).padStart(7)}  slowest 1% ${l.slowMean === null ? '      —' : l.slowMean.toFixed(1).padStart(7)} (${l.slowN})  median pushes ${fmt(l.midMean, 1).padStart(7)}`,
     );
+  console.log(
+    `  by where the stream was held: ${hp.sides.map((x) => `on the ${x.side === 'same' ? "send's" : 'other'} instance ${x.n} (p50 ${fmt(x.p50, 1)}, p99 ${fmt(x.p99, 1)} ms; ${x.slow} of the slowest 1%)`).join('; ')}`,
+  );
+  const pc = (x) => (x === null ? '—' : `${(x * 100).toFixed(0)}%`);
+  console.log(`  a collection (either instance) under way during the push: the slowest 1% ${pc(hp.gcShare.slow)}, the median pushes ${pc(hp.gcShare.mid)}`);
+  console.log(
+    `  per 500 ms of the sends (by the send's start): pushes, p50/max ms: ${hp.episodes.map((e) => (e.n === 0 ? '0' : `${e.n} ${e.p50.toFixed(0)}/${e.max.toFixed(0)}`)).join(', ')}`,
+  );
   const cross = hp.hint.find((l) => l.leg === 'done→woken').n;
   if (cross > 0) {
     console.log(
