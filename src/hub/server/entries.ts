@@ -359,16 +359,26 @@ export const needsClaim = (box: Mailbox, rows: readonly EntryRow[]): boolean =>
  */
 export async function claimPage(tx: Tx, box: Mailbox, rows: EntryRow[]): Promise<EntryRow[]> {
   if (!needsClaim(box, rows)) return rows;
-  const wanted = rows.filter((r) => r.to_session === null && r.claimed_session === null).map((r) => r.seq);
+  const free = rows.filter((r) => r.to_session === null && r.claimed_session === null);
+  const wanted = free.map((r) => r.seq);
   const won = new Set(
     (
       await tx.all<{ seq: number }>(
         // Only for a session still active: a stream's page claimed after its session ended
         // (the close released its claims a moment before) would be held by no one, for good.
         // The share lock orders the claim with a concurrent close, which locks the row FOR UPDATE.
-        `UPDATE entries SET claimed_session = ? WHERE seq IN (${wanted.map(() => '?').join(', ')}) AND claimed_session IS NULL AND state = 'pending'
+        // The rows are named by the index of unclaimed principal mail and the page's span of it as
+        // well as by their seqs, so both planners read that span only: given the seqs alone, SQLite
+        // read every pending entry (entries_open) once the claims index held no NULL keys; given the
+        // agent without the span, PostgreSQL read all of the agent's unclaimed mail.
+        `UPDATE entries SET claimed_session = ? WHERE to_agent = ? AND to_session IS NULL AND state = 'pending' AND claimed_session IS NULL
+           AND seq BETWEEN ? AND ? AND seq IN (${wanted.map(() => '?').join(', ')})
            AND EXISTS (SELECT 1 FROM sessions WHERE id = ? AND state = 'active' FOR KEY SHARE) RETURNING seq`,
         box.sessionId,
+        // The page's principal mail is one agent's (its one arm reads `to_agent = ?`).
+        free[0]!.to_agent,
+        Math.min(...wanted),
+        Math.max(...wanted),
         ...wanted,
         box.sessionId,
       )

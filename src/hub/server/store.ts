@@ -115,16 +115,18 @@ CREATE TABLE IF NOT EXISTS entries (
 -- Mailbox reads are keyset pages (entries.ts pendingSeqs): each index ends in seq, so a page is
 -- one range scan in seq order that reads no row it skips. A session's own mail and unclaimed
 -- principal mail have partial indexes holding only what their query can want (one index write
--- fewer per insert). Replaces the (…, state) indexes and the whole-table entries_own and
--- entries_free of earlier builds.
+-- fewer per insert), and so has principal mail a session claimed (entries_claims: no NULL key for
+-- every entry of session mail). Replaces the (…, state) indexes and the whole-table entries_own,
+-- entries_free and entries_claimed of earlier builds.
 DROP INDEX IF EXISTS entries_by_session;
 DROP INDEX IF EXISTS entries_by_mailbox;
 DROP INDEX IF EXISTS entries_by_claim;
 DROP INDEX IF EXISTS entries_own;
 DROP INDEX IF EXISTS entries_free;
+DROP INDEX IF EXISTS entries_claimed;
 CREATE INDEX IF NOT EXISTS entries_to_session ON entries (to_session, state, seq) WHERE to_session IS NOT NULL;
 CREATE INDEX IF NOT EXISTS entries_unclaimed ON entries (to_agent, to_session, state, claimed_session, seq) WHERE to_session IS NULL AND claimed_session IS NULL;
-CREATE INDEX IF NOT EXISTS entries_claimed ON entries (claimed_session, state, seq);
+CREATE INDEX IF NOT EXISTS entries_claims ON entries (claimed_session, state, seq) WHERE claimed_session IS NOT NULL;
 CREATE INDEX IF NOT EXISTS entries_open ON entries (state, created_at);
 
 -- Signed-in web inbox sessions (web/sessions.ts): the cookie id's hash, and the session's secrets

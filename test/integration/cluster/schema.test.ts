@@ -15,7 +15,7 @@ import { freshDatabase } from '../../helpers/postgres.js';
 
 /** What both stores must agree on, in a form both catalogues can be read into. */
 interface Table {
-  /** name, type class, NOT NULL — in declaration order. */
+  /** name, type class, a collation other than bytes, NOT NULL — in declaration order. */
   columns: string[];
   primaryKey: string[];
   /** Column lists of the unique constraints (the primary key aside), sorted. */
@@ -34,6 +34,13 @@ function typeClass(declared: string): string {
   throw new Error(`a column type neither store should use: ${declared}`);
 }
 
+/**
+ * A text column's collation where it is not byte order, as ` collate <name>`: SQLite's columns declare none
+ * (BINARY, bytes); PostgreSQL's compare as bytes only under "C" — its default is the database's locale, whose
+ * order of ids is not SQLite's, and whose comparisons go through strcoll (migration 7).
+ */
+const collation = (name: string | null): string => (name === 'C' ? '' : ` collate ${name ?? 'default'}`);
+
 /** A partial index's condition as ` where …`, in one spelling for both catalogues (PostgreSQL's parenthesised, SQLite's as written); '' for a whole-table index. */
 function partial(definition: string): string {
   const where = / WHERE (.*)$/is.exec(definition)?.[1];
@@ -45,6 +52,8 @@ function sqliteSchema(db: Db): Schema {
   const out: Schema = {};
   for (const { name } of all<{ name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)) {
     const cols = all<{ name: string; type: string; notnull: number; pk: number }>(`PRAGMA table_info(${name})`);
+    const declared = all<{ sql: string }>(`SELECT sql FROM sqlite_master WHERE name = '${name}'`)[0]!.sql;
+    if (/\bCOLLATE\b/i.test(declared)) throw new Error(`a collation SQLite's columns should not declare (they compare as bytes): ${declared}`);
     const primaryKey = cols
       .filter((c) => c.pk > 0)
       .sort((a, b) => a.pk - b.pk)
@@ -79,8 +88,8 @@ async function postgresSchema(c: pg.Client): Promise<Schema> {
     `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'oh_hai_schema' ORDER BY table_name`,
   );
   for (const { name } of tables.rows) {
-    const cols = await c.query<{ name: string; type: string; nullable: string }>(
-      `SELECT column_name AS name, data_type AS type, is_nullable AS nullable FROM information_schema.columns
+    const cols = await c.query<{ name: string; type: string; collation: string | null; nullable: string }>(
+      `SELECT column_name AS name, data_type AS type, collation_name AS collation, is_nullable AS nullable FROM information_schema.columns
         WHERE table_schema = 'public' AND table_name = $1 ORDER BY ordinal_position`,
       [name],
     );
@@ -95,7 +104,9 @@ async function postgresSchema(c: pg.Client): Promise<Schema> {
       [name],
     );
     const t: Table = {
-      columns: cols.rows.map((c) => `${c.name} ${typeClass(c.type)}${c.nullable === 'NO' ? ' not null' : ''}`),
+      columns: cols.rows.map(
+        (c) => `${c.name} ${typeClass(c.type)}${typeClass(c.type) === 'text' ? collation(c.collation) : ''}${c.nullable === 'NO' ? ' not null' : ''}`,
+      ),
       primaryKey: idx.rows.find((i) => i.primary)?.columns ?? [],
       unique: idx.rows
         .filter((i) => !i.primary && i.constraint)
@@ -122,7 +133,7 @@ describe('one schema in two dialects', () => {
     await db?.drop();
   });
 
-  it('the SQLite store and the PostgreSQL migrations, each built from empty, have the same tables, columns, keys and indexes', async () => {
+  it('the SQLite store and the PostgreSQL migrations, each built from empty, have the same tables, columns (their collations too), keys and indexes', async () => {
     const lite = openStore(path.join(dir, 'hub'));
     let fromSqlite: Schema;
     try {
@@ -142,6 +153,8 @@ describe('one schema in two dialects', () => {
     // Not vacuous: every table the Hub's queries name is there, with the indexes its pages rely on.
     expect(Object.keys(fromSqlite)).toEqual(expect.arrayContaining(['agents', 'entries', 'messages', 'meta', 'operator_stops', 'sessions']));
     expect(fromSqlite.entries!.indexes).toHaveProperty('entries_to_session', 'to_session, state, seq where to_session is not null');
+    expect(fromSqlite.entries!.indexes).toHaveProperty('entries_claims', 'claimed_session, state, seq where claimed_session is not null');
+    expect(fromSqlite.entries!.columns).toContain('claimed_session text');
     expect(fromPostgres).toEqual(fromSqlite);
   });
 });

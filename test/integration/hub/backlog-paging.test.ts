@@ -183,7 +183,7 @@ describe('mailbox pages are keyset reads: rows read per page are bounded by the 
       expect(touches.length, `${sql}\n${plan.join('\n')}`).toBeGreaterThan(0);
       for (const d of touches) {
         expect(d, `${sql}\n${plan.join('\n')}`).toMatch(
-          /^SEARCH entries USING (COVERING INDEX \w+ \(.*(seq>\?|seq=\? AND rowid=\?)\)|INTEGER PRIMARY KEY \(rowid=\?\))/,
+          /^SEARCH entries USING (COVERING INDEX \w+ \(.*(seq>\?|seq=\? AND rowid(=\?|>\? AND rowid<\?))\)|INTEGER PRIMARY KEY \(rowid=\?\))/,
         );
       }
     }

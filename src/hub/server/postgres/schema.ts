@@ -10,8 +10,8 @@ import { SCHEMA_TOO_NEW } from '../database-errors.js';
  * two texts on purpose (SQLite evolves in place with IF NOT EXISTS, PostgreSQL by numbered
  * migrations that never change once released, so neither can be generated from the other's
  * latest form); test/integration/cluster/schema.test.ts migrates both from empty and proves
- * they agree: the same tables, columns, types, nullability, keys, unique constraints and
- * indexes. A change to one that is not made to the other fails there.
+ * they agree: the same tables, columns, types, collations (bytes: "C" here, SQLite's BINARY),
+ * nullability, keys, unique constraints and indexes. A change to one that is not made to the other fails there.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -156,6 +156,42 @@ ALTER TABLE entries ADD COLUMN canonical INTEGER;
 DROP INDEX sessions_by_expiry;
 CREATE INDEX sessions_by_state ON sessions (state);
 ALTER TABLE sessions SET (fillfactor = 80);
+`,
+  // 7: text compares as bytes, as on SQLite. A column of the database's default collation compares
+  // through the locale (strcoll on every btree comparison of an id, even in C.UTF-8, which PostgreSQL
+  // 15 does not take for "C"), and orders ids as the locale does where SQLite orders them by bytes
+  // (the fleet's and the directory's `ORDER BY created_at, id`). A collation alone changes no stored
+  // value: the tables are not rewritten, their indexes are rebuilt (under this migration's locks, before
+  // the instance serves). And the index of claimed principal mail holds claimed entries only: every
+  // entry of session mail wrote a NULL key there that no query reads (releases and the claimed arm ask
+  // `claimed_session = ?`; the claim names its rows by seq and its page's span of unclaimed mail).
+  `
+ALTER TABLE meta ALTER COLUMN key TYPE TEXT COLLATE "C", ALTER COLUMN value TYPE TEXT COLLATE "C";
+ALTER TABLE agents ALTER COLUMN id TYPE TEXT COLLATE "C", ALTER COLUMN label TYPE TEXT COLLATE "C",
+  ALTER COLUMN token_hash TYPE TEXT COLLATE "C";
+ALTER TABLE principal_presence ALTER COLUMN agent_id TYPE TEXT COLLATE "C";
+ALTER TABLE sessions ALTER COLUMN id TYPE TEXT COLLATE "C", ALTER COLUMN agent_id TYPE TEXT COLLATE "C",
+  ALTER COLUMN name TYPE TEXT COLLATE "C", ALTER COLUMN client_key TYPE TEXT COLLATE "C",
+  ALTER COLUMN home TYPE TEXT COLLATE "C", ALTER COLUMN state TYPE TEXT COLLATE "C",
+  ALTER COLUMN holder_home TYPE TEXT COLLATE "C", ALTER COLUMN holder_host TYPE TEXT COLLATE "C";
+ALTER TABLE operator_stops ALTER COLUMN agent_id TYPE TEXT COLLATE "C", ALTER COLUMN client_key TYPE TEXT COLLATE "C",
+  ALTER COLUMN name TYPE TEXT COLLATE "C", ALTER COLUMN session_id TYPE TEXT COLLATE "C";
+ALTER TABLE messages ALTER COLUMN id TYPE TEXT COLLATE "C", ALTER COLUMN intent TYPE TEXT COLLATE "C",
+  ALTER COLUMN from_addr TYPE TEXT COLLATE "C", ALTER COLUMN from_agent TYPE TEXT COLLATE "C",
+  ALTER COLUMN reply_session TYPE TEXT COLLATE "C", ALTER COLUMN to_addr TYPE TEXT COLLATE "C",
+  ALTER COLUMN to_agent TYPE TEXT COLLATE "C", ALTER COLUMN to_session TYPE TEXT COLLATE "C",
+  ALTER COLUMN text TYPE TEXT COLLATE "C", ALTER COLUMN in_reply_to TYPE TEXT COLLATE "C",
+  ALTER COLUMN state TYPE TEXT COLLATE "C", ALTER COLUMN prior TYPE TEXT COLLATE "C",
+  ALTER COLUMN track TYPE TEXT COLLATE "C", ALTER COLUMN destination TYPE TEXT COLLATE "C",
+  ALTER COLUMN response_id TYPE TEXT COLLATE "C", ALTER COLUMN response_text TYPE TEXT COLLATE "C",
+  ALTER COLUMN idempotency_key TYPE TEXT COLLATE "C", ALTER COLUMN request_hash TYPE TEXT COLLATE "C";
+DROP INDEX entries_claimed;
+ALTER TABLE entries ALTER COLUMN id TYPE TEXT COLLATE "C", ALTER COLUMN kind TYPE TEXT COLLATE "C",
+  ALTER COLUMN body TYPE TEXT COLLATE "C", ALTER COLUMN to_agent TYPE TEXT COLLATE "C",
+  ALTER COLUMN to_session TYPE TEXT COLLATE "C", ALTER COLUMN claimed_session TYPE TEXT COLLATE "C",
+  ALTER COLUMN message_id TYPE TEXT COLLATE "C", ALTER COLUMN state TYPE TEXT COLLATE "C";
+CREATE INDEX entries_claims ON entries (claimed_session, state, seq) WHERE claimed_session IS NOT NULL;
+ALTER TABLE web_sessions ALTER COLUMN id_hash TYPE TEXT COLLATE "C", ALTER COLUMN sealed TYPE TEXT COLLATE "C";
 `,
 ];
 
