@@ -6,8 +6,12 @@
 // (its own per-work counter, the first page included) and the ratio, over the same window.
 // Needs `npm run build` in both checkouts. PostgreSQL: OH_HAI_BENCH_DATABASE_URL (an admin URL),
 // else a throwaway cluster from .ci/postgres.sh. Never run by CI.
-// Usage: node bench/connect-cost.mjs [--against <other checkout>] [--streams 150] [--hold 1] [--seconds 20]
+// --cpu-prof <dir>: each Hub writes a V8 CPU profile to <dir>/<label>, with the window's bounds
+// (idle-phases.json) beside it, for bench/connect-profile.mjs.
+// Usage: node bench/connect-cost.mjs [--against <other checkout>] [--streams 150] [--hold 1] [--seconds 20] [--cpu-prof <dir>]
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { Agent, request } from 'node:http';
 import { adminOf, adminUrlOrRerun, call, checkoutsToCompare, cpuOf, opt, tripsOf } from './pg-ab.mjs';
 
@@ -18,13 +22,20 @@ const SECONDS = Number(opt('seconds', 20));
 const checkouts = checkoutsToCompare();
 const KEY = randomBytes(16).toString('hex');
 const db = await adminOf(admin);
+const profAt = process.argv.indexOf('--cpu-prof');
+const CPU_PROF = profAt > 0 ? path.resolve(process.argv[profAt + 1]) : null;
+/** CLOCK_MONOTONIC µs, as a V8 profile's timestamps. */
+const monoUs = () => Number(process.hrtime.bigint() / 1000n);
 
 /** A Hub of `dir` on a fresh database, with an agent and `STREAMS` sessions of it (16 per agent at most). */
-async function startHub(dir) {
+async function startHub(dir, label) {
+  const profDir = CPU_PROF === null ? null : path.join(CPU_PROF, label);
+  if (profDir !== null) mkdirSync(profDir, { recursive: true });
   const hub = await db.startHub(dir, {
     args: ['--stream-max-hold-seconds', String(HOLD)],
     // Nothing remembered: at deploy/'s 30 s hold a stream's token is long forgotten (1 s) when it reconnects.
     env: { MA2H_SIGNING_KEY: KEY, OH_HAI_HUB_CREDENTIAL_CACHE_MS: '0' },
+    nodeFlags: profDir === null ? [] : ['--cpu-prof', `--cpu-prof-dir=${profDir}`],
   });
   const sessions = [];
   for (let i = 0; i < STREAMS; i += 16) {
@@ -34,7 +45,7 @@ async function startHub(dir) {
       sessions.push({ token: agent.token, id: s.session.id });
     }
   }
-  return Object.assign(hub, { sessions, connects: 0 });
+  return Object.assign(hub, { sessions, connects: 0, profDir });
 }
 
 /** The CPU of stream connects and their first pages so far: the Hub's, its backends', and its round trips. */
@@ -76,15 +87,17 @@ function hold(hub, s, agent, running) {
 
 const hubs = [];
 try {
-  for (const c of checkouts) hubs.push({ ...c, hub: await startHub(c.dir) });
+  for (const c of checkouts) hubs.push({ ...c, hub: await startHub(c.dir, c.label) });
   let on = true;
   const agents = hubs.map(() => new Agent({ keepAlive: true, maxSockets: STREAMS }));
   const holders = hubs.flatMap(({ hub }, i) => hub.sessions.map((s) => hold(hub, s, agents[i], () => on)));
   // Two holds for every stream to connect and settle, then the window.
   await new Promise((r) => setTimeout(r, 2 * HOLD * 1000 + 1000));
   const start = await Promise.all(hubs.map(({ hub }) => sample(hub)));
+  const windowUs = monoUs();
   await new Promise((r) => setTimeout(r, SECONDS * 1000));
   const end = await Promise.all(hubs.map(({ hub }) => sample(hub)));
+  for (const { hub } of hubs) if (hub.profDir !== null) writeFileSync(path.join(hub.profDir, 'idle-phases.json'), JSON.stringify([[windowUs, monoUs()]]));
   on = false;
   console.log(`${STREAMS} streams per Hub, hold ${HOLD} s, ${SECONDS} s window, both Hubs at once (a shared machine makes the figures noisy)`);
   console.log('checkout  connects/s  Hub CPU ms/connect  DB CPU ms/connect  DB round trips/connect');

@@ -73,7 +73,7 @@ export async function adminOf(admin) {
   const query = async (text) => (await pool.query(text)).rows;
 
   /** A Hub of `dir` on a fresh database, started with `args` and `env` beside its own; `unix`: over PostgreSQL's (first) Unix socket directory. */
-  async function startHub(dir, { args = [], env = {}, unix = false } = {}) {
+  async function startHub(dir, { args = [], env = {}, unix = false, nodeFlags = [] } = {}) {
     const db = `oh_hai_ab_${randomBytes(4).toString('hex')}`;
     await query(`CREATE DATABASE ${db}`);
     const url = new URL(admin);
@@ -82,7 +82,7 @@ export async function adminOf(admin) {
     const data = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-bench-ab-'));
     const proc = spawn(
       process.execPath,
-      [path.join(dir, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', data, '--admin-listen', '127.0.0.1:0', ...args],
+      [...nodeFlags, path.join(dir, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', data, '--admin-listen', '127.0.0.1:0', ...args],
       { env: { ...process.env, OH_HAI_HUB_DATABASE_URL: url.toString(), ...env }, stdio: ['ignore', 'pipe', 'inherit'] },
     );
     let out = '';
