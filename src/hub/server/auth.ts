@@ -71,11 +71,13 @@ export function presentedHash(req: IncomingMessage): string | null {
  * names: it has no row). The same three rows as the credential statement, so a statement that
  * decides on it (the stream connect's renewal) lets in exactly who the credential statement would,
  * on the store's rows of that instant: nothing remembered (credentials.ts), so a change committed
- * before it is never missed. Its one parameter is the token's hash.
+ * before it is never missed. `tokenHash` is the token's hash as SQL (a column of the batched connects' requests).
  */
-export const AGENT_LET_IN = `(SELECT a.id FROM agents AS a WHERE a.token_hash = CAST(? AS TEXT) AND a.revoked = 0
+export const agentLetIn = (tokenHash: string): string => `(SELECT a.id FROM agents AS a WHERE a.token_hash = ${tokenHash} AND a.revoked = 0
     AND NOT EXISTS (SELECT 1 FROM meta WHERE key = 'agent_messaging' AND value = '0')
     AND NOT EXISTS (SELECT 1 FROM meta WHERE key = 'human_token_hash' AND value = a.token_hash))`;
+/** {@link agentLetIn} of a parameter. */
+export const AGENT_LET_IN = agentLetIn('CAST(? AS TEXT)');
 
 async function lookUp(core: HubCore, read: Sql, hash: string): Promise<Answer<Authenticated>> {
   const row = await credential(read, hash);

@@ -139,7 +139,7 @@ export function pendingArms(box: Mailbox, afterSeq: number, limit: number, colum
 }
 
 /** {@link pendingArms} with each value as SQL: a parameter, or a column of the row a lateral read is made for. */
-function armsOf(session: Statement | null, after: Statement, limit: Statement, columns: string, agent: Statement): Statement[] {
+export function armsOf(session: Statement | null, after: Statement, limit: Statement, columns: string, agent: Statement): Statement[] {
   const free = {
     sql: `SELECT ${columns} FROM entries
     WHERE to_agent = ${agent.sql} AND to_session IS NULL AND state = 'pending' AND claimed_session IS NULL AND seq > ${after.sql} ORDER BY seq LIMIT ${limit.sql}`,
@@ -171,7 +171,7 @@ function pendingSeqs(box: Mailbox, afterSeq: number, limit: number, agent?: Stat
 }
 
 /** A session mailbox's three arms merged in seq order, at most `limit`; the principal mailbox's one arm as it is. */
-function mergedArms(arms: Statement[], limit: Statement): Statement {
+export function mergedArms(arms: Statement[], limit: Statement): Statement {
   if (arms.length === 1) return arms[0]!;
   const [own, free, claimed] = arms as [Statement, Statement, Statement];
   // Every derived table is named: PostgreSQL requires it, SQLite accepts it.
@@ -253,7 +253,7 @@ export function pagesQuery(requests: readonly PageRequest[], when = ''): { ctes:
 }
 
 /** The pages' common table expressions and select, from `wanted`: a statement of (box, bound, seq) rows, each a candidate of its box's page. */
-function pagesOfWanted(wanted: Statement): { ctes: string; select: string; params: Param[] } {
+export function pagesOfWanted(wanted: Statement): { ctes: string; select: string; params: Param[] } {
   return {
     ctes: `wanted AS MATERIALIZED (${wanted.sql}),
        sized AS MATERIALIZED (SELECT wanted.box, wanted.bound, wanted.seq, OCTET_LENGTH(entries.body) AS bytes FROM wanted JOIN entries ON entries.seq = wanted.seq),

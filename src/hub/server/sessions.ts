@@ -19,6 +19,7 @@ import { bad, good, type Answer } from './http.js';
 import { iso, newId } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
 import { bindNow, type Param, type Sql, type Store, type Tx } from './sql.js';
+import { ConnectBatcher, consumerValues } from './connects.js';
 import { markUndeliverable, type EndReason } from './track.js';
 import type { Work } from './work.js';
 
@@ -201,18 +202,62 @@ export async function presentStream(
     maxBytes: first?.maxBytes ?? null,
   };
   const shape = `${byToken ? 'token' : 'agent'}${c === null ? '' : ' consumer'}${p.connect ? ' connect' : ''}${first === null ? '' : ' paged'}`;
-  const statement = connectStatements.bind(shape, values, (v) => {
-    const agent = byToken ? { sql: AGENT_LET_IN, params: [v.agent] } : { sql: '?', params: [v.agent] };
-    const presenting = { consumer: c === null ? null : { home: v.home!, host: v.host!, pid: v.pid! }, connect: p.connect };
-    return first === null
-      ? renewIfHeld(agent, v.session, presenting, LEASE_COLUMNS)
-      : pagedStatement(agent, v.session, presenting, { limit: v.limit!, maxBytes: v.maxBytes! });
-  });
+  const statementOf = (values: ConnectValues) =>
+    connectStatements.bind(shape, values, (v) => {
+      const agent = byToken ? { sql: AGENT_LET_IN, params: [v.agent] } : { sql: '?', params: [v.agent] };
+      const presenting = { consumer: c === null ? null : { home: v.home!, host: v.host!, pid: v.pid! }, connect: p.connect };
+      return first === null
+        ? renewIfHeld(agent, v.session, presenting, LEASE_COLUMNS)
+        : pagedStatement(agent, v.session, presenting, { limit: v.limit!, maxBytes: v.maxBytes! });
+    });
+  // A connect by its token on PostgreSQL: renewed together with the connects queued with it. A pid past the
+  // column's range fails its statement, so such a connect takes its own (and fails alone).
+  if (first !== null && byToken && p.connect && (c === null || c.pid <= MAX_INTEGER))
+    return connectBatcher(core).present({ tokenHash: values.agent, session: id, consumer: c, bound: first, stream: p.stream ?? null });
+  const statement = statementOf(values);
   if (first !== null) return presentPaged(core, store, statement, id, p, first);
   const [row] = await store.once<StreamLease>(statement.sql, statement.params, ([r]) => {
     if (r !== undefined) registerStream(core, (effect) => effect(), r, p, false);
   });
   return row === undefined ? null : { row, page: null };
+}
+
+/** The largest `holder_pid` the sessions table holds (INTEGER). */
+const MAX_INTEGER = 2 ** 31 - 1;
+
+/** The stream connect's work (its route's), as the router names it: the batched renewals' round trips count as the connects'. */
+const CONNECT: Work = { name: 'GET /v1/inbox/stream', lane: 'connect' };
+
+/** Per Hub, the stream connects renewed together (PostgreSQL). */
+const connectBatchers = new WeakMap<HubCore, ConnectBatcher>();
+function connectBatcher(core: HubCore): ConnectBatcher {
+  let batcher = connectBatchers.get(core);
+  if (batcher === undefined) {
+    batcher = new ConnectBatcher(
+      core.store.as(CONNECT),
+      (c) =>
+        connectStatements.bind(
+          c.consumer === null ? 'token connect paged' : 'token consumer connect paged',
+          {
+            agent: c.tokenHash,
+            session: c.session,
+            ...consumerValues(c),
+            limit: c.bound.limit,
+            maxBytes: c.bound.maxBytes,
+          },
+          (v) =>
+            pagedStatement(
+              { sql: AGENT_LET_IN, params: [v.agent] },
+              v.session,
+              { consumer: c.consumer === null ? null : { home: v.home!, host: v.host!, pid: v.pid! }, connect: true },
+              { limit: v.limit!, maxBytes: v.maxBytes! },
+            ),
+        ),
+      (c, sessionId) => registerStream(core, (effect) => effect(), { id: sessionId }, { consumer: c.consumer, connect: true, stream: c.stream }, false),
+    );
+    connectBatchers.set(core, batcher);
+  }
+  return batcher;
 }
 
 /** What a stream connect's statement binds: every other part of its text is fixed by its shape. */

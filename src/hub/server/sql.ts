@@ -145,6 +145,12 @@ export interface Store {
    * before the rows are handed back (PostgreSQL: the notifier's next batch).
    */
   once<T>(sql: string, params: readonly Param[], committed?: (rows: T[]) => void, wakes?: ReadonlyArray<readonly [WakeTopic, string]>): Promise<T[]>;
+  /**
+   * {@link once} of the statement `take` makes when the statement may run (PostgreSQL: once a pool
+   * connection of this work's lane is free; a retry runs the same statement again): what `take`
+   * holds is decided then, not before the wait, so the stream connects queued meanwhile go in one.
+   */
+  onceTaken<T>(take: () => { sql: string; params: readonly Param[] }, committed?: (rows: T[]) => void): Promise<T[]>;
   /** Statements outside a transaction, for reads that decide nothing another request could race. */
   readonly read: Sql;
   /**

@@ -271,6 +271,19 @@ export function sqliteStore(db: Db, hooks: SqliteStoreHooks): Store {
     run: async (q, ...p) => (commits.busy && (await commits.idle()), sql.run(q, ...p)),
   };
   recent.serves(read);
+  const once = <T>(
+    take: () => { sql: string; params: readonly Param[] },
+    committed?: (rows: T[]) => void,
+    wakes?: ReadonlyArray<readonly [WakeTopic, string]>,
+  ): Promise<T[]> =>
+    commits.run(async () => {
+      const { sql: text, params } = take();
+      const bound = bindNow(text, params, hooks.clock.now());
+      const rows = await sql.all<T>(bound.sql, ...bound.params);
+      if (committed) commits.afterCommit(() => committed(rows));
+      if (wakes !== undefined && rows.length > 0) for (const [topic, key] of wakes) commits.afterCommit(() => hooks.wake(topic, key));
+      return rows;
+    });
   return {
     kind: 'sqlite',
     shared: false,
@@ -297,13 +310,9 @@ export function sqliteStore(db: Db, hooks: SqliteStoreHooks): Store {
         return unit(tx);
       }),
     once: <T>(text: string, params: readonly Param[], committed?: (rows: T[]) => void, wakes?: ReadonlyArray<readonly [WakeTopic, string]>): Promise<T[]> =>
-      commits.run(async () => {
-        const bound = bindNow(text, params, hooks.clock.now());
-        const rows = await sql.all<T>(bound.sql, ...bound.params);
-        if (committed) commits.afterCommit(() => committed(rows));
-        if (wakes !== undefined && rows.length > 0) for (const [topic, key] of wakes) commits.afterCommit(() => hooks.wake(topic, key));
-        return rows;
-      }),
+      once(() => ({ sql: text, params }), committed, wakes),
+    // In process and group-committed already: the statement is made as its batch runs.
+    onceTaken: (take, committed) => once(take, committed),
     health: async () => {
       try {
         db.prepare('SELECT 1').get();

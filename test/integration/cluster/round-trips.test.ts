@@ -1,4 +1,14 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { presentedTokenHash } from '../../../src/hub/server/ids.js';
+import { defaultHubConfig } from '../../../src/hub/server/config.js';
+import { parseDatabaseUrl } from '../../../src/hub/server/postgres/url.js';
+import { createHubServer, type HubServer } from '../../../src/hub/server/server.js';
+import { presentSession, presentStream } from '../../../src/hub/server/sessions.js';
+import { systemClock } from '../../../src/util/clock.js';
+import { callHub } from '../hub/in-process.js';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
 import { twoInstances } from '../../helpers/cluster.js';
 import { freshDatabase, sql } from '../../helpers/postgres.js';
@@ -48,6 +58,11 @@ const N = 20;
  */
 const CONNECT_READS = 0;
 const CONNECT_UNIT = 1;
+/**
+ * Connects made together (in one turn of the Hub's event loop, or while the statement before them waited
+ * for a pool connection): ONE statement renews them all, each one's first page included (session 18).
+ */
+const BATCHED_CONNECTS_UNIT = 1;
 /** Streams ended together are recorded in batches: one statement on its own per batch (it was a unit of 3), never more than ends. */
 const END_UNIT = 1;
 
@@ -315,7 +330,11 @@ describe('a stream reconnecting on its hold bound (PostgreSQL)', () => {
     // Past the ends' gathering (1 s), well before the new connections' bound (4 s).
     await new Promise((r) => setTimeout(r, 2000));
     const after = await tripsOf(h);
-    expect(delta(before, after, 'GET /v1/inbox/stream')).toEqual({ unit: K * CONNECT_UNIT, read: K * CONNECT_READS });
+    // Reconnects the Hub parses in one turn (or while one statement waits for its connection) share one statement.
+    const reconnects = delta(before, after, 'GET /v1/inbox/stream');
+    expect(reconnects.read).toBe(K * CONNECT_READS);
+    expect(reconnects.unit).toBeGreaterThanOrEqual(CONNECT_UNIT);
+    expect(reconnects.unit).toBeLessThanOrEqual(K * CONNECT_UNIT);
     expect(delta(before, after, 'presence')).toEqual({ unit: 0, read: 0 });
     // A stream that ends and does not come back is recorded as seen until its end.
     const seenAt = async () => Number((await sql<{ seen_at: string }>(db.url, 'SELECT seen_at FROM sessions WHERE id = $1', [ids[0]]))[0]!.seen_at);
@@ -436,5 +455,88 @@ describe('the presence refresh of held streams is set-based (PostgreSQL)', () =>
     } finally {
       for (const c of streams) c.close();
     }
+  });
+});
+
+describe('stream connects made together (PostgreSQL)', () => {
+  let db: Awaited<ReturnType<typeof freshDatabase>>;
+  let dir = '';
+  let hub: HubServer;
+  let human = '';
+  beforeAll(async () => {
+    db = await freshDatabase();
+    dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-connect-batch-'));
+    const database = parseDatabaseUrl(db.url);
+    if (!database.ok) throw new Error(database.reason);
+    hub = await createHubServer({
+      config: { ...defaultHubConfig({ dataDir: path.join(dir, 'hub'), signingKey: 'k', version: 'test' }), port: 0, database: database.value },
+      clock: systemClock,
+      pid: process.pid,
+      log: () => undefined,
+    });
+    human = readFileSync(hub.humanTokenPath!, 'utf8').trim();
+  });
+  afterAll(async () => {
+    await hub?.close();
+    rmSync(dir, { recursive: true, force: true });
+    await db?.drop();
+  });
+
+  const connects = () => hub.core.store.as({ name: 'GET /v1/inbox/stream', lane: 'connect' });
+  const unitsOf = () => (hub.core.store as unknown as { roundTrips: Trips }).roundTrips.get('GET /v1/inbox/stream')?.unit ?? 0;
+  const bound = { limit: 100, maxBytes: 1 << 20 };
+  /** Connects presented in one turn, as the stream route presents them: each with a consumer of its home, or none (null). */
+  const together = (token: string, sessions: string[], homes: Array<string | null>) =>
+    Promise.all(
+      sessions.map((id, i) => {
+        const home = homes[i] ?? null;
+        const consumer = home === null ? null : { home, host: 'host', pid: 7 };
+        return presentStream(hub.core, connects(), { tokenHash: presentedTokenHash(token) }, id, { consumer, connect: true }, bound);
+      }),
+    );
+  const newSession = async (token: string, key: string): Promise<{ id: string; address: string }> =>
+    (await callHub(hub, token, 'POST', '/v1/sessions', { client_key: key, lease_seconds: 300 })).session;
+
+  it(`${BATCHED_CONNECTS_UNIT} round trip for every connect made together, each renewed with its own first page`, async () => {
+    const agent = await callHub(hub, human, 'POST', '/v1/account/agents', { label: 'batch' });
+    const sender = await callHub(hub, human, 'POST', '/v1/account/agents', { label: 'sender' });
+    const sessions = [];
+    for (let i = 0; i < 5; i++) sessions.push(await newSession(agent.token, `k${i}`));
+    // Session i holds i entries of its own.
+    for (const [i, s] of sessions.entries())
+      for (let j = 0; j < i; j++) await callHub(hub, sender.token, 'POST', '/v1/messages', { to: s.address, intent: 'notify', text: `to ${i}: ${j}` });
+    const before = unitsOf();
+    const presented = await together(
+      agent.token,
+      sessions.map((s) => s.id),
+      // The first without a consumer (a plain client): renewed, its holder left as it was (none).
+      sessions.map((_, i) => (i === 0 ? null : `home-${i}`)),
+    );
+    expect(unitsOf() - before).toBe(BATCHED_CONNECTS_UNIT);
+    expect(presented.map((p) => p?.row.id)).toEqual(sessions.map((s) => s.id));
+    expect(presented.map((p) => p!.page!.rows.map((r) => r.to_session))).toEqual(sessions.map((s, i) => Array.from({ length: i }, () => s.id)));
+    const held = await sql<{ id: string; holder_home: string }>(db.url, 'SELECT id, holder_home FROM sessions WHERE agent_id = $1', [agent.agent.id]);
+    expect(Object.fromEntries(held.map((r) => [r.id, r.holder_home]))).toEqual(
+      Object.fromEntries(sessions.map((s, i) => [s.id, i === 0 ? null : `home-${i}`])),
+    );
+  });
+
+  it('two consumers of one session in one statement: one is renewed, the other misses and is refused by the locked path', async () => {
+    const agent = await callHub(hub, human, 'POST', '/v1/account/agents', { label: 'race' });
+    const s = await newSession(agent.token, 'race');
+    const before = unitsOf();
+    const presented = await together(agent.token, [s.id, s.id], ['home-a', 'home-b']);
+    expect(unitsOf() - before).toBe(BATCHED_CONNECTS_UNIT);
+    const won = presented.findIndex((p) => p !== null);
+    expect(won).toBeGreaterThanOrEqual(0);
+    expect(presented.filter((p) => p !== null)).toHaveLength(1);
+    const [winner, loser] = won === 0 ? ['home-a', 'home-b'] : ['home-b', 'home-a'];
+    const [row] = await sql<{ holder_home: string }>(db.url, 'SELECT holder_home FROM sessions WHERE id = $1', [s.id]);
+    expect(row!.holder_home).toBe(winner);
+    // The one that missed is decided as any missed renewal is: the holder is seen, so 409.
+    const refused = await hub.core.store.write((tx) =>
+      presentSession(hub.core, tx, agent.agent.id, s.id, { consumer: { home: loser, host: 'host', pid: 7 }, connect: true }),
+    );
+    expect(refused.ok ? 'renewed' : refused.error.status).toBe(409);
   });
 });

@@ -31,17 +31,21 @@ describe('a statement made once per shape', () => {
 });
 
 describe("a stream connect's statement", () => {
-  /** A store that records each statement and misses (no row: nothing is registered). */
+  /** A store that records each statement and misses (no row: nothing is registered); a paged connect by token is batched (`onceTaken`). */
   const recording = () => {
     const runs: Array<{ sql: string; params: readonly Param[] }> = [];
-    const core = {
-      store: {
-        once: async (sql: string, params: readonly Param[]) => {
-          runs.push({ sql, params });
-          return [];
-        },
+    const store = {
+      as: () => store,
+      once: async (sql: string, params: readonly Param[]) => {
+        runs.push({ sql, params });
+        return [];
       },
-    } as unknown as HubCore;
+      onceTaken: async (take: () => { sql: string; params: readonly Param[] }) => {
+        runs.push(take());
+        return [];
+      },
+    };
+    const core = { store } as unknown as HubCore;
     return { core, runs };
   };
   const consumer = (pid: number) => ({ home: `/home/${pid}`, host: `host-${pid}`, pid });

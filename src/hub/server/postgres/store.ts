@@ -390,14 +390,16 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
 
   async function once<T>(
     work: Work,
-    sql: string,
-    params: readonly Param[],
+    take: () => { sql: string; params: readonly Param[] },
     committed?: (rows: T[]) => void,
     wakes?: ReadonlyArray<readonly [WakeTopic, string]>,
   ): Promise<T[]> {
+    // Made at the first attempt, once its connection is free; every later attempt runs it again.
+    let statement: { sql: string; params: readonly Param[] } | undefined;
     const rows = await retried(work, async () => {
+      statement ??= take();
       counted(work, 'unit');
-      const rows = await lone.all<T>(withClock(sql), ...params);
+      const rows = await lone.all<T>(withClock(statement.sql), ...statement.params);
       if (TRACE) noteWork(work, 'done');
       if (committed) run(() => committed(rows));
       if (wakes !== undefined && rows.length > 0) {
@@ -443,7 +445,8 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
       read: laned(readsOf, (fn) => onLane(work, fn)),
       reading: (fn) => onLane(work, () => fn(readsOf())),
       write: (unit) => write(work, unit),
-      once: (sql, params, committed, wakes) => once(work, sql, params, committed, wakes),
+      once: (sql, params, committed, wakes) => once(work, () => ({ sql, params }), committed, wakes),
+      onceTaken: (take, committed) => once(work, take, committed),
       ...shared,
     };
   };
