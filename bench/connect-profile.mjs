@@ -5,6 +5,7 @@
 // Never run by CI.   node bench/connect-profile.mjs <dir>/<label> [--top 30]
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { nameOf, windowedSamples } from './cpu-profile-samples.mjs';
 
 const dir = process.argv[2];
 if (!dir) throw new Error('usage: node bench/connect-profile.mjs <dir written by connect-cost.mjs --cpu-prof>/<label>');
@@ -44,35 +45,24 @@ const STEPS = [
 ];
 const stepOf = new Map();
 for (const [step, names] of STEPS) for (const n of names) if (!stepOf.has(n)) stepOf.set(n, step);
-const nodes = new Map(prof.nodes.map((n) => [n.id, n]));
-const parent = new Map();
-for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-const name = (n) => n.callFrame.functionName.replace(/\d+$/, '');
 const where = (n) => `${n.callFrame.functionName || '(anonymous)'} (${n.callFrame.url.split('/').pop() || 'native'})`;
-const inWindow = (t) => windows.some(([a, b]) => t >= a && t <= b);
+const { nodes, parent, samples, total } = windowedSamples(prof, windows);
 const byStep = new Map();
 const bySelf = new Map();
 const writevBy = new Map();
-let total = 0;
-let t = prof.startTime;
-for (let i = 0; i < prof.samples.length; i++) {
-  t += prof.timeDeltas[i];
-  const dt = prof.timeDeltas[i + 1] ?? 0;
-  const leaf = nodes.get(prof.samples[i]);
-  if (!inWindow(t) || name(leaf) === '(idle)') continue;
-  total += dt;
-  let step = name(leaf) === '(garbage collector)' ? 'GC' : name(leaf) === '(program)' ? '(program: native, outside JS)' : 'other';
+for (const { leaf, dt } of samples) {
+  let step = nameOf(leaf) === '(garbage collector)' ? 'GC' : nameOf(leaf) === '(program)' ? '(program: native, outside JS)' : 'other';
   for (let id = leaf.id; id !== undefined && step === 'other'; id = parent.get(id)) {
-    const s = stepOf.get(name(nodes.get(id)));
+    const s = stepOf.get(nameOf(nodes.get(id)));
     if (s !== undefined) step = s;
   }
   byStep.set(step, (byStep.get(step) ?? 0) + dt);
   bySelf.set(where(leaf), (bySelf.get(where(leaf)) ?? 0) + dt);
-  if (name(leaf) === 'writev' || name(leaf) === 'writeUtf8String' || name(leaf) === 'writeBuffer') {
+  if (nameOf(leaf) === 'writev' || nameOf(leaf) === 'writeUtf8String' || nameOf(leaf) === 'writeBuffer') {
     // The caller chain three JS frames up says which write it was.
     const chain = [];
-    for (let id = parent.get(leaf.id); id !== undefined && chain.length < 14; id = parent.get(id)) chain.push(name(nodes.get(id)));
-    const key = `${name(leaf)} ← ${chain.join(' ← ')}`;
+    for (let id = parent.get(leaf.id); id !== undefined && chain.length < 14; id = parent.get(id)) chain.push(nameOf(nodes.get(id)));
+    const key = `${nameOf(leaf)} ← ${chain.join(' ← ')}`;
     writevBy.set(key, (writevBy.get(key) ?? 0) + dt);
   }
 }

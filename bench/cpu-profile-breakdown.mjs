@@ -8,6 +8,7 @@
 // Never run by CI.   node bench/cpu-profile-breakdown.mjs <dir> [--top 25] [--phases send|idle]
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { nameOf, windowedSamples } from './cpu-profile-samples.mjs';
 
 const dir = process.argv[2];
 if (!dir) throw new Error('usage: node bench/cpu-profile-breakdown.mjs <dir written by send-cost.mjs --cpu-prof>');
@@ -38,25 +39,13 @@ const STEPS = [
   ['routing', ['dispatch', 'route', 'match']],
 ];
 const stepOf = new Map(STEPS.flatMap(([step, names]) => names.map((n) => [n, step])));
-const nodes = new Map(prof.nodes.map((n) => [n.id, n]));
-const parent = new Map();
-for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-const name = (n) => n.callFrame.functionName.replace(/\d+$/, '');
-
-const inWindow = (t) => windows.some(([a, b]) => t >= a && t <= b);
+const { nodes, parent, samples, total } = windowedSamples(prof, windows);
 const byStep = new Map();
 const bySelf = new Map();
-let total = 0;
-let t = prof.startTime;
-for (let i = 0; i < prof.samples.length; i++) {
-  t += prof.timeDeltas[i];
-  const dt = prof.timeDeltas[i + 1] ?? 0;
-  const leaf = nodes.get(prof.samples[i]);
-  if (!inWindow(t) || name(leaf) === '(idle)') continue;
-  total += dt;
+for (const { leaf, dt } of samples) {
   let step = 'node (event loop, sockets, GC)';
   for (let id = leaf.id; id !== undefined; id = parent.get(id)) {
-    const s = stepOf.get(name(nodes.get(id)));
+    const s = stepOf.get(nameOf(nodes.get(id)));
     if (s !== undefined) {
       step = s;
       break;
