@@ -46,13 +46,26 @@ describe('the ephemeral range', () => {
     for (const bad of ['', '32768', '60999 32768', '1 70000', 'a b']) expect(parseRange(bad), bad).toBeNull();
   });
 
-  it('leaves the unprivileged ports on either side, or all of them when it covers every one', () => {
+  it('leaves the ports above fetch’s bad ones on either side, or all of them when it covers every one', () => {
     expect(portsOutside({ low: 32768, high: 60999 })).toEqual([
-      { low: 1024, high: 32767 },
+      { low: 10081, high: 32767 },
       { low: 61000, high: 65535 },
     ]);
-    expect(portsOutside({ low: 49152, high: 65535 })).toEqual([{ low: 1024, high: 49151 }]);
-    expect(portsOutside({ low: 1024, high: 65535 })).toEqual([{ low: 1024, high: 65535 }]);
+    expect(portsOutside({ low: 49152, high: 65535 })).toEqual([{ low: 10081, high: 49151 }]);
+    expect(portsOutside({ low: 1024, high: 65535 })).toEqual([{ low: 10081, high: 65535 }]);
+    expect(portsOutside({ low: 8000, high: 20000 })).toEqual([{ low: 20001, high: 65535 }]);
+  });
+
+  it('never draws a port fetch refuses: the last of the Fetch standard’s bad ports is below the lowest drawn', async () => {
+    // The tests reach their servers through fetch, which fails a bad port before it connects.
+    for (const bad of [5060, 6000, 6665, 10080]) {
+      const failed = await fetch(`http://127.0.0.1:${bad}/`).then(
+        () => null,
+        (e: unknown) => (e instanceof Error && e.cause instanceof Error ? e.cause.message : String(e)),
+      );
+      expect(failed, String(bad)).toBe('bad port');
+    }
+    for (const r of portsOutside(ephemeralRange())) expect(r.low).toBeGreaterThan(10080);
   });
 
   it('draws from every range given, and only from them', () => {
