@@ -201,20 +201,11 @@ export async function presentStream(
     limit: first?.limit ?? null,
     maxBytes: first?.maxBytes ?? null,
   };
-  const shape = `${byToken ? 'token' : 'agent'}${c === null ? '' : ' consumer'}${p.connect ? ' connect' : ''}${first === null ? '' : ' paged'}`;
-  const statementOf = (values: ConnectValues) =>
-    connectStatements.bind(shape, values, (v) => {
-      const agent = byToken ? { sql: AGENT_LET_IN, params: [v.agent] } : { sql: '?', params: [v.agent] };
-      const presenting = { consumer: c === null ? null : { home: v.home!, host: v.host!, pid: v.pid! }, connect: p.connect };
-      return first === null
-        ? renewIfHeld(agent, v.session, presenting, LEASE_COLUMNS)
-        : pagedStatement(agent, v.session, presenting, { limit: v.limit!, maxBytes: v.maxBytes! });
-    });
   // A connect by its token on PostgreSQL: renewed together with the connects queued with it. A pid past the
   // column's range fails its statement, so such a connect takes its own (and fails alone).
   if (first !== null && byToken && p.connect && (c === null || c.pid <= MAX_INTEGER))
     return connectBatcher(core).present({ tokenHash: values.agent, session: id, consumer: c, bound: first, stream: p.stream ?? null });
-  const statement = statementOf(values);
+  const statement = connectStatement(byToken, c !== null, p.connect, values, first !== null);
   if (first !== null) return presentPaged(core, store, statement, id, p, first);
   const [row] = await store.once<StreamLease>(statement.sql, statement.params, ([r]) => {
     if (r !== undefined) registerStream(core, (effect) => effect(), r, p, false);
@@ -236,28 +227,33 @@ function connectBatcher(core: HubCore): ConnectBatcher {
     batcher = new ConnectBatcher(
       core.store.as(CONNECT),
       (c) =>
-        connectStatements.bind(
-          c.consumer === null ? 'token connect paged' : 'token consumer connect paged',
-          {
-            agent: c.tokenHash,
-            session: c.session,
-            ...consumerValues(c),
-            limit: c.bound.limit,
-            maxBytes: c.bound.maxBytes,
-          },
-          (v) =>
-            pagedStatement(
-              { sql: AGENT_LET_IN, params: [v.agent] },
-              v.session,
-              { consumer: c.consumer === null ? null : { home: v.home!, host: v.host!, pid: v.pid! }, connect: true },
-              { limit: v.limit!, maxBytes: v.maxBytes! },
-            ),
+        connectStatement(
+          true,
+          c.consumer !== null,
+          true,
+          { agent: c.tokenHash, session: c.session, ...consumerValues(c), limit: c.bound.limit, maxBytes: c.bound.maxBytes },
+          true,
         ),
       (c, sessionId) => registerStream(core, (effect) => effect(), { id: sessionId }, { consumer: c.consumer, connect: true, stream: c.stream }, false),
     );
     connectBatchers.set(core, batcher);
   }
   return batcher;
+}
+
+/**
+ * A stream connect's own statement, made once per shape and bound per run: the renewal (by the token, which it
+ * lets in, or by an agent let in already; for a consumer, its holder), and with `paged` its first page.
+ */
+function connectStatement(byToken: boolean, consumer: boolean, connect: boolean, values: ConnectValues, paged: boolean): AtNow {
+  const shape = `${byToken ? 'token' : 'agent'}${consumer ? ' consumer' : ''}${connect ? ' connect' : ''}${paged ? ' paged' : ''}`;
+  return connectStatements.bind(shape, values, (v) => {
+    const agent = byToken ? { sql: AGENT_LET_IN, params: [v.agent] } : { sql: '?', params: [v.agent] };
+    const presenting = { consumer: consumer ? { home: v.home!, host: v.host!, pid: v.pid! } : null, connect };
+    return paged
+      ? pagedStatement(agent, v.session, presenting, { limit: v.limit!, maxBytes: v.maxBytes! })
+      : renewIfHeld(agent, v.session, presenting, LEASE_COLUMNS);
+  });
 }
 
 /** What a stream connect's statement binds: every other part of its text is fixed by its shape. */
