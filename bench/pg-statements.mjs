@@ -89,6 +89,8 @@ const KINDS = [
   ['connect (renewal + first page)', /^WITH oh_hai_clock .*renewed AS \(UPDATE sessions SET expires_at/s],
   ['connect (renewal)', /^WITH oh_hai_clock .*UPDATE sessions SET expires_at/s],
   ['presence / ends', /UPDATE sessions SET seen_at/],
+  // connects.ts's statement for the connects a Hub gathered (a JSON table too): its rows are its renewed sessions.
+  ['connect (batched)', /AS r\(i INTEGER, token TEXT/],
   ['page read', /json_to_recordset/],
   ['notify batch', /pg_notify/],
   ['credential', /^SELECT .*token_hash/s],
@@ -113,14 +115,18 @@ const COUNTERS = [
   'wal_bytes',
 ];
 
-/** CPU seconds of every live backend and background process of the cluster, by pid. */
-function processCpu() {
+/** CPU seconds of every live backend and background process of the cluster, by pid (`extra`: each one's kernel seconds and minor faults). */
+function processCpu(extra = new Map()) {
   const out = new Map();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const f = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
-      if (Number(f[1]) === postmaster || Number(entry) === postmaster) out.set(Number(entry), (Number(f[11]) + Number(f[12])) / TICKS);
+      if (Number(f[1]) === postmaster || Number(entry) === postmaster) {
+        out.set(Number(entry), (Number(f[11]) + Number(f[12])) / TICKS);
+        // Beside the CPU: its kernel part and the minor faults (a backend maps each shared buffer it touches the first time).
+        extra.set(Number(entry), { sys: Number(f[12]) / TICKS, minflt: Number(f[7]) });
+      }
     } catch {
       // Gone meanwhile.
     }
@@ -157,7 +163,8 @@ async function sample() {
     ),
     db.query(`SELECT pid, datname, application_name, backend_type FROM pg_stat_activity`),
   ]);
-  const cpu = processCpu();
+  const extra = new Map();
+  const cpu = processCpu(extra);
   const byPid = new Map(activity.rows.map((a) => [a.pid, a]));
   const cpuBy = new Map();
   for (const [pid, s] of cpu) {
@@ -174,7 +181,7 @@ async function sample() {
     if (m === undefined) byDb.set(r.datname, (m = new Map()));
     m.set(r.queryid, Object.fromEntries(COUNTERS.map((c) => [c, Number(r[c])])));
   }
-  samples.push({ t, byDb, cpu, cpuBy, byPid });
+  samples.push({ t, byDb, cpu, extra, cpuBy, byPid });
 }
 
 /** The counters of `dbName`'s statements summed by kind at sample `s`. */
@@ -191,7 +198,8 @@ function byKind(s, dbName) {
 const sendCalls = (s, dbName) => byKind(s, dbName).get('send')?.calls ?? 0;
 const connectCalls = (s, dbName) => {
   const k = byKind(s, dbName);
-  return (k.get('connect (renewal + first page)')?.calls ?? 0) + (k.get('connect (renewal)')?.calls ?? 0);
+  // A batched statement's rows: one per renewed session (more only for a session with mail waiting, which the idle phase has not).
+  return (k.get('connect (renewal + first page)')?.calls ?? 0) + (k.get('connect (renewal)')?.calls ?? 0) + (k.get('connect (batched)')?.rows ?? 0);
 };
 
 const bench = spawn(process.execPath, [path.join(root, 'bench', 'hub-cluster.mjs'), ...benchArgs], {
@@ -237,13 +245,22 @@ async function stopPerf() {
  * CPU in (a, b] by backend kind. A backend's CPU is counted between two samples only while it lives
  * in both (one that ended meanwhile is in "ended backends": its last seen figure is all we have).
  */
-function cpuBetween(a, b) {
+function cpuBetween(a, b, extra) {
   const out = new Map();
   for (const [pid, s1] of b.cpu) {
     const s0 = a.cpu.get(pid) ?? 0;
     const who = pid === postmaster ? { backend_type: 'postmaster' } : (b.byPid.get(pid) ?? a.byPid.get(pid));
     const k = backendKind(who);
     out.set(k, (out.get(k) ?? 0) + s1 - s0);
+    if (extra !== undefined && s1 - s0 > 0) {
+      const e0 = a.extra.get(pid) ?? { sys: 0, minflt: 0 };
+      const e1 = b.extra.get(pid);
+      const acc = extra.get(k) ?? { busy: 0, sys: 0, minflt: 0 };
+      acc.busy += 1;
+      acc.sys += e1.sys - e0.sys;
+      acc.minflt += e1.minflt - e0.minflt;
+      extra.set(k, acc);
+    }
   }
   return out;
 }
@@ -252,11 +269,7 @@ function windowReport(dbName, a, b, per) {
   const ka = byKind(a, dbName);
   const kb = byKind(b, dbName);
   const sends = (kb.get('send')?.calls ?? 0) - (ka.get('send')?.calls ?? 0);
-  const connects =
-    (kb.get('connect (renewal + first page)')?.calls ?? 0) +
-    (kb.get('connect (renewal)')?.calls ?? 0) -
-    (ka.get('connect (renewal + first page)')?.calls ?? 0) -
-    (ka.get('connect (renewal)')?.calls ?? 0);
+  const connects = connectCalls(b, dbName) - connectCalls(a, dbName);
   const unit = per === 'send' ? sends : connects;
   const seconds = (b.t - a.t) / 1000;
   const rows = [];
@@ -267,8 +280,9 @@ function windowReport(dbName, a, b, per) {
     rows.push({ kind: k, ...d });
   }
   rows.sort((x, y) => y.total_exec_time + y.total_plan_time - (x.total_exec_time + x.total_plan_time));
-  const cpu = [...cpuBetween(a, b)].filter(([, s]) => s > 0).sort((x, y) => y[1] - x[1]);
-  return { dbName, per, unit, sends, connects, seconds, rows, cpu };
+  const extra = new Map();
+  const cpu = [...cpuBetween(a, b, extra)].filter(([, s]) => s > 0).sort((x, y) => y[1] - x[1]);
+  return { dbName, per, unit, sends, connects, seconds, rows, cpu, extra: Object.fromEntries(extra) };
 }
 
 function printWindow(w, label) {
@@ -295,6 +309,15 @@ function printWindow(w, label) {
     `database CPU ${u === 0 ? '—' : ((cpuAll * 1000) / u).toFixed(3)} ms per ${w.per} (${((cpuAll / w.seconds) * 100).toFixed(0)}% of a core): ${w.cpu
       .map(([k, s]) => `${k} ${u === 0 ? '—' : ((s * 1000) / u).toFixed(3)}`)
       .join(', ')}`,
+  );
+  console.log(
+    `by backend kind, per ${w.per}: ${w.cpu
+      .filter(([k]) => w.extra[k] !== undefined && !k.startsWith('this'))
+      .map(([k, s]) => {
+        const e = w.extra[k];
+        return `${k} ${e.busy} busy, kernel ${((e.sys / s) * 100).toFixed(0)}%, minor faults ${u === 0 ? '—' : (e.minflt / u).toFixed(1)}`;
+      })
+      .join('; ')}`,
   );
 }
 
