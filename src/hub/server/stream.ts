@@ -81,6 +81,10 @@ const frame = (event: string, data: unknown): string => `event: ${event}\ndata: 
  * provisional: every entry not yet acknowledged is pushed again on the next connect.
  */
 export async function openStream(core: HubCore, store: Store, signer: Signer, res: ServerResponse, sr: StreamRequest): Promise<Reply> {
+  // What the held stream's closures keep, copied out of `sr`: a closure naming `sr` would keep its
+  // `admit`, and through it the request's whole context (its URL, its store view, the router's
+  // closures), for the 30 s hold — at ~330 connects a second, what every scavenge copies.
+  const { sessionId, consumer } = sr;
   let finished = false;
   const cleanups: Array<() => void> = [];
   const finish = (last: string | null) => {
@@ -88,7 +92,7 @@ export async function openStream(core: HubCore, store: Store, signer: Signer, re
     finished = true;
     for (const c of cleanups) c();
     core.streams.remove(handle);
-    core.ends.record(sr.sessionId, sr.consumer?.home ?? null);
+    core.ends.record(sessionId, consumer?.home ?? null);
     if (last !== null && !res.destroyed) res.end(last);
     else if (!res.destroyed) res.end();
     // The last event may wait behind a full socket too.
@@ -120,8 +124,8 @@ export async function openStream(core: HubCore, store: Store, signer: Signer, re
   const early: { end: (() => void) | null } = { end: null };
   const then = (end: () => void) => (opened ? end() : (early.end ??= end));
   const handle: OpenStream = {
-    sessionId: sr.sessionId,
-    consumer: sr.consumer,
+    sessionId,
+    consumer,
     // Taken before the renewal below is sent: its seen_at (the database's instant) is no earlier.
     renewedAt: core.clock.monotonic(),
     close: (reason: StreamCloseReason) => then(() => finish(frame('closed', { reason }))),
@@ -147,33 +151,33 @@ export async function openStream(core: HubCore, store: Store, signer: Signer, re
   // On a store a round trip away it reads the first page too (three in one): what wakes this
   // mailbox while it is in flight may be past the page's snapshot, so it is heard meanwhile.
   const batched = store.kind === 'postgres';
-  const presenting = { consumer: sr.consumer, connect: true, stream: handle };
+  const presenting = { consumer, connect: true, stream: handle };
   // Heard until the stream is registered, a missed renewal's locked unit included: an end another
   // instance commits while that unit runs (it waits for the unit's row lock) can reach this
   // instance before the unit's COMMIT answers, while no stream is registered here to reconcile.
   // Stopped on every way out, a failed statement's too: a hearer left behind collects every key.
   const hearing = batched ? core.bus.hear() : null;
-  if (TRACE) hop('ev.connect', sr.sessionId);
+  if (TRACE) hop('ev.connect', sessionId);
   let renewed: Presented | null;
   let presented: Answer<StreamLease>;
   try {
-    renewed = await presentStream(core, store, sr.who, sr.sessionId, presenting, batched ? { limit: PUSH_BATCH, maxBytes: core.turns.unheld().bytes } : null);
+    renewed = await presentStream(core, store, sr.who, sessionId, presenting, batched ? { limit: PUSH_BATCH, maxBytes: core.turns.unheld().bytes } : null);
     if (renewed !== null) presented = good(renewed.row);
     else {
       const agent = 'agentId' in sr.who ? good(sr.who.agentId) : await sr.who.admit();
       if (!agent.ok) return errorReply(agent.error);
-      presented = await store.write((tx) => presentSession(core, tx, agent.value, sr.sessionId, presenting));
+      presented = await store.write((tx) => presentSession(core, tx, agent.value, sessionId, presenting));
     }
   } finally {
     hearing?.stop();
   }
-  if (TRACE) hop('ev.connected', sr.sessionId);
+  if (TRACE) hop('ev.connected', sessionId);
   if (!presented.ok) return errorReply(presented.error);
   // Another instance ended the session (or took it) after the renewal, heard before this stream
   // was registered: the server's re-check found no stream here, so it is made now, as for one open.
-  if (hearing?.session.has(sr.sessionId))
-    void reconcileSession(core, sr.sessionId).catch((e: unknown) =>
-      core.log(`hub: re-checking session ${sr.sessionId} after its connect failed: ${e instanceof Error ? e.message : String(e)}`),
+  if (hearing?.session.has(sessionId))
+    void reconcileSession(core, sessionId).catch((e: unknown) =>
+      core.log(`hub: re-checking session ${sessionId} after its connect failed: ${e instanceof Error ? e.message : String(e)}`),
     );
   if (res.destroyed) {
     // The client left while the renewal committed: nothing to hold open.
@@ -224,7 +228,7 @@ export async function openStream(core: HubCore, store: Store, signer: Signer, re
   // connection sent so a rewind (claims released elsewhere) does not send it twice.
   let after = 0;
   const pushed = new Set<string>();
-  const box = { agentId, sessionId: sr.sessionId };
+  const box = { agentId, sessionId };
   // A released claim puts an entry behind the cursor: the next page starts over.
   let rewind = false;
   // The first page, when the renewal statement read it.
@@ -304,7 +308,7 @@ export async function openStream(core: HubCore, store: Store, signer: Signer, re
       while (await page().finally(firstPaged)) await new Promise<void>((resolve) => setImmediate(resolve));
     } catch (e) {
       // The entries stay pending: the next wake-up, or the client's next connect, takes them.
-      core.log(`hub: a push on session ${sr.sessionId} failed: ${e instanceof Error ? e.message : String(e)}`);
+      core.log(`hub: a push on session ${sessionId} failed: ${e instanceof Error ? e.message : String(e)}`);
     }
   });
   // The push trace only: when this stream was first woken since its last page began.
@@ -317,16 +321,13 @@ export async function openStream(core: HubCore, store: Store, signer: Signer, re
   wake();
   // Woken while the renewal statement was in flight: that entry may be past its page, so a pass
   // from the start follows the first page (a release puts mail behind the cursor anyway).
-  if (
-    hearing !== null &&
-    (hearing.mail.has(mailboxKey(agentId, sr.sessionId)) || hearing.mail.has(mailboxKey(agentId, null)) || hearing.released.has(agentId))
-  ) {
+  if (hearing !== null && (hearing.mail.has(mailboxKey(agentId, sessionId)) || hearing.mail.has(mailboxKey(agentId, null)) || hearing.released.has(agentId))) {
     rewind = true;
     wake();
   }
   cleanups.push(
     // Its own entries, and principal entries it may claim; not the agent's other sessions' mail.
-    core.bus.mail.on(mailboxKey(agentId, sr.sessionId), wake),
+    core.bus.mail.on(mailboxKey(agentId, sessionId), wake),
     core.bus.mail.on(mailboxKey(agentId, null), wake),
     core.bus.released.on(agentId, () => {
       rewind = true;
