@@ -69,7 +69,11 @@ function record(records: Map<string, Emitted>, key: string, at: number): void {
 }
 
 class Topic {
-  private readonly listeners = new Map<string, Set<Listener>>();
+  /**
+   * Each key's listeners, in an array: most keys have one (a stream's own mailbox), and an array of
+   * one is a third of a Set's bytes (57 against 153, Node 20); every held stream's live 30 s.
+   */
+  private readonly listeners = new Map<string, Listener[]>();
   /** Emissions so far: what a {@link Heard} window is measured in. */
   count = 0;
   /** Each key's last emissions, and each family head's ({@link Topic.emitFamily}), and {@link Topic.emitAll}'s. */
@@ -85,29 +89,42 @@ class Topic {
   private readonly pending = new Set<string>();
   private scheduled = false;
 
+  /** Listen on `key`; the returned function stops it. */
   on(key: string, fn: Listener): () => void {
-    let set = this.listeners.get(key);
-    if (!set) {
-      this.listeners.set(key, (set = new Set()));
-      this.family(key, (keys) => keys.add(key));
-    }
-    set.add(fn);
-    return () => {
-      set.delete(fn);
-      if (set.size === 0 && this.listeners.get(key) === set) {
-        this.listeners.delete(key);
-        this.family(key, (keys) => keys.delete(key));
-      }
-    };
+    this.add(key, fn);
+    return () => this.remove(key, fn);
   }
 
-  private family(key: string, change: (keys: Set<string>) => unknown): void {
+  /** Listen on `key` until {@link Topic.remove} (no closure made: a held stream stops its three itself). */
+  add(key: string, fn: Listener): void {
+    const fns = this.listeners.get(key);
+    if (fns === undefined) {
+      this.listeners.set(key, [fn]);
+      this.family(key, true);
+    } else if (!fns.includes(fn)) fns.push(fn);
+  }
+
+  remove(key: string, fn: Listener): void {
+    const fns = this.listeners.get(key);
+    const at = fns === undefined ? -1 : fns.indexOf(fn);
+    if (at < 0) return;
+    if (fns!.length > 1) {
+      fns!.splice(at, 1);
+      return;
+    }
+    this.listeners.delete(key);
+    this.family(key, false);
+  }
+
+  /** Add `key` to its family's keys, or take it out. */
+  private family(key: string, add: boolean): void {
     const cut = key.indexOf('#');
     if (cut < 0) return;
     const head = key.slice(0, cut);
     let keys = this.families.get(head);
     if (!keys) this.families.set(head, (keys = new Set()));
-    change(keys);
+    if (add) keys.add(key);
+    else keys.delete(key);
     if (keys.size === 0) this.families.delete(head);
   }
 
@@ -161,7 +178,7 @@ class Topic {
     this.scheduled = false;
     const keys = [...this.pending];
     this.pending.clear();
-    for (const k of keys) for (const fn of [...(this.listeners.get(k) ?? [])]) fn();
+    for (const k of keys) for (const fn of this.listeners.get(k)?.slice() ?? []) fn();
   }
 }
 

@@ -86,11 +86,14 @@ export async function openStream(core: HubCore, store: Store, signer: Signer, re
   // closures), for the 30 s hold — at ~330 connects a second, what every scavenge copies.
   const { sessionId, consumer } = sr;
   let finished = false;
-  const cleanups: Array<() => void> = [];
+  // What the stream stops when it ends: its wake-ups on the bus (set once it listens), its timer.
+  let stopListening: (() => void) | null = null;
+  let timer: NodeJS.Timeout | undefined;
   const finish = (last: string | null) => {
     if (finished) return;
     finished = true;
-    for (const c of cleanups) c();
+    stopListening?.();
+    clearTimeout(timer);
     core.streams.remove(handle);
     core.ends.record(sessionId, consumer?.home ?? null);
     if (last !== null && !res.destroyed) res.end(last);
@@ -227,7 +230,8 @@ export async function openStream(core: HubCore, store: Store, signer: Signer, re
   // keeps other clients waiting. `after` is the keyset cursor; `pushed` remembers what this
   // connection sent so a rewind (claims released elsewhere) does not send it twice.
   let after = 0;
-  const pushed = new Set<string>();
+  // Made at the first push: most holds push nothing, and an empty Set is 153 bytes kept 30 s.
+  let pushed: Set<string> | null = null;
   const box = { agentId, sessionId };
   // A released claim puts an entry behind the cursor: the next page starts over.
   let rewind = false;
@@ -275,7 +279,7 @@ export async function openStream(core: HubCore, store: Store, signer: Signer, re
         // Past every row read, claimed here or lost to another session.
         after = Math.max(after, read.rows[read.rows.length - 1]!.seq);
       }
-      const fresh = finished ? [] : rows.filter((r) => !pushed.has(r.id));
+      const fresh = finished ? [] : rows.filter((r) => pushed === null || !pushed.has(r.id));
       settled = true;
       // The page's bytes as read (rows already pushed count too: a rewind is rare).
       await core.turns.settle(grant, fresh.length > 0 ? read.bytes : 0);
@@ -283,7 +287,7 @@ export async function openStream(core: HubCore, store: Store, signer: Signer, re
       if (fresh.length > 0) {
         const now = core.clock.now();
         const messages = fresh.map((r) => {
-          pushed.add(r.id);
+          (pushed ??= new Set()).add(r.id);
           core.metrics.pushed(now - r.created_at);
           return signer.deliveryJson(r, 'stream');
         });
@@ -321,19 +325,22 @@ export async function openStream(core: HubCore, store: Store, signer: Signer, re
   wake();
   // Woken while the renewal statement was in flight: that entry may be past its page, so a pass
   // from the start follows the first page (a release puts mail behind the cursor anyway).
-  if (hearing !== null && (hearing.mail.has(mailboxKey(agentId, sessionId)) || hearing.mail.has(mailboxKey(agentId, null)) || hearing.released.has(agentId))) {
+  // Its own entries, and principal entries it may claim; not the agent's other sessions' mail.
+  const own = mailboxKey(agentId, sessionId);
+  const principal = mailboxKey(agentId, null);
+  const rewound = () => {
     rewind = true;
     wake();
-  }
-  cleanups.push(
-    // Its own entries, and principal entries it may claim; not the agent's other sessions' mail.
-    core.bus.mail.on(mailboxKey(agentId, sessionId), wake),
-    core.bus.mail.on(mailboxKey(agentId, null), wake),
-    core.bus.released.on(agentId, () => {
-      rewind = true;
-      wake();
-    }),
-  );
+  };
+  if (hearing !== null && (hearing.mail.has(own) || hearing.mail.has(principal) || hearing.released.has(agentId))) rewound();
+  core.bus.mail.add(own, wake);
+  core.bus.mail.add(principal, wake);
+  core.bus.released.add(agentId, rewound);
+  stopListening = () => {
+    core.bus.mail.remove(own, wake);
+    core.bus.mail.remove(principal, wake);
+    core.bus.released.remove(agentId, rewound);
+  };
 
   // A socket with bytes still queued shows the connection is alive without another comment; so
   // does the `reconnect` event of a bound due within half an interval (30 s holds with 15 s
@@ -356,7 +363,6 @@ export async function openStream(core: HubCore, store: Store, signer: Signer, re
     else if (!res.writableNeedDrain && left > keepaliveMs / 2) write(': keepalive\n\n');
     timer = setTimeout(beat, Math.min(next, left));
   };
-  let timer = setTimeout(beat, Math.min(keepaliveMs, hold));
-  cleanups.push(() => clearTimeout(timer));
+  timer = setTimeout(beat, Math.min(keepaliveMs, hold));
   return { kind: 'handled' };
 }

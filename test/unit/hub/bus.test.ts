@@ -156,3 +156,47 @@ describe('the Hub bus: hearing costs an emit nothing per hearer', () => {
     young.stop();
   });
 });
+
+describe('the Hub bus: listeners added and removed without a closure (a held stream listens on three keys)', () => {
+  it('wakes a listener on each key it was added on until removed there; a key whose last listener left leaves its family', () => {
+    const bus = new Bus();
+    const woken: string[] = [];
+    const own = mailboxKey('agt_a', 'sess_1');
+    const principal = mailboxKey('agt_a', null);
+    const wake = () => woken.push('wake');
+    const other = () => woken.push('other');
+    bus.mail.add(own, wake);
+    bus.mail.add(principal, wake);
+    bus.mail.add(principal, other);
+    // Added twice on one key: woken once, as a Set kept it.
+    bus.mail.add(own, wake);
+    bus.mail.emit(own);
+    bus.deliver();
+    expect(woken).toEqual(['wake']);
+
+    bus.mail.remove(principal, wake);
+    woken.length = 0;
+    bus.mail.emit(principal);
+    bus.deliver();
+    expect(woken).toEqual(['other']);
+    expect(bus.mail.listening(principal)).toBe(true);
+
+    // Removed while its key's wake-up is being delivered: the listeners taken for it still run.
+    bus.mail.add(principal, wake);
+    bus.mail.remove(principal, other);
+    bus.mail.add(principal, () => bus.mail.remove(principal, wake));
+    woken.length = 0;
+    bus.mail.emit(principal);
+    bus.deliver();
+    expect(woken).toEqual(['wake']);
+
+    bus.mail.remove(own, wake);
+    // Removing what is not there changes nothing.
+    bus.mail.remove(own, wake);
+    expect(bus.mail.listening(own)).toBe(false);
+    woken.length = 0;
+    bus.mail.emitFamily('agt_a');
+    bus.deliver();
+    expect(woken).toEqual([]);
+  });
+});
