@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 /** Descriptors kept back from the connection cap: stdio, the store and its WAL, logs, libuv's own, a database pool. */
@@ -54,11 +54,18 @@ export function capConnections(server: Server, cap: number): ConnectionCounts {
     }
     socket.destroy();
   });
+  // One listener for every response, found again by its request's socket: a closure and a `once`
+  // wrapper per request were ~250 bytes, kept by every held stream for its 30 s hold. A response
+  // closes once; a socket closed first took its count with it.
+  function closed(this: ServerResponse): void {
+    const state = open.get(this.req.socket);
+    if (state !== undefined) state.inFlight -= 1;
+  }
   server.on('request', (req, res) => {
     const state = open.get(req.socket);
     if (state === undefined) return;
     state.inFlight += 1;
-    res.once('close', () => (state.inFlight -= 1));
+    res.on('close', closed);
   });
   return counts;
 }
