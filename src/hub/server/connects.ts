@@ -17,10 +17,14 @@ const STATEMENTS_IN_FLIGHT = 1;
  * stream's reconnect is one request, and ~330 a second arrive one by one: without a wait each found the
  * statement before it answered and went alone (1.00 round trips a connect in bench/connect-cost.mjs at
  * 1,000 streams, hold 3 s); with 10 ms, 0.03 — the Hub's CPU a connect 0.60×, the database's 0.12×
- * (docs/deploy.md, session 18). A reconnect's `open` comes that much later; what is sent meanwhile is in
+ * (docs/deploy.md, session 18). The batch's size is this wait times one instance's connect rate, and N
+ * instances each get 1/N of a fleet's connects: at 10 ms two instances at 10,000 streams made twice one
+ * instance's statements (0.4 round trips a connect against 0.2); 25 ms gives each of two the batches 10
+ * gave one (idle, same run: 0.2 round trips, the Hubs' CPU a connect 0.65×, the database's 0.54×;
+ * docs/deploy.md, session 19). A reconnect's `open` comes that much later; what is sent meanwhile is in
  * its first page.
  */
-const GATHER_MS = 10;
+const GATHER_MS = 25;
 
 /** What a batched connect binds: its token, its consumer (a bridge's; none for a plain client) and its first page's bound. */
 export interface BatchedConnect {
