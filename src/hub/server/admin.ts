@@ -1,3 +1,4 @@
+import { readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -45,6 +46,67 @@ export function parseListen(raw: string): { host: string; port: number } | null 
   return { host: m[1] ?? (m[2] === '' ? '127.0.0.1' : m[2]!), port };
 }
 
+const PROCESS_PREFIX = 'oh_hai_hub_process_';
+
+/** Open descriptors: Linux 6.2 and later give /proc/self/fd's count as its size; older kernels list it. */
+function openDescriptors(): number | null {
+  try {
+    const size = statSync('/proc/self/fd').size;
+    // Listing it opened one more.
+    return size > 0 ? size : readdirSync('/proc/self/fd').length - 1;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Node's process metrics: prom-client's defaults, less the ones that walk every socket at each scrape.
+ * At 10,000 held streams its open_fds listed /proc/self/fd (10,000 names) and its active handles and
+ * resources walked the loop's handles four times: a scrape took 16–19 ms of one turn, against ~2 ms
+ * now (docs/deploy.md, session 19, scrape11). The descriptors are counted from the directory's size,
+ * the resources listed once for both their series; `nodejs_active_handles` (an undocumented API,
+ * the same sockets and servers by their JS class) is not kept: `nodejs_active_resources` counts them.
+ */
+function processMetrics(prom: typeof import('prom-client'), registry: import('prom-client').Registry): void {
+  prom.collectDefaultMetrics({ register: registry, prefix: PROCESS_PREFIX });
+  for (const name of ['process_open_fds', 'nodejs_active_handles', 'nodejs_active_handles_total', 'nodejs_active_resources', 'nodejs_active_resources_total'])
+    registry.removeSingleMetric(PROCESS_PREFIX + name);
+  if (process.platform === 'linux')
+    new prom.Gauge({
+      name: `${PROCESS_PREFIX}process_open_fds`,
+      help: 'Number of open file descriptors.',
+      registers: [registry],
+      collect() {
+        const n = openDescriptors();
+        if (n !== null) this.set(n);
+      },
+    });
+  // One listing per scrape for both series: the by-type gauge is collected first (registration order), the total reads its count.
+  let resources = 0;
+  new prom.Gauge({
+    name: `${PROCESS_PREFIX}nodejs_active_resources`,
+    help: 'Number of active resources that are currently keeping the event loop alive, grouped by async resource type.',
+    labelNames: ['type'],
+    registers: [registry],
+    collect() {
+      const list = process.getActiveResourcesInfo();
+      const byType = new Map<string, number>();
+      for (const type of list) byType.set(type, (byType.get(type) ?? 0) + 1);
+      this.reset();
+      for (const [type, n] of byType) this.set({ type }, n);
+      resources = list.length;
+    },
+  });
+  new prom.Gauge({
+    name: `${PROCESS_PREFIX}nodejs_active_resources_total`,
+    help: 'Total number of active resources.',
+    registers: [registry],
+    collect() {
+      this.set(resources);
+    },
+  });
+}
+
 /**
  * The operator's port (`--admin-listen`, off by default): /healthz (the process answers),
  * /readyz (the store answers and is migrated: take the instance out of the balancer
@@ -54,7 +116,7 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
   // prom-client is loaded only here, and only when an admin address was asked for.
   const prom = createRequire(import.meta.url)('prom-client') as typeof import('prom-client');
   const registry = new prom.Registry();
-  prom.collectDefaultMetrics({ register: registry, prefix: 'oh_hai_hub_process_' });
+  processMetrics(prom, registry);
   const requests = new prom.Counter({
     name: 'oh_hai_hub_requests_total',
     help: 'Requests answered, by route pattern and status',
