@@ -942,6 +942,10 @@ async function run(label, instances, database, variant) {
     // This process's own loop: a send's start and a push's arrival are stamped here, so its delays are in every figure.
     const ownLoop = monitorEventLoopDelay({ resolution: 10 });
     ownLoop.enable();
+    // The send phase's own CPU: read after the scrapes above and before those below. Until session 19 the window began at
+    // cpu0 and so held 21 scrapes per PostgreSQL Hub, each walking its streams' sockets (~0.25 ms a send at ×2 then);
+    // `scrapesIn` keeps that wider window's figure beside it.
+    const phase0 = { hub: hubs.map((h) => cpuOf(h.proc.pid)), db: database ? await databaseCpu() : 0, self: process.cpuUsage() };
     const sendUs = monoUs();
     const sendNs0 = process.hrtime.bigint();
     const sendAt = { utc: new Date().toISOString().slice(11, 16), load: os.loadavg()[0] };
@@ -959,6 +963,11 @@ async function run(label, instances, database, variant) {
     const sendNs1 = process.hrtime.bigint();
     windows.send.push([sendUs, monoUs()]);
     while (timer.latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
+    const phase = {
+      hub: hubs.reduce((sum, h, i) => sum + cpuOf(h.proc.pid) - phase0.hub[i], 0),
+      self: process.cpuUsage(phase0.self),
+      db: database ? (await databaseCpu()) - phase0.db : null,
+    };
     // The first scrape after: the loop delay since the sends began; GC during them.
     const loop1 = await Promise.all(hubs.map((h) => loopFigures(h.adminUrl)));
     ownLoop.disable();
@@ -1005,9 +1014,14 @@ async function run(label, instances, database, variant) {
       p50: timer.pct(50),
       p99: timer.pct(99),
       seen: timer.latencies.length,
-      cpuMsPerSend: (cpu * 1000) / MESSAGES,
-      dbCpuMsPerSend: dbCpu === null ? null : (dbCpu * 1000) / MESSAGES,
-      loadCpuMsPerSend: (self.user + self.system) / 1000 / MESSAGES,
+      cpuMsPerSend: (phase.hub * 1000) / MESSAGES,
+      dbCpuMsPerSend: phase.db === null ? null : (phase.db * 1000) / MESSAGES,
+      loadCpuMsPerSend: (phase.self.user + phase.self.system) / 1000 / MESSAGES,
+      scrapesIn: {
+        cpuMsPerSend: (cpu * 1000) / MESSAGES,
+        dbCpuMsPerSend: dbCpu === null ? null : (dbCpu * 1000) / MESSAGES,
+        loadCpuMsPerSend: (self.user + self.system) / 1000 / MESSAGES,
+      },
       tripsPerSend: trips === null ? null : trips / MESSAGES,
       deferredPerSend: deferred / MESSAGES,
       waited,
@@ -1028,7 +1042,7 @@ async function run(label, instances, database, variant) {
 const fmt = (v, digits) => (v === null ? '—' : v.toFixed(digits));
 /** One line per run as it ends: what a same-run A/B table needs (the full tables follow at the end). */
 const runLine = (r) =>
-  `run ${r.tag} [${r.config}] at ${r.sendAt.utc} UTC, load ${r.sendAt.load.toFixed(1)} → ${r.loadAfter.toFixed(1)}: ${r.sendsPerSecond.toFixed(0)} sends/s, push p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms; Hub CPU ${r.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(r.dbCpuMsPerSend, 2)}; GC major ${r.loop.gc.major.n} (${(r.loop.gc.major.s * 1000).toFixed(0)} ms), minor ${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms); requests that waited for the pool ${r.waited === null ? '—' : r.waited.request}${r.idle.presence === null ? '' : `; presence ${r.idle.presence.rows.toFixed(0)} rows in ${r.idle.presence.statements.toFixed(1)} statements per ${PRESENCE_PERIOD_SECONDS} s period (idle, ${r.idle.presence.periods.toFixed(1)} periods)`}`;
+  `run ${r.tag} [${r.config}] at ${r.sendAt.utc} UTC, load ${r.sendAt.load.toFixed(1)} → ${r.loadAfter.toFixed(1)}: ${r.sendsPerSecond.toFixed(0)} sends/s, push p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms; Hub CPU ${r.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(r.dbCpuMsPerSend, 2)}, load ${r.loadCpuMsPerSend.toFixed(2)} (with the bench's scrapes around the sends, as until session 19: ${r.scrapesIn.cpuMsPerSend.toFixed(2)}, ${fmt(r.scrapesIn.dbCpuMsPerSend, 2)}, ${r.scrapesIn.loadCpuMsPerSend.toFixed(2)}); GC major ${r.loop.gc.major.n} (${(r.loop.gc.major.s * 1000).toFixed(0)} ms), minor ${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms); requests that waited for the pool ${r.waited === null ? '—' : r.waited.request}${r.idle.presence === null ? '' : `; presence ${r.idle.presence.rows.toFixed(0)} rows in ${r.idle.presence.statements.toFixed(1)} statements per ${PRESENCE_PERIOD_SECONDS} s period (idle, ${r.idle.presence.periods.toFixed(1)} periods)`}`;
 const results = [];
 for (let rep = 0; rep < REPEAT; rep++) {
   for (const which of ONLY) {
