@@ -196,6 +196,14 @@ async function postgres() {
         }
       },
     };
+    // Whether a table is rewritten (a new file) and how much WAL the migration writes: what a server with
+    // fsync on (this throwaway cluster's is off) must also put on disk before its COMMIT returns.
+    const files = async () =>
+      (await first.query(`SELECT relname, relfilenode FROM pg_class WHERE relname IN ('entries', 'messages') ORDER BY relname`)).rows
+        .map((r) => `${r.relname} ${r.relfilenode}`)
+        .join(', ');
+    const wal = async () => (await first.query('SELECT pg_current_wal_lsn() AS lsn')).rows[0].lsn;
+    const [filesBefore, walBefore] = [await files(), await wal()];
     const loadAt = load();
     const t1 = performance.now();
     const running = migrate(timed).then((r) => ({ r, ms: performance.now() - t1 }));
@@ -209,6 +217,8 @@ async function postgres() {
     for (const [text, took] of steps) console.log(`    ${took.toFixed(1).padStart(9)} ms  ${text}`);
     console.log(`  a second instance's migrate() started 200 ms later: ${JSON.stringify(other.r)} after ${other.ms.toFixed(0)} ms (on the advisory lock)`);
     sampler.report();
+    const walBytes = (await first.query('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS n', [walBefore])).rows[0].n;
+    console.log(`  table files before: ${filesBefore}; after: ${await files()}; WAL written: ${mb(Number(walBytes))}`);
     const after = await sizes(first);
     say(`  after: ${mb(after.database)} (entries ${mb(after.entries)}, entries_claims ${mb(after.entries_claims)})`);
     for (const cl of [first, second]) await cl.end();
