@@ -26,6 +26,8 @@
 // admin URL. Needs `npm run build`. Never run by CI.
 // Usage: flock /work/.bench.lock node bench/migrate-7.mjs [--entries 1000000] [--agents 2000]
 //          [--sessions 5 (per agent)] [--only postgres,sqlite] [--no-alone] [--no-split] [--no-fleet] [--keep (the databases)]
+//          [--lock-first '<table>, …']   (NOT the Hub's path, a candidate fix tried: on the --fleet run, migrate()'s client
+//          locks these tables ACCESS EXCLUSIVE in one statement right after each BEGIN, before the migration's text)
 // (each --no-… leaves out one of PostgreSQL's three runs above, to keep a run under the bench lock short)
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -44,6 +46,8 @@ const ALONE = !process.argv.includes('--no-alone');
 const SPLIT = !process.argv.includes('--no-split');
 const FLEET = !process.argv.includes('--no-fleet');
 const KEEP = process.argv.includes('--keep');
+// Not what the Hub does: a candidate fix tried on the --fleet run, every table locked in one statement right after BEGIN.
+const LOCK_FIRST = opt('lock-first', null);
 const BATCH = 100_000;
 const T0 = Date.parse('2026-11-01T00:00:00Z');
 
@@ -253,6 +257,16 @@ async function postgres() {
     const probes = await oldInstance(db, connect);
     await sleep(500);
     const first = await connect(db, 'oh-hai-hub');
+    const client =
+      LOCK_FIRST === null
+        ? first
+        : {
+            query: async (text, params) => {
+              const r = await first.query(text, params);
+              if (text === 'BEGIN') await first.query(`LOCK TABLE ${LOCK_FIRST} IN ACCESS EXCLUSIVE MODE`);
+              return r;
+            },
+          };
     const sampler = await samplerOn(await connect(db, 'oh-hai-bench-sampler'));
     const loadAt = load();
     // As systemd's unit runs it (Restart=on-failure, RestartSec=1): a failed start is tried again a second later.
@@ -261,7 +275,7 @@ async function postgres() {
       if (i > 0) await sleep(1000);
       const t1 = performance.now();
       attempts.push(
-        await migrate(first).then(
+        await migrate(client).then(
           (r) => ({ ok: true, text: JSON.stringify(r), ms: performance.now() - t1 }),
           (e) => ({ ok: false, text: `FAILED: ${e.code ?? ''} ${e.message}`, ms: performance.now() - t1 }),
         ),
@@ -271,7 +285,9 @@ async function postgres() {
     await sleep(1000);
     await sampler.stop();
     const seen = await probes.stop();
-    console.log(`\nPostgreSQL, the real path while the previous version serves (probes 50 ms apart), load at its start ${loadAt}:`);
+    console.log(
+      `\nPostgreSQL, the real path while the previous version serves (probes 50 ms apart)${LOCK_FIRST === null ? '' : `, with LOCK TABLE ${LOCK_FIRST} first (not the Hub's path)`}, load at its start ${loadAt}:`,
+    );
     for (const a of attempts) console.log(`  migrate(): ${a.text} after ${a.ms.toFixed(0)} ms`);
     sampler.report();
     for (const [name, p] of Object.entries(seen))
