@@ -28,6 +28,7 @@
 //          [--sessions 5 (per agent)] [--only postgres,sqlite] [--no-alone] [--no-split] [--no-fleet] [--keep (the databases)]
 //          [--lock-first '<table>, …']   (NOT the Hub's path, a candidate fix tried: on the --fleet run, migrate()'s client
 //          locks these tables ACCESS EXCLUSIVE in one statement right after each BEGIN, before the migration's text)
+//          [--maintenance-work-mem 256MB]   (the migrating sessions' setting, as an operator's ALTER ROLE … SET would give it)
 // (each --no-… leaves out one of PostgreSQL's three runs above, to keep a run under the bench lock short)
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -48,6 +49,8 @@ const FLEET = !process.argv.includes('--no-fleet');
 const KEEP = process.argv.includes('--keep');
 // Not what the Hub does: a candidate fix tried on the --fleet run, every table locked in one statement right after BEGIN.
 const LOCK_FIRST = opt('lock-first', null);
+// The migrating sessions' maintenance_work_mem (what an operator's ALTER ROLE … SET would give the Hub's role), e.g. 256MB.
+const MWM = opt('maintenance-work-mem', null);
 const BATCH = 100_000;
 const T0 = Date.parse('2026-11-01T00:00:00Z');
 
@@ -126,8 +129,8 @@ if (ONLY.includes('sqlite')) await sqlite();
 async function postgres() {
   const { default: pg } = await import('pg');
   const urlOf = (db) => Object.assign(new URL(admin), { pathname: `/${db}` }).toString();
-  const connect = async (db, name = 'oh-hai-bench') => {
-    const c = new pg.Client({ connectionString: urlOf(db), application_name: name });
+  const connect = async (db, name = 'oh-hai-bench', options = undefined) => {
+    const c = new pg.Client({ connectionString: urlOf(db), application_name: name, options });
     await c.connect();
     return c;
   };
@@ -140,7 +143,10 @@ async function postgres() {
     made.push(db);
   };
   const version = (await root.query('SHOW server_version')).rows[0].server_version;
-  console.log(`PostgreSQL ${version}, ${N.toLocaleString('en')} messages and entries, ${AGENTS} agents, ${SESSIONS} sessions`);
+  const migrating = MWM === null ? undefined : `-c maintenance_work_mem=${MWM}`;
+  console.log(
+    `PostgreSQL ${version}, ${N.toLocaleString('en')} messages and entries, ${AGENTS} agents, ${SESSIONS} sessions${MWM === null ? '' : `; the migrating sessions' maintenance_work_mem ${MWM}`}`,
+  );
 
   // The schema-6 database, as a Hub of the previous version left it (migrate's own bookkeeping at 6).
   const base = `oh_hai_mig6_${tag}`;
@@ -181,11 +187,12 @@ async function postgres() {
   );
   await c.end();
 
-  // 1. The real path, alone: how long an upgrading instance is not ready, and what a second one waits.
-  if (ALONE) {
-    const db = `oh_hai_mig7a_${tag}`;
+  // 1. The real path, alone: how long an upgrading instance is not ready, and what a second one waits. With
+  // --maintenance-work-mem, twice on two copies: the server's setting, then the given one (a same-run pair).
+  for (const [i, setting] of (ALONE ? (MWM === null ? [undefined] : [undefined, migrating]) : []).entries()) {
+    const db = `oh_hai_mig7a${i}_${tag}`;
     await create(db, base);
-    const first = await connect(db, 'oh-hai-hub');
+    const first = await connect(db, 'oh-hai-hub', setting);
     const second = await connect(db, 'oh-hai-hub-second');
     const sampler = await samplerOn(await connect(db, 'oh-hai-bench-sampler'));
     await first.query('SET plan_cache_mode = force_generic_plan');
@@ -216,7 +223,8 @@ async function postgres() {
     const other = await migrate(second).then((r) => ({ r, ms: performance.now() - t2 }));
     const mine = await running;
     await sampler.stop();
-    console.log(`\nPostgreSQL, the real path (dist migrate(), as \`hub serve\` runs it), load at its start ${loadAt}:`);
+    const mem = (await first.query('SHOW maintenance_work_mem')).rows[0].maintenance_work_mem;
+    console.log(`\nPostgreSQL, the real path (dist migrate(), as \`hub serve\` runs it), maintenance_work_mem ${mem}, load at its start ${loadAt}:`);
     console.log(`  migrate() ${JSON.stringify(mine.r)}: ${mine.ms.toFixed(0)} ms`);
     for (const [text, took] of steps) console.log(`    ${took.toFixed(1).padStart(9)} ms  ${text}`);
     console.log(`  a second instance's migrate() started 200 ms later: ${JSON.stringify(other.r)} after ${other.ms.toFixed(0)} ms (on the advisory lock)`);
@@ -232,7 +240,7 @@ async function postgres() {
   if (SPLIT) {
     const db = `oh_hai_mig7b_${tag}`;
     await create(db, base);
-    const cl = await connect(db);
+    const cl = await connect(db, 'oh-hai-bench', migrating);
     const statements = MIGRATIONS[6]
       .split(/;\s*\n/)
       .map((s) => s.trim())
@@ -256,7 +264,7 @@ async function postgres() {
     await create(db, base);
     const probes = await oldInstance(db, connect);
     await sleep(500);
-    const first = await connect(db, 'oh-hai-hub');
+    const first = await connect(db, 'oh-hai-hub', migrating);
     const client =
       LOCK_FIRST === null
         ? first
