@@ -28,7 +28,8 @@
 //          [--sessions 5 (per agent)] [--only postgres,sqlite] [--no-alone] [--no-split] [--no-fleet] [--keep (the databases)]
 //          [--lock-first '<table>, …']   (NOT the Hub's path, a candidate fix tried: on the --fleet run, migrate()'s client
 //          locks these tables ACCESS EXCLUSIVE in one statement right after each BEGIN, before the migration's text)
-//          [--maintenance-work-mem 256MB]   (the migrating sessions' setting, as an operator's ALTER ROLE … SET would give it)
+//          [--maintenance-work-mem 256MB [--reverse]]   (the real path run twice, at the server's setting and then — --reverse: first —
+//          at this one for the migrating sessions, as an operator's ALTER ROLE … SET would give it)
 // (each --no-… leaves out one of PostgreSQL's three runs above, to keep a run under the bench lock short)
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -188,8 +189,16 @@ async function postgres() {
   await c.end();
 
   // 1. The real path, alone: how long an upgrading instance is not ready, and what a second one waits. With
-  // --maintenance-work-mem, twice on two copies: the server's setting, then the given one (a same-run pair).
-  for (const [i, setting] of (ALONE ? (MWM === null ? [undefined] : [undefined, migrating]) : []).entries()) {
+  // --maintenance-work-mem, twice on two copies: the server's setting, then the given one (a same-run pair; --reverse:
+  // the given one first).
+  for (const [i, setting] of (ALONE
+    ? MWM === null
+      ? [undefined]
+      : process.argv.includes('--reverse')
+        ? [migrating, undefined]
+        : [undefined, migrating]
+    : []
+  ).entries()) {
     const db = `oh_hai_mig7a${i}_${tag}`;
     await create(db, base);
     const first = await connect(db, 'oh-hai-hub', setting);
