@@ -694,6 +694,25 @@ async function sendLoop(count, each) {
 /** Set while --idle-ab's second idle phase runs: every stream connect opens a new TCP connection. */
 let freshConnections = false;
 
+/** The CPU used so far by the Hubs, the database server and this load generator: a mark for cpuPerSendSince. */
+const cpuMark = async (hubs, database) => ({
+  hub: hubs.map((h) => cpuOf(h.proc.pid)),
+  db: database ? await databaseCpu() : 0,
+  self: process.cpuUsage(),
+});
+
+/** The CPU since a mark, per measured send, in ms: the Hubs' together, the database server's (null without one), this process's. */
+async function cpuPerSendSince(mark, hubs, database) {
+  const hub = hubs.reduce((sum, h, i) => sum + cpuOf(h.proc.pid) - mark.hub[i], 0);
+  const self = process.cpuUsage(mark.self);
+  const db = database ? (await databaseCpu()) - mark.db : null;
+  return {
+    cpuMsPerSend: (hub * 1000) / MESSAGES,
+    dbCpuMsPerSend: db === null ? null : (db * 1000) / MESSAGES,
+    loadCpuMsPerSend: (self.user + self.system) / 1000 / MESSAGES,
+  };
+}
+
 /** Sessions per presence statement (SEEN_CHUNK, src/hub/server/sessions.ts). */
 const PRESENCE_CHUNK = 500;
 /** The Hubs' presence write period: min(--presence-seconds 90, --holder-stale-seconds 60) / 3 at their defaults (server.ts). */
@@ -910,10 +929,8 @@ async function run(label, instances, database, variant) {
         text: `warm-up ${n}`,
       }),
     );
-    const cpu0 = hubs.map((h) => cpuOf(h.proc.pid));
-    const db0 = database ? await databaseCpu() : 0;
+    const scrapes0 = await cpuMark(hubs, database);
     const trips0 = database ? (await Promise.all(hubs.map((h) => roundTrips(h.adminUrl)))).reduce((a, b) => a + b, 0) : 0;
-    const self0 = process.cpuUsage();
     const deferred0 = await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_push_pages_deferred_total'));
     // Where pushes queue: work that waited for a pool connection, by lane (the pool's own queue stays
     // empty: every connection is taken through the lanes). Counted before and after, never sampled:
@@ -943,9 +960,9 @@ async function run(label, instances, database, variant) {
     const ownLoop = monitorEventLoopDelay({ resolution: 10 });
     ownLoop.enable();
     // The send phase's own CPU: read after the scrapes above and before those below. Until session 19 the window began at
-    // cpu0 and so held 21 scrapes per PostgreSQL Hub, each walking its streams' sockets (~0.25 ms a send at ×2 then);
+    // its mark and so held 21 scrapes per PostgreSQL Hub, each walking its streams' sockets (~0.25 ms a send at ×2 then);
     // `scrapesIn` keeps that wider window's figure beside it.
-    const phase0 = { hub: hubs.map((h) => cpuOf(h.proc.pid)), db: database ? await databaseCpu() : 0, self: process.cpuUsage() };
+    const phase0 = await cpuMark(hubs, database);
     const sendUs = monoUs();
     const sendNs0 = process.hrtime.bigint();
     const sendAt = { utc: new Date().toISOString().slice(11, 16), load: os.loadavg()[0] };
@@ -963,11 +980,7 @@ async function run(label, instances, database, variant) {
     const sendNs1 = process.hrtime.bigint();
     windows.send.push([sendUs, monoUs()]);
     while (timer.latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
-    const phase = {
-      hub: hubs.reduce((sum, h, i) => sum + cpuOf(h.proc.pid) - phase0.hub[i], 0),
-      self: process.cpuUsage(phase0.self),
-      db: database ? (await databaseCpu()) - phase0.db : null,
-    };
+    const phase = await cpuPerSendSince(phase0, hubs, database);
     // The first scrape after: the loop delay since the sends began; GC during them.
     const loop1 = await Promise.all(hubs.map((h) => loopFigures(h.adminUrl)));
     ownLoop.disable();
@@ -987,9 +1000,7 @@ async function run(label, instances, database, variant) {
     };
     const waited = waited0 === null ? null : Object.fromEntries(Object.entries(await laneCounts()).map(([k, n]) => [k, n - waited0[k]]));
     const deferred = (await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_push_pages_deferred_total'))) - deferred0;
-    const cpu = hubs.reduce((sum, h, i) => sum + cpuOf(h.proc.pid) - cpu0[i], 0);
-    const self = process.cpuUsage(self0);
-    const dbCpu = database ? (await databaseCpu()) - db0 : null;
+    const scrapesIn = await cpuPerSendSince(scrapes0, hubs, database);
     const trips = database ? (await Promise.all(hubs.map((h) => roundTrips(h.adminUrl)))).reduce((a, b) => a + b, 0) - trips0 : null;
     const sendAnswers = phaseAnswers();
     for (const stream of open) stream.stop();
@@ -1014,14 +1025,8 @@ async function run(label, instances, database, variant) {
       p50: timer.pct(50),
       p99: timer.pct(99),
       seen: timer.latencies.length,
-      cpuMsPerSend: (phase.hub * 1000) / MESSAGES,
-      dbCpuMsPerSend: phase.db === null ? null : (phase.db * 1000) / MESSAGES,
-      loadCpuMsPerSend: (phase.self.user + phase.self.system) / 1000 / MESSAGES,
-      scrapesIn: {
-        cpuMsPerSend: (cpu * 1000) / MESSAGES,
-        dbCpuMsPerSend: dbCpu === null ? null : (dbCpu * 1000) / MESSAGES,
-        loadCpuMsPerSend: (self.user + self.system) / 1000 / MESSAGES,
-      },
+      ...phase,
+      scrapesIn,
       tripsPerSend: trips === null ? null : trips / MESSAGES,
       deferredPerSend: deferred / MESSAGES,
       waited,
