@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import type { Command, CommanderError } from 'commander';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { CommandGroup } from './commands/index.js';
@@ -37,7 +37,7 @@ export async function buildProgramOf(groups: readonly CommandGroup[], io: CliIO,
     .description('Keeps AI agents reachable: run `oh-hai bridge` as a background task and re-run it after every exit.')
     .version(VERSION, '-V, --version')
     .showSuggestionAfterError(true)
-    .exitOverride()
+    .exitOverride(throwNamed(program))
     .configureOutput({
       writeOut: (s) => io.stdout.write(s),
       writeErr: (s) => io.stderr.write(s),
@@ -53,12 +53,32 @@ export async function buildProgramOf(groups: readonly CommandGroup[], io: CliIO,
   for (const register of registrations) register(program, host);
   arrangeHelp(program);
   program.commands.forEach(function propagate(c: Command) {
-    c.exitOverride();
+    c.exitOverride(throwNamed(c));
     c.configureOutput(program.configureOutput());
     c.commands.forEach(propagate);
   });
   return program;
 }
+
+/** The command a usage error was found in (`oh-hai fleet ls`), by the error commander threw. */
+const failedIn = new WeakMap<object, string>();
+
+function commandPath(c: Command): string {
+  const names: string[] = [];
+  for (let at: Command | null = c; at !== null; at = at.parent) names.unshift(at.name());
+  return names.join(' ');
+}
+
+/**
+ * Commander's exit, as a throw that remembers which command refused: a wrong flag of
+ * `fleet ls` must be named `oh-hai fleet ls`, pointing at its own --help, not at the group's.
+ */
+const throwNamed =
+  (c: Command) =>
+  (err: CommanderError): never => {
+    failedIn.set(err, commandPath(c));
+    throw err;
+  };
 
 /** Run the CLI in-process and return the exit code; everything printed goes to io. */
 export async function runCliOf(groups: readonly CommandGroup[], argv: string[], io: CliIO): Promise<number> {
@@ -79,7 +99,7 @@ export async function runCliOf(groups: readonly CommandGroup[], argv: string[], 
     const { CommanderError } = await import('commander');
     if (err instanceof CommanderError) {
       if (err.exitCode === 0) return EXIT.ok;
-      io.stderr.write(usageLines(argv, err.code, err.message.replace(/^error: /, '')));
+      io.stderr.write(usageLines(failedIn.get(err) ?? commandName(argv), err.code, err.message.replace(/^error: /, '')));
       return EXIT.usage;
     }
     return internalError(io, argv, err);
@@ -117,19 +137,14 @@ function commandName(argv: string[]): string {
 }
 
 /**
- * A usage error and where to read more. An unknown command is named by the command it was
- * typed under (`oh-hai`, not `oh-hai brige`), and the help pointed to is the one commander
- * suggests when it has a suggestion: the hint must be a command that exists.
+ * A usage error and where to read more, named by the command that refused it. An unknown
+ * command is refused by the one it was typed under (`oh-hai`, not `oh-hai brige`), and the
+ * help pointed to is the one commander suggests when it has a suggestion: the hint must be a
+ * command that exists.
  */
-function usageLines(argv: string[], code: string, message: string): string {
-  let name = commandName(argv);
-  let help = name;
-  if (code === 'commander.unknownCommand') {
-    const typed = /unknown command '([^']*)'/.exec(message)?.[1];
-    if (typed !== undefined && typed === firstOperand(argv)) name = 'oh-hai';
-    const suggested = /Did you mean ([\w-]+)\?/.exec(message)?.[1];
-    help = suggested === undefined ? name : `${name} ${suggested}`;
-  }
+function usageLines(name: string, code: string, message: string): string {
+  const suggested = code === 'commander.unknownCommand' ? /Did you mean ([\w-]+)\?/.exec(message)?.[1] : undefined;
+  const help = suggested === undefined ? name : `${name} ${suggested}`;
   return `${name}: ${message}\nRun '${help} --help' for usage.\n`;
 }
 

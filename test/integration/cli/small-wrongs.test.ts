@@ -26,6 +26,20 @@ describe('without a Hub', () => {
     expect(sub.stderr).toBe("oh-hai session: unknown command 'stauts'\n(Did you mean status?)\nRun 'oh-hai session status --help' for usage.\n");
   });
 
+  it('a wrong flag or a missing argument of a subcommand is named by that subcommand, with its own --help', async () => {
+    const t = tempEnv();
+    const flag = await runOhHai(['fleet', 'ls', '--bogus'], { env: t.env });
+    const option = await runOhHai(['hub', 'lift'], { env: t.env });
+    const arg = await runOhHai(['hub', 'agent', 'add'], { env: t.env });
+    t.cleanup();
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toBe("oh-hai fleet ls: unknown option '--bogus'\nRun 'oh-hai fleet ls --help' for usage.\n");
+    expect(option.code).toBe(2);
+    expect(option.stderr).toBe("oh-hai hub lift: required option '--agent <id>' not specified\nRun 'oh-hai hub lift --help' for usage.\n");
+    expect(arg.code).toBe(2);
+    expect(arg.stderr).toBe("oh-hai hub agent add: missing required argument 'label'\nRun 'oh-hai hub agent add --help' for usage.\n");
+  });
+
   it('Ctrl-C and SIGTERM have their codes in the exit table', () => {
     const row = (code: number) => BRIDGE_EXIT_TABLE.find((r) => r.code === code);
     expect(row(130)?.meaning).toMatch(/Ctrl-C \(SIGINT\)/);
