@@ -14,11 +14,12 @@ export function hubError(hubUrl: string, at: string, f: HubFailure, after: strin
       exit: EXIT.auth,
       message: `${hubUrl} refused the token at ${at} (${f.status} ${f.code}: ${f.message}); check it is current and of the right kind — ${after}`,
     };
-  const detail = f.kind === 'http' ? `${f.status} ${f.code}: ${f.message}` : f.message;
+  // A network failure's message already names the request (`GET /v1/whoami: connect ECONNREFUSED …`).
+  const detail = f.kind === 'network' ? f.message : `${at}: ${f.kind === 'http' ? `${f.status} ${f.code}: ` : ''}${f.message}`;
   return {
     code: f.kind === 'http' ? f.code : `hub_${f.kind}`,
     exit: EXIT.unreachable,
-    message: `could not reach a usable Hub at ${hubUrl} (${at}: ${detail}); check the URL and retry — ${after}`,
+    message: `could not reach a usable Hub at ${hubUrl} (${detail}); check the URL and retry — ${after}`,
   };
 }
 

@@ -40,6 +40,15 @@ describe('without a Hub', () => {
     expect(arg.stderr).toBe("oh-hai hub agent add: missing required argument 'label'\nRun 'oh-hai hub agent add --help' for usage.\n");
   });
 
+  it('a Hub login cannot reach names the request it tried once', async () => {
+    const t = tempEnv({ MA2H_HUB_URL: 'http://127.0.0.1:9' });
+    const r = await runOhHai(['login', '--token-stdin'], { env: t.env, input: 'ohh_a_unused\n' });
+    t.cleanup();
+    expect(r.code).toBe(13);
+    expect(r.stderr).toMatch(/^oh-hai login: FATAL \(exit 13, hub_network\) — could not reach a usable Hub at http:\/\/127\.0\.0\.1:9 \(GET \/v1\/whoami: /);
+    expect(r.stderr.match(/GET \/v1\/whoami/g)).toHaveLength(1);
+  });
+
   it('Ctrl-C and SIGTERM have their codes in the exit table', () => {
     const row = (code: number) => BRIDGE_EXIT_TABLE.find((r) => r.code === code);
     expect(row(130)?.meaning).toMatch(/Ctrl-C \(SIGINT\)/);
