@@ -78,7 +78,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
     await fill(pool, o.poolMax);
     const client = await pool.connect();
     try {
-      await migrate(client);
+      await migrate(client, { log: (line) => o.log(redact(line)) });
     } finally {
       client.release();
     }

@@ -1,3 +1,5 @@
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { PoolClient } from 'pg';
 import { SCHEMA_TOO_NEW } from '../database-errors.js';
 
@@ -200,12 +202,35 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 /** Every instance takes this session-level advisory lock to migrate, so N starting together migrate once. */
 const MIGRATION_LOCK = 0x6f68_6169;
 
+/** Tries at a migration's table locks before the start is refused (each within half of deadlock_timeout). */
+export const LOCK_ATTEMPTS = 20;
+
+export interface MigrateOptions {
+  /** Tries at each migration's table locks; {@link LOCK_ATTEMPTS} unless a test wants its refusal sooner. */
+  attempts?: number;
+  /** Hears each try that found a table held (the Hub's log). */
+  log?: (line: string) => void;
+}
+
+type Client = Pick<PoolClient, 'query'>;
+
 /**
  * Bring the database to {@link SCHEMA_VERSION}, one transaction per migration, under the
  * advisory lock. A database at a higher version was migrated by a newer Hub: refused,
  * since this code would misread its tables.
+ *
+ * Instances of the previous version may still be serving on the same database, in transactions
+ * that take tables in any order (an ack: entries, then messages). A migration that took its tables
+ * one statement at a time held one while it waited for the next, and closed a cycle with such a
+ * transaction: PostgreSQL aborted the migration, the Hub exited, systemd started it again, and the
+ * same happened again (session 19: 8 tries of 8 at 1,000,000 rows). So each migration first takes
+ * every table it names, and waits for all of them at most half of deadlock_timeout in total: it
+ * gives them all back before any other backend's deadlock check can run (its wait on a table the
+ * migration holds started after the migration began waiting), and a wait of its own never lasts
+ * long enough to run one. Only then does the migration's text run, waiting for nothing. A try that
+ * finds a table held rolls back (the transactions queued behind it go on), backs off and tries again.
  */
-export async function migrate(client: Pick<PoolClient, 'query'>): Promise<{ from: number; to: number }> {
+export async function migrate(client: Client, o: MigrateOptions = {}): Promise<{ from: number; to: number }> {
   await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
   try {
     await client.query('CREATE TABLE IF NOT EXISTS oh_hai_schema (version INTEGER NOT NULL)');
@@ -220,22 +245,138 @@ export async function migrate(client: Pick<PoolClient, 'query'>): Promise<{ from
         { code: SCHEMA_TOO_NEW },
       );
     }
-    for (let v = from; v < SCHEMA_VERSION; v++) {
-      await client.query('BEGIN');
-      try {
-        await client.query(MIGRATIONS[v]!);
-        await client.query('UPDATE oh_hai_schema SET version = $1', [v + 1]);
-        await client.query('COMMIT');
-      } catch (e) {
-        await client.query('ROLLBACK');
-        throw e;
-      }
+    if (from < SCHEMA_VERSION) {
+      const budgetMs = Math.max(1, Math.floor((await deadlockTimeoutMs(client)) / 2));
+      for (let v = from; v < SCHEMA_VERSION; v++) await migrateOne(client, v, budgetMs, o);
     }
     return { from, to: SCHEMA_VERSION };
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
   }
 }
+
+/** Migration `v` + 1 in one transaction, its tables taken first within `budgetMs`; tried again while one is held. */
+async function migrateOne(client: Client, v: number, budgetMs: number, o: MigrateOptions): Promise<void> {
+  const attempts = o.attempts ?? LOCK_ATTEMPTS;
+  const tables = await tablesOf(client, MIGRATIONS[v]!);
+  const began = performance.now();
+  for (let attempt = 1; ; attempt++) {
+    await client.query('BEGIN');
+    let held: Held | null;
+    try {
+      held = await lockAll(client, tables, budgetMs);
+      if (held === null) {
+        await client.query(MIGRATIONS[v]!);
+        await client.query('UPDATE oh_hai_schema SET version = $1', [v + 1]);
+        await client.query('COMMIT');
+        return;
+      }
+    } catch (e) {
+      await client.query('ROLLBACK');
+      throw e;
+    }
+    await client.query('ROLLBACK');
+    const { table, by } = held;
+    if (attempt >= attempts) {
+      const seconds = ((performance.now() - began) / 1000).toFixed(1);
+      const pids = by.map((h) => h.pid);
+      throw new Error(
+        `migration ${v + 1} could not take table ${table}: ${attempts} tries of ${budgetMs} ms each over ${seconds} s found it held${by.length > 0 ? ` by ${by.map(holderText).join('; ')}` : ''}. ` +
+          `Another instance is still serving on this database (an instance of the previous version?), or a transaction was left open: stop every instance of the previous version before starting this one (docs/deploy.md, "Migrations")` +
+          `${pids.length > 0 ? `, or end the transaction (SELECT pg_terminate_backend(${pids[0]}))` : ''}, then start this Hub again`,
+      );
+    }
+    const waitMs = Math.round(Math.min(2000, 100 * 2 ** (attempt - 1)) * (0.5 + Math.random()));
+    o.log?.(
+      `hub: migration ${v + 1} found table ${table} held${by.length > 0 ? ` by ${holderText(by[0]!)}` : ''}; try ${attempt + 1} of ${attempts} in ${waitMs} ms`,
+    );
+    await sleep(waitMs);
+  }
+}
+
+/**
+ * The tables a migration's text names, or whose index it names (DROP INDEX locks the index's
+ * table), that exist now; tables it creates are nobody else's yet. A name that is also a
+ * column's at worst takes one table more.
+ */
+async function tablesOf(client: Client, text: string): Promise<string[]> {
+  const words = [...new Set(text.toLowerCase().match(/[a-z_][a-z0-9_]*/g) ?? [])];
+  const r = await client.query<{ name: string }>(
+    `SELECT DISTINCT t.relname AS name
+       FROM pg_class c LEFT JOIN pg_index i ON i.indexrelid = c.oid
+       JOIN pg_class t ON t.oid = coalesce(i.indrelid, c.oid)
+      WHERE c.relname = ANY($1) AND c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p', 'i')
+      ORDER BY 1`,
+    [words],
+  );
+  return r.rows.map((row) => row.name);
+}
+
+async function deadlockTimeoutMs(client: Client): Promise<number> {
+  const r = await client.query<{ ms: string }>(`SELECT setting AS ms FROM pg_settings WHERE name = 'deadlock_timeout'`);
+  return Number(r.rows[0]?.ms ?? 1000);
+}
+
+/** A table a try could not take in time, and who held it then. */
+interface Held {
+  table: string;
+  by: Holder[];
+}
+
+/** Take every table ACCESS EXCLUSIVE within `budgetMs` in all: the table found held, or null once all are taken. */
+async function lockAll(client: Client, tables: readonly string[], budgetMs: number): Promise<Held | null> {
+  const deadline = performance.now() + budgetMs;
+  for (const table of tables) {
+    const left = Math.floor(deadline - performance.now());
+    if (left < 1 || !(await taken(client, table, left))) return { table, by: await holders(client, table) };
+  }
+  // The migration's own statements wait for nothing once its tables are held; any bound set before stays.
+  await client.query('SET LOCAL lock_timeout TO DEFAULT');
+  return null;
+}
+
+/**
+ * Whether `table` was taken within `ms`. Under a savepoint, so the tables taken before stay held
+ * while the holders are read: one that waits for them is still there to be named.
+ */
+async function taken(client: Client, table: string, ms: number): Promise<boolean> {
+  try {
+    // One round trip; both are literals (a whole number, a catalog's name quoted).
+    await client.query(`SAVEPOINT taking; SET LOCAL lock_timeout = ${ms}; LOCK TABLE "${table.replaceAll('"', '""')}" IN ACCESS EXCLUSIVE MODE`);
+    return true;
+  } catch (e) {
+    if ((e as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw e;
+    await client.query('ROLLBACK TO SAVEPOINT taking');
+    return false;
+  }
+}
+
+const LOCK_NOT_AVAILABLE = '55P03';
+
+interface Holder {
+  pid: number;
+  app: string;
+  addr: string | null;
+  state: string | null;
+  seconds: number | null;
+}
+
+/** Who holds a lock on `table` now, the oldest transactions first: whom the refusal names. */
+async function holders(client: Client, table: string): Promise<Holder[]> {
+  const r = await client.query<Holder>(
+    `SELECT DISTINCT ON (a.xact_start, a.pid) a.pid, a.application_name AS app, host(a.client_addr) AS addr, a.state,
+            round(extract(epoch FROM clock_timestamp() - a.xact_start)::numeric, 1)::float8 AS seconds
+       FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'relation' AND l.granted AND l.pid <> pg_backend_pid()
+        AND l.relation = (SELECT oid FROM pg_class WHERE relname = $1 AND relnamespace = current_schema()::regnamespace)
+      ORDER BY a.xact_start NULLS LAST, a.pid LIMIT 3`,
+    [table],
+  );
+  return r.rows;
+}
+
+const holderText = (h: Holder): string =>
+  `pid ${h.pid} (${h.app || 'no application name'}${h.addr === null ? '' : ` from ${h.addr}`}, ${h.state ?? 'state unknown'}${h.seconds === null ? '' : `, its transaction open ${h.seconds} s`})`;
 
 /** The version the database is at (for /readyz); null before the first migration. */
 export async function schemaVersion(client: { query: PoolClient['query'] }): Promise<number | null> {
