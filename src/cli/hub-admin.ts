@@ -76,7 +76,15 @@ function failed(f: HubFailure, url: string): Outcome {
     return { exit: EXIT.auth, code: f.code, message: `the Hub at ${url} refused the human token (${f.message}); is --data the data dir of this Hub?` };
   }
   if (f.status >= 500 || f.status === 429) return { exit: EXIT.unreachable, code: f.code, message: `the Hub at ${url} failed: ${f.message}` };
-  return { exit: EXIT.usage, code: f.code, message: f.message };
+  const fix = whereToLook(f.code, url);
+  return { exit: EXIT.usage, code: f.code, message: fix === null ? f.message : `${f.message}; ${fix}` };
+}
+
+/** The Hub names what it did not find; the refusal also says where the ones that exist are listed. */
+function whereToLook(code: string, url: string): string | null {
+  if (code === 'agent_not_found') return 'oh-hai hub agent ls lists the agents of this account';
+  if (code === 'session_not_found') return `the web inbox's Fleet page (${url}/fleet) lists the live sessions, each with its sess_… id`;
+  return null;
 }
 
 /** Run one admin call, close the client, and turn the result into printed lines or a coded failure. */

@@ -36,7 +36,12 @@ describe('oh-hai hub admin commands', () => {
     expect((await hubCall(hub, 'GET', '/v1/whoami', { token })).status).toBe(401);
     const unknown = await admin('agent', 'revoke', 'agt_nobody');
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/FATAL \(exit 2, agent_not_found\)/);
+    expect(unknown.stderr).toMatch(/FATAL \(exit 2, agent_not_found\) — .*agt_nobody.*; oh-hai hub agent ls lists the agents of this account$/m);
+    const noSession = await admin('session', 'close', 'sess_nobody');
+    expect(noSession.code).toBe(2);
+    expect(noSession.stderr).toMatch(
+      /FATAL \(exit 2, session_not_found\) — .*sess_nobody.*; the web inbox's Fleet page \(http:\/\/\S+\/fleet\) lists the live sessions/,
+    );
   });
 
   it('sends a directive, closes a session as the operator and lifts the stop', async () => {
