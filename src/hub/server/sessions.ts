@@ -22,6 +22,7 @@ import { bindNow, type Param, type Sql, type Store, type Tx } from './sql.js';
 import { ConnectBatcher, consumerValues } from './connects.js';
 import { markUndeliverable, type EndReason } from './track.js';
 import type { Work } from './work.js';
+import { TRACE, hop } from '../../util/trace.js';
 
 export interface SessionRow {
   id: string;
@@ -447,7 +448,12 @@ function registerStream(core: HubCore, afterCommit: (effect: () => void) => void
  */
 export async function streamsSeen(store: Pick<Store, 'as'>, held: ReadonlyArray<{ sessionId: string; home: string | null }>): Promise<void> {
   const presence = store.as(PRESENCE);
-  for (const s of seenStatements(held)) await presence.once(s.sql, s.params);
+  for (const [i, s] of seenStatements(held).entries()) {
+    const began = TRACE ? process.hrtime.bigint() : 0n;
+    await presence.once(s.sql, s.params);
+    // The push trace only: each statement's start, rows and length (bench/push-tail.mjs lines slow pushes up against them).
+    if (TRACE) hop('ev.seen', `${Math.min(SEEN_CHUNK, held.length - i * SEEN_CHUNK)}:${(process.hrtime.bigint() - began) / 1000n}`, began);
+  }
 }
 
 /** What the presence refresh and the streams' ends do their statements as (/metrics counts them apart from requests). */
