@@ -1,5 +1,6 @@
 import { BRIDGE_EXIT_TABLE, DOCTOR_EXIT_TABLE, type ExitRow, KNOBS, type KnobName, knobText, SETTING_KNOBS } from '../../core/index.js';
 import type { PageSpec } from './generate.js';
+import { MESSAGING_EXIT_TABLE } from '../messaging/exit.js';
 
 /**
  * One PageSpec per man page. Flags, synopses and option text come from the commander
@@ -38,13 +39,7 @@ const FILE_ENTRY: [string, string] = [
   `The state entry of one agent session (0700, files 0600): identity.json, settings.json, session.json, consumer.json, reader.json, bridge.ndjson and bridge.<seq>.ndjson (the spool and its sealed segments), cursor.json, ledger.ndjson, seen-jti.ndjson and bridge.log (renamed to bridge.log.1 at 1 MiB, replacing the one before). The key is derived from the Hub origin, the agent id and the agent session — never the working directory. No token is ever written here. ${STATE_ROOT}`,
 ];
 
-const MESSAGING_EXIT: [string, string][] = [
-  ['0', 'Done (a send is queued: accepted by the Hub, not delivered).'],
-  ['2', 'Usage error: a bad flag, address or id, no text, or a config file that is wrong (the message names it).'],
-  ['3', 'The credential is missing, unknown or revoked, or agent messaging is switched off for the account.'],
-  ['4', 'No such recipient or message, or the session addressed has ended.'],
-  ['13', 'The Hub is unreachable, or kept failing after the retries (each retry reuses one idempotency key).'],
-];
+const MESSAGING_EXIT: [string, string][] = MESSAGING_EXIT_TABLE.map((r) => [String(r.code), r.meaning]);
 
 const oh_hai: PageSpec = {
   name: 'oh-hai',

@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import { BRIDGE_EXIT_TABLE, EXIT, type CodedError } from '../../core/index.js';
+import { BRIDGE_EXIT_TABLE, EXIT, type CodedError, type ExitRow } from '../../core/index.js';
 
 /**
  * What a tool hands back. A success carries the lines the CLI would print (for the model to
@@ -22,8 +22,9 @@ export interface ToolErrorFacts {
   what_to_do: string | null;
 }
 
-export function errorFacts(e: CodedError): ToolErrorFacts {
-  const row = BRIDGE_EXIT_TABLE.find((r) => r.code === e.exit);
+/** `rows`: the table of the command the tool stands for (the bridge's, or the sending commands'). */
+export function errorFacts(e: CodedError, rows: readonly ExitRow[] = BRIDGE_EXIT_TABLE): ToolErrorFacts {
+  const row = rows.find((r) => r.code === e.exit);
   return {
     exit: e.exit,
     exit_name: EXIT_NAMES.get(e.exit) ?? 'unknown',
@@ -40,8 +41,12 @@ export function errorText(f: ToolErrorFacts): string {
   return `FATAL (exit ${f.exit}, ${f.code}) — ${f.message}${advice}`;
 }
 
-export function toolError(e: CodedError, extra: { text?: string; structured?: Record<string, unknown> } = {}): CallToolResult {
-  const facts = errorFacts(e);
+export function toolError(
+  e: CodedError,
+  extra: { text?: string; structured?: Record<string, unknown> } = {},
+  rows: readonly ExitRow[] = BRIDGE_EXIT_TABLE,
+): CallToolResult {
+  const facts = errorFacts(e, rows);
   const text = (extra.text ?? '') + errorText(facts);
   return { isError: true, content: [{ type: 'text', text }], structuredContent: { ...extra.structured, error: facts } };
 }

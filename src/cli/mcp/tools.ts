@@ -18,8 +18,9 @@ import {
   type AgentAccess,
   type Queued,
 } from '../messaging/index.js';
-import { EXIT } from '../../core/index.js';
+import { EXIT, type CodedError } from '../../core/index.js';
 import { asAgent, type McpContext } from './context.js';
+import { MESSAGING_EXIT_TABLE } from '../messaging/exit.js';
 import { toolError, toolResult } from './results.js';
 import { idArg, limitArg, seconds, strictArgs, textArg, toArg } from './schemas.js';
 import { statusResult } from './status.js';
@@ -30,9 +31,12 @@ export const ASK_WAIT_MAX_SECONDS = 3600;
 const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true } as const;
 const SENDS = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true } as const;
 
+/** A refusal of a sending tool, with the advice of the command it stands for (oh-hai send, reply, messages, fleet). */
+const refuse = (e: CodedError, extra: Parameters<typeof toolError>[1] = {}): CallToolResult => toolError(e, extra, MESSAGING_EXIT_TABLE);
+
 function checkedText(text: string) {
   const r = checkTextSize(text);
-  return r.ok ? null : toolError({ code: 'bad_text', exit: EXIT.usage, message: r.reason });
+  return r.ok ? null : refuse({ code: 'bad_text', exit: EXIT.usage, message: r.reason });
 }
 
 /** Send one intent and answer with the queued lines `oh-hai send|ask|task` prints, or the refusal. */
@@ -45,11 +49,11 @@ async function queue(
   text: string,
 ): Promise<{ refused: CallToolResult } | { queued: Queued }> {
   const dest = checkDestination(to, 'to');
-  if (!dest.ok) return { refused: toolError(dest.error) };
+  if (!dest.ok) return { refused: refuse(dest.error) };
   const resolved = await resolveDestination(a, dest.value, 'to', new Date(ctx.io.clock.now()).toISOString());
-  if (!resolved.ok) return { refused: toolError(resolved.error) };
+  if (!resolved.ok) return { refused: refuse(resolved.error) };
   const sent = await sendMessage(a, ctx.knobs, (line) => ctx.say(`${tool}: ${line}`), { to: resolved.value.address, intent, text, command: tool });
-  return sent.ok ? { queued: sent.value } : { refused: toolError(sent.error) };
+  return sent.ok ? { queued: sent.value } : { refused: refuse(sent.error) };
 }
 
 function registerSend(server: McpServer, ctx: McpContext, tool: string, intent: 'notify' | 'task', description: string): void {
@@ -117,7 +121,7 @@ function registerAsk(server: McpServer, ctx: McpContext): void {
         const structured = { state: end.message.state, message: end.message, replies_to: route.address, wait: end.kind };
         if (end.kind === 'failure') {
           const e = hubFailureError(end.failure, failureContext(a, `waiting for the answer to ${message.id}`));
-          return toolError({ ...e, message: `${e.message}; the ask is queued at the Hub — check later with oh_hai_messages` }, { text: text2, structured });
+          return refuse({ ...e, message: `${e.message}; the ask is queued at the Hub — check later with oh_hai_messages` }, { text: text2, structured });
         }
         return toolResult(text2, structured);
       }),
@@ -142,7 +146,7 @@ function registerReply(server: McpServer, ctx: McpContext): void {
         const bad = checkedText(text);
         if (bad) return bad;
         const answered = await answerMessage(a, ctx.knobs, (line) => ctx.say(`${tool}: ${line}`), { id, text });
-        if (!answered.ok) return toolError(answered.error);
+        if (!answered.ok) return refuse(answered.error);
         const r = answered.value;
         if (r.kind === 'earlier') {
           return toolResult(
@@ -178,7 +182,7 @@ function registerMessages(server: McpServer, ctx: McpContext): void {
     async ({ limit }) =>
       asAgent(ctx, tool, async (a): Promise<CallToolResult> => {
         const r = await a.client.listMessages({ direction: 'sent', limit });
-        if (!r.ok) return toolError(hubFailureError(r.failure, failureContext(a, 'listing the messages you sent')));
+        if (!r.ok) return refuse(hubFailureError(r.failure, failureContext(a, 'listing the messages you sent')));
         return toolResult(listText(r.value.messages, 'sent', r.value.next), { messages: r.value.messages, next: r.value.next });
       }),
   );
@@ -197,7 +201,7 @@ function registerFleet(server: McpServer, ctx: McpContext): void {
     async () =>
       asAgent(ctx, tool, async (a): Promise<CallToolResult> => {
         const view = await fleetView(a, ctx.knobs, ctx.io.clock.now());
-        if (!view.ok) return toolError(view.error);
+        if (!view.ok) return refuse(view.error);
         return toolResult(formatFleet(view.value), { ...view.value });
       }),
   );

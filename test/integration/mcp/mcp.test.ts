@@ -311,12 +311,25 @@ describe('oh-hai mcp: stops are tool errors with the exit table', () => {
     expect(revoked.status).toBeLessThan(300);
     const send = await m.call('oh_hai_send', { to: world.alice.address, text: 'after revocation' });
     expect(send.isError).toBe(true);
-    expect(errorOf(send)).toMatchObject({ exit: 3, exit_name: 'auth', code: 'unauthorized', what_to_do: 'stop re-running; a human must fix it' });
+    expect(errorOf(send)).toMatchObject({
+      exit: 3,
+      exit_name: 'auth',
+      code: 'unauthorized',
+      what_to_do: 'stop; a human must fix the credential or switch agent messaging on',
+    });
     expect(send.text).not.toContain(world.carol.token);
     const read = await m.call('oh_hai_read', { wait_seconds: 30 });
     expect(read.isError, read.text).toBe(true);
     expect(errorOf(read)).toMatchObject({ exit: 3, exit_name: 'auth' });
     expect(read.text).not.toContain(world.carol.token);
+  });
+
+  it("a sending tool's refusal carries the sending commands' meaning: a reply to no such message is not a session that does not exist", async () => {
+    const m = keep(await startMcp(world.alice, 'alice-nomsg'));
+    const r = await m.call('oh_hai_reply', { id: 'msg_nosuch', text: 'x' });
+    expect(r.isError).toBe(true);
+    expect(errorOf(r)).toMatchObject({ exit: 4, code: 'message_not_found', meaning: 'No such recipient or message, or the session addressed has ended.' });
+    expect(r.text).not.toMatch(/check --session/);
   });
 
   it('a tampered delivery is exit 12 — possible tampering — and returns nothing of it', async () => {
