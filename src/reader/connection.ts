@@ -29,6 +29,8 @@ export interface ConnectionFacts {
   running: ConsumerSettings | null;
   wanted: ConsumerSettings;
   named: NamedFlags;
+  /** How this leg's user stops the running connection (pid given); the session leg's when absent. */
+  stopRunning?: (pid: number) => string;
 }
 
 export const isReported = (r: ConsumerRecord, reported: ReportedStop | null): boolean =>
@@ -53,8 +55,9 @@ function samePolicy(a: string[] | null, b: string[] | null): boolean {
   return pa !== undefined && pb !== undefined && policyEquals(pa, pb);
 }
 
-const FIX =
-  'A named flag cannot change a running connection: run `oh-hai session close --keep-connection`, then re-run this command (or drop the flag to adopt what is running).';
+const sessionStop = (): string => 'run `oh-hai session close --keep-connection`';
+const fix = (stop: string): string =>
+  `A named flag cannot change a running connection: ${stop}, then re-run this command (or drop the flag to adopt what is running).`;
 
 function disagreements(f: ConnectionFacts, r: ConsumerRecord): string[] {
   const out: string[] = [];
@@ -101,7 +104,7 @@ export function planConnection(f: ConnectionFacts): ConnectionPlan {
   if (wrong.length > 0) {
     return {
       kind: 'conflict',
-      message: `the running background connection (pid ${r.pid} on ${r.host}) disagrees with what you named: ${wrong.join('; ')}. ${FIX}`,
+      message: `the running background connection (pid ${r.pid} on ${r.host}) disagrees with what you named: ${wrong.join('; ')}. ${fix((f.stopRunning ?? sessionStop)(r.pid))}`,
     };
   }
   const anyNamed = Object.values(f.named).some(Boolean);

@@ -26,10 +26,15 @@ export function watcherRefusal(f: HolderFacts, address: string, readerPath: stri
   );
 }
 
+/** No session close stops the principal leg's connection: SIGTERM is its clean stop (it finishes what it holds, acknowledges nothing unprinted). */
+const CLEAN_STOP = 'SIGTERM is its clean stop: nothing is lost';
+
+export const stopLine = (pid: number): string => `stop it with \`kill ${pid}\` (${CLEAN_STOP})`;
+
 export const noPolicyLine = (address: string): string =>
   `no sender policy is declared: directives, notifies, responses and receipts are delivered, but every ask/task addressed to ${address} is refused and left unacked ` +
   `(the Hub keeps redelivering it). To accept them, pass --allow-from any-in-account / agent:<id> or set [bridge] allow_from, then stop this connection ` +
-  `(it enforces what it started with) and run ${NAME} again.`;
+  `(it enforces what it started with; kill the consumer pid the last line names — ${CLEAN_STOP}) and run ${NAME} again.`;
 
 /**
  * The bridge's epilogue minus the lease: the principal mailbox has no session to lapse, so

@@ -71,6 +71,8 @@ export interface ReaderLeg {
   wanted: ConsumerSettings;
   /** Flags the user named: each asserts what a running connection must use. */
   named: NamedFlags;
+  /** How the user stops the running connection when a named flag disagrees with it; the session leg's when absent. */
+  stopRunning?: (pid: number) => string;
   /** Resolution's lines for stderr. */
   warnings: readonly string[];
   /** Exit 10 for a live holder this run may not displace. */
@@ -190,6 +192,7 @@ export class Reader {
       running: consumer.state === 'ok' ? this.runningSettings(consumer.value) : null,
       wanted: leg.wanted,
       named: leg.named,
+      ...(leg.stopRunning ? { stopRunning: leg.stopRunning } : {}),
     });
 
     let policy: string[] | null;

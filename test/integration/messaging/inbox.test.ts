@@ -114,4 +114,16 @@ describe('inbox watch', () => {
     const seen = await watchUntil((s) => s.some((e) => e.entry?.text === 'd4: while nobody watched'));
     expect(seen.filter((e) => e.entry?.text === 'd4: while nobody watched')).toHaveLength(1);
   });
+
+  it('a flag that disagrees with the running connection is exit 2, saying how to stop that connection (no session close stops it)', async () => {
+    expect((await watchOnce()).code).toBe(0);
+    const r = await as(world.bob, null, ['inbox', 'watch', '--wait', '1', '--allow-from', world.alice.address]);
+    expect(r.code, r.stderr).toBe(2);
+    const [, pid, stop] =
+      /FATAL \(exit 2, flag_disagrees_with_connection\) — the running background connection \(pid (\d+) on \S+\) disagrees with what you named: --allow-from asks for .*: stop it with `kill (\d+)`/.exec(
+        r.stderr,
+      ) ?? [];
+    expect(stop, r.stderr).toBe(pid);
+    expect(r.stderr).not.toContain('session close');
+  });
 });

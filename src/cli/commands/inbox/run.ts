@@ -79,6 +79,12 @@ export async function runWatch(opts: WatchOptions, io: CliIO, deps: WatchDeps = 
         knobs: knobs.value,
         raw,
         launch: deps.launch,
+        named: {
+          allowFrom: (opts.allowFrom ?? []).length > 0,
+          transport: false,
+          interval: opts.interval !== undefined,
+          maxRetries: opts.maxRetries !== undefined,
+        },
       });
     } finally {
       stopStatus();
