@@ -106,11 +106,31 @@ async function admin<T>(flags: AdminFlags, io: CliIO, call: (c: HubClient) => Pr
   }
 }
 
+/**
+ * The Hub lets two agents share a label, and then a send to that label is refused as ambiguous
+ * (docs/messaging.md "Names"): minting the second says so while the mistake is one command old.
+ */
+async function sharedLabelWarning(c: HubClient, label: string): Promise<string | null> {
+  const rows = await c.listAgents({ includeConfig: true });
+  if (!rows.ok) return null;
+  const same = rows.value.filter((a) => !a.revoked && a.label === label).map((a) => `agent:${a.id}`);
+  if (same.length === 0) return null;
+  return (
+    `oh-hai hub agent add: ⚠️ ${same.join(', ')} already ${same.length === 1 ? 'has' : 'have'} the label ${JSON.stringify(label)}: ` +
+    `a send or directive --to ${label} is now refused as ambiguous; address each by agent:<id>, or revoke the one you did not mean (oh-hai hub agent revoke <id>)`
+  );
+}
+
 export const runAgentAdd = (label: string, flags: AdminFlags, io: CliIO): Promise<Outcome> =>
   admin(
     flags,
     io,
-    (c) => c.mintAgent({ label }),
+    async (c) => {
+      const warning = await sharedLabelWarning(c, label);
+      const minted = await c.mintAgent({ label });
+      if (minted.ok && warning !== null) io.stderr.write(warning + '\n');
+      return minted;
+    },
     (m) => [
       `minted agent ${m.agent.id} (${JSON.stringify(m.agent.label ?? label)})`,
       `token (shown once — store it now, e.g. oh-hai login --token-stdin): ${m.token}`,

@@ -34,6 +34,15 @@ describe('oh-hai hub admin commands', () => {
     const revoke = await admin('agent', 'revoke', id);
     expect(revoke.code).toBe(0);
     expect((await hubCall(hub, 'GET', '/v1/whoami', { token })).status).toBe(401);
+    const again = await admin('agent', 'add', 'builder');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toBe('');
+    const twin = await admin('agent', 'add', 'builder');
+    expect(twin.code, twin.stderr).toBe(0);
+    const first = /minted agent (agt_\S+)/.exec(again.stdout)![1]!;
+    expect(twin.stderr).toMatch(
+      new RegExp(`^oh-hai hub agent add: ⚠️ agent:${first} already has the label "builder": a send or directive --to builder is now refused as ambiguous`),
+    );
     const unknown = await admin('agent', 'revoke', 'agt_nobody');
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/FATAL \(exit 2, agent_not_found\) — .*agt_nobody.*; oh-hai hub agent ls lists the agents of this account$/m);
