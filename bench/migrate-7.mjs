@@ -15,7 +15,13 @@
 //   (agents), a stream page (entries), a lease renewal (sessions), a send (sessions FOR KEY SHARE,
 //   messages, entries: one transaction) and an ack (entries then messages, as inbox.ts and track.ts
 //   write it: one transaction), each in a loop 50 ms apart: how long each waited, and any error
-//   (a deadlock is one: the ack takes entries then messages, the migration messages then entries).
+//   (a deadlock is one: the ack takes entries then messages; until session 20 the migration took messages
+//   then entries, one ALTER at a time). Since session 20 migrate() takes all its tables first, within half
+//   of deadlock_timeout, and tries again: the run prints its tries and how long taking the tables took.
+//   With --old-hub <a build of schema 6>, that build's `hub serve` also runs on this database through the
+//   migration: its /readyz and /healthz asked in a loop 50 ms apart, and GET /v1/whoami (its credential
+//   read, which waits for meta) sent every 50 ms without waiting for the one before, as a fleet's
+//   requests come: how long each waited and what it answered, before and after the migration committed.
 // - SQLite: a store made by dist's openStore with the schema-6 index (entries_claimed) put back, the
 //   same rows, then dist's openStore() timed (what `hub serve` runs at start: its schema text, whose
 //   only work on such a file is the index swap); nothing else can use the file meanwhile (the Hub
@@ -26,8 +32,8 @@
 // admin URL. Needs `npm run build`. Never run by CI.
 // Usage: flock /work/.bench.lock node bench/migrate-7.mjs [--entries 1000000] [--agents 2000]
 //          [--sessions 5 (per agent)] [--only postgres,sqlite] [--no-alone] [--no-split] [--no-fleet] [--keep (the databases)]
-//          [--lock-first '<table>, …']   (NOT the Hub's path, a candidate fix tried: on the --fleet run, migrate()'s client
-//          locks these tables ACCESS EXCLUSIVE in one statement right after each BEGIN, before the migration's text)
+//          [--build <dir> (whose dist's migrate() and openStore() to time; default: this checkout's)]
+//          [--old-hub <dir>]   (a build at schema 6, e.g. a worktree of fced4ab with `npm run build`: on the --fleet run)
 //          [--maintenance-work-mem 256MB [--reverse]]   (the real path run twice, at the server's setting and then — --reverse: first —
 //          at this one for the migrating sessions, as an operator's ALTER ROLE … SET would give it)
 // (each --no-… leaves out one of PostgreSQL's three runs above, to keep a run under the bench lock short)
@@ -37,6 +43,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { hubReady } from './bridge-world.mjs';
 import { adminUrlOrRerun, opt } from './pg-ab.mjs';
 
 const ONLY = String(opt('only', 'postgres,sqlite')).split(',');
@@ -48,15 +56,16 @@ const ALONE = !process.argv.includes('--no-alone');
 const SPLIT = !process.argv.includes('--no-split');
 const FLEET = !process.argv.includes('--no-fleet');
 const KEEP = process.argv.includes('--keep');
-// Not what the Hub does: a candidate fix tried on the --fleet run, every table locked in one statement right after BEGIN.
-const LOCK_FIRST = opt('lock-first', null);
+const OLD_HUB = opt('old-hub', null);
 // The migrating sessions' maintenance_work_mem (what an operator's ALTER ROLE … SET would give the Hub's role), e.g. 256MB.
 const MWM = opt('maintenance-work-mem', null);
 const BATCH = 100_000;
 const T0 = Date.parse('2026-11-01T00:00:00Z');
 
-const { MIGRATIONS, migrate } = await import('../dist/hub/server/postgres/schema.js');
-const { openStore } = await import('../dist/hub/server/store.js');
+// --build <dir>: another build's migrate() (e.g. /work/wt/base20, the one before session 20's fix), for a pair.
+const BUILD = path.resolve(String(opt('build', path.join(import.meta.dirname, '..'))));
+const { MIGRATIONS, migrate } = await import(path.join(BUILD, 'dist/hub/server/postgres/schema.js'));
+const { openStore } = await import(path.join(BUILD, 'dist/hub/server/store.js'));
 
 const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 const ms = (t) => `${(performance.now() - t).toFixed(0)} ms`;
@@ -271,46 +280,57 @@ async function postgres() {
   if (FLEET) {
     const db = `oh_hai_mig7c_${tag}`;
     await create(db, base);
+    const hub = OLD_HUB === null ? null : await oldHub(db, urlOf(db));
     const probes = await oldInstance(db, connect);
     await sleep(500);
-    const first = await connect(db, 'oh-hai-hub', migrating);
-    const client =
-      LOCK_FIRST === null
-        ? first
-        : {
-            query: async (text, params) => {
-              const r = await first.query(text, params);
-              if (text === 'BEGIN') await first.query(`LOCK TABLE ${LOCK_FIRST} IN ACCESS EXCLUSIVE MODE`);
-              return r;
-            },
-          };
-    const sampler = await samplerOn(await connect(db, 'oh-hai-bench-sampler'));
+    // Named apart from the schema-6 Hub's pool (oh-hai-hub), so the sampler tells them apart.
+    const first = await connect(db, 'oh-hai-hub-migrating', migrating);
+    // The time migrate() spends taking the migration's tables (its `SAVEPOINT taking; … LOCK TABLE` statements), and
+    // from its start to the migration's text (every table held).
+    const taking = { ms: 0, held: null, lines: [] };
+    let t1 = 0;
+    const client = {
+      query: async (text, params) => {
+        const t = performance.now();
+        if (text === MIGRATIONS[6]) taking.held ??= t - t1;
+        try {
+          return await first.query(text, params);
+        } finally {
+          if (text.startsWith('SAVEPOINT taking')) taking.ms += performance.now() - t;
+        }
+      },
+    };
+    const sampler = await samplerOn(await connect(db, 'oh-hai-bench-sampler'), 'oh-hai-hub-migrating');
     const loadAt = load();
     // As systemd's unit runs it (Restart=on-failure, RestartSec=1): a failed start is tried again a second later.
     const attempts = [];
     for (let i = 0; i < 4 && attempts.at(-1)?.ok !== true; i++) {
       if (i > 0) await sleep(1000);
-      const t1 = performance.now();
+      t1 = performance.now();
       attempts.push(
-        await migrate(client).then(
+        await migrate(client, { log: (line) => taking.lines.push(`${(performance.now() - t1).toFixed(0)} ms: ${line}`) }).then(
           (r) => ({ ok: true, text: JSON.stringify(r), ms: performance.now() - t1 }),
           (e) => ({ ok: false, text: `FAILED: ${e.code ?? ''} ${e.message}`, ms: performance.now() - t1 }),
         ),
       );
     }
     probes.migrated();
+    hub?.migrated();
     await sleep(1000);
     await sampler.stop();
     const seen = await probes.stop();
-    console.log(
-      `\nPostgreSQL, the real path while the previous version serves (probes 50 ms apart)${LOCK_FIRST === null ? '' : `, with LOCK TABLE ${LOCK_FIRST} first (not the Hub's path)`}, load at its start ${loadAt}:`,
-    );
+    console.log(`\nPostgreSQL, the real path while the previous version serves (probes 50 ms apart), load at its start ${loadAt}:`);
     for (const a of attempts) console.log(`  migrate(): ${a.text} after ${a.ms.toFixed(0)} ms`);
+    console.log(
+      `    taking its tables: ${taking.ms.toFixed(0)} ms in all; every table held ${taking.held === null ? 'never' : `${taking.held.toFixed(0)} ms after the last migrate()'s start`}; ${taking.lines.length} tries found a table held`,
+    );
+    for (const line of taking.lines) console.log(`      ${line}`);
     sampler.report();
     for (const [name, p] of Object.entries(seen))
       console.log(
         `  ${name.padEnd(8)} ${String(p.count).padStart(4)} done, longest ${p.max.toFixed(0).padStart(6)} ms, over 100 ms: ${p.slow}${p.errors.length ? `, ${p.errors.length} errors (${p.failedAfter} of the ${p.after} calls after the migration): ${[...new Set(p.errors)].join('; ')}` : ''}`,
       );
+    if (hub !== null) await hub.stop();
     say('  (end)');
     await first.end();
   }
@@ -319,11 +339,15 @@ async function postgres() {
   await root.end();
 }
 
-/** Every 50 ms: the tables the migration holds exclusively (and its advisory lock), and every lock another backend waits for. */
-async function samplerOn(cl) {
+/**
+ * Every 50 ms: the tables the migration (`app`) holds exclusively (and its advisory lock), every lock another backend
+ * waits for, and every transaction left idle for over 200 ms with its last statement (a holder the migration waits for).
+ */
+async function samplerOn(cl, app = 'oh-hai-hub') {
   const t0 = performance.now();
   const held = new Map(); // `${app} ${mode} ${rel}` -> first ms
   const waits = new Map(); // `${app} waits ${mode} ${rel}` -> [first, last]
+  const idle = new Map(); // `${app}: ${last statement}` -> [first, last, longest open]
   let on = true;
   const loop = (async () => {
     while (on) {
@@ -335,13 +359,22 @@ async function samplerOn(cl) {
             AND (NOT l.granted OR l.locktype = 'advisory' OR (c.relkind = 'r' AND l.mode = 'AccessExclusiveLock'))`,
       );
       for (const l of locks.rows) {
-        if (l.granted && l.app === 'oh-hai-hub') {
+        if (l.granted && l.app === app) {
           const k = `${l.mode} ${l.rel}`;
           if (!held.has(k)) held.set(k, at);
         } else if (!l.granted) {
           const k = `${l.app} waits for ${l.mode} on ${l.rel}`;
           waits.set(k, [waits.get(k)?.[0] ?? at, at]);
         }
+      }
+      const open = await cl.query(
+        `SELECT application_name AS app, regexp_replace(left(query, 110), '\\s+', ' ', 'g') AS q, extract(epoch FROM now() - xact_start) * 1000 AS ms
+           FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND xact_start < now() - interval '200 ms'`,
+      );
+      for (const o of open.rows) {
+        const k = `${o.app}: ${o.q}`;
+        const was = idle.get(k);
+        idle.set(k, [was?.[0] ?? at, at, Math.max(was?.[2] ?? 0, Number(o.ms))]);
       }
       await sleep(50);
     }
@@ -356,6 +389,8 @@ async function samplerOn(cl) {
       console.log('  sampled every 50 ms (ms from the sampler start):');
       for (const [k, first] of [...held].sort((a, b) => a[1] - b[1])) console.log(`    the migration holds ${k} from ${first.toFixed(0)}`);
       for (const [k, [first, last]] of waits) console.log(`    ${k}: seen ${first.toFixed(0)}..${last.toFixed(0)}`);
+      for (const [k, [first, last, longest]] of idle)
+        console.log(`    idle in transaction over 200 ms, ${k}: seen ${first.toFixed(0)}..${last.toFixed(0)}, open up to ${longest.toFixed(0)} ms`);
     },
   };
 }
@@ -456,6 +491,93 @@ async function oldInstance(db, connect) {
       on = false;
       await Promise.all(loops.map((l) => l.done));
       return seen;
+    },
+  };
+}
+
+/**
+ * The schema-6 build's `hub serve` on `url`, and its probes: /readyz and /healthz in a loop 50 ms apart, and
+ * GET /v1/whoami every 50 ms without waiting (so they pile up as a fleet's requests would). Its own human token:
+ * the bench's fake hash is removed first, so the Hub makes one.
+ */
+async function oldHub(db, url) {
+  const { default: pg } = await import('pg');
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  await c.query(`DELETE FROM meta WHERE key = 'human_token_hash'`);
+  // The fleet's leases run a day from the rows' instant, weeks ago: without this the Hub's first sweep closes them all.
+  await c.query(`UPDATE sessions SET expires_at = $1 WHERE state = 'active'`, [Date.now() + 86_400_000]);
+  await c.end();
+  const data = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-mig7-old-'));
+  const proc = spawn(process.execPath, [path.join(OLD_HUB, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', data, '--admin-listen', '127.0.0.1:0'], {
+    env: { ...process.env, OH_HAI_HUB_DATABASE_URL: url, MA2H_SIGNING_KEY: randomBytes(16).toString('hex') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout.on('data', (d) => (out += d));
+  proc.stderr.setEncoding('utf8').on('data', (d) => (out += d));
+  const base = await hubReady(proc);
+  const admin = /^hub: admin \(healthz, readyz, metrics\) at (\S+)$/m.exec(out)?.[1];
+  const human = readFileSync(path.join(data, 'human-token'), 'utf8').trim();
+  const t0 = performance.now();
+  let migratedAt = null;
+  let on = true;
+  const calls = { readyz: [], healthz: [], whoami: [] };
+  const reasons = new Set();
+  const call = async (name, href, headers) => {
+    const t = performance.now();
+    const [status, text] = await fetch(href, { headers, signal: AbortSignal.timeout(60_000) }).then(
+      async (r) => [r.status, await r.text()],
+      (e) => [e.name, ''],
+    );
+    if (status !== 200) reasons.add(`${name} ${status} ${text.slice(0, 160)}`);
+    calls[name].push({ at: t - t0, ms: performance.now() - t, status, after: migratedAt !== null && t >= migratedAt });
+  };
+  const closedLoop = async (name, href) => {
+    while (on) {
+      await call(name, href);
+      await sleep(50);
+    }
+  };
+  const loops = [closedLoop('readyz', `${admin}/readyz`), closedLoop('healthz', `${admin}/healthz`)];
+  const inFlight = new Set();
+  const open = (async () => {
+    while (on) {
+      const p = call('whoami', `${base}/v1/whoami`, { authorization: `Bearer ${human}` });
+      inFlight.add(p);
+      p.finally(() => inFlight.delete(p));
+      await sleep(50);
+    }
+    await Promise.all(inFlight);
+  })();
+  say(`  the schema-6 build's hub serve (${OLD_HUB}) serving on this database, pid ${proc.pid}`);
+  return {
+    migrated() {
+      migratedAt = performance.now();
+    },
+    async stop() {
+      on = false;
+      await Promise.all([...loops, open]);
+      proc.kill('SIGTERM');
+      await new Promise((r) => proc.once('exit', r));
+      rmSync(data, { recursive: true, force: true });
+      console.log(`  the schema-6 Hub (ms from its probes' start; the migration committed at ${(migratedAt - t0).toFixed(0)}):`);
+      for (const [name, list] of Object.entries(calls))
+        for (const [when, part] of [
+          ['before', list.filter((x) => !x.after)],
+          ['after', list.filter((x) => x.after)],
+        ]) {
+          const statuses = {};
+          for (const x of part) statuses[x.status] = (statuses[x.status] ?? 0) + 1;
+          const slow = part.filter((x) => x.ms > 100);
+          const longest = part.reduce((m, x) => (x.ms > m.ms ? x : m), { ms: 0, at: 0 });
+          console.log(
+            `    ${name.padEnd(7)} asked ${when.padEnd(6)} the commit: ${String(part.length).padStart(4)}, answers ${JSON.stringify(statuses)}, longest ${longest.ms.toFixed(0)} ms (asked at ${longest.at.toFixed(0)}), over 100 ms: ${slow.length}${slow.length ? ` (asked ${slow[0].at.toFixed(0)}..${slow.at(-1).at.toFixed(0)})` : ''}`,
+          );
+        }
+      for (const r of reasons) console.log(`    answered: ${r}`);
+      const logged = out.split('\n').filter((l) => /cannot|fail|error|stale|schema/i.test(l));
+      if (logged.length) console.log(`    its log: ${[...new Set(logged)].slice(0, 8).join(' | ')}`);
     },
   };
 }
