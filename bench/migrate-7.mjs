@@ -33,7 +33,8 @@
 // Usage: flock /work/.bench.lock node bench/migrate-7.mjs [--entries 1000000] [--agents 2000]
 //          [--sessions 5 (per agent)] [--only postgres,sqlite] [--no-alone] [--no-split] [--no-fleet] [--keep (the databases)]
 //          [--build <dir> (whose dist's migrate() and openStore() to time; default: this checkout's)]
-//          [--old-hub <dir>]   (a build at schema 6, e.g. a worktree of fced4ab with `npm run build`: on the --fleet run)
+//          [--old-hub <dir> [--old-hub-sweeps]]   (a build at schema 6, e.g. a worktree of fced4ab with `npm run build`: on the --fleet run;
+//          its leases and pending mail are made current first, unless --old-hub-sweeps: then its first expiry sweep holds entries)
 //          [--maintenance-work-mem 256MB [--reverse]]   (the real path run twice, at the server's setting and then — --reverse: first —
 //          at this one for the migrating sessions, as an operator's ALTER ROLE … SET would give it)
 // (each --no-… leaves out one of PostgreSQL's three runs above, to keep a run under the bench lock short)
@@ -507,6 +508,9 @@ async function oldHub(db, url) {
   await c.query(`DELETE FROM meta WHERE key = 'human_token_hash'`);
   // The fleet's leases run a day from the rows' instant, weeks ago: without this the Hub's first sweep closes them all.
   await c.query(`UPDATE sessions SET expires_at = $1 WHERE state = 'active'`, [Date.now() + 86_400_000]);
+  // And its pending mail is weeks past the message TTL: the Hub's first expiry sweep would expire all of it (3 %)
+  // in one transaction, holding entries for its whole length (session 20: 45 s here). --old-hub-sweeps keeps it so.
+  if (!process.argv.includes('--old-hub-sweeps')) await c.query(`UPDATE entries SET created_at = $1 WHERE state = 'pending'`, [Date.now()]);
   await c.end();
   const data = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-mig7-old-'));
   const proc = spawn(process.execPath, [path.join(OLD_HUB, 'bin', 'oh-hai'), 'hub', 'serve', '--port', '0', '--data', data, '--admin-listen', '127.0.0.1:0'], {
