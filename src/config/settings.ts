@@ -14,7 +14,6 @@ export interface SettingsFlags {
   transport?: string;
   interval?: string | number;
   maxRetries?: string | number;
-  unattendedMaxSeconds?: string | number;
 }
 
 export type SettingSource = 'flag' | 'env' | 'user' | 'default';
@@ -44,9 +43,9 @@ export interface ResolvedSettings {
   warnings: string[];
 }
 
-const FLAG_VALUE: Record<SettingKnob, (f: SettingsFlags) => string | number | undefined> = {
+/** The flag's value, for the knobs a command takes a flag for (settingOf(k).flag). */
+const FLAG_VALUE: Partial<Record<SettingKnob, (f: SettingsFlags) => string | number | undefined>> = {
   waitSeconds: (f) => f.wait,
-  unattendedMaxSeconds: (f) => f.unattendedMaxSeconds,
   intervalSeconds: (f) => f.interval,
   maxRetries: (f) => f.maxRetries,
 };
@@ -102,11 +101,12 @@ export function resolveSettings({ flags, env, loaded }: { flags: SettingsFlags; 
   const sources = {} as ResolvedSettings['sources'];
   const numbers = {} as Record<SettingKnob, number>;
   for (const knob of SETTING_KNOBS) {
-    const flagValue = FLAG_VALUE[knob](flags);
+    const flagValue = FLAG_VALUE[knob]?.(flags);
+    const flag = settingOf(knob).flag;
     const envName = KNOBS[knob].env;
     const envValue = env[envName];
     let value: Coded<number>;
-    if (flagValue !== undefined) [value, sources[knob]] = [checkKnob(knob, flagValue, settingOf(knob).flag), 'flag'];
+    if (flagValue !== undefined && flag !== null) [value, sources[knob]] = [checkKnob(knob, flagValue, flag), 'flag'];
     else if (present(envValue)) [value, sources[knob]] = [checkKnob(knob, envValue, envName), 'env'];
     else if (user.numbers[knob] !== undefined) [value, sources[knob]] = [done(user.numbers[knob]), 'user'];
     else [value, sources[knob]] = [done(KNOBS[knob].default), 'default'];

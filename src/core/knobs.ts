@@ -25,8 +25,8 @@ export interface KnobSpec {
   why?: string;
   /** Another knob (its registry name) this one may not be below: the backoff cap and its floor. */
   notBelow?: string;
-  /** The `[bridge]` key and flag that set the same value, where they exist (flag > env > file > default). */
-  setting?: { key: string; flag: string };
+  /** The `[bridge]` key and flag that set the same value, where they exist (flag > env > file > default); `flag` null: no command takes one. */
+  setting?: { key: string; flag: string | null };
   /** The commands that read it, as a person types them. */
   readBy: readonly string[];
   /** One sentence for the man pages and docs: what it bounds. */
@@ -57,7 +57,9 @@ export const KNOBS = spec({
     min: 0,
     above: true,
     why: ': 0 or less never disabled the unattended bound (a connection run under a service manager with --mode direct has none)',
-    setting: { key: 'unattended_max_seconds', flag: '--unattended-max-seconds' },
+    // No flag: the bound is the machine's policy for an unattended connection, not a per-run choice,
+    // and a flag would have to be asserted against a running connection like --allow-from.
+    setting: { key: 'unattended_max_seconds', flag: null },
     readBy: ['bridge', 'inbox watch', '__consumer', 'doctor'],
     what: 'A connection oh-hai bridge started stops after this long with no attending reader, leaving the session to lapse. Must be greater than 0: 0 or less never disabled the bound. A connection under a service manager (--mode direct) has none.',
   },
@@ -233,7 +235,7 @@ export type KnobName = keyof typeof KNOBS;
 /** The knobs a flag and a `[bridge]` key can also set (the settings chain, src/config/settings.ts). */
 export type SettingKnob = { [K in KnobName]: (typeof KNOBS)[K] extends { setting: object } ? K : never }[KnobName];
 export const SETTING_KNOBS = (Object.keys(KNOBS) as KnobName[]).filter((k): k is SettingKnob => 'setting' in KNOBS[k]);
-export const settingOf = (k: SettingKnob): { key: string; flag: string } => KNOBS[k].setting;
+export const settingOf = (k: SettingKnob): { key: string; flag: string | null } => KNOBS[k].setting;
 
 /**
  * The knobs every process that judges a heartbeat or a `t`, or backs off from the Hub, reads
@@ -318,7 +320,7 @@ export function readKnobs<K extends KnobName>(env: NodeJS.ProcessEnv, names: rea
 export function knobText(name: KnobName): string {
   const k: KnobSpec = KNOBS[name];
   const unit = UNIT_WORD[k.unit];
-  const setting = k.setting ? ` Also ${k.setting.flag} and [bridge] ${k.setting.key}.` : '';
+  const setting = k.setting ? ` Also ${k.setting.flag === null ? '' : `${k.setting.flag} and `}[bridge] ${k.setting.key}.` : '';
   if (k.default === null) return `${k.what}${unit ? ` In ${unit}.` : ''}${setting}`;
   return `${k.what} ${unit ? `In ${unit}; default` : 'Default'} ${k.default}.${setting} Anything else is a usage error (exit 2).`;
 }

@@ -2,7 +2,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { KNOBS, type KnobName } from '../../src/core/index.js';
+import { KNOBS, SETTING_KNOBS, settingOf, type KnobName } from '../../src/core/index.js';
+import { processIO } from '../../src/cli/io.js';
+import { buildProgram } from '../../src/cli/main.js';
+import { commandOptions, findCommand } from '../../src/cli/man/generate.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -24,6 +27,18 @@ describe('the knob registry (src/core/knobs.ts) and docs/internals.md', () => {
     for (const n of names) {
       const k = KNOBS[n];
       expect(rows.get(k.env), k.env).toBe(k.default === null ? '(none)' : String(k.default));
+    }
+  });
+});
+
+describe("a setting knob's flag, as the man pages and docs/config.md name it", () => {
+  it('is an option of every command that reads the knob and takes flags (the bridge first)', async () => {
+    const program = await buildProgram(processIO(), () => undefined);
+    const bridge = findCommand(program, 'bridge');
+    const longs = new Set(commandOptions(bridge!).map((o) => o.long));
+    for (const k of SETTING_KNOBS) {
+      const flag = settingOf(k).flag;
+      if (flag !== null) expect(longs.has(flag), `${flag} (${KNOBS[k].env}) is named as a flag, and oh-hai bridge does not take it`).toBe(true);
     }
   });
 });

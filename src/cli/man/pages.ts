@@ -437,7 +437,7 @@ Unknown keys are warnings naming the file and the key, never errors. A wrong typ
         ['[bridge] allow_from', 'The sender policy: a list of any-in-account, agent:<id> or agent:<id>#<session id>. Flag --allow-from (overrides the file entirely). Not declared: fail-closed. allow_from = [] is a declared policy that admits nobody.'],
         ...SETTING_KNOBS.map((name): [string, string] => {
           const k = KNOBS[name];
-          return [`[bridge] ${k.setting.key}`, `${k.what} Flag ${k.setting.flag}. ${k.unit === 'count' ? 'A whole number' : 'Seconds'}; default ${k.default}; environment ${k.env}.`];
+          return [`[bridge] ${k.setting.key}`, `${k.what}${k.setting.flag === null ? '' : ` Flag ${k.setting.flag}.`} ${k.unit === 'count' ? 'A whole number' : 'Seconds'}; default ${k.default}; environment ${k.env}.`];
         }),
         ['[bridge] transport', 'auto (SSE when the Hub offers it, else long-poll), sse or poll. Flag --transport.'],
         [

@@ -39,7 +39,6 @@ describe('resolveSettings precedence: flag > environment > project > user > defa
 
   const knobs = [
     ['waitSeconds', 'wait', 'OH_HAI_WAIT_SECONDS', 540],
-    ['unattendedMaxSeconds', 'unattendedMaxSeconds', 'OH_HAI_UNATTENDED_MAX_SECONDS', 900],
     ['intervalSeconds', 'interval', 'OH_HAI_INTERVAL_SECONDS', 5],
     ['maxRetries', 'maxRetries', 'OH_HAI_MAX_RETRIES', 8],
   ] as const;
@@ -57,6 +56,14 @@ describe('resolveSettings precedence: flag > environment > project > user > defa
     expect([fromUser.bridge[knob], fromUser.sources[knob]]).toEqual([3, 'user']);
     const fromDefault = resolve({}, {}, loaded({ numbers: {} }));
     expect([fromDefault.bridge[knob], fromDefault.sources[knob]]).toEqual([fallback, 'default']);
+  });
+
+  it('unattendedMaxSeconds: env > user > default; no command takes a flag for it', () => {
+    const userFile = loaded({ numbers: { unattendedMaxSeconds: 3 } });
+    const fromEnv = resolve({}, { OH_HAI_UNATTENDED_MAX_SECONDS: '0.5' }, userFile);
+    expect([fromEnv.bridge.unattendedMaxSeconds, fromEnv.sources.unattendedMaxSeconds]).toEqual([0.5, 'env']);
+    expect(resolve({}, {}, userFile).sources.unattendedMaxSeconds).toBe('user');
+    expect(resolve({}, {}, loaded({ numbers: {} })).bridge.unattendedMaxSeconds).toBe(900);
   });
 
   it('transport: flag > user > auto', () => {
@@ -102,7 +109,6 @@ describe('resolveSettings refusals', () => {
       { OH_HAI_UNATTENDED_MAX_SECONDS: '0' },
       'OH_HAI_UNATTENDED_MAX_SECONDS is 0: it must be greater than 0: 0 or less never disabled the unattended bound',
     ],
-    [{ unattendedMaxSeconds: '-1' }, {}, '--unattended-max-seconds is -1: it must be greater than 0'],
     [{ transport: 'ws' }, {}, '--transport must be one of auto, sse, poll, got the string "ws"'],
     [{ allowFrom: ['agent:a', 'everyone'] }, {}, '--allow-from "everyone" is not a sender policy item'],
     [{ hub: 'hub.example' }, {}, '--hub: "hub.example" is not a URL'],
