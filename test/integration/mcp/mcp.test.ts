@@ -83,6 +83,9 @@ describe('oh-hai mcp: the server', () => {
     const unknown = await m.call('oh_hai_send', { to: 'nobody-by-that-name', text: 'x' });
     expect(errorOf(unknown)).toMatchObject({ exit: 2, exit_name: 'usage', code: 'unknown_name' });
     expect(address.text).not.toMatch(/\n\s+at /);
+    const long = await m.call('oh_hai_read', { wait_seconds: 100_000 });
+    expect(long.isError).toBe(true);
+    expect(long.text).toContain("wait_seconds is above 86400: give at most 86400 seconds (no wait bound is longer; this agent session's own, 540 s unless");
     // Only JSON-RPC reached stdout (the client parsed it all); the diagnostics went to stderr.
     expect(m.stderr()).toContain('oh-hai mcp: serving oh_hai_* tools on stdio');
   });
