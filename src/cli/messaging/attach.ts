@@ -46,9 +46,18 @@ export async function withThisSession(
   if (r.ok || !(await ownSessionRefused(a, r.failure, ts.id))) return settle(r, { kind: 'session', address: ts.address });
   const what = r.failure.kind === 'http' ? `${r.failure.status} ${r.failure.code}` : r.failure.message;
   const why = `this agent session's recorded session ${ts.id} is no longer live at the Hub (${what})`;
-  say(`${why}; going without it — the next \`oh-hai bridge\` run registers a new one`);
+  say(`${why}; going without it — ${nextRun(r.failure)}`);
   return settle(await retrying(undefined, 'unattached'), principal(why));
 }
+
+/**
+ * What becomes of the agent session's address. A human's kill-switch is not a lapse: the bridge
+ * exits 14 on it and must not be replaced, so the send must not promise that a re-run registers one.
+ */
+const nextRun = (f: HubFailure): string =>
+  f.kind === 'http' && f.code === 'session_closed_by_operator'
+    ? 'a human closed it (the operator kill-switch): do not start a replacement session; answers go to your principal mailbox'
+    : 'the next `oh-hai bridge` run registers a new one';
 
 /** A session code is ambiguous between sender and recipient (410 session_lapsed names either): the Hub's record of ours decides. */
 async function ownSessionRefused(a: AgentAccess, f: HubFailure, own: string): Promise<boolean> {

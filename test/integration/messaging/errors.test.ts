@@ -8,12 +8,33 @@ import { as, stateDirOf, useParties, type Party } from './world.js';
 const world = useParties(['alice', 'bob'], { faults: true });
 
 /** A session of `p` made straight at the Hub (no bridge), then closed: an address that takes no more mail. */
-async function closedSession(p: Party, key: string): Promise<string> {
+async function closedSession(p: Party, key: string, by: 'agent' | 'operator' = 'agent'): Promise<string> {
   const made = await hubCall(world.hub, 'POST', '/v1/sessions', { token: p.token, body: { client_key: key } });
   expect(made.status).toBe(201);
   const id = made.body.session.id as string;
-  expect((await hubCall(world.hub, 'POST', `/v1/sessions/${id}/close`, { token: p.token, body: {} })).status).toBe(200);
+  const close =
+    by === 'agent'
+      ? await hubCall(world.hub, 'POST', `/v1/sessions/${id}/close`, { token: p.token, body: {} })
+      : await hubCall(world.hub, 'POST', `/v1/sessions/${id}/operator-close`, { token: world.hub.humanToken, body: {} });
+  expect(close.status).toBe(200);
   return id;
+}
+
+/** A session.json naming `id` in this agent session's state entry, as a bridge would have left it. */
+function recordSession(p: Party, key: string, id: string): void {
+  const dir = stateDirOf(p, world.hub, key);
+  ensureDir(dir);
+  const record: SessionRecord = {
+    id,
+    address: `${p.address}#${id}`,
+    name: key,
+    pinned: false,
+    lease_seconds: 900,
+    expires_at: '2026-01-01T00:00:00.000Z',
+    renewed_at: Date.now(),
+    history: [],
+  };
+  writeRecord(dir, 'session.json', record);
 }
 
 describe('sending: refusals and transient failures', () => {
@@ -77,26 +98,29 @@ describe('sending: refusals and transient failures', () => {
 
   it('a recorded session of this agent session that has ended is not attached: the send goes to the principal mailbox and says so', async () => {
     const closed = await closedSession(world.alice, 'alice-stale');
-    const dir = stateDirOf(world.alice, world.hub, 'alice-stale');
-    ensureDir(dir);
-    const record: SessionRecord = {
-      id: closed,
-      address: `${world.alice.address}#${closed}`,
-      name: 'alice-stale',
-      pinned: false,
-      lease_seconds: 900,
-      expires_at: '2026-01-01T00:00:00.000Z',
-      renewed_at: Date.now(),
-      history: [],
-    };
-    writeRecord(dir, 'session.json', record);
+    recordSession(world.alice, 'alice-stale', closed);
     const r = await as(world.alice, 'alice-stale', ['ask', '--to', world.bob.address, 'who answers this?']);
     expect(r.code).toBe(0);
-    expect(r.stderr).toContain(`this agent session's recorded session ${closed} is no longer live at the Hub (410 session_closed); going without it`);
+    expect(r.stderr).toContain(
+      `this agent session's recorded session ${closed} is no longer live at the Hub (410 session_closed); going without it — the next \`oh-hai bridge\` run registers a new one`,
+    );
     expect(r.stdout).toContain(`replies and receipts go to your principal mailbox ${world.alice.address}, because`);
     const id = /^queued: ask (msg_\S+)/m.exec(r.stdout)![1]!;
     const shown = await as(world.alice, null, ['messages', 'show', '--json', id]);
     expect((JSON.parse(shown.stdout) as { from: string }).from).toBe(world.alice.address);
+  });
+
+  it('a session a human closed (the kill-switch) is not promised a replacement: the send says not to start one', async () => {
+    const stopped = await closedSession(world.alice, 'alice-killed', 'operator');
+    recordSession(world.alice, 'alice-killed', stopped);
+    const r = await as(world.alice, 'alice-killed', ['send', '--to', world.bob.address, 'after the kill-switch']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `recorded session ${stopped} is no longer live at the Hub \\(\\d+ session_closed_by_operator\\); going without it — a human closed it \\(the operator kill-switch\\): do not start a replacement session`,
+      ),
+    );
+    expect(r.stderr).not.toContain('registers a new one');
   });
 
   it('messaging switched off is exit 3 naming the setting; messages show of an unknown id is exit 4', async () => {
