@@ -203,7 +203,7 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 const MIGRATION_LOCK = 0x6f68_6169;
 
 /** Tries at a migration's table locks before the start is refused (each within half of deadlock_timeout). */
-export const LOCK_ATTEMPTS = 20;
+const LOCK_ATTEMPTS = 20;
 
 export interface MigrateOptions {
   /** Tries at each migration's table locks; {@link LOCK_ATTEMPTS} unless a test wants its refusal sooner. */
