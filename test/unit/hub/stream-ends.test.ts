@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { StreamEnds } from '../../../src/hub/server/seen.js';
 import type { Param, Store } from '../../../src/hub/server/sql.js';
 import { openStore, sqliteStore } from '../../../src/hub/server/store.js';
@@ -43,6 +43,18 @@ async function withSessions(ids: string[]) {
   const seen = async (id: string) =>
     store.read.get<{ seen_at: number; holder_seen_at: number }>('SELECT seen_at, holder_seen_at FROM sessions WHERE id = ?', id);
   return { store, clock, seen };
+}
+
+/** `store` with every `once` statement's sessions noted, in order. */
+function countedOnce(store: Store): { asked: string[][]; counted: Store } {
+  const asked: string[][] = [];
+  const counted: Store = Object.assign(Object.create(store) as Store, {
+    async once<T>(sql: string, params: readonly Param[]): Promise<T[]> {
+      asked.push([...new Set(params.filter((p): p is string => typeof p === 'string' && p.startsWith('s')))]);
+      return store.once<T>(sql, params);
+    },
+  });
+  return { asked, counted };
 }
 
 describe('StreamEnds on SQLite', () => {
@@ -88,5 +100,43 @@ describe('StreamEnds on SQLite', () => {
     await ends.drain();
     expect(asked).toEqual([['s1']]);
     expect(await seen('s2')).toEqual({ seen_at: 1_000, holder_seen_at: 1_000 });
+  });
+
+  describe('with fake timers', () => {
+    afterEach(() => vi.useRealTimers());
+
+    /** s1 ended 1 s before the first batch (delay 1 s) and s2 100 ms before it: that batch has written s1 alone. */
+    async function firstBatch() {
+      const { store, seen } = await withSessions(['s1', 's2']);
+      const { asked, counted } = countedOnce(store);
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'performance'] });
+      const ends = new StreamEnds(counted, () => undefined, 1_000);
+      ends.record('s1', 'home-a');
+      await vi.advanceTimersByTimeAsync(900);
+      ends.record('s2', 'home-a');
+      await vi.advanceTimersByTimeAsync(100);
+      expect(asked).toEqual([['s1']]);
+      return { ends, asked, seen };
+    }
+
+    it('leaves an end younger than a quarter of the delay to the next batch, so its reconnect drops it', async () => {
+      const { ends, asked, seen } = await firstBatch();
+      ends.connected('s2');
+      const drained = ends.drain();
+      await vi.advanceTimersByTimeAsync(2_000);
+      await drained;
+      expect(asked).toEqual([['s1']]);
+      expect(await seen('s2')).toEqual({ seen_at: 1_000, holder_seen_at: 1_000 });
+    });
+
+    it('writes an end no reconnect dropped at the batch after the one it was too young for', async () => {
+      const { ends, asked } = await firstBatch();
+      // The next batch's delay starts once the first is written (its write may take a turn or so).
+      await vi.advanceTimersByTimeAsync(1_500);
+      expect(asked).toEqual([['s1'], ['s2']]);
+      const drained = ends.drain();
+      await vi.advanceTimersByTimeAsync(1_000);
+      await drained;
+    });
   });
 });
