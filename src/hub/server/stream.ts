@@ -75,86 +75,364 @@ const STREAM_HEADERS = {
 
 const frame = (event: string, data: unknown): string => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
+/** What a held stream's response carries: the stream, for its listeners (shared functions, not a closure each per connect). */
+const HELD = Symbol('held stream');
+type HeldResponse = ServerResponse & { [HELD]?: HeldStream };
+
+function onResponseClose(this: HeldResponse): void {
+  this[HELD]?.closed();
+}
+function onResponseError(this: HeldResponse): void {
+  this[HELD]?.finish(null);
+}
+function onResponseDrain(this: HeldResponse): void {
+  this[HELD]?.drained();
+}
+
+/**
+ * A held stream: registered (an {@link OpenStream}) as its connect commits, then woken by the bus
+ * to push pages until its hold bound, its client or an end. One object with its methods on the
+ * prototype: the closures it was (~20 a connect, with their context) were ~1 KiB of every held
+ * stream, kept the whole 30 s hold and copied by every scavenge (session 19, gc11). What it hands
+ * out as callbacks are three: its wake-up and rewind (the bus's listeners) and its beat (its timer).
+ */
+class HeldStream implements OpenStream {
+  /** Taken before the renewal is sent: its seen_at (the database's instant) is no earlier. */
+  readonly renewedAt: number;
+  private finished = false;
+  private timer: NodeJS.Timeout | undefined;
+  private stalled: NodeJS.Timeout | undefined;
+  /** When this connection last wrote (monotonic): a push is a sign of life too, so the keep-alive waits one interval after it. */
+  private wroteAt: number;
+  /** `open` is written: an end that arrives before it waits for it and follows it, so the client sees why. */
+  private opened = false;
+  private early: (() => void) | null = null;
+  /** Listening on the bus (set once it listens). */
+  private listening = false;
+  // Pages follow the socket: the next is read only once the last has drained into the kernel,
+  // one page per turn of the event loop, so a backlog of any size neither sits in memory nor
+  // keeps other clients waiting. `after` is the keyset cursor; `pushed` remembers what this
+  // connection sent so a rewind (claims released elsewhere) does not send it twice.
+  private box: { agentId: string; sessionId: string } = { agentId: '', sessionId: '' };
+  private after = 0;
+  /** Made at the first push: most holds push nothing, and an empty Set is 153 bytes kept 30 s. */
+  private pushed: Set<string> | null = null;
+  /** A released claim puts an entry behind the cursor: the next page starts over. */
+  private rewind = false;
+  /** The first page, when the renewal statement read it. */
+  private first: PendingPage | null = null;
+  /** One page at a time, one per turn; a wake-up during a page asks for another pass right after it. */
+  private pushing = false;
+  private again = false;
+  /** The first page is done (read or failed): the hold bound waits for it. */
+  private paged = false;
+  /** The hold bound came before the first page was done: the stream ends right after it. */
+  private boundDue = false;
+  private boundAt = 0;
+  /** The push trace only: when this stream was first woken since its last page began. */
+  private wokenAt = 0n;
+
+  constructor(
+    private readonly core: HubCore,
+    private readonly signer: Signer,
+    private readonly res: HeldResponse,
+    readonly sessionId: string,
+    readonly consumer: ConsumerIdentity | null,
+    private readonly batched: boolean,
+  ) {
+    this.renewedAt = core.clock.monotonic();
+    this.wroteAt = this.renewedAt;
+  }
+
+  close(reason: StreamCloseReason): void {
+    this.whenOpen(() => this.finish(frame('closed', { reason })));
+  }
+
+  end(): void {
+    this.whenOpen(() => this.finish(null));
+  }
+
+  shutdown(): Promise<void> {
+    const res = this.res;
+    // Settled at once when the client is already gone (or the response done): made only here, at shutdown.
+    const gone =
+      res.writableFinished || res.destroyed
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            res.once('finish', resolve);
+            res.once('close', resolve);
+          });
+    this.whenOpen(() => this.finish(frame('reconnect', { reason: 'shutdown' })));
+    return gone;
+  }
+
+  private whenOpen(end: () => void): void {
+    if (this.opened) end();
+    else this.early ??= end;
+  }
+
+  finish(last: string | null): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.stopListening();
+    clearTimeout(this.timer);
+    this.core.streams.remove(this);
+    this.core.ends.record(this.sessionId, this.consumer?.home ?? null);
+    const res = this.res;
+    if (last !== null && !res.destroyed) res.end(last);
+    else if (!res.destroyed) res.end();
+    // The last event may wait behind a full socket too.
+    this.watchStall();
+  }
+
+  /** The fault injection's drop: `open` written, then the socket dies mid-stream (no reconnect event). */
+  dropAfter(open: string): void {
+    this.finished = true;
+    this.core.streams.remove(this);
+    const res = this.res;
+    res.write(open, () => res.socket?.destroy());
+  }
+
+  // A reader that takes no bytes while a write waits is dropped after the write timeout,
+  // so a stream that stops reading holds at most one page and the socket buffers (never the
+  // mailbox), and never the Hub's memory for longer than that.
+  private watchStall(): void {
+    const res = this.res;
+    if (this.stalled !== undefined || res.destroyed || !res.writableNeedDrain) return;
+    this.stalled = setTimeout(() => res.destroy(), this.core.config.streamWriteTimeoutSeconds * 1000);
+  }
+
+  private write(chunk: string): void {
+    const res = this.res;
+    if (this.finished || res.destroyed || res.writableEnded) return;
+    res.write(chunk);
+    this.wroteAt = this.core.clock.monotonic();
+    this.watchStall();
+  }
+
+  closed(): void {
+    this.finish(null);
+    clearTimeout(this.stalled);
+  }
+
+  drained(): void {
+    clearTimeout(this.stalled);
+    this.stalled = undefined;
+    this.wake();
+  }
+
+  /**
+   * Written `open`, held from now on: its listeners, its first pass (woken while the renewal was in
+   * flight: a pass from the start follows the first page), its beat.
+   */
+  hold(
+    open: string,
+    first: PendingPage | null,
+    agentId: string,
+    hold: number,
+    heardMeanwhile: (own: string, principal: string, agentId: string) => boolean,
+  ): void {
+    const res = this.res;
+    this.first = first;
+    res.write(open);
+    this.wroteAt = this.core.clock.monotonic();
+    this.opened = true;
+    // The response's close is the client going away (the request's fires once its body is read).
+    res[HELD] = this;
+    res.on('close', onResponseClose);
+    res.on('error', onResponseError);
+    res.on('drain', onResponseDrain);
+    const early = this.early;
+    this.early = null;
+    early?.();
+    if (this.finished) return;
+    this.box = { agentId, sessionId: this.sessionId };
+    this.wake();
+    // Its own entries, and principal entries it may claim; not the agent's other sessions' mail.
+    const own = mailboxKey(agentId, this.sessionId);
+    const principal = mailboxKey(agentId, null);
+    if (heardMeanwhile(own, principal, agentId)) this.rewound();
+    const bus = this.core.bus;
+    bus.mail.add(own, this.wake);
+    bus.mail.add(principal, this.wake);
+    bus.released.add(agentId, this.rewound);
+    this.listening = true;
+    this.boundAt = this.core.clock.monotonic() + hold;
+    this.timer = setTimeout(this.beat, Math.min(this.core.config.keepaliveSeconds * 1000, hold));
+  }
+
+  private stopListening(): void {
+    if (!this.listening) return;
+    this.listening = false;
+    const bus = this.core.bus;
+    const { agentId, sessionId } = this.box;
+    bus.mail.remove(mailboxKey(agentId, sessionId), this.wake);
+    bus.mail.remove(mailboxKey(agentId, null), this.wake);
+    bus.released.remove(agentId, this.rewound);
+  }
+
+  /** The bus's wake-up (and a drained socket's): a pass of pages, or one more after the pass running. */
+  private readonly wake = (): void => {
+    if (TRACE && this.wokenAt === 0n) this.wokenAt = process.hrtime.bigint();
+    void this.push();
+  };
+
+  private readonly rewound = (): void => {
+    this.rewind = true;
+    this.wake();
+  };
+
+  // A socket with bytes still queued shows the connection is alive without another comment; so
+  // does the `reconnect` event of a bound due within half an interval (30 s holds with 15 s
+  // keep-alives: one comment per hold, not two), and a push written within the last half interval:
+  // the beat then moves to one interval after that push (at 10,000 streams and ~800 sends/s, ~45% of
+  // the holds' comments were written right after a push). Never more than one interval of silence.
+  // One timer per stream for all of it: each keep-alive beat, then the bound (a timer a little
+  // early for the bound beats once more, shortly).
+  private readonly beat = (): void => {
+    const now = this.core.clock.monotonic();
+    const left = this.boundAt - now;
+    if (left <= 0) {
+      // The hold bound waits for the connect's first page: whatever committed before the connect is
+      // in it however slow the read (a loaded Hub, a queue for the pool), so a stream is never told
+      // to reconnect before it was given what was pending when it connected.
+      if (this.paged) this.finish(frame('reconnect', { reason: 'hold_bound' }));
+      else this.boundDue = true;
+      return;
+    }
+    const keepaliveMs = this.core.config.keepaliveSeconds * 1000;
+    let next = keepaliveMs;
+    if (now - this.wroteAt < keepaliveMs / 2) next = this.wroteAt + keepaliveMs - now;
+    else if (!this.res.writableNeedDrain && left > keepaliveMs / 2) this.write(': keepalive\n\n');
+    this.timer = setTimeout(this.beat, Math.min(next, left));
+  };
+
+  /** Pages until one comes back short of its bound; run one pass at a time (a wake-up meanwhile asks for one more). */
+  private async push(): Promise<void> {
+    if (this.pushing) {
+      this.again = true;
+      return;
+    }
+    this.pushing = true;
+    try {
+      do {
+        this.again = false;
+        try {
+          for (;;) {
+            let more: boolean;
+            try {
+              more = await this.page();
+            } finally {
+              this.firstPaged();
+            }
+            if (!more) break;
+            await new Promise<void>((resolve) => setImmediate(resolve));
+          }
+        } catch (e) {
+          // The entries stay pending: the next wake-up, or the client's next connect, takes them.
+          this.core.log(`hub: a push on session ${this.sessionId} failed: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      } while (this.again);
+    } finally {
+      this.pushing = false;
+    }
+  }
+
+  private firstPaged(): void {
+    if (this.paged) return;
+    this.paged = true;
+    if (this.boundDue) this.finish(frame('reconnect', { reason: 'hold_bound' }));
+  }
+
+  /** One page; true when another may follow at once (this one stopped at its bound). */
+  private async page(): Promise<boolean> {
+    const core = this.core;
+    if (this.finished || this.res.writableNeedDrain) return false;
+    // The push trace only: the wake-up this page answers, and when it asked for its read.
+    const woken = this.wokenAt;
+    let queued = 0n;
+    if (TRACE) this.wokenAt = 0n;
+    if (this.rewind) {
+      this.rewind = false;
+      this.after = 0;
+    }
+    const box = this.box;
+    // The page reads at most what is left of this turn's budget, and waits for a later turn when
+    // nothing is: however many streams are busy, the Hub reaches everyone else's requests. A read
+    // a round trip away (PostgreSQL) holds no turn: it is charged to the turn its bytes are sent in.
+    const grant = this.batched ? core.turns.unheld() : await core.turns.grant();
+    let settled = false;
+    try {
+      const bound = { limit: PUSH_BATCH, maxBytes: grant.bytes };
+      const claimed = async (read: PendingPage) => ({
+        read,
+        rows: needsClaim(box, read.rows) ? await pushStore(core).write((tx) => claimPage(tx, box, read.rows)) : read.rows,
+      });
+      // One read outside a unit (SQLite: a statement per keyset arm, which costs less there than
+      // one statement merging them; batched: shared with the other streams woken meanwhile); a
+      // unit only when the page holds principal entries to claim.
+      const after = this.after;
+      const { read, rows } = await (async () => {
+        if (!this.batched) return pageGate(core).run(async () => claimed(await readSqlitePage(pushStore(core).read, box, after, bound)));
+        if (TRACE && this.first === null) queued = process.hrtime.bigint();
+        const read = this.first ?? (await pageReader(core).page(box, after, bound));
+        this.first = null;
+        return needsClaim(box, read.rows) ? pageGate(core).run(() => claimed(read)) : { read, rows: read.rows };
+      })();
+      if (TRACE)
+        for (const r of rows) {
+          if (woken !== 0n) hop('hub.woken', r.message_id, woken);
+          if (queued !== 0n) hop('hub.queued', r.message_id, queued);
+          hop('hub.paged', r.message_id);
+        }
+      if (read.rows.length > 0) {
+        // Past every row read, claimed here or lost to another session.
+        this.after = Math.max(this.after, read.rows[read.rows.length - 1]!.seq);
+      }
+      const pushed = this.pushed;
+      const fresh = this.finished ? [] : rows.filter((r) => pushed === null || !pushed.has(r.id));
+      settled = true;
+      // The page's bytes as read (rows already pushed count too: a rewind is rare).
+      await core.turns.settle(grant, fresh.length > 0 ? read.bytes : 0);
+      if (this.finished || read.rows.length === 0) return false;
+      if (fresh.length > 0) {
+        const now = core.clock.now();
+        const ids = (this.pushed ??= new Set());
+        const messages = fresh.map((r) => {
+          ids.add(r.id);
+          core.metrics.pushed(now - r.created_at);
+          return this.signer.deliveryJson(r, 'stream');
+        });
+        this.write(`event: entries\ndata: {"messages":[${messages.join(',')}]}\n\n`);
+        if (TRACE) for (const r of fresh) hop('hub.written', r.message_id);
+      }
+      // A page short of its bound saw everything pending: what arrives later wakes this stream.
+      return read.more;
+    } finally {
+      if (!settled) void core.turns.settle(grant, 0);
+    }
+  }
+}
+
 /**
  * `GET /v1/inbox/stream` (§5): the connect presents and renews the session; the hold is
  * bounded so the client's reconnect renews again before the lease runs out. A push is
  * provisional: every entry not yet acknowledged is pushed again on the next connect.
  */
 export async function openStream(core: HubCore, store: Store, signer: Signer, res: ServerResponse, sr: StreamRequest): Promise<Reply> {
-  // What the held stream's closures keep, copied out of `sr`: a closure naming `sr` would keep its
-  // `admit`, and through it the request's whole context (its URL, its store view, the router's
-  // closures), for the 30 s hold — at ~330 connects a second, what every scavenge copies.
-  const { sessionId, consumer } = sr;
-  let finished = false;
-  // What the stream stops when it ends: its wake-ups on the bus (set once it listens), its timer.
-  let stopListening: (() => void) | null = null;
-  let timer: NodeJS.Timeout | undefined;
-  const finish = (last: string | null) => {
-    if (finished) return;
-    finished = true;
-    stopListening?.();
-    clearTimeout(timer);
-    core.streams.remove(handle);
-    core.ends.record(sessionId, consumer?.home ?? null);
-    if (last !== null && !res.destroyed) res.end(last);
-    else if (!res.destroyed) res.end();
-    // The last event may wait behind a full socket too.
-    watchStall();
-  };
-  // A reader that takes no bytes while a write waits is dropped after the write timeout,
-  // so a stream that stops reading holds at most one page and the socket buffers (never the
-  // mailbox), and never the Hub's memory for longer than that.
-  let stalled: NodeJS.Timeout | undefined;
-  const writeTimeoutMs = core.config.streamWriteTimeoutSeconds * 1000;
-  const watchStall = () => {
-    if (stalled !== undefined || res.destroyed || !res.writableNeedDrain) return;
-    stalled = setTimeout(() => res.destroy(), writeTimeoutMs);
-  };
-  // Nothing is written before `open`: from then on one listener each for drain and close (a
-  // stream connects once per hold, so every listener and closure here is made that often).
-  let drained: (() => void) | null = null;
-  // When this connection last wrote (monotonic): a push is a sign of life too, so the keep-alive waits one interval after it.
-  let wroteAt = core.clock.monotonic();
-  const write = (chunk: string) => {
-    if (finished || res.destroyed || res.writableEnded) return;
-    res.write(chunk);
-    wroteAt = core.clock.monotonic();
-    watchStall();
-  };
-  // The handle is registered as the connect commits, before `open` is written: an end that
-  // arrives in between waits for `open` and follows it, so the client sees why.
-  let opened = false;
-  const early: { end: (() => void) | null } = { end: null };
-  const then = (end: () => void) => (opened ? end() : (early.end ??= end));
-  const handle: OpenStream = {
-    sessionId,
-    consumer,
-    // Taken before the renewal below is sent: its seen_at (the database's instant) is no earlier.
-    renewedAt: core.clock.monotonic(),
-    close: (reason: StreamCloseReason) => then(() => finish(frame('closed', { reason }))),
-    end: () => then(() => finish(null)),
-    shutdown: () => {
-      // Settled at once when the client is already gone (or the response done): made only here, at shutdown.
-      const gone =
-        res.writableFinished || res.destroyed
-          ? Promise.resolve()
-          : new Promise<void>((resolve) => {
-              res.once('finish', resolve);
-              res.once('close', resolve);
-            });
-      then(() => finish(frame('reconnect', { reason: 'shutdown' })));
-      return gone;
-    },
-  };
-
   // The connect is the renewal the client records: it is durable before `open` says so. Every
   // stream makes one per hold bound, so the common case is one statement (one round trip on
   // PostgreSQL); anything else — a refusal, another holder, a lapse due — is decided in a unit.
   // Presented by its token, the same statement is the credential's read (one round trip, not two).
   // On a store a round trip away it reads the first page too (three in one): what wakes this
   // mailbox while it is in flight may be past the page's snapshot, so it is heard meanwhile.
+  // The held stream keeps only what it copies out of `sr`: keeping `sr` would keep its `admit`,
+  // and through it the request's whole context (its URL, its store view, the router's closures).
+  const { sessionId } = sr;
   const batched = store.kind === 'postgres';
-  const presenting = { consumer, connect: true, stream: handle };
+  // Registered as the connect commits, before `open` is written.
+  const stream = new HeldStream(core, signer, res, sessionId, sr.consumer, batched);
+  const presenting = { consumer: sr.consumer, connect: true, stream };
   // Heard until the stream is registered, a missed renewal's locked unit included: an end another
   // instance commits while that unit runs (it waits for the unit's row lock) can reach this
   // instance before the unit's COMMIT answers, while no stream is registered here to reconcile.
@@ -184,11 +462,10 @@ export async function openStream(core: HubCore, store: Store, signer: Signer, re
     );
   if (res.destroyed) {
     // The client left while the renewal committed: nothing to hold open.
-    finish(null);
+    stream.finish(null);
     return { kind: 'handled' };
   }
   const session = presented.value;
-  const agentId = session.agent_id;
   const hold = holdMs(core.config, session.lease_seconds);
 
   res.writeHead(200, STREAM_HEADERS);
@@ -202,167 +479,17 @@ export async function openStream(core: HubCore, store: Store, signer: Signer, re
     stream_max_hold_seconds: core.config.streamMaxHoldSeconds,
   });
   if (sr.drop) {
-    // Fault injection: the client sees `open`, then the socket dies mid-stream (no reconnect event).
-    finished = true;
-    core.streams.remove(handle);
-    res.write(open, () => res.socket?.destroy());
+    stream.dropAfter(open);
     return { kind: 'handled' };
   }
-  res.write(open);
-  wroteAt = core.clock.monotonic();
-  opened = true;
-  // The response's close is the client going away (the request's fires once its body is read).
-  res.on('close', () => {
-    finish(null);
-    clearTimeout(stalled);
-  });
-  res.on('error', () => finish(null));
-  res.on('drain', () => {
-    clearTimeout(stalled);
-    stalled = undefined;
-    drained?.();
-  });
-  early.end?.();
-  if (finished) return { kind: 'handled' };
-
-  // Pages follow the socket: the next is read only once the last has drained into the kernel,
-  // one page per turn of the event loop, so a backlog of any size neither sits in memory nor
-  // keeps other clients waiting. `after` is the keyset cursor; `pushed` remembers what this
-  // connection sent so a rewind (claims released elsewhere) does not send it twice.
-  let after = 0;
-  // Made at the first push: most holds push nothing, and an empty Set is 153 bytes kept 30 s.
-  let pushed: Set<string> | null = null;
-  const box = { agentId, sessionId };
-  // A released claim puts an entry behind the cursor: the next page starts over.
-  let rewind = false;
-  // The first page, when the renewal statement read it.
-  let first = renewed?.page ?? null;
-  /** One page; true when another may follow at once (this one stopped at its bound). */
-  const page = async (): Promise<boolean> => {
-    if (finished || res.writableNeedDrain) return false;
-    // The push trace only: the wake-up this page answers, and when it asked for its read.
-    const woken = wokenAt;
-    let queued = 0n;
-    if (TRACE) wokenAt = 0n;
-    if (rewind) {
-      rewind = false;
-      after = 0;
-    }
-    // The page reads at most what is left of this turn's budget, and waits for a later turn when
-    // nothing is: however many streams are busy, the Hub reaches everyone else's requests. A read
-    // a round trip away (PostgreSQL) holds no turn: it is charged to the turn its bytes are sent in.
-    const grant = batched ? core.turns.unheld() : await core.turns.grant();
-    let settled = false;
-    try {
-      const bound = { limit: PUSH_BATCH, maxBytes: grant.bytes };
-      const claimed = async (read: PendingPage) => ({
-        read,
-        rows: needsClaim(box, read.rows) ? await pushStore(core).write((tx) => claimPage(tx, box, read.rows)) : read.rows,
-      });
-      // One read outside a unit (SQLite: a statement per keyset arm, which costs less there than
-      // one statement merging them; batched: shared with the other streams woken meanwhile); a
-      // unit only when the page holds principal entries to claim.
-      const { read, rows } = await (async () => {
-        if (!batched) return pageGate(core).run(async () => claimed(await readSqlitePage(pushStore(core).read, box, after, bound)));
-        if (TRACE && first === null) queued = process.hrtime.bigint();
-        const read = first ?? (await pageReader(core).page(box, after, bound));
-        first = null;
-        return needsClaim(box, read.rows) ? pageGate(core).run(() => claimed(read)) : { read, rows: read.rows };
-      })();
-      if (TRACE)
-        for (const r of rows) {
-          if (woken !== 0n) hop('hub.woken', r.message_id, woken);
-          if (queued !== 0n) hop('hub.queued', r.message_id, queued);
-          hop('hub.paged', r.message_id);
-        }
-      if (read.rows.length > 0) {
-        // Past every row read, claimed here or lost to another session.
-        after = Math.max(after, read.rows[read.rows.length - 1]!.seq);
-      }
-      const fresh = finished ? [] : rows.filter((r) => pushed === null || !pushed.has(r.id));
-      settled = true;
-      // The page's bytes as read (rows already pushed count too: a rewind is rare).
-      await core.turns.settle(grant, fresh.length > 0 ? read.bytes : 0);
-      if (finished || read.rows.length === 0) return false;
-      if (fresh.length > 0) {
-        const now = core.clock.now();
-        const messages = fresh.map((r) => {
-          (pushed ??= new Set()).add(r.id);
-          core.metrics.pushed(now - r.created_at);
-          return signer.deliveryJson(r, 'stream');
-        });
-        write(`event: entries\ndata: {"messages":[${messages.join(',')}]}\n\n`);
-        if (TRACE) for (const r of fresh) hop('hub.written', r.message_id);
-      }
-      // A page short of its bound saw everything pending: what arrives later wakes this stream.
-      return read.more;
-    } finally {
-      if (!settled) void core.turns.settle(grant, 0);
-    }
-  };
-  // One page at a time per stream, one per turn of the event loop; a wake-up during a page
-  // asks for another pass right after it.
-  // The hold bound waits for the connect's first page: whatever committed before the connect is
-  // in it however slow the read (a loaded Hub, a queue for the pool), so a stream is never told
-  // to reconnect before it was given what was pending when it connected.
-  let firstPaged!: () => void;
-  const paged = new Promise<void>((resolve) => (firstPaged = resolve));
-  const push = coalesced(async () => {
-    try {
-      while (await page().finally(firstPaged)) await new Promise<void>((resolve) => setImmediate(resolve));
-    } catch (e) {
-      // The entries stay pending: the next wake-up, or the client's next connect, takes them.
-      core.log(`hub: a push on session ${sessionId} failed: ${e instanceof Error ? e.message : String(e)}`);
-    }
-  });
-  // The push trace only: when this stream was first woken since its last page began.
-  let wokenAt = 0n;
-  const wake = () => {
-    if (TRACE && wokenAt === 0n) wokenAt = process.hrtime.bigint();
-    void push();
-  };
-  drained = wake;
-  wake();
   // Woken while the renewal statement was in flight: that entry may be past its page, so a pass
   // from the start follows the first page (a release puts mail behind the cursor anyway).
-  // Its own entries, and principal entries it may claim; not the agent's other sessions' mail.
-  const own = mailboxKey(agentId, sessionId);
-  const principal = mailboxKey(agentId, null);
-  const rewound = () => {
-    rewind = true;
-    wake();
-  };
-  if (hearing !== null && (hearing.mail.has(own) || hearing.mail.has(principal) || hearing.released.has(agentId))) rewound();
-  core.bus.mail.add(own, wake);
-  core.bus.mail.add(principal, wake);
-  core.bus.released.add(agentId, rewound);
-  stopListening = () => {
-    core.bus.mail.remove(own, wake);
-    core.bus.mail.remove(principal, wake);
-    core.bus.released.remove(agentId, rewound);
-  };
-
-  // A socket with bytes still queued shows the connection is alive without another comment; so
-  // does the `reconnect` event of a bound due within half an interval (30 s holds with 15 s
-  // keep-alives: one comment per hold, not two), and a push written within the last half interval:
-  // the beat then moves to one interval after that push (at 10,000 streams and ~800 sends/s, ~45% of
-  // the holds' comments were written right after a push). Never more than one interval of silence.
-  // One timer per stream for all of it: each keep-alive beat, then the bound (a timer a little
-  // early for the bound beats once more, shortly).
-  const keepaliveMs = core.config.keepaliveSeconds * 1000;
-  const boundAt = core.clock.monotonic() + hold;
-  const beat = () => {
-    const now = core.clock.monotonic();
-    const left = boundAt - now;
-    if (left <= 0) {
-      void paged.then(() => finish(frame('reconnect', { reason: 'hold_bound' })));
-      return;
-    }
-    let next = keepaliveMs;
-    if (now - wroteAt < keepaliveMs / 2) next = wroteAt + keepaliveMs - now;
-    else if (!res.writableNeedDrain && left > keepaliveMs / 2) write(': keepalive\n\n');
-    timer = setTimeout(beat, Math.min(next, left));
-  };
-  timer = setTimeout(beat, Math.min(keepaliveMs, hold));
+  stream.hold(
+    open,
+    renewed?.page ?? null,
+    session.agent_id,
+    hold,
+    (own, principal, agentId) => hearing !== null && (hearing.mail.has(own) || hearing.mail.has(principal) || hearing.released.has(agentId)),
+  );
   return { kind: 'handled' };
 }
