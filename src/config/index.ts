@@ -1,7 +1,7 @@
 // The config surface: files, settings, credentials, the sender policy and policy writing.
 // No Hub client here (no undici): the bridge's warm path loads this module and nothing else.
 export { userConfigDir, userConfigPath, credentialsPath, identitiesPath, findProjectConfig } from './paths.js';
-export { parseHubUrl } from './hub-url.js';
+export { parseHubUrl, plainHttpWarning } from './hub-url.js';
 export { type Transport, TRANSPORTS } from './transport.js';
 export { type FileSettings } from './config-file.js';
 export {

@@ -141,6 +141,7 @@ describe('oh-hai hub serve: flags and defaults', () => {
       const url = await waitFor(() => /hub: listening on (\S+)/.exec(out)?.[1]);
       const dataDir = path.join(t.env.XDG_STATE_HOME!, 'oh-hai', 'hub');
       expect(out).toContain(`hub: data ${dataDir}`);
+      expect(out).not.toContain('⚠️');
       expect(statSync(path.join(dataDir, 'human-token')).mode & 0o777).toBe(0o600);
       expect(existsSync(path.join(t.root, 'hub.sqlite'))).toBe(false);
       const cap = await hubCall(url, 'GET', '/v1/capability');
@@ -148,6 +149,25 @@ describe('oh-hai hub serve: flags and defaults', () => {
       // The admin commands find this Hub through the URL it recorded.
       const ls = await runOhHai(['hub', 'agent', 'ls'], { env: t.env });
       expect(ls.code, ls.stderr).toBe(0);
+    } finally {
+      proc.kill('SIGTERM');
+      await new Promise((r) => proc.once('exit', r));
+      t.cleanup();
+    }
+  });
+});
+
+describe('oh-hai hub serve beyond loopback', () => {
+  it('says that plain http beyond this machine carries tokens unencrypted, and how to put TLS in front', async () => {
+    const t = tempEnv();
+    const proc = startOhHai(['hub', 'serve', '--host', '0.0.0.0', '--port', '0'], { env: t.env, cwd: t.root });
+    try {
+      let out = '';
+      proc.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
+      await waitFor(() => /hub: listening on (\S+)/.exec(out)?.[1], { what: 'the Hub to listen' });
+      expect(out).toMatch(
+        /^hub: ⚠️ --host 0\.0\.0\.0 serves plain http beyond this machine: .* unencrypted\. Listen on 127\.0\.0\.1 behind a TLS-terminating proxy/m,
+      );
     } finally {
       proc.kill('SIGTERM');
       await new Promise((r) => proc.once('exit', r));

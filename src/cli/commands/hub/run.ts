@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { CliIO } from '../../io.js';
+import { plainHttpWarning } from '../../../config/index.js';
 import { VERSION } from '../../version.js';
 import { EXIT, usageError, type Outcome, readKnobs } from '../../../core/index.js';
 import { resolveDataDir } from '../../../hub/server/data-dir.js';
@@ -207,6 +208,12 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   out(`hub: web inbox at ${server.url}/ (sign in with the human token)`);
   if (trustProxy !== undefined) out(`hub: client addresses from X-Forwarded-For of ${trustProxy.shown}`);
   if (server.adminUrl !== null) out(`hub: admin (healthz, readyz, metrics) at ${server.adminUrl}`);
+  // The clients warn about plain http to another host (plainHttpWarning); the Hub that invites it says so too.
+  if (plainHttpWarning(server.url) !== null)
+    out(
+      `hub: ⚠️ --host ${config.host} serves plain http beyond this machine: agents' tokens and the web inbox's sign-in cross the network unencrypted. ` +
+        'Listen on 127.0.0.1 behind a TLS-terminating proxy (--trust-proxy; docs/deploy.md) unless this network is yours alone',
+    );
   out(`hub: listening on ${server.url}`);
   const sig = await stopped;
   await server.close();
