@@ -22,6 +22,10 @@
 // On PostgreSQL the idle phase also counts the rows the presence refresh and the stream ends wrote per 20 s period
 // (the table's updated rows less the connects'); with --trace every presence write's rows and the ends written are
 // listed from the Hubs' own trace.
+// After the sends a steady phase sends them again with the closed loop already running (C × 20 sends first, no scrape or
+// pause before the measured ones): its rate, push p50/p99 and CPU per send are printed beside the phase's own, and each
+// run's pushes are split by their send's start (the phase's first second against the rest). Where each slow push of a
+// traced run came from: node bench/push-tail.mjs <--trace-keep dir>/run-<n>.
 // Never run by CI.
 // Each stream reconnects over the connection it kept, as a bridge's client does (hub-streams.mjs); the
 // idle phase prints the TCP connections opened per connect (counted here and by the Hubs); with
@@ -681,6 +685,64 @@ function keepTrace(dirs, benchHops, [w0, w1], bareLines) {
   return bareLines;
 }
 
+/** The send phase's first this many ms: the sends that start in it meet the bench's scrapes just before and C sends at once. */
+const FIRST_MS = 1000;
+
+/**
+ * The pushes split by when their send started (`t0`: the send phase's start): those of the first {@link FIRST_MS} and the
+ * rest, each with its count and p50/p99, and how many of all the pushes slower than the run's p95 and p99 started in the
+ * first. Printed beside the run's own p50/p99, never instead of them.
+ */
+function byStart(timer, t0) {
+  const p95 = timer.pct(95);
+  const p99 = timer.pct(99);
+  const first = [];
+  const rest = [];
+  const slow = { p95: [0, 0], p99: [0, 0] };
+  for (const [i, latency] of timer.latencies.entries()) {
+    const early = timer.starts[i] - t0 < FIRST_MS;
+    (early ? first : rest).push(latency);
+    if (latency > p95) slow.p95[early ? 0 : 1]++;
+    if (latency > p99) slow.p99[early ? 0 : 1]++;
+  }
+  const of = (xs) => ({ n: xs.length, p50: xs.length === 0 ? null : timer.pct(50, xs), p99: xs.length === 0 ? null : timer.pct(99, xs) });
+  return { first: of(first), rest: of(rest), slow };
+}
+
+/** Sends of the steady phase before its measured ones: C × 20, about a second at ×2's rate. */
+const STEADY_LEAD = CONCURRENCY * 20;
+
+/**
+ * The send phase again, as a Hub serving a fleet meets its sends: the closed loop already running. The phase above begins
+ * after the bench's /metrics scrapes of both Hubs (the counters it reads before the sends: 11 per Hub, each walking a
+ * Hub's sockets) and with C sends at once, and its first second held 31–83 % of its pushes > p99 (session 20, tail12).
+ * Here {@link STEADY_LEAD} sends go first and MESSAGES follow in the same loop, with no scrape or pause between: their
+ * rate, push p50/p99 and CPU per send (read from /proc, not by a scrape, as the first measured send starts) are the
+ * steady phase's, printed beside the phase's own figures, never instead of them.
+ */
+async function steadyPhase(hubs, database, urls, sessions, sender, timer) {
+  const i0 = timer.latencies.length;
+  let mark = null;
+  let t1 = 0;
+  const t0 = performance.now();
+  await sendLoop(STEADY_LEAD + MESSAGES, async (n) => {
+    if (n === STEADY_LEAD) {
+      t1 = performance.now();
+      mark = await cpuMark(hubs, database);
+    }
+    const s = sessions[Math.floor(Math.random() * sessions.length)];
+    const start = performance.now();
+    const at = connectionAt(s.state);
+    const r = await call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, `${s.bodyHead}steady ${n}"}`);
+    timer.sent(r.message.id, start, at);
+  });
+  const seconds = (performance.now() - t1) / 1000;
+  while (timer.latencies.length < i0 + STEADY_LEAD + MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
+  const cpu = await cpuPerSendSince(mark, hubs, database);
+  const xs = timer.latencies.filter((_, i) => i >= i0 && timer.starts[i] >= t1);
+  return { lead: STEADY_LEAD, n: xs.length, sendsPerSecond: MESSAGES / seconds, p50: timer.pct(50, xs), p99: timer.pct(99, xs), ...cpu };
+}
+
 /** `count` calls of `each(n)`, CONCURRENCY at a time (a closed loop: each sender starts its next when its last is answered). */
 async function sendLoop(count, each) {
   let next = 0;
@@ -729,13 +791,37 @@ async function sessionRowsUpdated(database) {
   }
 }
 
+const sleepUntil = (t) => new Promise((r) => setTimeout(r, Math.max(0, t - performance.now())));
+
+/**
+ * The rows the presence writes and the stream ends updated over exactly one period (all instances together), the rows of
+ * connects taken off as in the idle figure. The idle window (one hold, 30 s) holds one or two writes of each instance, so
+ * its per-period figure swung with where the writes fell (session 19, idle11); this window starts where it is farthest
+ * from every instance's writes (each writes a period apart from its start, `ready`) and lasts one period, so it holds one
+ * write of each, and PostgreSQL's counts (each backend reports ~1 s after its work) have time to come in at both ends.
+ */
+async function presenceOverOnePeriod(hubs, database, connectedSoFar) {
+  const period = PRESENCE_PERIOD_SECONDS * 1000;
+  const earliest = performance.now() + 1000;
+  const gap = (t) =>
+    Math.min(...hubs.map((h) => Math.min((((t - h.ready) % period) + period) % period, period - ((((t - h.ready) % period) + period) % period))));
+  let from = earliest;
+  for (let t = earliest; t < earliest + period; t += 50) if (gap(t) > gap(from) + 1) from = t;
+  await sleepUntil(from);
+  const rows0 = await sessionRowsUpdated(database);
+  const connects0 = connectedSoFar();
+  await sleepUntil(from + period);
+  const rows = (await sessionRowsUpdated(database)) - rows0 - (connectedSoFar() - connects0);
+  return { rows, marginSeconds: gap(from) / 1000 };
+}
+
 /**
  * One idle phase (no sends) of IDLE_SECONDS: CPU per second and per connect, round trips, answers, and TCP connections per
  * connect (this process's count and the Hubs'). On PostgreSQL (`database`: the run's URL) also the rows the presence
  * write updated: with nothing sent, a session row is updated by its stream's connect (one row per connect answered 200)
  * or by the presence statements (held streams and ends), so those are the table's updated rows less the connects.
  */
-async function measureIdle(hubs, database, phaseAnswers) {
+async function measureIdle(hubs, database, phaseAnswers, connectedSoFar) {
   // Every /metrics scrape is outside the CPU window (a scrape of a Hub holding 10,000 streams lists its descriptors).
   const idleTrips0 = database ? await sumOver(hubs, (h) => roundTrips(h.adminUrl, IDLE_WORKS)) : 0;
   const presenceTrips0 = database ? await sumOver(hubs, (h) => roundTrips(h.adminUrl, ['presence'])) : 0;
@@ -750,6 +836,7 @@ async function measureIdle(hubs, database, phaseAnswers) {
     at: performance.now(),
   };
   const idleUs = monoUs();
+  const whole = database ? presenceOverOnePeriod(hubs, database, connectedSoFar) : null;
   await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
   windows.idle.push([idleUs, monoUs()]);
   const idleSeconds = (performance.now() - idle0.at) / 1000;
@@ -762,6 +849,8 @@ async function measureIdle(hubs, database, phaseAnswers) {
   const idleTrips = database ? (await sumOver(hubs, (h) => roundTrips(h.adminUrl, IDLE_WORKS))) - idleTrips0 : null;
   const presenceTrips = database ? (await sumOver(hubs, (h) => roundTrips(h.adminUrl, ['presence']))) - presenceTrips0 : null;
   const accepted = (await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_connections_accepted_total'))) - accepted0;
+  // After the CPU window: the one period may end up to two thirds of a period past it.
+  const presenceWhole = whole === null ? null : await whole;
   const idleConnects = idleAnswers.get(200) ?? 0;
   const perConnect = (n) => (n === null || idleConnects === 0 ? null : n / idleConnects);
   return {
@@ -786,6 +875,7 @@ async function measureIdle(hubs, database, phaseAnswers) {
             periods: idleSeconds / PRESENCE_PERIOD_SECONDS,
             rows: (updated - idleConnects) / (idleSeconds / PRESENCE_PERIOD_SECONDS),
             statements: presenceTrips / (idleSeconds / PRESENCE_PERIOD_SECONDS),
+            wholePeriod: presenceWhole,
           },
   };
 }
@@ -832,7 +922,8 @@ async function run(label, instances, database, variant) {
       const dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-bench-cluster-'));
       dirs.push(dir);
       const h = startHub(dir, env, variant, instances);
-      hubs.push({ proc: h.proc, url: await h.url, adminUrl: await h.adminUrl() });
+      // `ready`: its presence writes come a period apart from about then (server.ts starts their timer as it listens).
+      hubs.push({ proc: h.proc, url: await h.url, ready: performance.now(), adminUrl: await h.adminUrl() });
     }
     if (TRACE && database) bare = await bareListener(dbUrl, dirs[0]);
     const urls = hubs.map((h) => h.url);
@@ -875,7 +966,12 @@ async function run(label, instances, database, variant) {
     let opened = 0;
     // Connect answers by HTTP status (`error`: none came), counted from zero again per phase.
     let answers = new Map();
-    const onAnswer = (status) => answers.set(status, (answers.get(status) ?? 0) + 1);
+    // Connects answered 200 over the whole run, never reset: the idle phase's presence figure reads it where it likes.
+    let connected = 0;
+    const onAnswer = (status) => {
+      answers.set(status, (answers.get(status) ?? 0) + 1);
+      if (status === 200) connected++;
+    };
     // TCP connections the streams opened (the Hub accepted), counted from zero again per phase as well.
     let connections = 0;
     const onConnection = () => connections++;
@@ -907,11 +1003,11 @@ async function run(label, instances, database, variant) {
     // What the streams cost with nothing sent: every one reconnects about once per hold, over the
     // connection it kept (as a bridge does); with --idle-ab a second idle phase opens a new
     // connection for every connect (how the bench held streams until session 8), in the same run.
-    const idle = await measureIdle(hubs, dbUrl, phaseAnswers);
+    const idle = await measureIdle(hubs, dbUrl, phaseAnswers, () => connected);
     let idleFresh = null;
     if (IDLE_AB) {
       freshConnections = true;
-      idleFresh = await measureIdle(hubs, dbUrl, phaseAnswers);
+      idleFresh = await measureIdle(hubs, dbUrl, phaseAnswers, () => connected);
       freshConnections = false;
       // Every stream opens its kept connection again (one hold, more on a slow machine), so the sends meet streams as a fleet's are.
       phaseAnswers();
@@ -1003,6 +1099,17 @@ async function run(label, instances, database, variant) {
     const scrapesIn = await cpuPerSendSince(scrapes0, hubs, database);
     const trips = database ? (await Promise.all(hubs.map((h) => roundTrips(h.adminUrl)))).reduce((a, b) => a + b, 0) - trips0 : null;
     const sendAnswers = phaseAnswers();
+    // The figures above are the sends' from the burst; their pushes are read out before the steady phase adds its own.
+    const fromBurst = {
+      p50: timer.pct(50),
+      p99: timer.pct(99),
+      byStart: byStart(timer, t0),
+      seen: timer.latencies.length,
+      waits: Object.fromEntries(Object.entries(timer.waits).map(([k, xs]) => [k, { n: xs.length, p99: xs.length === 0 ? null : timer.pct(99, xs) }])),
+      missedLived: [...timer.missedLived],
+    };
+    const steady = await steadyPhase(hubs, database, urls, sessions, sender, timer);
+    phaseAnswers();
     for (const stream of open) stream.stop();
     return {
       tag: `${label} ×${instances}${variant.name === '' ? '' : ` (${variant.name})`}`,
@@ -1016,15 +1123,12 @@ async function run(label, instances, database, variant) {
       idleFresh,
       openAnswers,
       sendAnswers,
-      waits: Object.fromEntries(Object.entries(timer.waits).map(([k, xs]) => [k, { n: xs.length, p99: xs.length === 0 ? null : timer.pct(99, xs) }])),
-      missedLived: timer.missedLived,
       label,
       instances,
       streams: opened,
       sendsPerSecond: MESSAGES / sendSeconds,
-      p50: timer.pct(50),
-      p99: timer.pct(99),
-      seen: timer.latencies.length,
+      ...fromBurst,
+      steady,
       ...phase,
       scrapesIn,
       tripsPerSend: trips === null ? null : trips / MESSAGES,
@@ -1045,9 +1149,15 @@ async function run(label, instances, database, variant) {
 }
 
 const fmt = (v, digits) => (v === null ? '—' : v.toFixed(digits));
+/** Beside a run's line: the steady phase's figures (the loop running on, no scrape or pause before its sends). */
+const steadyLine = ({ tag, steady: st }) =>
+  `run ${tag} steady (${st.lead} sends just before these in the same loop, no scrape or pause between): ${st.sendsPerSecond.toFixed(0)} sends/s, push p50 ${st.p50.toFixed(1)} ms, p99 ${st.p99.toFixed(1)} ms (${st.n} pushes); Hub CPU ${st.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(st.dbCpuMsPerSend, 2)}, load ${st.loadCpuMsPerSend.toFixed(2)}`;
+/** Beside a run's line: its pushes split by their send's start, the phase's first second against the rest. */
+const startLine = ({ tag, byStart: b }) =>
+  `run ${tag} by the send's start: the first ${FIRST_MS / 1000} s ${b.first.n} pushes (p50 ${fmt(b.first.p50, 1)}, p99 ${fmt(b.first.p99, 1)} ms), after it ${b.rest.n} (p50 ${fmt(b.rest.p50, 1)}, p99 ${fmt(b.rest.p99, 1)} ms); of the pushes > p95 ${b.slow.p95[0]} of ${b.slow.p95[0] + b.slow.p95[1]} started in the first ${FIRST_MS / 1000} s, of those > p99 ${b.slow.p99[0]} of ${b.slow.p99[0] + b.slow.p99[1]}`;
 /** One line per run as it ends: what a same-run A/B table needs (the full tables follow at the end). */
 const runLine = (r) =>
-  `run ${r.tag} [${r.config}] at ${r.sendAt.utc} UTC, load ${r.sendAt.load.toFixed(1)} → ${r.loadAfter.toFixed(1)}: ${r.sendsPerSecond.toFixed(0)} sends/s, push p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms; Hub CPU ${r.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(r.dbCpuMsPerSend, 2)}, load ${r.loadCpuMsPerSend.toFixed(2)} (with the bench's scrapes around the sends, as until session 19: ${r.scrapesIn.cpuMsPerSend.toFixed(2)}, ${fmt(r.scrapesIn.dbCpuMsPerSend, 2)}, ${r.scrapesIn.loadCpuMsPerSend.toFixed(2)}); GC major ${r.loop.gc.major.n} (${(r.loop.gc.major.s * 1000).toFixed(0)} ms), minor ${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms); requests that waited for the pool ${r.waited === null ? '—' : r.waited.request}${r.idle.presence === null ? '' : `; presence ${r.idle.presence.rows.toFixed(0)} rows in ${r.idle.presence.statements.toFixed(1)} statements per ${PRESENCE_PERIOD_SECONDS} s period (idle, ${r.idle.presence.periods.toFixed(1)} periods)`}`;
+  `run ${r.tag} [${r.config}] at ${r.sendAt.utc} UTC, load ${r.sendAt.load.toFixed(1)} → ${r.loadAfter.toFixed(1)}: ${r.sendsPerSecond.toFixed(0)} sends/s, push p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms; Hub CPU ${r.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(r.dbCpuMsPerSend, 2)}, load ${r.loadCpuMsPerSend.toFixed(2)} (with the bench's scrapes around the sends, as until session 19: ${r.scrapesIn.cpuMsPerSend.toFixed(2)}, ${fmt(r.scrapesIn.dbCpuMsPerSend, 2)}, ${r.scrapesIn.loadCpuMsPerSend.toFixed(2)}); GC major ${r.loop.gc.major.n} (${(r.loop.gc.major.s * 1000).toFixed(0)} ms), minor ${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms); requests that waited for the pool ${r.waited === null ? '—' : r.waited.request}${r.idle.presence === null ? '' : `; presence ${r.idle.presence.rows.toFixed(0)} rows in ${r.idle.presence.statements.toFixed(1)} statements per ${PRESENCE_PERIOD_SECONDS} s period (idle, ${r.idle.presence.periods.toFixed(1)} periods; over one whole period, ${r.idle.presence.wholePeriod.marginSeconds.toFixed(0)} s from any write: ${r.idle.presence.wholePeriod.rows} rows)`}`;
 const results = [];
 for (let rep = 0; rep < REPEAT; rep++) {
   for (const which of ONLY) {
@@ -1058,6 +1168,8 @@ for (let rep = 0; rep < REPEAT; rep++) {
       const r = store === 'sqlite' ? await run('sqlite', 1, false, variant) : await run('postgres', Number(n ?? 1), true, variant);
       results.push({ ...r, rep });
       console.log(runLine(r));
+      console.log(startLine(r));
+      console.log(steadyLine(r));
     }
   }
 }
@@ -1191,7 +1303,7 @@ if (VARIANTS.length > 1) {
         return (r.p99 / other.p99).toFixed(2);
       });
       console.log(
-        `A/B ${rs[0].label} ×${rs[0].instances} (${v.name}): push p99 ${rs.map((r) => r.p99.toFixed(1)).join(', ')} ms (median ${median(rs.map((r) => r.p99)).toFixed(1)}), p50 median ${median(rs.map((r) => r.p50)).toFixed(1)}, sends/s median ${median(rs.map((r) => r.sendsPerSecond)).toFixed(0)}, GC major ${rs.map((r) => r.loop.gc.major.n).join('/')}, minor ${rs.map((r) => `${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms)`).join('/')}, requests that waited ${rs.map((r) => (r.waited === null ? '—' : r.waited.request)).join('/')}${v.name === first ? '' : `; p99 / ${first}'s in the same pair: ${ratios.join(', ')}`}`,
+        `A/B ${rs[0].label} ×${rs[0].instances} (${v.name}): push p99 ${rs.map((r) => r.p99.toFixed(1)).join(', ')} ms (median ${median(rs.map((r) => r.p99)).toFixed(1)}; steady ${rs.map((r) => r.steady.p99.toFixed(1)).join(', ')}), p50 median ${median(rs.map((r) => r.p50)).toFixed(1)}, sends/s median ${median(rs.map((r) => r.sendsPerSecond)).toFixed(0)}, GC major ${rs.map((r) => r.loop.gc.major.n).join('/')}, minor ${rs.map((r) => `${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms)`).join('/')}, requests that waited ${rs.map((r) => (r.waited === null ? '—' : r.waited.request)).join('/')}${v.name === first ? '' : `; p99 / ${first}'s in the same pair: ${ratios.join(', ')}`}`,
       );
     }
   }
@@ -1213,7 +1325,7 @@ for (const r of results) {
           ? `met (${r.p99.toFixed(1)} ms)`
           : `NOT met (${r.p99.toFixed(1)} ms)`;
   console.log(
-    `target ${r.tag} [${r.config}]: ${TARGET_STREAMS} streams held: ${held}; push p99 ≤ ${TARGET_P99_MS} ms at ${TARGET_CONCURRENCY} in flight: ${p99}`,
+    `target ${r.tag} [${r.config}]: ${TARGET_STREAMS} streams held: ${held}; push p99 ≤ ${TARGET_P99_MS} ms at ${TARGET_CONCURRENCY} in flight: ${p99} (steady phase: ${r.steady.p99 <= TARGET_P99_MS ? 'met' : 'NOT met'}, ${r.steady.p99.toFixed(1)} ms)`,
   );
 }
 for (const c of callers.values()) c.close();

@@ -17,6 +17,8 @@ export function pushTimer() {
   const sentAt = new Map();
   const arrivedAt = new Map();
   const latencies = [];
+  /** Each push's send start (performance.now()), in the order of `latencies`: a tail split by when its sends started. */
+  const starts = [];
   /** Per class of {@link WAITS}: latencies, and for `missed`, how long the open connection lived on after the send's 202 (its entry committed). */
   const waits = Object.fromEntries(WAITS.map((w) => [w, []]));
   const missedLived = [];
@@ -28,6 +30,7 @@ export function pushTimer() {
   };
   return {
     latencies,
+    starts,
     waits,
     missedLived,
     /** A message id was seen on a stream now (`on`: the connection it came on, from {@link holdStream}). */
@@ -35,6 +38,7 @@ export function pushTimer() {
       const sent = sentAt.get(id);
       if (sent !== undefined) {
         latencies.push(now - sent.start);
+        starts.push(sent.start);
         classify(sent.at, on, sent.accepted, now - sent.start);
         sentAt.delete(id);
       } else if (!arrivedAt.has(id)) arrivedAt.set(id, { now, on });
@@ -45,6 +49,7 @@ export function pushTimer() {
       const accepted = performance.now();
       if (arrived !== undefined) {
         latencies.push(arrived.now - start);
+        starts.push(start);
         classify(at, arrived.on, accepted, arrived.now - start);
         arrivedAt.delete(id);
       } else sentAt.set(id, { start, at, accepted });

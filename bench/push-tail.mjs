@@ -11,6 +11,7 @@
 //   presence  a statement of either Hub's presence write under way in the window (ev.seen: its start and length; a
 //             build without ev.seen: the write's first 300 ms after its ev.presence)
 //   ends      a statement writing stream ends (ev.seen outside a presence write) under way in the window
+//   connects  a 100 ms of the sends in the window in which either Hub began ≥ 1.5× the median stream connects
 //   turn      either Hub's loop late by ≥ LONG_MS at a 20 ms sample in the window (ev.sample), with no collection of
 //             that Hub inside the late stretch (a long turn of its own work: a scrape, a batch of connects, a page)
 //   scavenge  a scavenge of either Hub under way in the window
@@ -51,6 +52,10 @@ const byId = new Map(pushes.map((p) => [p.id, p]));
 const ev = { major: [], scavenge: [], presence: [], ends: [], turn: [], batched: [], heard: [] };
 const seenLines = { n: 0 };
 const presenceStarts = [];
+/** Per instance, the notifier's batches by their instant: how many mailboxes each woke (its NOTIFY transaction's size). */
+const batchSize = [];
+/** Every stream connect begun on either Hub. */
+const connects = [];
 for (let i = 0; ; i++) {
   let text;
   try {
@@ -61,6 +66,7 @@ for (let i = 0; ; i++) {
   const note = (m, k, t) => (m.get(k) ?? m.set(k, []).get(k)).push(t);
   const batched = new Map();
   const heard = new Map();
+  batchSize.push(new Map());
   for (const line of text.split('\n')) {
     const [ns, hop, id] = line.split(' ');
     if (hop === undefined) continue;
@@ -77,7 +83,10 @@ for (let i = 0; ; i++) {
       seenLines.n++;
       ev.presence.push({ a: t, b: t + BigInt(us) * 1000n, at: i, ms: Number(us) / 1000, rows: Number(n) });
     } else if (hop === 'ev.presence') presenceStarts.push({ t, at: i, rows: Number(id) });
-    else if (hop === 'ev.batched') note(batched, id.slice(id.indexOf('#') + 1), t);
+    else if (hop === 'ev.batched') {
+      note(batched, id.slice(id.indexOf('#') + 1), t);
+      batchSize[i].set(t, (batchSize[i].get(t) ?? 0) + 1);
+    } else if (hop === 'ev.connect') connects.push(t);
     else if (hop === 'ev.heard') note(heard, id.slice(id.indexOf('#') + 1), t);
     else {
       const p = byId.get(id);
@@ -128,6 +137,12 @@ const p50 = pct(50);
 const p95 = pct(95);
 const p99 = pct(99);
 
+// Stream connects begun per 100 ms over the sends: a bin of 1.5× the median or more is a burst of connects renewing.
+const wEnd = pushes.reduce((m, p) => (p.arrived > m ? p.arrived : m), w0);
+const connectBins = Array.from({ length: Number((wEnd - w0) / 100_000_000n) + 1 }, (_, i) => ({ a: w0 + BigInt(i) * 100_000_000n, n: 0 }));
+for (const t of connects) if (t >= w0 && t <= wEnd) connectBins[Number((t - w0) / 100_000_000n)].n++;
+const binMedian = [...connectBins].map((b) => b.n).sort((a, b) => a - b)[Math.floor(connectBins.length / 2)] ?? 0;
+const CONNECT_BURST = Math.max(1, Math.ceil(binMedian * 1.5));
 const overlaps = (xs, p) => xs.some((x) => x.a <= p.arrived && x.b >= p.sent);
 const MARKERS = [
   ['start', (p) => ms(w0, p.sent) < START_MS],
@@ -135,6 +150,7 @@ const MARKERS = [
   ['major', (p) => overlaps(ev.major, p)],
   ['presence', (p) => overlaps(ev.presence, p)],
   ['ends', (p) => overlaps(ev.ends, p)],
+  ['connects', (p) => connectBins.some((b) => b.n >= CONNECT_BURST && b.a <= p.arrived && b.a + 100_000_000n >= p.sent)],
   ['turn', (p) => overlaps(ev.turn, p)],
   ['scavenge', (p) => overlaps(ev.scavenge, p)],
   [
@@ -143,6 +159,7 @@ const MARKERS = [
       if (p.from === p.to || p.hops['hub.done'] === undefined) return false;
       const b = firstAt(ev.batched[p.from]?.get(p.session), p.hops['hub.done']);
       const h = b === null ? null : firstAt(ev.heard[p.to]?.get(p.session), b);
+      if (b !== null) p.batch = batchSize[p.from].get(b);
       return b !== null && h !== null && ms(b, h) >= HINT_MS;
     },
   ],
@@ -179,6 +196,15 @@ for (const [name, limit] of [
     );
   }
 }
+
+// The notifier's batch (one NOTIFY transaction) that carried each cross-instance push's hint: its size, slow against all.
+const sizes = (xs) => {
+  const b = xs.map((p) => p.batch).filter((n) => n !== undefined);
+  return b.length === 0 ? '—' : `${(b.reduce((a, n) => a + n, 0) / b.length).toFixed(1)} mailboxes (${b.length} pushes)`;
+};
+console.log(
+  `\nthe NOTIFY batch carrying a cross-instance push's hint, mean size: all ${sizes(pushes)}, > p95 ${sizes(pushes.filter((p) => p.total > p95))}, > p99 ${sizes(pushes.filter((p) => p.total > p99))}; stream connects per 100 ms over the sends: median ${binMedian}, a burst ≥ ${CONNECT_BURST}`,
+);
 
 // Slow pushes by their send's start, per 100 ms: the tail as episodes, each with what the Hubs did then.
 const bins = new Map();
