@@ -48,6 +48,7 @@
 //          [--unix]   (the Hubs reach PostgreSQL over its Unix socket: `?host=<socket directory>` in their URL)
 //          [--trace]   (the Hubs write the push trace, src/util/trace.ts: each push split into its hops)
 //          [--trace-keep <dir>]   (with --trace: each run's raw trace kept in <dir>/run-<n>/ for analysis after the run)
+//          [--at-presence]   (the steady phase's measured sends begin 0.5 s before either instance's next presence write)
 //          [--cpu-prof <dir>]   (each Hub writes a V8 CPU profile there, and the bench the idle and
 //          send phases' time windows: node bench/cpu-profile-breakdown.mjs <dir> [--phases idle])
 import { spawn, spawnSync } from 'node:child_process';
@@ -709,6 +710,11 @@ function byStart(timer, t0) {
   return { first: of(first), rest: of(rest), slow };
 }
 
+/**
+ * --at-presence: the steady phase's measured sends begin just before a presence write (PostgreSQL), so every run's steady
+ * figures hold one: a same-run pair then compares what the write does to the pushes sent meanwhile.
+ */
+const AT_PRESENCE = process.argv.includes('--at-presence');
 /** Sends of the steady phase before its measured ones: C × 20, about a second at ×2's rate. */
 const STEADY_LEAD = CONCURRENCY * 20;
 
@@ -725,22 +731,51 @@ async function steadyPhase(hubs, database, urls, sessions, sender, timer) {
   let mark = null;
   let t1 = 0;
   const t0 = performance.now();
-  await sendLoop(STEADY_LEAD + MESSAGES, async (n) => {
-    if (n === STEADY_LEAD) {
-      t1 = performance.now();
-      mark = await cpuMark(hubs, database);
-    }
-    const s = sessions[Math.floor(Math.random() * sessions.length)];
-    const start = performance.now();
-    const at = connectionAt(s.state);
-    const r = await call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, `${s.bodyHead}steady ${n}"}`);
-    timer.sent(r.message.id, start, at);
-  });
+  // --at-presence: the measured sends start half a second before the next presence write of either instance (each
+  // writes a period apart from its start, `ready`), at least a second on; the lead runs until then.
+  const period = PRESENCE_PERIOD_SECONDS * 1000;
+  const writes = hubs.map((h, i) => ({ i, at: h.ready + Math.ceil((t0 + 1500 - h.ready) / period) * period }));
+  const write = writes.reduce((a, w) => (w.at < a.at ? w : a));
+  const switchAt = AT_PRESENCE && database ? write.at - 500 : null;
+  let first = null;
+  await sendWhile(
+    (n) => first === null || n < first + MESSAGES,
+    async (n) => {
+      if (first === null && (switchAt === null ? n >= STEADY_LEAD : performance.now() >= switchAt)) {
+        first = n;
+        t1 = performance.now();
+        mark = await cpuMark(hubs, database);
+      }
+      const s = sessions[Math.floor(Math.random() * sessions.length)];
+      const start = performance.now();
+      const at = connectionAt(s.state);
+      const r = await call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, `${s.bodyHead}steady ${n}"}`);
+      timer.sent(r.message.id, start, at);
+    },
+  );
   const seconds = (performance.now() - t1) / 1000;
-  while (timer.latencies.length < i0 + STEADY_LEAD + MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
+  while (timer.latencies.length < i0 + first + MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
   const cpu = await cpuPerSendSince(mark, hubs, database);
   const xs = timer.latencies.filter((_, i) => i >= i0 && timer.starts[i] >= t1);
-  return { lead: STEADY_LEAD, n: xs.length, sendsPerSecond: MESSAGES / seconds, p50: timer.pct(50, xs), p99: timer.pct(99, xs), ...cpu };
+  return {
+    lead: first,
+    atPresence: switchAt === null ? null : { instance: write.i + 1, before: (write.at - t1) / 1000 },
+    n: xs.length,
+    sendsPerSecond: MESSAGES / seconds,
+    p50: timer.pct(50, xs),
+    p99: timer.pct(99, xs),
+    ...cpu,
+  };
+}
+
+/** `each(n)` for n = 0, 1, … while `more(n)`, CONCURRENCY at a time (the closed loop of {@link sendLoop}). */
+async function sendWhile(more, each) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (more(next)) await each(next++);
+    }),
+  );
 }
 
 /** `count` calls of `each(n)`, CONCURRENCY at a time (a closed loop: each sender starts its next when its last is answered). */
@@ -1151,7 +1186,7 @@ async function run(label, instances, database, variant) {
 const fmt = (v, digits) => (v === null ? '—' : v.toFixed(digits));
 /** Beside a run's line: the steady phase's figures (the loop running on, no scrape or pause before its sends). */
 const steadyLine = ({ tag, steady: st }) =>
-  `run ${tag} steady (${st.lead} sends just before these in the same loop, no scrape or pause between): ${st.sendsPerSecond.toFixed(0)} sends/s, push p50 ${st.p50.toFixed(1)} ms, p99 ${st.p99.toFixed(1)} ms (${st.n} pushes); Hub CPU ${st.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(st.dbCpuMsPerSend, 2)}, load ${st.loadCpuMsPerSend.toFixed(2)}`;
+  `run ${tag} steady (${st.lead} sends just before these in the same loop, no scrape or pause between${st.atPresence === null ? '' : `; --at-presence: instance ${st.atPresence.instance}'s presence write due ${st.atPresence.before.toFixed(1)} s after the first measured send`}): ${st.sendsPerSecond.toFixed(0)} sends/s, push p50 ${st.p50.toFixed(1)} ms, p99 ${st.p99.toFixed(1)} ms (${st.n} pushes); Hub CPU ${st.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(st.dbCpuMsPerSend, 2)}, load ${st.loadCpuMsPerSend.toFixed(2)}`;
 /** Beside a run's line: its pushes split by their send's start, the phase's first second against the rest. */
 const startLine = ({ tag, byStart: b }) =>
   `run ${tag} by the send's start: the first ${FIRST_MS / 1000} s ${b.first.n} pushes (p50 ${fmt(b.first.p50, 1)}, p99 ${fmt(b.first.p99, 1)} ms), after it ${b.rest.n} (p50 ${fmt(b.rest.p50, 1)}, p99 ${fmt(b.rest.p99, 1)} ms); of the pushes > p95 ${b.slow.p95[0]} of ${b.slow.p95[0] + b.slow.p95[1]} started in the first ${FIRST_MS / 1000} s, of those > p99 ${b.slow.p99[0]} of ${b.slow.p99[0] + b.slow.p99[1]}`;
