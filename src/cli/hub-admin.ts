@@ -82,8 +82,13 @@ function failed(f: HubFailure, url: string): Outcome {
 
 /** The Hub names what it did not find; the refusal also says where the ones that exist are listed. */
 function whereToLook(code: string, url: string): string | null {
+  const fleet = `the web inbox's Fleet page (${url}/fleet) lists the live sessions, each with its sess_… id`;
   if (code === 'agent_not_found') return 'oh-hai hub agent ls lists the agents of this account';
-  if (code === 'session_not_found') return `the web inbox's Fleet page (${url}/fleet) lists the live sessions, each with its sess_… id`;
+  if (code === 'session_not_found') return fleet;
+  if (code === 'recipient_not_found') return `oh-hai hub agent ls lists the agents; ${fleet}`;
+  // A directive to one run that has ended: the agent's principal mailbox still reaches it, through any live bridge or inbox watch.
+  if (code.startsWith('session_'))
+    return `address the agent itself (agent:<id>, without #sess_…) to reach whichever run of it drains next, or a live run; ${fleet}`;
   return null;
 }
 

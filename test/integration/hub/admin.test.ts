@@ -67,6 +67,12 @@ describe('oh-hai hub admin commands', () => {
     expect(close.stdout).toMatch(/closed_by_operator/);
     expect(close.stdout).toContain(`oh-hai hub lift --agent ${agent.id} --name run-1`);
     expect((await hubCall(hub, 'POST', '/v1/sessions', { token: agent.token, body: { client_key: 'ck' } })).status).toBe(403);
+    const toClosed = await admin('directive', '--to', s.address, 'too late');
+    expect(toClosed.code).toBe(2);
+    expect(toClosed.stderr).toMatch(/FATAL \(exit 2, session_closed_by_operator\) — .*; address the agent itself \(agent:<id>, without #sess_…\)/);
+    const toNoRun = await admin('directive', '--to', `agent:${agent.id}#sess_nobody`, 'to no run');
+    expect(toNoRun.code).toBe(2);
+    expect(toNoRun.stderr).toMatch(/FATAL \(exit 2, recipient_not_found\) — .*; oh-hai hub agent ls lists the agents; the web inbox's Fleet page/);
     const lift = await admin('lift', '--agent', agent.id);
     expect(lift.stdout).toMatch(/lifted 1 operator stop/);
     expect((await hubCall(hub, 'POST', '/v1/sessions', { token: agent.token, body: { client_key: 'ck' } })).status).toBe(201);
