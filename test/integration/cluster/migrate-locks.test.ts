@@ -1,6 +1,13 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { defaultHubConfig } from '../../../src/hub/server/config.js';
+import { parseDatabaseUrl } from '../../../src/hub/server/postgres/index.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION } from '../../../src/hub/server/postgres/schema.js';
+import { createHubServer } from '../../../src/hub/server/server.js';
+import { systemClock } from '../../../src/util/clock.js';
 import { freshDatabase } from '../../helpers/postgres.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -139,5 +146,37 @@ describe('PostgreSQL migration 7 while an instance of the previous version is se
     const both = await Promise.all([migrate(hub.c), migrate(other.c)]);
     expect(both.map((r) => r.from).sort()).toEqual([6, SCHEMA_VERSION]);
     expect((await hub.c.query('SELECT version FROM oh_hai_schema')).rows).toEqual([{ version: SCHEMA_VERSION }]);
+  });
+
+  it('a Hub starting meanwhile logs what it waits for, and starts once the transaction ends', async () => {
+    const old = await connect('oh-hai-hub-previous');
+    await old.c.query('BEGIN');
+    await old.c.query(`UPDATE entries SET state = 'acknowledged' WHERE id = 'ent_1'`);
+    const parsed = parseDatabaseUrl(db.url);
+    if (!parsed.ok) throw new Error(parsed.reason);
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-migrate-locks-'));
+    const lines: string[] = [];
+    const starting = createHubServer({
+      config: { ...defaultHubConfig({ dataDir: dir, signingKey: 'k', version: 'test' }), port: 0, database: parsed.value },
+      clock: systemClock,
+      pid: process.pid,
+      log: (line) => lines.push(line),
+    });
+    const logged = await settled(
+      waitFor(() => lines.some((l) => l.startsWith(`hub: migration 7 found table entries held by pid ${old.pid} (oh-hai-hub-previous`)), {
+        timeoutMs: 30_000,
+        what: 'the Hub to log the table it waits for',
+      }),
+    );
+    await old.c.query('COMMIT');
+    const hub = await starting;
+    try {
+      expect(logged).toEqual({ value: true });
+      expect((await old.c.query('SELECT version FROM oh_hai_schema')).rows).toEqual([{ version: SCHEMA_VERSION }]);
+      expect((await old.c.query(`SELECT state FROM entries WHERE id = 'ent_1'`)).rows).toEqual([{ state: 'acknowledged' }]);
+    } finally {
+      await hub.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
