@@ -1,4 +1,5 @@
 import type { Liveness } from '../spool/index.js';
+import { EXIT } from '../core/index.js';
 import { formatDuration } from '../util/duration.js';
 import type { ConsumerRecord, RecordRead, SessionRecord } from '../spool/records.js';
 
@@ -111,6 +112,9 @@ function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView
         state === 'stopped'
           ? `the background connection (pid ${r?.pid}) stopped with exit ${stoppedCode ?? '?'}`
           : `the background connection (pid ${r?.pid} on ${r?.host}) is not running and recorded no stop`;
+      // A human's kill-switch is not a lapse to repair: the exit table says not to re-run, and so must this line.
+      if (stoppedCode === EXIT.operatorClosed)
+        return `${what}: a human closed ${target} (the operator kill-switch). What to do: do not re-run and do not start a replacement session; a human lifts the stop when this agent may register again.`;
       const todo =
         stoppedCode === null || RERUN_CODES.has(stoppedCode)
           ? 'run oh-hai bridge again: it starts a new connection that renews the lease'

@@ -79,6 +79,14 @@ describe('lease epilogue', () => {
     expect(leaseEpilogue('b', session(), { record: { state: 'ok', value: unreachable }, alive: 'dead' }, NOW)[1]).toContain('run oh-hai bridge again');
   });
 
+  it('a consumer stopped by the kill-switch (14) says not to re-run, not that a new run starts a connection', () => {
+    const killed = consumerRec({ state: 'stopped', exit_code: 14, stop_reason: 'session_closed_by_operator' });
+    const lines = leaseEpilogue('b', session(), { record: { state: 'ok', value: killed }, alive: 'dead' }, NOW);
+    expect(lines[1]).toBe(
+      'b: ⚠️ the background connection (pid 777) stopped with exit 14: a human closed sess_abc (the operator kill-switch). What to do: do not re-run and do not start a replacement session; a human lifts the stop when this agent may register again.',
+    );
+  });
+
   it('an absent consumer record warns; an unreadable one says so and warns against relaunching on it', () => {
     const absent = leaseEpilogue('b', session(), { record: { state: 'absent' }, alive: 'unknown' }, NOW);
     expect(absent[0]).toContain('; no consumer record in this state entry.');
