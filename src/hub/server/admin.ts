@@ -6,7 +6,7 @@ import type { ConnectionCounts } from './connections.js';
 import type { HeldRequests } from './core.js';
 import type { Lane, LanesStats, Share } from './lanes.js';
 import type { HubMetrics } from './metrics.js';
-import type { Store } from './sql.js';
+import type { Store, StoreHealth } from './sql.js';
 
 /** What the admin listener reads from the running Hub. */
 export interface AdminSources {
@@ -105,6 +105,36 @@ function processMetrics(prom: typeof import('prom-client'), registry: import('pr
       this.set(resources);
     },
   });
+}
+
+/**
+ * How long /readyz waits for the store before it answers 503. A balancer's check wants a prompt
+ * answer, and PostgreSQL's health() queues in the request lane: while a migration held the tables
+ * it waited 10–15 s behind requests stuck on the locks (docs/deploy.md, session 20, lock12). Well
+ * under a balancer's usual check timeout (5 s), well over a healthy answer (a few ms).
+ */
+export const READY_DEADLINE_MS = 2000;
+
+/**
+ * The store's health within `deadlineMs`. One health() at a time: checks that come while one is
+ * still waiting share it, so a store that does not answer never gets a pile of them in its queue.
+ */
+function healthWithin(store: Store, deadlineMs: number): () => Promise<StoreHealth> {
+  let pending: Promise<StoreHealth> | null = null;
+  const late: StoreHealth = {
+    ok: false,
+    reason: `the database did not answer within ${deadlineMs} ms (its pool busy, or a table locked, e.g. by another instance's migration)`,
+  };
+  return async () => {
+    const asked = (pending ??= store.health().finally(() => (pending = null)));
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<StoreHealth>((resolve) => (timer = setTimeout(() => resolve(late), deadlineMs)));
+    try {
+      return await Promise.race([asked, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
 }
 
 /**
@@ -328,6 +358,7 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
     });
   }
 
+  const ready = healthWithin(src.store, READY_DEADLINE_MS);
   const server: Server = createServer((req, res) => {
     void (async () => {
       const path = (req.url ?? '/').split('?')[0];
@@ -338,7 +369,7 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
       if (req.method !== 'GET') return reply(405, 'application/json', JSON.stringify({ ok: false, reason: 'GET only' }));
       if (path === '/healthz') return reply(200, 'application/json', JSON.stringify({ ok: true }));
       if (path === '/readyz') {
-        const h = await src.store.health();
+        const h = await ready();
         return reply(
           h.ok ? 200 : 503,
           'application/json',
