@@ -229,6 +229,21 @@ describe('bridge reader', () => {
     expect(beyond.status).toBe('warn');
   });
 
+  it('a connection stopped by a stop class is not judged by the unattended bound: no advice to re-run', () => {
+    const killed = consumer({ state: 'stopped', exit_code: 14, stop_reason: 'session_closed_by_operator', stopped_at: T0 + 10_000 });
+    const c = judgeReader({ reader: reader({ heartbeat_at: T0, deadline_at: T0 + 1 }), consumer: killed, dir: DIR }, BOUND, probe(T0 + 5_000_000));
+    expect(c.status).toBe('skip');
+    expect(c.detail).toMatch(/connection stopped with exit 14 \(session_closed_by_operator\), not for want of a reader/);
+    expect(c.fix).toBeUndefined();
+    // A clean stop (the unattended bound itself) and an unreachable Hub are still judged: re-running is their fix.
+    for (const exit_code of [0, 13]) {
+      const stopped = consumer({ state: 'stopped', exit_code, stop_reason: 'unattended', stopped_at: T0 + 10_000 });
+      expect(judgeReader({ reader: reader({ heartbeat_at: T0, deadline_at: T0 + 1 }), consumer: stopped, dir: DIR }, BOUND, probe(T0 + 5_000_000)).status).toBe(
+        'fail',
+      );
+    }
+  });
+
   it('warns on an unreadable reader record', () => {
     expect(judgeReader({ reader: { state: 'unreadable', reason: 'garbage' }, consumer: consumer(), dir: DIR }, BOUND, probe(T0)).status).toBe('warn');
   });

@@ -37,6 +37,9 @@ const RELAUNCH = 're-run oh-hai bridge as a background task (and again after eve
 const UNKNOWN_FIX = (dir: string): string =>
   `do not relaunch on this — a relaunch over a live connection changes the address; read ${dir}/bridge.log, and fix or remove the damaged file`;
 
+/** A stop that re-running repairs: a clean stop (0, or none recorded) or a Hub that was unreachable (13). */
+const rerunFixes = (code: number | null): boolean => code === null || code === EXIT.ok || code === EXIT.unreachable;
+
 function stoppedFix(c: ConsumerRecord): string {
   if (c.exit_code === EXIT.ok || c.exit_code === null) return RELAUNCH;
   const row = BRIDGE_EXIT_TABLE.find((r) => r.code === c.exit_code);
@@ -204,6 +207,17 @@ export function judgeReader(facts: Pick<BridgeFacts, 'reader' | 'consumer' | 'di
         fix: "run oh-hai bridge --session <the unit's name> as the reader, and re-run it after every exit (process supervision is not reader attendance)",
         measured,
       },
+    );
+  }
+  // A connection stopped by a stop class (a dead credential, the kill-switch, …) did not stop for
+  // want of a reader: judging the bound would advise re-running, which that stop forbids.
+  if (consumer.state === 'ok' && consumer.value.state === 'stopped' && !rerunFixes(consumer.value.exit_code)) {
+    const c = consumer.value;
+    return check(
+      name,
+      'skip',
+      `not judged: no reader attends (${a.why}), but the connection stopped with exit ${c.exit_code} (${c.stop_reason ?? 'no reason recorded'}), not for want of a reader — bridge consumer says what to do`,
+      { measured },
     );
   }
   // The interval runs from the LATER of the reader's heartbeat (capped by its declared
