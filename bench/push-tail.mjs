@@ -99,7 +99,7 @@ for (let i = 0; ; i++) {
 // A late sample with a collection of its Hub inside its interval is the collection's, not a turn of the Hub's own work.
 const gcOf = [...ev.major, ...ev.scavenge];
 ev.turn = ev.turn.filter((x) => !gcOf.some((g) => g.at === x.at && g.a <= x.b && g.b >= x.a));
-// ev.seen is every statement of streamsSeen: the presence write's (a period's, after its ev.presence, in chunks of 500)
+// ev.seen is every statement of streamsSeen: the presence write's (a period's, after its ev.presence, in chunks of 500 or 100)
 // and the stream ends' (a few rows a second). Each write's own chunks are taken in order from its instance's statements.
 const seenAll = ev.presence;
 ev.presence = [];
@@ -107,9 +107,12 @@ ev.ends = [];
 const claimed = new Set();
 for (const w of presenceStarts) {
   let left = w.rows;
-  for (const x of seenAll.filter((x) => x.at === w.at && x.a >= w.t).sort((x, y) => (x.a < y.a ? -1 : 1))) {
+  const after = seenAll.filter((x) => x.at === w.at && x.a >= w.t).sort((x, y) => (x.a < y.a ? -1 : 1));
+  // Its statements' size: 500 sessions back to back, or the slices' 100 (sessions.ts PRESENCE_SLICE_ROWS).
+  const chunk = [500, 100].find((c) => after.some((x) => !claimed.has(x) && x.rows === Math.min(c, w.rows))) ?? 500;
+  for (const x of after) {
     if (left <= 0) break;
-    if (!claimed.has(x) && x.rows === Math.min(500, left)) {
+    if (!claimed.has(x) && x.rows === Math.min(chunk, left)) {
       claimed.add(x);
       ev.presence.push(x);
       left -= x.rows;
