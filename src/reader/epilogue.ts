@@ -93,6 +93,15 @@ function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView
     ? `clear or repoint --session / MA2H_SESSION_ID, then run oh-hai bridge (a pinned session that lapsed exits 11)`
     : `run oh-hai bridge again: the connection registers a new session and says the address changed`;
 
+  const target = s ? s.id : 'this agent session';
+  const stoppedCode = !consumer.started && consumer.record.state === 'ok' ? consumer.record.value.exit_code : null;
+  // A human's kill-switch is not a lapse to repair: the exit table says not to re-run, and so must
+  // this line, before any lapse (a closed session's lease runs out too, and re-running is no cure).
+  if (state === 'stopped' && stoppedCode === EXIT.operatorClosed) {
+    const pid = consumer.record.state === 'ok' ? consumer.record.value.pid : '?';
+    return `the background connection (pid ${pid}) stopped with exit 14: a human closed ${target} (the operator kill-switch). What to do: do not re-run and do not start a replacement session; a human lifts the stop when this agent may register again.`;
+  }
+
   if (s && elapsed > leaseMs) {
     return (
       `lease certainly lapsed: nothing has renewed ${s.id} in ${formatDuration(elapsed)}, longer than its whole ` +
@@ -101,9 +110,7 @@ function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView
     );
   }
 
-  const target = s ? s.id : 'this agent session';
   const lapses = s ? `it lapses once the Hub's clock passes ${s.expires_at}` : 'no address stays registered';
-  const stoppedCode = !consumer.started && consumer.record.state === 'ok' ? consumer.record.value.exit_code : null;
   switch (state) {
     case 'stopped':
     case 'dead': {
@@ -112,9 +119,6 @@ function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView
         state === 'stopped'
           ? `the background connection (pid ${r?.pid}) stopped with exit ${stoppedCode ?? '?'}`
           : `the background connection (pid ${r?.pid} on ${r?.host}) is not running and recorded no stop`;
-      // A human's kill-switch is not a lapse to repair: the exit table says not to re-run, and so must this line.
-      if (stoppedCode === EXIT.operatorClosed)
-        return `${what}: a human closed ${target} (the operator kill-switch). What to do: do not re-run and do not start a replacement session; a human lifts the stop when this agent may register again.`;
       const todo =
         stoppedCode === null || RERUN_CODES.has(stoppedCode)
           ? 'run oh-hai bridge again: it starts a new connection that renews the lease'

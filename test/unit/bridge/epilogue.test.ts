@@ -85,6 +85,9 @@ describe('lease epilogue', () => {
     expect(lines[1]).toBe(
       'b: ⚠️ the background connection (pid 777) stopped with exit 14: a human closed sess_abc (the operator kill-switch). What to do: do not re-run and do not start a replacement session; a human lifts the stop when this agent may register again.',
     );
+    // Also once the closed session's lease has run out: "certainly lapsed … run oh-hai bridge again" would say the opposite.
+    const later = leaseEpilogue('b', session({ renewed_at: NOW - 3_600_000 }), { record: { state: 'ok', value: killed }, alive: 'dead' }, NOW);
+    expect(later[1]).toBe(lines[1]);
   });
 
   it('an absent consumer record warns; an unreadable one says so and warns against relaunching on it', () => {
