@@ -175,15 +175,30 @@ export async function ack(core: HubCore, tx: Tx, agentId: string, req: AckReques
   return good({ delivered, acknowledged, unknown, lease });
 }
 
-/** Entries nobody acknowledged within the message TTL expire; their senders get `expired` receipts. */
-export async function sweepExpired(core: HubCore, tx: Tx): Promise<void> {
+/**
+ * Entries one sweep expires at most. Expiring every due entry in one transaction held `entries`
+ * for 45 s at 1,000,000 due after a long downtime (session 20, lock12), blocking a migration and
+ * every writer on those rows; a batch holds them for a few hundred milliseconds at most.
+ */
+export const EXPIRE_BATCH = 500;
+
+/**
+ * Entries nobody acknowledged within the message TTL expire, the oldest {@link EXPIRE_BATCH} at a
+ * time; their senders get `expired` receipts. True when the batch was full: more may be due, and
+ * the caller sweeps again at once rather than a tick later.
+ */
+export async function sweepExpired(core: HubCore, tx: Tx): Promise<boolean> {
   const cutoff = tx.now - core.config.messageTtlSeconds * 1000;
-  const due = await tx.all<{ id: string; message_id: string | null }>(`SELECT id, message_id FROM entries WHERE state = 'pending' AND created_at <= ?`, cutoff);
+  const due = await tx.all<{ id: string; message_id: string | null }>(
+    `SELECT id, message_id FROM entries WHERE state = 'pending' AND created_at <= ? ORDER BY created_at LIMIT ${EXPIRE_BATCH}`,
+    cutoff,
+  );
   for (const e of due) {
     // Another instance's sweep may have taken it first: only the one that changes the row goes on.
     if ((await tx.run(`UPDATE entries SET state = 'expired' WHERE id = ? AND state = 'pending'`, e.id)) !== 1) continue;
     if (e.message_id !== null) await markUndeliverable(tx, e.message_id, 'message_ttl');
   }
+  return due.length === EXPIRE_BATCH;
 }
 /** Shown when a drain or stream is refused because the account switched messaging off. */
 export const MESSAGING_OFF: ApiError = {

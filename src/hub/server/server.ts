@@ -262,10 +262,12 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   const sweeping = store.as({ name: 'sweep', lane: 'request' });
   const sweep = coalesced(async () => {
     try {
-      await sweeping.write(async (tx) => {
+      const more = await sweeping.write(async (tx) => {
         await sweepLapsed(hub, tx);
-        await sweepExpired(hub, tx);
+        return sweepExpired(hub, tx);
       });
+      // A backlog of due entries (after a downtime) drains one batch per transaction, each right after the last.
+      if (more && !stopping) void sweep();
     } catch (e) {
       o.log(`hub: sweep failed: ${e instanceof Error ? e.message : String(e)}`);
     }
