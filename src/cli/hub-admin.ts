@@ -218,7 +218,11 @@ export const runLift = (flags: AdminFlags & { agent: string; clientKey?: string;
         ...(flags.clientKey !== undefined ? { client_key: flags.clientKey } : {}),
         ...(flags.name !== undefined ? { name: flags.name } : {}),
       }),
-    (r) => [`lifted ${r.lifted ?? 0} operator stop(s) for agent ${flags.agent}`],
+    (r) => [
+      `lifted ${r.lifted ?? 0} operator stop(s) for agent ${flags.agent}: it may register a session again`,
+      // The agent's state entry still records the closed session, and its bridge reads that first.
+      'a bridge that recorded the closed session still exits 14 on it: on its machine, oh-hai session close forgets it (exit 4, nothing to stand down), then oh-hai bridge registers a new one',
+    ],
   );
 
 export function runMessaging(state: string, flags: AdminFlags, io: CliIO): Promise<Outcome> {
