@@ -116,21 +116,35 @@ function processMetrics(prom: typeof import('prom-client'), registry: import('pr
 export const READY_DEADLINE_MS = 2000;
 
 /**
- * The store's health within `deadlineMs`. One health() at a time: checks that come while one is
- * still waiting share it, so a store that does not answer never gets a pile of them in its queue.
+ * How long checks share one health() that has not answered. Sharing keeps a store that does not
+ * answer from getting a pile of health() in its queue; the bound keeps one stuck on a dead
+ * connection (the pool has no statement timeout) from holding /readyz at 503 after the database
+ * answers again.
  */
-function healthWithin(store: Store, deadlineMs: number): () => Promise<StoreHealth> {
-  let pending: Promise<StoreHealth> | null = null;
+export const READY_SHARE_MS = 30_000;
+
+/** The store's health within `deadlineMs`; a health() asked less than `shareMs` ago and still waiting is shared. */
+export function healthWithin(store: Store, deadlineMs: number, shareMs: number): () => Promise<StoreHealth> {
+  let pending: { asked: Promise<StoreHealth>; at: number } | null = null;
   const late: StoreHealth = {
     ok: false,
     reason: `the database did not answer within ${deadlineMs} ms (its pool busy, or a table locked, e.g. by another instance's migration)`,
   };
   return async () => {
-    const asked = (pending ??= store.health().finally(() => (pending = null)));
+    const now = performance.now();
+    if (pending === null || now - pending.at >= shareMs) {
+      const mine: { asked: Promise<StoreHealth>; at: number } = {
+        asked: store.health().finally(() => {
+          if (pending === mine) pending = null;
+        }),
+        at: now,
+      };
+      pending = mine;
+    }
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<StoreHealth>((resolve) => (timer = setTimeout(() => resolve(late), deadlineMs)));
     try {
-      return await Promise.race([asked, deadline]);
+      return await Promise.race([pending.asked, deadline]);
     } finally {
       clearTimeout(timer);
     }
@@ -358,7 +372,7 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
     });
   }
 
-  const ready = healthWithin(src.store, READY_DEADLINE_MS);
+  const ready = healthWithin(src.store, READY_DEADLINE_MS, READY_SHARE_MS);
   const server: Server = createServer((req, res) => {
     void (async () => {
       const path = (req.url ?? '/').split('?')[0];
