@@ -80,6 +80,13 @@ export const BRIDGE_EXIT_TABLE: readonly ExitRow[] = [
 ];
 
 /**
+ * Whether re-running `oh-hai bridge` repairs a connection's stop: a clean stop (0, or none
+ * recorded) or a Hub that was unreachable (13). Every other stop is a class the table says to
+ * stop on; advice to re-run there (the epilogue's, doctor's) would undo it.
+ */
+export const rerunRepairs = (code: number | null): boolean => code === null || code === EXIT.ok || code === EXIT.unreachable;
+
+/**
  * `oh-hai doctor`'s own codes (also `oh-hai bridge status`, which forwards to its bridge
  * checks). 20 and 21 lie outside the bridge's contract (0, 2, 3, 4, 10–15, 128 + N), so a
  * script can never mistake a doctor result for a bridge exit.

@@ -1,5 +1,5 @@
 import type { Liveness } from '../spool/index.js';
-import { EXIT } from '../core/index.js';
+import { EXIT, rerunRepairs } from '../core/index.js';
 import { formatDuration } from '../util/duration.js';
 import type { ConsumerRecord, RecordRead, SessionRecord } from '../spool/records.js';
 
@@ -19,9 +19,6 @@ export interface ConsumerView {
    */
   started?: { pid: number; host: string; alive: Liveness } | null;
 }
-
-/** Exit codes after which re-running `oh-hai bridge` is the documented next step. */
-const RERUN_CODES = new Set([0, 13]);
 
 /** The warning window: a third of the lease, capped at five minutes (900 s → 5m, 60 s → 20 s). */
 export const warningWindowMs = (leaseSeconds: number): number => Math.min((leaseSeconds * 1000) / 3, 300_000);
@@ -119,10 +116,9 @@ function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView
         state === 'stopped'
           ? `the background connection (pid ${r?.pid}) stopped with exit ${stoppedCode ?? '?'}`
           : `the background connection (pid ${r?.pid} on ${r?.host}) is not running and recorded no stop`;
-      const todo =
-        stoppedCode === null || RERUN_CODES.has(stoppedCode)
-          ? 'run oh-hai bridge again: it starts a new connection that renews the lease'
-          : 'follow the stop line above first; only a new oh-hai bridge run starts a connection again';
+      const todo = rerunRepairs(stoppedCode)
+        ? 'run oh-hai bridge again: it starts a new connection that renews the lease'
+        : 'follow the stop line above first; only a new oh-hai bridge run starts a connection again';
       return `${what}: nothing renews ${target}, so ${lapses}. What to do: ${todo}.`;
     }
     case 'absent':

@@ -3,7 +3,7 @@ import type { Session } from '../../../hub/contract/index.js';
 import type { HubResult } from '../../../hub/client/index.js';
 import type { ConsumerRecord, ProcessStamp, Liveness } from '../../../spool/index.js';
 import { formatDuration } from '../../../util/duration.js';
-import { BRIDGE_EXIT_TABLE, EXIT } from '../../../core/index.js';
+import { BRIDGE_EXIT_TABLE, EXIT, rerunRepairs } from '../../../core/index.js';
 import { check, type Check } from '../report.js';
 import type { BridgeFacts, UnreadRead } from './bridge-read.js';
 import { describeFailure } from './hub.js';
@@ -36,9 +36,6 @@ const ago = (nowMs: number, thenMs: number): string => `${formatDuration(nowMs -
 const RELAUNCH = 're-run oh-hai bridge as a background task (and again after every exit): it starts a new connection, keeping the spool and cursor';
 const UNKNOWN_FIX = (dir: string): string =>
   `do not relaunch on this — a relaunch over a live connection changes the address; read ${dir}/bridge.log, and fix or remove the damaged file`;
-
-/** A stop that re-running repairs: a clean stop (0, or none recorded) or a Hub that was unreachable (13). */
-const rerunFixes = (code: number | null): boolean => code === null || code === EXIT.ok || code === EXIT.unreachable;
 
 function stoppedFix(c: ConsumerRecord): string {
   if (c.exit_code === EXIT.ok || c.exit_code === null) return RELAUNCH;
@@ -211,7 +208,7 @@ export function judgeReader(facts: Pick<BridgeFacts, 'reader' | 'consumer' | 'di
   }
   // A connection stopped by a stop class (a dead credential, the kill-switch, …) did not stop for
   // want of a reader: judging the bound would advise re-running, which that stop forbids.
-  if (consumer.state === 'ok' && consumer.value.state === 'stopped' && !rerunFixes(consumer.value.exit_code)) {
+  if (consumer.state === 'ok' && consumer.value.state === 'stopped' && !rerunRepairs(consumer.value.exit_code)) {
     const c = consumer.value;
     return check(
       name,
