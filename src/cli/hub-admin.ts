@@ -220,8 +220,8 @@ export const runLift = (flags: AdminFlags & { agent: string; clientKey?: string;
       }),
     (r) => [
       `lifted ${r.lifted ?? 0} operator stop(s) for agent ${flags.agent}: it may register a session again`,
-      // The agent's state entry still records the closed session, and its bridge reads that first.
-      'a bridge that recorded the closed session still exits 14 on it: on its machine, oh-hai session close forgets it (exit 4, nothing to stand down), then oh-hai bridge registers a new one',
+      // The agent was told (exit 14) not to re-run; nothing at the Hub can tell it the stop is gone.
+      'its next oh-hai bridge registers a new session (a new address) by itself; it was told not to re-run, so tell it that it may (a pinned run, --session sess_…, stays closed: clear or repoint its pin)',
     ],
   );
 

@@ -84,7 +84,11 @@ export function decideByCode(code: string, said: string, ctx: FailureContext, de
         stop(
           EXIT.operatorClosed,
           'session_closed_by_operator',
-          `${said} — a human closed this session (the operator kill-switch); do not re-run and do not start a replacement session`,
+          `${said} — a human closed this session (the operator kill-switch); do not re-run and do not start a replacement session until a human lifts the stop: ${
+            ctx.pinned === null
+              ? 'the first oh-hai bridge after the lift registers a new session (a new address) by itself'
+              : `the pinned session ${ctx.pinned} stays closed after the lift, so then clear or repoint --session / MA2H_SESSION_ID`
+          }`,
         ),
       );
     case 'session_held':

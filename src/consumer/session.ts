@@ -107,8 +107,9 @@ export class SessionKeeper {
     }
     const s = got.value;
     if (s.state === 'active') return { ok: true, session: this.adopt(s, prior.value.history, prior.value.renewed_at) };
-    // The kill-switch outlives the session: registering anew would be refused, and must not be tried.
-    if (s.state === 'closed_by_operator') return { ok: false, disposition: this.ended(s.id, s.state, 'read session') };
+    // A session a human closed stays closed, but the stop on registering may have been lifted
+    // since: only the Hub knows, so ask it. While the stop holds, the registration is refused
+    // (403 session_closed_by_operator, exit 14) before anything is spooled or recorded.
     return this.register(prior.value, endedCode(s.state));
   }
 

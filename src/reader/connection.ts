@@ -77,6 +77,17 @@ function disagreements(f: ConnectionFacts, r: ConsumerRecord): string[] {
   return out;
 }
 
+/**
+ * Stops whose cause may be gone by this run, and only the Hub can say: relaying them would stop
+ * the run without asking it. A new connection asks, and its own stop is relayed if the cause holds.
+ */
+const ASK_THE_HUB_AGAIN = new Map<number, string>([
+  // 13 says "try again later", and this run is the later (issue 17, point 7).
+  [EXIT.unreachable, 'gave up on an unreachable Hub (exit 13); trying the Hub again'],
+  // A human may have lifted the kill-switch's stop since: then the connection registers a new session.
+  [EXIT.operatorClosed, 'stopped on the operator kill-switch (exit 14); asking the Hub whether a human lifted it'],
+]);
+
 export function planConnection(f: ConnectionFacts): ConnectionPlan {
   const c = f.consumer;
   if (c.state === 'absent') return { kind: 'start', note: null };
@@ -89,11 +100,8 @@ export function planConnection(f: ConnectionFacts): ConnectionPlan {
   }
   const r = c.value;
   if (r.state === 'stopped') {
-    // 13 says "try again later", and this run is the later: relaying it would stop the run on an
-    // outage that may be over, without asking the Hub (issue 17, point 7).
-    if (r.exit_code === EXIT.unreachable && !isReported(r, f.reported)) {
-      return { kind: 'start', note: `the previous background connection (pid ${r.pid}) gave up on an unreachable Hub (exit 13); trying the Hub again` };
-    }
+    const again = r.exit_code !== null ? ASK_THE_HUB_AGAIN.get(r.exit_code) : undefined;
+    if (again !== undefined && !isReported(r, f.reported)) return { kind: 'start', note: `the previous background connection (pid ${r.pid}) ${again}` };
     if (r.exit_code !== null && r.exit_code !== 0 && !isReported(r, f.reported)) return { kind: 'report', record: r };
     return { kind: 'start', note: `the previous background connection (pid ${r.pid}) stopped (${r.stop_reason ?? 'no reason recorded'}); starting a new one` };
   }

@@ -96,7 +96,10 @@ function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView
   // this line, before any lapse (a closed session's lease runs out too, and re-running is no cure).
   if (state === 'stopped' && stoppedCode === EXIT.operatorClosed) {
     const pid = consumer.record.state === 'ok' ? consumer.record.value.pid : '?';
-    return `the background connection (pid ${pid}) stopped with exit 14: a human closed ${target} (the operator kill-switch). What to do: do not re-run and do not start a replacement session; a human lifts the stop when this agent may register again.`;
+    const after = s?.pinned
+      ? `the pinned session stays closed after the lift: then clear or repoint --session / MA2H_SESSION_ID`
+      : 'the first oh-hai bridge after the lift registers a new session (a new address) by itself';
+    return `the background connection (pid ${pid}) stopped with exit 14: a human closed ${target} (the operator kill-switch). What to do: do not re-run and do not start a replacement session until a human lifts the stop; ${after}.`;
   }
 
   if (s && elapsed > leaseMs) {

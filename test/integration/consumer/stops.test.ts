@@ -65,7 +65,7 @@ describe('stops decided by the Hub', () => {
     await expectStop(bench, bench.start(), 4, 'session_not_found', /sess_doesnotexist0000 does not exist/);
   });
 
-  it('closed by an operator while held → 14; a re-run on the same entry is refused with 14 too', async () => {
+  it('closed by an operator while held → 14; a re-run is refused with 14 until the stop is lifted, then registers anew', async () => {
     const bench = await world.bench();
     bench.settings();
     const p = bench.start();
@@ -74,7 +74,25 @@ describe('stops decided by the Hub', () => {
     const closed = await hubCall(world.hub, 'POST', `/v1/sessions/${sid}/operator-close`, { token: world.hub.humanToken, body: {} });
     expect(closed.status).toBe(200);
     await expectStop(bench, p, 14, 'session_closed_by_operator', /kill-switch/);
-    await expectStop(bench, bench.start(), 14, 'session_closed_by_operator', /do not start a replacement/);
+    await expectStop(bench, bench.start(), 14, 'session_closed_by_operator', /do not start a replacement session until a human lifts the stop/);
+    expect(bench.spool()).toEqual([]);
+
+    const lifted = await hubCall(world.hub, 'POST', '/v1/operator-stops/lift', { token: world.hub.humanToken, body: { agent_id: bench.me.id } });
+    expect(lifted.body.lifted).toBe(1);
+    bench.start();
+    await waitFor(() => (bench.consumer()?.state === 'running' && bench.session()?.id !== sid ? true : null), { what: 'a new session after the lift' });
+    const next = bench.session()!;
+    expect(next.history).toEqual([expect.objectContaining({ id: sid, reason: 'session_closed_by_operator' })]);
+    expect(bench.spool()).toEqual([
+      expect.objectContaining({
+        seq: 1,
+        type: 'transition',
+        event: 'address_changed',
+        from_session: sid,
+        to_session: next.id,
+        reason: 'session_closed_by_operator',
+      }),
+    ]);
   });
 
   it('closed by the agent (oh-hai session close) → 15', async () => {

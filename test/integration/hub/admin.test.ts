@@ -75,7 +75,7 @@ describe('oh-hai hub admin commands', () => {
     expect(toNoRun.stderr).toMatch(/FATAL \(exit 2, recipient_not_found\) — .*; oh-hai hub agent ls lists the agents; the web inbox's Fleet page/);
     const lift = await admin('lift', '--agent', agent.id);
     expect(lift.stdout).toMatch(/lifted 1 operator stop/);
-    expect(lift.stdout).toContain('still exits 14 on it: on its machine, oh-hai session close forgets it');
+    expect(lift.stdout).toContain('its next oh-hai bridge registers a new session (a new address) by itself');
     expect((await hubCall(hub, 'POST', '/v1/sessions', { token: agent.token, body: { client_key: 'ck' } })).status).toBe(201);
 
     const bad = await admin('directive', '--to', 'bob', 'hi');

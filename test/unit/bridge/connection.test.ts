@@ -90,6 +90,15 @@ describe('one consumer per entry: adopt, report or start', () => {
     expect(p).toEqual({ kind: 'start', note: 'the previous background connection (pid 777) gave up on an unreachable Hub (exit 13); trying the Hub again' });
   });
 
+  it('a 14 nobody relayed is asked of the Hub again: a human may have lifted the stop since', () => {
+    const closed = rec({ state: 'stopped', exit_code: 14, stop_reason: 'session_closed_by_operator', stopped_at: 9 });
+    const p = planConnection(facts({ consumer: { state: 'ok', value: closed } }));
+    expect(p).toEqual({
+      kind: 'start',
+      note: 'the previous background connection (pid 777) stopped on the operator kill-switch (exit 14); asking the Hub whether a human lifted it',
+    });
+  });
+
   it('a clean stop (exit 0) and a crash are replaced at once', () => {
     const clean = planConnection(facts({ consumer: { state: 'ok', value: rec({ state: 'stopped', exit_code: 0, stop_reason: 'unattended' }) } }));
     expect(clean.kind === 'start' && clean.note).toContain('stopped (unattended)');

@@ -83,11 +83,14 @@ describe('lease epilogue', () => {
     const killed = consumerRec({ state: 'stopped', exit_code: 14, stop_reason: 'session_closed_by_operator' });
     const lines = leaseEpilogue('b', session(), { record: { state: 'ok', value: killed }, alive: 'dead' }, NOW);
     expect(lines[1]).toBe(
-      'b: ⚠️ the background connection (pid 777) stopped with exit 14: a human closed sess_abc (the operator kill-switch). What to do: do not re-run and do not start a replacement session; a human lifts the stop when this agent may register again.',
+      'b: ⚠️ the background connection (pid 777) stopped with exit 14: a human closed sess_abc (the operator kill-switch). What to do: do not re-run and do not start a replacement session until a human lifts the stop; the first oh-hai bridge after the lift registers a new session (a new address) by itself.',
     );
     // Also once the closed session's lease has run out: "certainly lapsed … run oh-hai bridge again" would say the opposite.
     const later = leaseEpilogue('b', session({ renewed_at: NOW - 3_600_000 }), { record: { state: 'ok', value: killed }, alive: 'dead' }, NOW);
     expect(later[1]).toBe(lines[1]);
+    // A pinned session is not replaced: the lift alone does not bring that run back.
+    const pinned = leaseEpilogue('b', session({ pinned: true }), { record: { state: 'ok', value: killed }, alive: 'dead' }, NOW);
+    expect(pinned[1]).toMatch(/until a human lifts the stop; the pinned session stays closed after the lift: then clear or repoint --session/);
   });
 
   it('an absent consumer record warns; an unreadable one says so and warns against relaunching on it', () => {

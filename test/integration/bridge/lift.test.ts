@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import { runOhHai, type RunResult } from '../../helpers/cli.js';
+import { waitFor } from '../../helpers/wait.js';
+import { bridge, consumerOf, directive, registered, sessionIdOf, startBridge, stateDirOf, useBridgeWorld, type Agent } from './world.js';
+
+/**
+ * The operator kill-switch and its lift, end to end: a human closes the session with
+ * `oh-hai hub session close` (exit 14 while the Hub refuses), lifts it with `oh-hai hub lift`,
+ * and the agent's next `oh-hai bridge` registers a new session by itself — a new address,
+ * said as a transition — with nothing printed before the close printed again.
+ */
+const world = useBridgeWorld();
+
+const admin = (a: Agent, ...args: string[]) => runOhHai(['hub', ...args, '--data', world.hub.dataDir], { env: a.env });
+const address = (a: Agent, sess: string) => `agent:${a.id}#${sess}`;
+
+/** The session the connection registers after `old`, once session.json names it; refused when the run ends first. */
+const replacedBy = (dir: string, old: string, run: Promise<RunResult>): Promise<string> =>
+  Promise.race([
+    waitFor(
+      () => {
+        const id = sessionIdOf(dir);
+        return id !== null && id !== old ? id : null;
+      },
+      { timeoutMs: 40_000, what: `a session replacing ${old}` },
+    ),
+    run.then((r) => Promise.reject(new Error(`the run ended (exit ${r.code}) before a session replaced ${old}:\n${r.stderr}`))),
+  ]);
+
+const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+const TRANSITION = (a: Agent, from: string, to: string, seq: number) =>
+  `[mail ${seq}] address changed (session_closed_by_operator): ${address(a, from)} → ${address(a, to)} · mail to the old address bounces; peers need the new one\n`;
+
+describe('oh-hai bridge after the operator kill-switch is lifted', () => {
+  it('exits 14 while the Hub refuses; after the lift the next run registers anew and prints new mail, nothing twice', async () => {
+    const a = await world.agent();
+    const dir = stateDirOf(a, world.hub, 'lifted');
+    const first = startBridge(a, 'lifted', ['--wait', '30']);
+    const sess = await registered(dir);
+    await directive(world.hub, address(a, sess), 'before the close');
+    const printed = await first.done;
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toMatch(/^\[mail 1\] directive .*"before the close"\n$/);
+
+    const waiting = startBridge(a, 'lifted', ['--wait', '30']);
+    let said = '';
+    waiting.child.stderr?.on('data', (d: Buffer | string) => (said += String(d)));
+    await waitFor(() => said.includes('adopting the running background connection'), { what: 'the second run to attend the connection' });
+    const closed = await admin(a, 'session', 'close', sess);
+    expect(closed.code, closed.stderr).toBe(0);
+    const stopped = await waiting.done;
+    expect(stopped.code).toBe(14);
+    expect(stopped.stdout).toBe('');
+
+    // Before the lift: the Hub still refuses, so the run stops again, and nothing is registered.
+    const refused = await bridge(a, 'lifted', ['--wait', '5']);
+    expect(refused.code).toBe(14);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toMatch(
+      /FATAL \(exit 14, session_closed_by_operator\) — .*do not re-run and do not start a replacement session until a human lifts the stop/,
+    );
+    expect(sessionIdOf(dir)).toBe(sess);
+
+    const lifted = await admin(a, 'lift', '--agent', a.id);
+    expect(lifted.code, lifted.stderr).toBe(0);
+    expect(lifted.stdout).toMatch(/lifted 1 operator stop/);
+    expect(lifted.stdout).toContain('its next oh-hai bridge registers a new session');
+    // Sent to the agent while no session of it runs: the new session claims it.
+    await directive(world.hub, `agent:${a.id}`, 'to the agent');
+
+    const back = startBridge(a, 'lifted', ['--wait', '30']);
+    const next = await replacedBy(dir, sess, back.done);
+    const r = await back.done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).not.toMatch(/FATAL/);
+    expect(r.stdout).toMatch(new RegExp(`^${escapeRe(TRANSITION(a, sess, next, 2))}\\[mail 3\\] directive .*"to the agent"\\n$`));
+
+    await directive(world.hub, address(a, next), 'to the new address');
+    const later = await bridge(a, 'lifted', ['--wait', '30']);
+    expect(later.code, later.stderr).toBe(0);
+    expect(later.stdout).toMatch(/^\[mail 4\] directive .*"to the new address"\n$/);
+  });
+
+  it('a kill-switch stop no run relayed yet is not relayed after the lift: the Hub decides', async () => {
+    const a = await world.agent();
+    const dir = stateDirOf(a, world.hub, 'unrelayed');
+    expect((await bridge(a, 'unrelayed', ['--wait', '0'])).code).toBe(0);
+    const sess = await registered(dir);
+    expect((await admin(a, 'session', 'close', sess)).code).toBe(0);
+    await waitFor(() => (consumerOf(dir)?.state === 'stopped' ? consumerOf(dir) : null), { what: 'the connection to stop on the kill-switch' });
+    expect(consumerOf(dir)?.exit_code).toBe(14);
+    expect((await admin(a, 'lift', '--agent', a.id)).code).toBe(0);
+
+    const back = startBridge(a, 'unrelayed', ['--wait', '30']);
+    const next = await replacedBy(dir, sess, back.done);
+    await directive(world.hub, address(a, next), 'after the lift');
+    const r = await back.done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^${escapeRe(TRANSITION(a, sess, next, 1))}\\[mail 2\\] directive .*"after the lift"\\n$`));
+  });
+});
