@@ -32,7 +32,8 @@
 // --idle-ab a second idle phase opens a new connection for every connect (as this bench did until
 // session 8), so the Hub's CPU per connect over a kept and a new connection compare in one run.
 // Usage: node bench/hub-cluster.mjs [--streams 1000] [--messages 2000] [--concurrency 50]
-//          [--warmup <sends before the measured ones, default 500>] [--idle <seconds, default one hold>] [--idle-ab] [--only sqlite,postgres:1,postgres:2]
+//          [--warmup <sends before the measured ones, default 500>[,<more>…]]   (a list: a measured phase after each, in one run, on
+//          the same Hubs; each run's figure is the last's, the earlier ones printed beside it; each needs MESSAGES more than the one before) [--idle <seconds, default one hold>] [--idle-ab] [--only sqlite,postgres:1,postgres:2]
 //          [--pool <database connections per instance, default: as deployed, 10 (the Hub's OH_HAI_HUB_DB_POOL_MAX default) on one
 //          instance, 16 (docs/deploy.md's knob for two or more) on more; a list, e.g. 10,16, runs each configuration once per size>]
 //          [--bare]   (the Hubs without the NODE_OPTIONS of deploy/systemd/oh-hai-hub@.service, which they run with by default,
@@ -59,6 +60,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hubReady } from './bridge-world.mjs';
+import { anySlow, probeCpus, probeText, SLOW_RATIO } from './cpu-probe.mjs';
 import { connectionAt, holdStream, pushTimer } from './hub-streams.mjs';
 import { keepAliveCaller } from './sender.mjs';
 
@@ -90,8 +92,17 @@ const arg = (name, dflt) => {
 const STREAMS = arg('streams', 1000);
 const MESSAGES = arg('messages', 2000);
 const CONCURRENCY = arg('concurrency', 50);
-/** Sends before the measured ones (not timed): a Hub serving a fleet has its send path warm. */
-const WARMUP = arg('warmup', 500);
+/**
+ * Sends before each measured phase, counted from the run's first send (a measured phase's sends count for the next): a Hub
+ * serving a fleet has its send path warm. The last is the run's figure; a phase measured after each earlier one is printed
+ * beside it, so a figure after a longer warm-up still says what the shorter one measured in the same run.
+ */
+const warmupAt = process.argv.indexOf('--warmup');
+const WARMUPS = (warmupAt > 0 ? process.argv[warmupAt + 1] : '500').split(',').map(Number);
+for (const [i, w] of WARMUPS.entries())
+  if (!Number.isInteger(w) || w < 0 || (i > 0 && w < WARMUPS[i - 1] + MESSAGES))
+    throw new Error(`--warmup: ${process.argv[warmupAt + 1]}: whole numbers of sends, each at least --messages (${MESSAGES}) more than the one before`);
+const WARMUP = WARMUPS[WARMUPS.length - 1];
 /** --trace: the Hubs write the push-latency trace (src/util/trace.ts) and the bench adds its own two hops, to split each push into where it waited. */
 const TRACE = process.argv.includes('--trace');
 /** --trace-keep <dir>: each traced run's raw hops kept there (the Hubs' trace files, the bare listener's, the bench's own per push). */
@@ -710,6 +721,15 @@ function byStart(timer, t0) {
   return { first: of(first), rest: of(rest), slow };
 }
 
+/** The lowest loop time (ms) the CPU probe has seen on any CPU in this process: a CPU {@link SLOW_RATIO}× that or more is slow. */
+let fastestProbe = Infinity;
+/** Each CPU's loop time now (cpu-probe.mjs), in ms; the fastest seen kept. */
+async function probe() {
+  const ms = await probeCpus();
+  fastestProbe = Math.min(fastestProbe, ...ms);
+  return ms;
+}
+
 /**
  * --at-presence: the steady phase's measured sends begin just before a presence write (PostgreSQL), so every run's steady
  * figures hold one: a same-run pair then compares what the write does to the pushes sent meanwhile.
@@ -986,18 +1006,16 @@ async function run(label, instances, database, variant) {
     const capability = await (await fetch(`${urls[0]}/v1/capability`)).json();
     if (capability.inbound.stream_max_hold_seconds !== HOLD_SECONDS)
       throw new Error(`the Hub holds streams ${capability.inbound.stream_max_hold_seconds} s, not deploy/'s ${HOLD_SECONDS} s`);
-    const timer = pushTimer();
+    // A timer per measured phase (--warmup's list): the streams hand every push to the phase's.
+    let timer = pushTimer();
     // --trace: this process's two hops of every push (the send's start, the push's arrival), on the Hubs' clock.
     const benchHops = new Map();
-    const traced = TRACE
-      ? {
-          ...timer,
-          arrived(id, now, on) {
-            if (!benchHops.get(id)?.arrived) benchHops.set(id, { ...benchHops.get(id), arrived: process.hrtime.bigint() });
-            timer.arrived(id, now, on);
-          },
-        }
-      : timer;
+    const traced = {
+      arrived(id, now, on) {
+        if (TRACE && !benchHops.get(id)?.arrived) benchHops.set(id, { ...benchHops.get(id), arrived: process.hrtime.bigint() });
+        timer.arrived(id, now, on);
+      },
+    };
     let opened = 0;
     // Connect answers by HTTP status (`error`: none came), counted from zero again per phase.
     let answers = new Map();
@@ -1053,97 +1071,155 @@ async function run(label, instances, database, variant) {
 
     // A running Hub's send path is compiled (V8) and its statements prepared; a Hub just started is
     // not, and its first sends wait for that. Sends before the measured ones, to random streams.
-    await sendLoop(WARMUP, (n) =>
-      call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, {
-        to: sessions[Math.floor(Math.random() * sessions.length)].address,
-        intent: 'notify',
-        text: `warm-up ${n}`,
-      }),
-    );
-    const scrapes0 = await cpuMark(hubs, database);
-    const trips0 = database ? (await Promise.all(hubs.map((h) => roundTrips(h.adminUrl)))).reduce((a, b) => a + b, 0) : 0;
-    const deferred0 = await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_push_pages_deferred_total'));
-    // Where pushes queue: work that waited for a pool connection, by lane (the pool's own queue stays
-    // empty: every connection is taken through the lanes). Counted before and after, never sampled:
-    // a /metrics scrape of a Hub holding 10,000 streams lists /proc/self/fd and every active handle,
-    // and four a second cost it more CPU than its pushes.
-    // Stream work's waits split by kind (page, connect), how often the lanes put pages before waiting
-    // connects and stream work before waiting requests, and streams per batched page read.
-    const LANE_COUNTS = {
-      request: ['oh_hai_hub_db_lane_waited_total', /lane="request"/],
-      stream: ['oh_hai_hub_db_lane_waited_total', /lane="stream"/],
-      page: ['oh_hai_hub_db_stream_waited_total', /work="page"/],
-      connect: ['oh_hai_hub_db_stream_waited_total', /work="connect"/],
-      pagesFirst: ['oh_hai_hub_db_pages_before_connects_total'],
-      streamFirst: ['oh_hai_hub_db_stream_before_requests_total'],
-      reads: ['oh_hai_hub_push_pages_per_read_count'],
-      paged: ['oh_hai_hub_push_pages_per_read_sum'],
+    // Each measured phase's sends count for the next one's warm-up.
+    let sentSoFar = 0;
+    const measure = async (warmup, last) => {
+      await sendLoop(warmup - sentSoFar, (n) =>
+        call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, {
+          to: sessions[Math.floor(Math.random() * sessions.length)].address,
+          intent: 'notify',
+          text: `warm-up ${n}`,
+        }),
+      );
+      sentSoFar = warmup + MESSAGES;
+      timer = pushTimer();
+      // Before the scrapes, so the sends meet the Hubs as they always did: scraped just before.
+      const probeBefore = await probe();
+      const scrapes0 = await cpuMark(hubs, database);
+      const trips0 = database ? (await Promise.all(hubs.map((h) => roundTrips(h.adminUrl)))).reduce((a, b) => a + b, 0) : 0;
+      const deferred0 = await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_push_pages_deferred_total'));
+      // Where pushes queue: work that waited for a pool connection, by lane (the pool's own queue stays
+      // empty: every connection is taken through the lanes). Counted before and after, never sampled:
+      // a /metrics scrape of a Hub holding 10,000 streams lists /proc/self/fd and every active handle,
+      // and four a second cost it more CPU than its pushes.
+      // Stream work's waits split by kind (page, connect), how often the lanes put pages before waiting
+      // connects and stream work before waiting requests, and streams per batched page read.
+      const LANE_COUNTS = {
+        request: ['oh_hai_hub_db_lane_waited_total', /lane="request"/],
+        stream: ['oh_hai_hub_db_lane_waited_total', /lane="stream"/],
+        page: ['oh_hai_hub_db_stream_waited_total', /work="page"/],
+        connect: ['oh_hai_hub_db_stream_waited_total', /work="connect"/],
+        pagesFirst: ['oh_hai_hub_db_pages_before_connects_total'],
+        streamFirst: ['oh_hai_hub_db_stream_before_requests_total'],
+        reads: ['oh_hai_hub_push_pages_per_read_count'],
+        paged: ['oh_hai_hub_push_pages_per_read_sum'],
+      };
+      const laneCounts = async () => {
+        const out = {};
+        for (const [k, [name, labels]] of Object.entries(LANE_COUNTS)) out[k] = await sumOver(hubs, (h) => metric(h.adminUrl, name, labels));
+        return out;
+      };
+      const waited0 = database ? await laneCounts() : null;
+      // The last scrape before the sends: it resets the Hubs' loop-delay histograms.
+      const loop0 = await Promise.all(hubs.map((h) => loopFigures(h.adminUrl)));
+      // This process's own loop: a send's start and a push's arrival are stamped here, so its delays are in every figure.
+      const ownLoop = monitorEventLoopDelay({ resolution: 10 });
+      ownLoop.enable();
+      // The send phase's own CPU: read after the scrapes above and before those below. Until session 19 the window began at
+      // its mark and so held 21 scrapes per PostgreSQL Hub, each walking its streams' sockets (~0.25 ms a send at ×2 then);
+      // `scrapesIn` keeps that wider window's figure beside it.
+      const phase0 = await cpuMark(hubs, database);
+      const sendUs = monoUs();
+      const sendNs0 = process.hrtime.bigint();
+      const sendAt = { utc: new Date().toISOString().slice(11, 16), load: os.loadavg()[0] };
+      const t0 = performance.now();
+      await sendLoop(MESSAGES, async (n) => {
+        const s = sessions[Math.floor(Math.random() * sessions.length)];
+        const start = performance.now();
+        const startNs = TRACE ? process.hrtime.bigint() : 0n;
+        const at = connectionAt(s.state);
+        const r = await call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, `${s.bodyHead}bench ${n}"}`);
+        if (TRACE && last)
+          benchHops.set(r.message.id, { ...benchHops.get(r.message.id), sent: startNs, session: s.id, from: n % urls.length, to: urls.indexOf(s.url) });
+        timer.sent(r.message.id, start, at);
+      });
+      const sendSeconds = (performance.now() - t0) / 1000;
+      const sendNs1 = process.hrtime.bigint();
+      // The run's own phase is `send` (what bench/cpu-profile-breakdown.mjs reads by default); an earlier one send-after-<its warm-up>.
+      (windows[last ? 'send' : `send-after-${warmup}`] ??= []).push([sendUs, monoUs()]);
+      while (timer.latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
+      const phase = await cpuPerSendSince(phase0, hubs, database);
+      // The first scrape after: the loop delay since the sends began; GC during them.
+      const loop1 = await Promise.all(hubs.map((h) => loopFigures(h.adminUrl)));
+      ownLoop.disable();
+      const loop = {
+        benchLagMax: ownLoop.max / 1e9,
+        benchLagP99: ownLoop.percentile(99) / 1e9,
+        lagMax: Math.max(...loop1.map((l) => l.lagMax)),
+        lagP99: Math.max(...loop1.map((l) => l.lagP99)),
+        // Each instance's own: the receiving instance's loop is where a hint from the other waits.
+        perInstance: loop1.map((l) => ({ p50: l.lagP50, p99: l.lagP99, max: l.lagMax })),
+        gc: Object.fromEntries(
+          Object.keys(loop1[0].gc).map((k) => [
+            k,
+            { n: loop1.reduce((a, l, i) => a + l.gc[k].n - loop0[i].gc[k].n, 0), s: loop1.reduce((a, l, i) => a + l.gc[k].s - loop0[i].gc[k].s, 0) },
+          ]),
+        ),
+      };
+      const waited = waited0 === null ? null : Object.fromEntries(Object.entries(await laneCounts()).map(([k, n]) => [k, n - waited0[k]]));
+      const deferred = (await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_push_pages_deferred_total'))) - deferred0;
+      const scrapesIn = await cpuPerSendSince(scrapes0, hubs, database);
+      const trips = database ? (await Promise.all(hubs.map((h) => roundTrips(h.adminUrl)))).reduce((a, b) => a + b, 0) - trips0 : null;
+      const sendAnswers = phaseAnswers();
+      // The figures above are the sends' from the burst; their pushes are read out before the steady phase adds its own.
+      const fromBurst = {
+        p50: timer.pct(50),
+        p99: timer.pct(99),
+        byStart: byStart(timer, t0),
+        seen: timer.latencies.length,
+        waits: Object.fromEntries(Object.entries(timer.waits).map(([k, xs]) => [k, { n: xs.length, p99: xs.length === 0 ? null : timer.pct(99, xs) }])),
+        missedLived: [...timer.missedLived],
+      };
+      // After every scrape: the probe holds a CPU for ~0.2 s and must not sit in any window above.
+      const probeAfter = await probe();
+      return {
+        sendAt,
+        loop,
+        sendNs0,
+        sendNs1,
+        sendSeconds,
+        phase,
+        scrapesIn,
+        trips,
+        deferred,
+        waited,
+        sendAnswers,
+        fromBurst,
+        probe: [probeBefore, probeAfter],
+      };
     };
-    const laneCounts = async () => {
-      const out = {};
-      for (const [k, [name, labels]] of Object.entries(LANE_COUNTS)) out[k] = await sumOver(hubs, (h) => metric(h.adminUrl, name, labels));
-      return out;
-    };
-    const waited0 = database ? await laneCounts() : null;
-    // The last scrape before the sends: it resets the Hubs' loop-delay histograms.
-    const loop0 = await Promise.all(hubs.map((h) => loopFigures(h.adminUrl)));
-    // This process's own loop: a send's start and a push's arrival are stamped here, so its delays are in every figure.
-    const ownLoop = monitorEventLoopDelay({ resolution: 10 });
-    ownLoop.enable();
-    // The send phase's own CPU: read after the scrapes above and before those below. Until session 19 the window began at
-    // its mark and so held 21 scrapes per PostgreSQL Hub, each walking its streams' sockets (~0.25 ms a send at ×2 then);
-    // `scrapesIn` keeps that wider window's figure beside it.
-    const phase0 = await cpuMark(hubs, database);
-    const sendUs = monoUs();
-    const sendNs0 = process.hrtime.bigint();
-    const sendAt = { utc: new Date().toISOString().slice(11, 16), load: os.loadavg()[0] };
-    const t0 = performance.now();
-    await sendLoop(MESSAGES, async (n) => {
-      const s = sessions[Math.floor(Math.random() * sessions.length)];
-      const start = performance.now();
-      const startNs = TRACE ? process.hrtime.bigint() : 0n;
-      const at = connectionAt(s.state);
-      const r = await call(urls[n % urls.length], 'POST', '/v1/messages', sender.token, `${s.bodyHead}bench ${n}"}`);
-      if (TRACE) benchHops.set(r.message.id, { ...benchHops.get(r.message.id), sent: startNs, session: s.id, from: n % urls.length, to: urls.indexOf(s.url) });
-      timer.sent(r.message.id, start, at);
-    });
-    const sendSeconds = (performance.now() - t0) / 1000;
-    const sendNs1 = process.hrtime.bigint();
-    windows.send.push([sendUs, monoUs()]);
-    while (timer.latencies.length < MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
-    const phase = await cpuPerSendSince(phase0, hubs, database);
-    // The first scrape after: the loop delay since the sends began; GC during them.
-    const loop1 = await Promise.all(hubs.map((h) => loopFigures(h.adminUrl)));
-    ownLoop.disable();
-    const loop = {
-      benchLagMax: ownLoop.max / 1e9,
-      benchLagP99: ownLoop.percentile(99) / 1e9,
-      lagMax: Math.max(...loop1.map((l) => l.lagMax)),
-      lagP99: Math.max(...loop1.map((l) => l.lagP99)),
-      // Each instance's own: the receiving instance's loop is where a hint from the other waits.
-      perInstance: loop1.map((l) => ({ p50: l.lagP50, p99: l.lagP99, max: l.lagMax })),
-      gc: Object.fromEntries(
-        Object.keys(loop1[0].gc).map((k) => [
-          k,
-          { n: loop1.reduce((a, l, i) => a + l.gc[k].n - loop0[i].gc[k].n, 0), s: loop1.reduce((a, l, i) => a + l.gc[k].s - loop0[i].gc[k].s, 0) },
-        ]),
-      ),
-    };
-    const waited = waited0 === null ? null : Object.fromEntries(Object.entries(await laneCounts()).map(([k, n]) => [k, n - waited0[k]]));
-    const deferred = (await sumOver(hubs, (h) => metric(h.adminUrl, 'oh_hai_hub_push_pages_deferred_total'))) - deferred0;
-    const scrapesIn = await cpuPerSendSince(scrapes0, hubs, database);
-    const trips = database ? (await Promise.all(hubs.map((h) => roundTrips(h.adminUrl)))).reduce((a, b) => a + b, 0) - trips0 : null;
-    const sendAnswers = phaseAnswers();
-    // The figures above are the sends' from the burst; their pushes are read out before the steady phase adds its own.
-    const fromBurst = {
-      p50: timer.pct(50),
-      p99: timer.pct(99),
-      byStart: byStart(timer, t0),
-      seen: timer.latencies.length,
-      waits: Object.fromEntries(Object.entries(timer.waits).map(([k, xs]) => [k, { n: xs.length, p99: xs.length === 0 ? null : timer.pct(99, xs) }])),
-      missedLived: [...timer.missedLived],
-    };
+    // --warmup's earlier counts: the same phase, its figures kept beside the run's own.
+    const earlier = [];
+    for (const warmup of WARMUPS.slice(0, -1)) {
+      const m = await measure(warmup, false);
+      earlier.push({
+        warmup,
+        sendsPerSecond: MESSAGES / m.sendSeconds,
+        p50: m.fromBurst.p50,
+        p99: m.fromBurst.p99,
+        seen: m.fromBurst.seen,
+        ...m.phase,
+        gcMajor: m.loop.gc.major,
+        probe: m.probe,
+      });
+    }
+    const {
+      sendAt,
+      loop,
+      sendNs0,
+      sendNs1,
+      sendSeconds,
+      phase,
+      scrapesIn,
+      trips,
+      deferred,
+      waited,
+      sendAnswers,
+      fromBurst,
+      probe: probes,
+    } = await measure(WARMUP, true);
     const steady = await steadyPhase(hubs, database, urls, sessions, sender, timer);
+    const probeSteady = await probe();
     phaseAnswers();
     for (const stream of open) stream.stop();
     return {
@@ -1163,6 +1239,8 @@ async function run(label, instances, database, variant) {
       streams: opened,
       sendsPerSecond: MESSAGES / sendSeconds,
       ...fromBurst,
+      earlier,
+      probes: { before: probes[0], after: probes[1], steady: probeSteady },
       steady,
       ...phase,
       scrapesIn,
@@ -1193,6 +1271,22 @@ const startLine = ({ tag, byStart: b }) =>
 /** One line per run as it ends: what a same-run A/B table needs (the full tables follow at the end). */
 const runLine = (r) =>
   `run ${r.tag} [${r.config}] at ${r.sendAt.utc} UTC, load ${r.sendAt.load.toFixed(1)} → ${r.loadAfter.toFixed(1)}: ${r.sendsPerSecond.toFixed(0)} sends/s, push p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms; Hub CPU ${r.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(r.dbCpuMsPerSend, 2)}, load ${r.loadCpuMsPerSend.toFixed(2)} (with the bench's scrapes around the sends, as until session 19: ${r.scrapesIn.cpuMsPerSend.toFixed(2)}, ${fmt(r.scrapesIn.dbCpuMsPerSend, 2)}, ${r.scrapesIn.loadCpuMsPerSend.toFixed(2)}); GC major ${r.loop.gc.major.n} (${(r.loop.gc.major.s * 1000).toFixed(0)} ms), minor ${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms); requests that waited for the pool ${r.waited === null ? '—' : r.waited.request}${r.idle.presence === null ? '' : `; presence ${r.idle.presence.rows.toFixed(0)} rows in ${r.idle.presence.statements.toFixed(1)} statements per ${PRESENCE_PERIOD_SECONDS} s period (idle, ${r.idle.presence.periods.toFixed(1)} periods; over one whole period, ${r.idle.presence.wholePeriod.marginSeconds.toFixed(0)} s from any write: ${r.idle.presence.wholePeriod.rows} rows)`}`;
+/**
+ * Beside a run's line: the CPU probe (cpu-probe.mjs) just before and after its measured sends and after the steady phase,
+ * each CPU's loop time against the fastest seen so far in this process: a slow vCPU says the run's figure is the machine's.
+ */
+/** Whether the probe found a CPU slow before or after a run's measured sends, or after its steady phase. */
+const slowRun = ({ probes: p }) => [p.before, p.after, p.steady].some((ms) => anySlow(ms, fastestProbe));
+const probeLine = ({ tag, probes: p }) =>
+  `run ${tag} CPU probe (ms of one fixed loop pinned to each CPU, median of 3; the fastest seen ${fastestProbe.toFixed(0)}, slow at ${SLOW_RATIO}×): before the sends ${probeText(p.before, fastestProbe)}; after them ${probeText(p.after, fastestProbe)}; after the steady phase ${probeText(p.steady, fastestProbe)}${slowRun({ probes: p }) ? ' — a slow vCPU: this run measured the machine as much as the Hub' : ''}`;
+/** Beside a run's line: the phases measured after --warmup's earlier counts, in the same run on the same Hubs. */
+const earlierLines = ({ tag, earlier }) =>
+  earlier.map(
+    (e) =>
+      `run ${tag} after ${e.warmup} warm-up sends (then ${WARMUP - e.warmup - MESSAGES} more before the run's own phase): ${e.sendsPerSecond.toFixed(0)} sends/s, push p50 ${e.p50.toFixed(1)} ms, p99 ${e.p99.toFixed(1)} ms (${e.seen} pushes); Hub CPU ${e.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(e.dbCpuMsPerSend, 2)}, load ${e.loadCpuMsPerSend.toFixed(2)}; GC major ${e.gcMajor.n} (${(e.gcMajor.s * 1000).toFixed(0)} ms); CPU probe before ${probeText(e.probe[0], fastestProbe)}, after ${probeText(e.probe[1], fastestProbe)}`,
+  );
+// The probe's reference before any Hub runs: the fastest loop time is what a CPU's "slow" is measured against.
+console.log(`CPU probe before the runs (ms of one fixed loop pinned to each CPU, median of 3): ${probeText(await probe(), fastestProbe)}`);
 const results = [];
 for (let rep = 0; rep < REPEAT; rep++) {
   for (const which of ONLY) {
@@ -1203,6 +1297,8 @@ for (let rep = 0; rep < REPEAT; rep++) {
       const r = store === 'sqlite' ? await run('sqlite', 1, false, variant) : await run('postgres', Number(n ?? 1), true, variant);
       results.push({ ...r, rep });
       console.log(runLine(r));
+      for (const line of earlierLines(r)) console.log(line);
+      console.log(probeLine(r));
       console.log(startLine(r));
       console.log(steadyLine(r));
     }
@@ -1211,7 +1307,7 @@ for (let rep = 0; rep < REPEAT; rep++) {
 
 if (CPU_PROF !== null) for (const [phase, w] of Object.entries(windows)) writeFileSync(path.join(CPU_PROF, `${phase}-phases.json`), JSON.stringify(w));
 console.log(
-  `streams ${STREAMS} in total, ${MESSAGES} sends at ${CONCURRENCY} in flight after ${WARMUP} warm-up sends; ${os.cpus().length} cores (a shared machine makes figures noisy)`,
+  `streams ${STREAMS} in total, ${MESSAGES} sends at ${CONCURRENCY} in flight after ${WARMUP} warm-up sends${WARMUPS.length > 1 ? ` (earlier phases after ${WARMUPS.slice(0, -1).join(', ')})` : ''}; ${os.cpus().length} cores (a shared machine makes figures noisy)`,
 );
 console.log(
   'store      instances  streams  open s  DB trips/connect  sends/s  push p50 ms  push p99 ms  pushes seen  Hub CPU ms/send  DB CPU ms/send  load CPU ms/send  DB round trips/send',
@@ -1338,7 +1434,7 @@ if (VARIANTS.length > 1) {
         return (r.p99 / other.p99).toFixed(2);
       });
       console.log(
-        `A/B ${rs[0].label} ×${rs[0].instances} (${v.name}): push p99 ${rs.map((r) => r.p99.toFixed(1)).join(', ')} ms (median ${median(rs.map((r) => r.p99)).toFixed(1)}; steady ${rs.map((r) => r.steady.p99.toFixed(1)).join(', ')}), p50 median ${median(rs.map((r) => r.p50)).toFixed(1)}, sends/s median ${median(rs.map((r) => r.sendsPerSecond)).toFixed(0)}, GC major ${rs.map((r) => r.loop.gc.major.n).join('/')}, minor ${rs.map((r) => `${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms)`).join('/')}, requests that waited ${rs.map((r) => (r.waited === null ? '—' : r.waited.request)).join('/')}${v.name === first ? '' : `; p99 / ${first}'s in the same pair: ${ratios.join(', ')}`}`,
+        `A/B ${rs[0].label} ×${rs[0].instances} (${v.name}): push p99 ${rs.map((r) => r.p99.toFixed(1)).join(', ')} ms (median ${median(rs.map((r) => r.p99)).toFixed(1)}; steady ${rs.map((r) => r.steady.p99.toFixed(1)).join(', ')}), p50 median ${median(rs.map((r) => r.p50)).toFixed(1)}, sends/s median ${median(rs.map((r) => r.sendsPerSecond)).toFixed(0)}, GC major ${rs.map((r) => r.loop.gc.major.n).join('/')}, minor ${rs.map((r) => `${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms)`).join('/')}, requests that waited ${rs.map((r) => (r.waited === null ? '—' : r.waited.request)).join('/')}${rs[0].earlier.map((e, k) => `; after ${e.warmup} warm-up sends p99 ${rs.map((r) => r.earlier[k].p99.toFixed(1)).join(', ')} ms`).join('')}; CPU probe ${rs.map((r) => (slowRun(r) ? 'SLOW' : 'fast')).join('/')}${v.name === first ? '' : `; p99 / ${first}'s in the same pair: ${ratios.join(', ')}`}`,
       );
     }
   }
