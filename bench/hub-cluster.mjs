@@ -1175,49 +1175,24 @@ async function run(label, instances, database, variant) {
       return {
         sendAt,
         loop,
-        sendNs0,
-        sendNs1,
-        sendSeconds,
-        phase,
-        scrapesIn,
-        trips,
-        deferred,
-        waited,
+        sendNs: [sendNs0, sendNs1],
         sendAnswers,
-        fromBurst,
+        sendsPerSecond: MESSAGES / sendSeconds,
+        ...fromBurst,
+        ...phase,
+        scrapesIn,
+        tripsPerSend: trips === null ? null : trips / MESSAGES,
+        deferredPerSend: deferred / MESSAGES,
+        waited,
         probe: [probeBefore, probeAfter],
       };
     };
     // --warmup's earlier counts: the same phase, its figures kept beside the run's own.
     const earlier = [];
     for (const warmup of WARMUPS.slice(0, -1)) {
-      const m = await measure(warmup, false);
-      earlier.push({
-        warmup,
-        sendsPerSecond: MESSAGES / m.sendSeconds,
-        p50: m.fromBurst.p50,
-        p99: m.fromBurst.p99,
-        seen: m.fromBurst.seen,
-        ...m.phase,
-        gcMajor: m.loop.gc.major,
-        probe: m.probe,
-      });
+      earlier.push({ warmup, ...(await measure(warmup, false)) });
     }
-    const {
-      sendAt,
-      loop,
-      sendNs0,
-      sendNs1,
-      sendSeconds,
-      phase,
-      scrapesIn,
-      trips,
-      deferred,
-      waited,
-      sendAnswers,
-      fromBurst,
-      probe: probes,
-    } = await measure(WARMUP, true);
+    const own = await measure(WARMUP, true);
     const steady = await steadyPhase(hubs, database, urls, sessions, sender, timer);
     const probeSteady = await probe();
     phaseAnswers();
@@ -1226,27 +1201,18 @@ async function run(label, instances, database, variant) {
       tag: `${label} ×${instances}${variant.name === '' ? '' : ` (${variant.name})`}`,
       variant: variant.name,
       config,
-      sendAt,
       loadAfter: os.loadavg()[0],
-      loop,
-      hops: TRACE ? pushHops(dirs, benchHops, timer, [sendNs0, sendNs1], keepTrace(dirs, benchHops, [sendNs0, sendNs1], await bare.stop())) : null,
+      hops: TRACE ? pushHops(dirs, benchHops, timer, own.sendNs, keepTrace(dirs, benchHops, own.sendNs, await bare.stop())) : null,
       idle,
       idleFresh,
       openAnswers,
-      sendAnswers,
       label,
       instances,
       streams: opened,
-      sendsPerSecond: MESSAGES / sendSeconds,
-      ...fromBurst,
+      ...own,
       earlier,
-      probes: { before: probes[0], after: probes[1], steady: probeSteady },
+      probes: { before: own.probe[0], after: own.probe[1], steady: probeSteady },
       steady,
-      ...phase,
-      scrapesIn,
-      tripsPerSend: trips === null ? null : trips / MESSAGES,
-      deferredPerSend: deferred / MESSAGES,
-      waited,
       openSeconds,
       tripsPerConnect: connectTrips === null || !openAnswers.get(200) ? null : connectTrips / openAnswers.get(200),
     };
@@ -1283,7 +1249,7 @@ const probeLine = ({ tag, probes: p }) =>
 const earlierLines = ({ tag, earlier }) =>
   earlier.map(
     (e) =>
-      `run ${tag} after ${e.warmup} warm-up sends (then ${WARMUP - e.warmup - MESSAGES} more before the run's own phase): ${e.sendsPerSecond.toFixed(0)} sends/s, push p50 ${e.p50.toFixed(1)} ms, p99 ${e.p99.toFixed(1)} ms (${e.seen} pushes); Hub CPU ${e.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(e.dbCpuMsPerSend, 2)}, load ${e.loadCpuMsPerSend.toFixed(2)}; GC major ${e.gcMajor.n} (${(e.gcMajor.s * 1000).toFixed(0)} ms); CPU probe before ${probeText(e.probe[0], fastestProbe)}, after ${probeText(e.probe[1], fastestProbe)}`,
+      `run ${tag} after ${e.warmup} warm-up sends (then ${WARMUP - e.warmup - MESSAGES} more before the run's own phase): ${e.sendsPerSecond.toFixed(0)} sends/s, push p50 ${e.p50.toFixed(1)} ms, p99 ${e.p99.toFixed(1)} ms (${e.seen} pushes); Hub CPU ${e.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(e.dbCpuMsPerSend, 2)}, load ${e.loadCpuMsPerSend.toFixed(2)}; GC major ${e.loop.gc.major.n} (${(e.loop.gc.major.s * 1000).toFixed(0)} ms); CPU probe before ${probeText(e.probe[0], fastestProbe)}, after ${probeText(e.probe[1], fastestProbe)}`,
   );
 // The probe's reference before any Hub runs: the fastest loop time is what a CPU's "slow" is measured against.
 console.log(`CPU probe before the runs (ms of one fixed loop pinned to each CPU, median of 3): ${probeText(await probe(), fastestProbe)}`);
