@@ -22,6 +22,7 @@ const WRITTEN = Symbol('written');
  */
 export class FdOutput extends EventEmitter {
   private stream: NodeJS.WriteStream | null = null;
+  private failure: Error | null = null;
   private lastTurn = process.hrtime.bigint();
 
   constructor(
@@ -39,6 +40,7 @@ export class FdOutput extends EventEmitter {
       return true;
     }
     if (r instanceof Error) {
+      this.failure = r;
       setImmediate(() => {
         cb?.(r);
         this.emit('error', r);
@@ -54,6 +56,7 @@ export class FdOutput extends EventEmitter {
     const r = this.writeDirect(text);
     if (r === WRITTEN) return this.turnDue() ? new Promise((resolve) => setImmediate(resolve)) : null;
     if (r instanceof Error) {
+      this.failure = r;
       setImmediate(() => this.emit('error', r));
       return Promise.reject(r);
     }
@@ -103,6 +106,11 @@ export class FdOutput extends EventEmitter {
   /** Bytes accepted but not yet written: only the stream, once in use, ever holds any. */
   get writableLength(): number {
     return this.stream?.writableLength ?? 0;
+  }
+
+  /** The first write(2) that failed, or the stream's error once writes go through it. */
+  get errored(): Error | null {
+    return this.failure ?? this.stream?.errored ?? null;
   }
 
   private toStream(): NodeJS.WriteStream {

@@ -10,6 +10,10 @@ export abstract class ForwardingOutput implements ProcessOutput {
     return this.inner.writableLength;
   }
 
+  get errored(): Error | null {
+    return this.inner.errored;
+  }
+
   on(event: 'error', listener: (err: Error) => void): this {
     this.inner.on(event, listener);
     return this;

@@ -11,6 +11,8 @@ import { intervalTicker, StatusLine, terminalFacts, TerminalOutput, type Termina
 /** An output of this process: the entry waits for it to drain before exiting. */
 export interface ProcessOutput extends Output {
   readonly writableLength: number;
+  /** The error that ended this output (EPIPE: its reader went away), set when the write fails. */
+  readonly errored: Error | null;
   once(event: 'drain', listener: () => void): unknown;
 }
 

@@ -2,7 +2,7 @@ import type { Command, CommanderError } from 'commander';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { CommandGroup } from './commands/index.js';
-import { EXIT, defaultStateRoot, type Outcome } from '../core/index.js';
+import { EXIT, SIGNAL_EXIT, defaultStateRoot, type Outcome } from '../core/index.js';
 import type { CommandHost } from './host.js';
 import { processIO, type CliIO, type Outputs, type ProcessIO } from './io.js';
 import { escapeUnsafe } from '../util/escape.js';
@@ -96,6 +96,7 @@ export async function runCliOf(groups: readonly CommandGroup[], argv: string[], 
       await program.parseAsync(argv, { from: 'user' });
     }
   } catch (err) {
+    if (isClosedPipe(err)) return SIGNAL_EXIT.SIGPIPE;
     const { CommanderError } = await import('commander');
     if (err instanceof CommanderError) {
       if (err.exitCode === 0) return EXIT.ok;
@@ -117,15 +118,39 @@ export async function runCliOf(groups: readonly CommandGroup[], argv: string[], 
  */
 export async function runProcessWithout(argv: string[], outputs: Outputs, command: (io: CliIO) => Promise<Finished>): Promise<void> {
   const io = processIO(outputs);
+  const closed = hearClosedPipes(io);
   let code: number;
   try {
     const finished = await command(io);
     printOutcome(io, finished.name, finished.outcome);
     code = finished.outcome.exit;
   } catch (err) {
-    code = internalError(io, argv, err);
+    code = isClosedPipe(err) ? SIGNAL_EXIT.SIGPIPE : internalError(io, argv, err);
   }
-  exitDrained(io, code);
+  exitDrained(io, code, closed);
+}
+
+/** A write failed because nobody reads that pipe any more (`oh-hai … | head -1` after head exited). */
+const isClosedPipe = (e: unknown): boolean => e instanceof Error && (e as NodeJS.ErrnoException).code === 'EPIPE';
+
+/**
+ * Node ignores SIGPIPE, so a closed pipe is a write's EPIPE, emitted as 'error': unheard, that
+ * is a stack trace and exit 1 for what a shell reports of any other writer as a quiet 141. So
+ * EPIPE is heard here, and the answer says whether stdout met it (a stream's `errored` is set
+ * when the write fails, before the event, and Node clears it on process.stdout afterwards).
+ * Any other write error still crashes.
+ */
+function hearClosedPipes(io: ProcessIO): () => boolean {
+  let closed = false;
+  const onError = (e: Error) => {
+    if (!isClosedPipe(e)) throw e;
+  };
+  io.stdout.on('error', (e) => {
+    onError(e);
+    closed = true;
+  });
+  io.stderr.on('error', onError);
+  return () => closed || isClosedPipe(io.stdout.errored);
 }
 
 /** The top-level command argv names: the program's own options (-V, -h) take no value. */
@@ -179,12 +204,19 @@ function internalError(io: CliIO, argv: string[], err: unknown): number {
 /** The process entry (bin/oh-hai, through main.ts or bridge-main.ts). The only place that calls process.exit. */
 export async function runProcess(groups: readonly CommandGroup[], outputs: Outputs = 'streams'): Promise<void> {
   const io = processIO(outputs);
-  exitDrained(io, await runCliOf(groups, process.argv.slice(2), io));
+  const closed = hearClosedPipes(io);
+  exitDrained(io, await runCliOf(groups, process.argv.slice(2), io), closed);
 }
 
-function exitDrained(io: ProcessIO, code: number): void {
-  const exit = () => process.exit(code);
-  // Let stdout drain before exiting so a pipe reader gets every byte we promised.
-  if (io.stdout.writableLength > 0) io.stdout.once('drain', exit);
-  else exit();
+/**
+ * Exit once stdout has drained, so a pipe reader gets every byte we promised. A stdout whose
+ * reader went away never drains: the run ends at once, 141 where it would have been 0 (the
+ * output was not all read), the command's own code otherwise.
+ */
+function exitDrained(io: ProcessIO, code: number, closed: () => boolean): void {
+  const exit = () => process.exit(closed() && code === EXIT.ok ? SIGNAL_EXIT.SIGPIPE : code);
+  if (!closed() && io.stdout.writableLength > 0) {
+    io.stdout.once('drain', exit);
+    io.stdout.on('error', exit);
+  } else exit();
 }

@@ -19,8 +19,10 @@ export const EXIT = {
 /**
  * 128 + the signal's number, as a shell reports a process a signal ended. The reader handles
  * SIGINT and SIGTERM: it finishes the record in flight and exits with these codes itself.
+ * SIGPIPE never arrives (Node ignores it, so a write to a pipe nobody reads fails with EPIPE):
+ * every command then exits 141 itself, as a shell reports a writer a closed pipe ended.
  */
-export const SIGNAL_EXIT = { SIGHUP: 129, SIGINT: 130, SIGQUIT: 131, SIGKILL: 137, SIGTERM: 143 } as const;
+export const SIGNAL_EXIT = { SIGHUP: 129, SIGINT: 130, SIGQUIT: 131, SIGKILL: 137, SIGPIPE: 141, SIGTERM: 143 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
@@ -66,6 +68,11 @@ export const BRIDGE_EXIT_TABLE: readonly ExitRow[] = [
     code: SIGNAL_EXIT.SIGINT,
     meaning: 'stopped by Ctrl-C (SIGINT) after finishing the record in flight',
     todo: 'nothing failed and nothing is lost — re-run when mail should flow again',
+  },
+  {
+    code: SIGNAL_EXIT.SIGPIPE,
+    meaning: 'stdout was closed before everything was printed (its reader exited, e.g. `| head -1`)',
+    todo: 'nothing is lost: a record not printed is printed by the next run — re-run with stdout read to the end',
   },
   {
     code: SIGNAL_EXIT.SIGTERM,

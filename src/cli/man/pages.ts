@@ -92,7 +92,8 @@ Set up once with oh-hai setup (the Hub URL, a login, the sender policy), then ru
     ['3', 'The credential is missing, refused or revoked; a human must fix it.'],
     ['13', 'The Hub is unreachable, or is not a usable MA2H Hub.'],
     ['130', 'A prompt was cancelled with Ctrl-C.'],
-    ['other', 'Each command documents its own: the bridge contract (0, 2, 3, 4, 10 to 15 and 128 + N) is in oh-hai-bridge(1).'],
+    ['141', 'Any command: stdout was closed before everything was printed (its reader exited, as `| head -1` does). The command itself did not fail; nothing is printed about it.'],
+    ['other', 'Each command documents its own: the bridge contract (0, 2, 3, 4, 10 to 15, 141 and 128 + N) is in oh-hai-bridge(1).'],
   ],
   examples: [
     { text: 'The whole loop on an embedded local Hub, printed step by step:', code: 'oh-hai demo' },
@@ -258,6 +259,7 @@ One watcher per identity per machine: a second exits 10 and names the first. Do 
     ['10', 'Another watcher for this identity already runs on this machine; the refusal names it. Do not kill it: stopping it costs delivery.'],
     ['12', 'An entry failed verification \u2014 possible tampering. Stop; tell a human.'],
     ['13', 'The Hub is unreachable (reconnect budget exhausted). Re-run with your own backoff; escalate if it repeats.'],
+    ['141', 'stdout was closed before a directive could be printed (its reader exited, e.g. `| head -1`). Nothing is lost: the next run prints it.'],
     ['128 + N', 'Killed from outside by a signal it does not handle. Nothing failed; re-run when directives should flow again.'],
   ],
   examples: [
