@@ -214,18 +214,27 @@ describe.skipIf(chromiumMissing !== null)('web inbox in a real browser', () => {
     expect(again.json).toMatchObject({ error: { code: 'session_closed_by_operator' } });
   });
 
-  it('lifts the recorded stop from the Fleet page; the run may register again', async () => {
+  it('lifts the recorded stop from the Fleet page, saying what it lifted; the next bridge run registers anew by itself', async () => {
     const { page } = browser;
     await goto('/fleet');
     await page.getByRole('button', { name: `Lift the stop on ${sessionId}` }).click();
     await page.waitForURL(`${hub.url}/fleet`);
-    expect(await page.getByRole('status').textContent()).toContain('Lifted the operator stop');
+    const said = (await page.getByRole('status').textContent()) ?? '';
+    expect(said).toContain(`Lifted 1 operator stop on agent ${agent.id} (session name ${SESSION_NAME}, recorded when ${sessionId} was closed)`);
+    expect(said).toContain("the agent's next oh-hai bridge registers a new session (a new address) by itself");
     expect(await page.getByText('No operator stops are recorded.').count()).toBe(1);
 
-    const reg = await api('POST', '/v1/sessions', agent.token, { client_key: 'web-test-probe', name: SESSION_NAME });
-    expect(reg.status).toBe(201);
-    const created = reg.json.session as { id: string };
-    await api('POST', `/v1/sessions/${created.id}/close`, agent.token, {});
+    // The agent's next run comes back by itself: a new session under the same name, the address change printed before new mail.
+    const back = bridge(60);
+    const row = await waitFor(async () => (await liveSessions()).find((r) => r.name === SESSION_NAME && r.session_id !== sessionId), {
+      what: 'the bridge registering a new session after the lift',
+    });
+    expect((await api('POST', '/v1/directives', hub.humanToken, { to: row.address, text: 'back after the lift' })).status).toBe(202);
+    const r = await back.done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`address changed (session_closed_by_operator): agent:${agent.id}#${sessionId} → ${row.address}`);
+    expect(r.stdout).toContain('"back after the lift"');
+    await api('POST', `/v1/sessions/${row.session_id}/close`, agent.token, {});
   });
 
   it('switches agent messaging off in Settings; an agent send is then refused with messaging_disabled', async () => {

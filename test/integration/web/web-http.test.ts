@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHub, type TestHub } from '../../helpers/hub.js';
+import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
 
 /**
  * The web inbox's sessions, CSRF and origin checks at the HTTP level, against a real
@@ -188,6 +188,40 @@ describe('web inbox over HTTP: sign-in, cookies, CSRF and origin checks', () => 
     expect(unknown.status).toBe(400);
     expect(unknown.body).toContain('is no agent&#39;s label or id');
     expect(unknown.body).toContain(`web-target (agent:${agent.id})`);
+  });
+
+  it('the Lift button says what it lifted, that nothing was left to lift, or what the Hub refused', async () => {
+    const agent = await hub.mintAgent('web-lifted');
+    const s = (await hubCall(hub, 'POST', '/v1/sessions', { token: agent.token, body: { client_key: 'ck-web-lift', name: 'web-lift' } })).body.session;
+    expect((await hubCall(hub, 'POST', `/v1/sessions/${s.id}/operator-close`, { token: hub.humanToken })).status).toBe(200);
+    const b = await signIn();
+    const fleet = (await request(b, 'GET', '/fleet')).body;
+    const liftForm = /<form method="post" action="\/fleet\/lift">([\s\S]*?)<\/form>/.exec(fleet.slice(fleet.indexOf('Recorded operator stops')))![1]!;
+    const fields = Object.fromEntries([...liftForm.matchAll(/name="([^"]+)" value="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
+    expect(fields).toMatchObject({ agent_id: agent.id, client_key: 'ck-web-lift', name: 'web-lift', session: s.id });
+    const flashAfter = async (form: Record<string, string>): Promise<string> => {
+      expect((await request(b, 'POST', '/fleet/lift', form)).status).toBe(303);
+      const page = (await request(b, 'GET', '/fleet')).body;
+      return (/<div class="flash[^"]*" role="(?:status|alert)">([\s\S]*?)<\/div>/.exec(page)?.[1] ?? '(no flash)')
+        .replace(/<[^>]+>/g, ' ')
+        .replace(/&#39;/g, "'")
+        .replace(/\s+/g, ' ')
+        .trim();
+    };
+    const stop = `on agent ${agent.id} (session name web-lift, recorded when ${s.id} was closed)`;
+
+    const lifted = await flashAfter(fields);
+    expect(lifted).toContain(
+      `Done Lifted 1 operator stop ${stop}: that run may register again. ${s.id} stays closed; the agent's next oh-hai bridge registers a new session`,
+    );
+    expect(lifted).toContain('told not to re-run (exit 14), so tell the agent it may');
+    expect((await hubCall(hub, 'POST', '/v1/sessions', { token: agent.token, body: { client_key: 'ck-web-lift' } })).status).toBe(201);
+    // The same form again (a second tab, a reload of the old page): nothing matched, and it says so.
+    expect(await flashAfter(fields)).toContain(`Done Nothing was lifted: no operator stop ${stop} is recorded any more — it was lifted already`);
+    const refused = await flashAfter({ csrf: fields.csrf!, agent_id: 'agt_nobody' });
+    expect(refused).toContain(
+      'Refused The operator stop on agent agt_nobody was not lifted; the Hub answered agent_not_found: no agent agt_nobody in this account',
+    );
   });
 
   it("puts the product doc's advice on writing directives beside the Send form", async () => {

@@ -1,4 +1,15 @@
-import type { AccountState, AgentRow, FleetRow, LiftRequest, Message, MessageList, MintedAgent, OperatorStop, Whoami } from '../../contract/index.js';
+import type {
+  AccountState,
+  AgentRow,
+  FleetRow,
+  LiftRequest,
+  LiftResult,
+  Message,
+  MessageList,
+  MintedAgent,
+  OperatorStop,
+  Whoami,
+} from '../../contract/index.js';
 import type { HubFailure, HubResult } from '../../client/index.js';
 import { HubClient } from '../../client/index.js';
 
@@ -21,7 +32,7 @@ export interface WebHub {
   fleet(token: string): Promise<ApiAnswer<FleetRow[]>>;
   operatorStops(token: string): Promise<ApiAnswer<OperatorStop[]>>;
   operatorClose(token: string, sessionId: string): Promise<ApiAnswer<unknown>>;
-  liftStop(token: string, req: LiftRequest): Promise<ApiAnswer<unknown>>;
+  liftStop(token: string, req: LiftRequest): Promise<ApiAnswer<LiftResult>>;
   /** Directives this human sent, newest first. */
   sentDirectives(token: string, limit: number): Promise<ApiAnswer<MessageList>>;
   directive(token: string, to: string, text: string): Promise<ApiAnswer<Message>>;

@@ -6,7 +6,7 @@ import type { Store } from '../sql.js';
 import { html, type SafeHtml } from './html.js';
 import { renderPage, type NavKey } from './layout.js';
 import { agentsPage, revokeConfirmPage } from './pages/agents.js';
-import { closeConfirmPage, fleetPage } from './pages/fleet.js';
+import { closeConfirmPage, fleetPage, liftedFlash, stopWords } from './pages/fleet.js';
 import { inboxPage } from './pages/inbox.js';
 import { loginPage } from './pages/login.js';
 import { sendPage, type AddressChoice } from './pages/send.js';
@@ -121,9 +121,9 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     redirect(c.res, location);
   };
 
-  /** An action's answer as the flash on `location`: what was done, or the API's refusal after `failed`. */
-  const settle = async (c: Signed, a: ApiAnswer<unknown>, location: string, done: string, failed: string): Promise<void> => {
-    if (a.ok) await after(c, location, { kind: 'ok', text: done });
+  /** An action's answer as the flash on `location`: what was done (from the answer, when it says more), or the API's refusal after `failed`. */
+  const settle = async <T>(c: Signed, a: ApiAnswer<T>, location: string, done: string | ((value: T) => Flash), failed: string): Promise<void> => {
+    if (a.ok) await after(c, location, typeof done === 'string' ? { kind: 'ok', text: done } : done(a.value));
     else if (a.status === 401) await signOut(c);
     else await after(c, location, { kind: 'error', text: `${failed} ${refusalText(a)}` });
   };
@@ -173,16 +173,13 @@ export function createWebInbox(o: WebInboxOptions): WebHandler {
     },
     '/fleet/lift': {
       post: async (c, form) => {
-        const agent_id = form.get('agent_id') ?? '';
-        const client_key = form.get('client_key');
-        const name = form.get('name');
-        await settle(
-          c,
-          await hub.liftStop(c.token, { agent_id, ...(client_key ? { client_key } : {}), ...(name ? { name } : {}) }),
-          '/fleet',
-          `Lifted the operator stop on agent ${agent_id}: that run may register a new session.`,
-          'The stop was not lifted.',
-        );
+        const stop = { agent_id: form.get('agent_id') ?? '', client_key: form.get('client_key'), name: form.get('name'), session_id: form.get('session') };
+        const a = await hub.liftStop(c.token, {
+          agent_id: stop.agent_id,
+          ...(stop.client_key ? { client_key: stop.client_key } : {}),
+          ...(stop.name ? { name: stop.name } : {}),
+        });
+        await settle(c, a, '/fleet', (r) => liftedFlash(r.lifted, stop), `The operator stop ${stopWords(stop)} was not lifted; the Hub answered`);
       },
     },
     '/inbox': {

@@ -2,6 +2,7 @@ import type { FleetRow } from '../../../contract/index.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, instant, stateWord } from '../layout.js';
 import type { OperatorStop } from '../../../contract/index.js';
+import type { Flash } from '../sessions.js';
 
 const agentCell = (label: string | null, id: string): SafeHtml => html`${label ?? html`<span class="empty">no label</span>`}<br><code>${id}</code>`;
 
@@ -28,8 +29,42 @@ function stopRow(s: OperatorStop, csrf: string): SafeHtml {
 <input type="hidden" name="agent_id" value="${s.agent_id}">
 ${s.client_key ? html`<input type="hidden" name="client_key" value="${s.client_key}">` : null}
 ${s.name ? html`<input type="hidden" name="name" value="${s.name}">` : null}
+${s.session_id ? html`<input type="hidden" name="session" value="${s.session_id}">` : null}
 <button type="submit" aria-label="Lift the stop on ${s.session_id ?? s.agent_id}">Lift</button></form></td>
 </tr>`;
+}
+
+/** The stop a Lift form names (the row's fields, as posted). */
+export interface LiftedStop {
+  agent_id: string;
+  client_key: string | null;
+  name: string | null;
+  session_id: string | null;
+}
+
+/** Which stop, in the words of its row: the agent, the session name, the session whose close recorded it. */
+export function stopWords(s: LiftedStop): string {
+  const about = [s.name ? `session name ${s.name}` : null, s.session_id ? `recorded when ${s.session_id} was closed` : null].filter((x) => x !== null);
+  return `on agent ${s.agent_id}${about.length > 0 ? ` (${about.join(', ')})` : ''}`;
+}
+
+/**
+ * What a Lift did, and what happens next on the agent's side: its bridge was told (exit 14)
+ * not to re-run, and nothing reaches it when a stop goes, so the human is the one to say so.
+ */
+export function liftedFlash(lifted: number | null, stop: LiftedStop): Flash {
+  const next = `${stop.session_id ?? 'The closed session'} stays closed; the agent's next oh-hai bridge registers a new session (a new address) by itself.`;
+  if (lifted === 0) {
+    return {
+      kind: 'ok',
+      text: `Nothing was lifted: no operator stop ${stopWords(stop)} is recorded any more — it was lifted already (from another page, by another human, or with oh-hai hub lift). ${next}`,
+    };
+  }
+  const what = lifted === null ? 'the operator stop' : lifted === 1 ? '1 operator stop' : `${lifted} operator stops`;
+  return {
+    kind: 'ok',
+    text: `Lifted ${what} ${stopWords(stop)}: that run may register again. ${next} Its last run was told not to re-run (exit 14), so tell the agent it may.`,
+  };
 }
 
 export function messagingOffBanner(messagingOn: boolean | null): SafeHtml | null {
