@@ -29,7 +29,7 @@ const kindOf = (st: Stats): string =>
 
 const refuse = (file: string, what: string): NotRegularFileError =>
   new NotRegularFileError(
-    `${file} is ${what}, not a regular file; oh-hai never follows, truncates or waits on one in its state entry. Remove it (rm '${file}') and run again`,
+    `${file} is ${what}, not a regular file; oh-hai never follows, truncates or waits on one in its state entry. Remove it (rm ${what === 'a directory' ? '-r ' : ''}'${file}') and run again`,
   );
 
 /**

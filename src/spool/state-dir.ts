@@ -49,7 +49,7 @@ export interface ModeRepair {
 
 export const describeRepair = (r: ModeRepair): string => `tightened permissions on ${r.path} from ${r.was} to ${r.now} (group/others could access it)`;
 
-export type StateDirOpen = Result<StateDir, { code: 'absent' | 'not_a_directory' | 'foreign_owner' | 'io'; reason: string }>;
+export type StateDirOpen = Result<StateDir, { code: 'absent' | 'not_a_directory' | 'not_a_file' | 'foreign_owner' | 'io'; reason: string }>;
 export type StateDirOpenFailure = Extract<StateDirOpen, { ok: false }>;
 
 interface RecordKinds {
@@ -228,6 +228,19 @@ export class StateDir {
 
 const OLD_TEMP_MAX_AGE_MS = 60 * 60 * 1000;
 
+/**
+ * The entry's files (its lock is a directory). A directory in a record's place refuses every
+ * write (a rename over it is EISDIR), and in the spool's, ledger's or log's every append: the
+ * entry is refused at open, naming it and the fix, rather than a write failing later as a bug.
+ */
+const FILE_NAMES: ReadonlySet<string> = new Set(Object.values(STATE_FILES).filter((name) => name !== STATE_FILES.consumerLock));
+
+const directoryInPlace = (p: string): StateDirOpenFailure => ({
+  ok: false,
+  code: 'not_a_file',
+  reason: `${p} is a directory where oh-hai keeps a file; nothing in it is oh-hai's. Remove it (rm -r '${p}') and run again`,
+});
+
 const octal = (mode: number): string => '0' + (mode & 0o777).toString(8).padStart(3, '0');
 
 /** Lock directories (proper-lockfile's mkdir) hold nothing and are made with the umask; leave them be. */
@@ -283,6 +296,7 @@ export function openStateDir(dir: string, opts: { create: boolean; log?: LogCont
       const p = path.join(dir, name);
       const fst = statOrNull(p);
       if (!fst || !(fst.isFile() || fst.isDirectory())) continue;
+      if (fst.isDirectory() && FILE_NAMES.has(name)) return directoryInPlace(p);
       if (uid !== null && fst.uid !== uid) return foreign(p, fst, uid, 'the file');
       if ((fst.mode & 0o077) !== 0) {
         const want = fst.isDirectory() ? 0o700 : 0o600;

@@ -2,6 +2,7 @@ export {
   connectionSettings,
   resolveAgent,
   resolveBridge,
+  stateEntryError,
   type AgentRequest,
   type ResolveFlags,
   type ResolveRequest,

@@ -13,7 +13,16 @@ import {
 } from '../../config/index.js';
 import { type Coded, EXIT, type CodedError, knobFromEnv } from '../../core/index.js';
 import type { AgentRow } from '../../hub/contract/index.js';
-import { openStateDir, resolveStateRoot, sessionStateDir, stateKey, type ConsumerSettings, type IdentityRecord, type StateDir } from '../../spool/index.js';
+import {
+  openStateDir,
+  resolveStateRoot,
+  sessionStateDir,
+  stateKey,
+  type ConsumerSettings,
+  type IdentityRecord,
+  type StateDir,
+  type StateDirOpenFailure,
+} from '../../spool/index.js';
 import type { CliIO } from '../io.js';
 import type { ProcessInspector } from './host-program.js';
 import { resolveAllowFrom } from './allow-from.js';
@@ -123,6 +132,16 @@ export async function resolveAgent(req: AgentRequest): Promise<Coded<ResolvedAge
   };
 }
 
+/**
+ * A state entry that cannot be opened. No entry (read-only callers) is "nothing here for this
+ * agent session"; a record that is a directory is `state_unreadable`, 1, as every state file
+ * that is not a regular file is (docs/consumer.md); the rest is the environment, not a bug.
+ */
+export function stateEntryError(f: StateDirOpenFailure): CodedError {
+  if (f.code === 'not_a_file') return { code: 'state_unreadable', message: f.reason, exit: EXIT.internal };
+  return { code: `state_entry_${f.code}`, message: f.reason, exit: f.code === 'absent' ? EXIT.noSession : EXIT.usage };
+}
+
 /** `resolveAgent`, then this agent session's key and its state dir (made with `create`). */
 export async function resolveBridge(req: ResolveRequest): Promise<Coded<ResolvedBridge>> {
   const { flags, io } = req;
@@ -139,10 +158,7 @@ export async function resolveBridge(req: ResolveRequest): Promise<Coded<Resolved
   const logBound = knobFromEnv(io.env, 'logMaxBytes');
   if (!logBound.ok) return logBound;
   const opened = openStateDir(dir, { create: req.create, log: { clock: io.clock, pid: io.pid, deny: [credential.token], maxBytes: logBound.value } });
-  if (!opened.ok) {
-    // No entry (read-only callers) is "nothing here for this agent session"; the rest is the environment, not a bug.
-    return { ok: false, error: { code: `state_entry_${opened.code}`, message: opened.reason, exit: opened.code === 'absent' ? EXIT.noSession : EXIT.usage } };
-  }
+  if (!opened.ok) return { ok: false, error: stateEntryError(opened) };
   const stateDir = opened.value;
   let adopted: string[] = [];
   if (req.create) {

@@ -1,9 +1,11 @@
+import { mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BRIDGE_EXIT_TABLE } from '../../../src/core/exit.js';
 import { runOhHai, startOhHai, collect } from '../../helpers/cli.js';
 import { tempEnv } from '../../helpers/env.js';
 import { waitFor } from '../../helpers/wait.js';
-import { useParties, as, sessionOf } from '../messaging/world.js';
+import { useParties, as, register, sessionOf, stateDirOf } from '../messaging/world.js';
 
 /** Issue 17, point 6: each "small wrong" a new user tripped over, one test each. */
 describe('without a Hub', () => {
@@ -100,6 +102,24 @@ describe('with a Hub', () => {
     expect(stderr).toMatch(/^oh-hai bridge: STOPPED \(exit 130, interrupted\) — stopped by Ctrl-C \(SIGINT\) after finishing the record in flight/m);
     expect(stderr).not.toContain('FATAL');
     await as(world.bob, 'bob-int', ['session', 'close']);
+  });
+
+  it('a directory where a state file belongs is exit 1 state_unreadable naming it and `rm -r`, not "a bug"', async () => {
+    await register(world.bob, world.hub, 'bob-dir');
+    const dir = stateDirOf(world.bob, world.hub, 'bob-dir');
+    for (const name of ['reader.json', 'settings.json']) {
+      const p = path.join(dir, name);
+      rmSync(p, { force: true });
+      mkdirSync(p);
+      const r = await as(world.bob, 'bob-dir', ['bridge', '--wait', '0']);
+      rmSync(p, { recursive: true });
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toContain(
+        `oh-hai bridge: FATAL (exit 1, state_unreadable) — ${p} is a directory where oh-hai keeps a file; nothing in it is oh-hai's. Remove it (rm -r '${p}') and run again\n`,
+      );
+      expect(r.stderr).not.toMatch(/this is a bug|tightened permissions/);
+    }
+    await as(world.bob, 'bob-dir', ['session', 'close']);
   });
 
   it('a send retrying a Hub that is down says how long it waits, never "retrying in 0s"', async () => {

@@ -93,6 +93,28 @@ describe('openStateDir', () => {
     if (!r.ok) expect(r.reason).toContain('consumer.json');
   });
 
+  it('refuses a directory where one of its files belongs, naming it and the fix, before repairing anything', () => {
+    const dir = path.join(tempDir(), 'entry');
+    mkdirSync(dir, { mode: 0o700 });
+    for (const name of ['reader.json', 'bridge.ndjson']) {
+      mkdirSync(path.join(dir, name), { mode: 0o755 });
+      chmodSync(path.join(dir, name), 0o755);
+      const r = openStateDir(dir, { create: false });
+      const p = path.join(dir, name);
+      expect(r).toEqual({
+        ok: false,
+        code: 'not_a_file',
+        reason: `${p} is a directory where oh-hai keeps a file; nothing in it is oh-hai's. Remove it (rm -r '${p}') and run again`,
+      });
+      expect(mode(p)).toBe(0o755);
+      fs.rmdirSync(p);
+    }
+    // Its lock is a directory (proper-lockfile's mkdir), and any other directory is not oh-hai's to judge.
+    mkdirSync(path.join(dir, 'consumer.lock'));
+    mkdirSync(path.join(dir, 'elsewhere'));
+    expect(openStateDir(dir, { create: false }).ok).toBe(true);
+  });
+
   it('leaves what is neither a file nor a directory alone (a symbolic link to a world-readable file, a fifo)', () => {
     const root = tempDir();
     const dir = path.join(root, 'entry');

@@ -5,7 +5,7 @@ import type { CliIO } from '../../io.js';
 import { startReadingStatus } from '../../reading-status.js';
 import { launchDetached, type LaunchRequest } from '../../../spawn/index.js';
 import { readReaderKnobs, processSignals, StopRequest, type SignalSource, watchPrincipal, WATCH_NAME as NAME } from '../../../reader/index.js';
-import { connectionSettings, resolveAgent } from '../../resolve/index.js';
+import { connectionSettings, resolveAgent, stateEntryError } from '../../resolve/index.js';
 import { principalStateDirFor, type AgentFlagValues } from '../../messaging/index.js';
 
 export interface WatchOptions extends AgentFlagValues {
@@ -58,7 +58,7 @@ export async function runWatch(opts: WatchOptions, io: CliIO, deps: WatchDeps = 
       create: true,
       log: { clock: io.clock, pid: io.pid, deny: [a.credential.token] },
     });
-    if (!opened.ok) return { exit: opened.code === 'foreign_owner' ? EXIT.usage : EXIT.internal, code: `state_entry_${opened.code}`, message: opened.reason };
+    if (!opened.ok) return toOutcome(stateEntryError(opened));
     const stateDir = opened.value;
     const identity = identityOf(a.hubUrl, a.agentId);
     const have = stateDir.read('identity');
