@@ -1,11 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync, watch, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CursorWriter } from '../../../src/spool/index.js';
 import type { TestHub } from '../../helpers/hub.js';
 import { withSeed } from '../../helpers/seed.js';
-import { expectEachAcknowledgedOnce, FAST_HUB, hubCall, useBenches, type Bench } from './harness.js';
+import { exited, expectEachAcknowledgedOnce, FAST_HUB, hubCall, killWhen, useBenches, type Bench } from './harness.js';
 
 /**
  * The safety property under kill -9 (DESIGN.md "The safety property"): kill the consumer —
@@ -144,25 +144,11 @@ function ledgerEndsWithEntry(file: string): boolean {
   return isEntryLine(text.slice(text.lastIndexOf('\n', end - 1) + 1, end));
 }
 
-/** SIGKILL the consumer as soon as its ledger ends with an `entry` line (watched: each write(2) wakes the test), or after `ms`. */
+/** SIGKILL the consumer as soon as its ledger ends with an `entry` line, or after `ms`. */
 function killAtLedgerEntry(dir: string, consumer: ChildProcess, ms: number): Promise<void> {
   const file = path.join(dir, 'ledger.ndjson');
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      watcher.close();
-      consumer.kill('SIGKILL');
-      resolve();
-    };
-    const watcher = watch(file, () => {
-      if (ledgerEndsWithEntry(file)) done();
-    });
-    const timer = setTimeout(done, ms);
-  });
+  return killWhen(file, consumer, () => ledgerEndsWithEntry(file), ms);
 }
-
-const exited = (p: ChildProcess): Promise<void> =>
-  p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise((r) => p.once('exit', () => r()));
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startOhHai, collect, type RunResult } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
@@ -296,6 +296,25 @@ export async function expectEachAcknowledgedOnce(bench: Bench, sent: readonly st
   expect(new Set(spooled).size, 'no entry spooled twice').toBe(spooled.length);
   expect([...spooled].sort(), 'none lost').toEqual([...sent].sort());
 }
+
+/** SIGKILL `consumer` as soon as `ready()` after a change to `watched` (each write(2) wakes the watch), or after `ms`. */
+export function killWhen(watched: string, consumer: ChildProcess, ready: () => boolean, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      watcher.close();
+      consumer.kill('SIGKILL');
+      resolve();
+    };
+    const watcher = watch(watched, () => {
+      if (ready()) done();
+    });
+    const timer = setTimeout(done, ms);
+  });
+}
+
+export const exited = (p: ChildProcess): Promise<void> =>
+  p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise((r) => p.once('exit', () => r()));
 
 /** A consumer test file's world: its Hub, and the benches and Hubs each test makes, undone after it. */
 export interface BenchWorld {
