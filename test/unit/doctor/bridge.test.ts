@@ -165,7 +165,10 @@ describe('bridge session', () => {
   it('fails a lapsed, closed or operator-closed session, each with its own fix', () => {
     expect(judgeSession(facts, hubSession('lapsed'), T0)).toMatchObject({ status: 'fail', fix: /registers a new session/ });
     expect(judgeSession(facts, hubSession('closed'), T0)).toMatchObject({ status: 'fail', fix: /stood it down/ });
-    expect(judgeSession(facts, hubSession('closed_by_operator'), T0)).toMatchObject({ status: 'fail', fix: /do not re-run/ });
+    expect(judgeSession(facts, hubSession('closed_by_operator'), T0)).toMatchObject({
+      status: 'fail',
+      fix: /do not re-run .* until a human lifts the stop; the first oh-hai bridge after the lift registers a new session by itself$/,
+    });
     const pinned = { ...facts, session: { state: 'ok' as const, value: { ...sessionRecord.value, pinned: true } } };
     expect(judgeSession(pinned, hubSession('lapsed'), T0).fix).toMatch(/clear or repoint --session/);
   });

@@ -117,7 +117,12 @@ const SESSION_FIX: Record<string, (pinned: boolean) => string> = {
       ? 'the pinned session is terminal: clear or repoint --session / MA2H_SESSION_ID, then re-run oh-hai bridge'
       : 're-run oh-hai bridge: it registers a new session and says that the address changed',
   closed: () => 'this agent stood it down (oh-hai session close): run oh-hai bridge only if this run should have a new address',
-  closed_by_operator: () => 'a human closed it (the operator kill-switch): do not re-run and do not start a replacement session',
+  closed_by_operator: (pinned) =>
+    `a human closed it (the operator kill-switch): do not re-run and do not start a replacement session until a human lifts the stop; ${
+      pinned
+        ? 'the pinned session stays closed after the lift: then clear or repoint --session / MA2H_SESSION_ID'
+        : 'the first oh-hai bridge after the lift registers a new session by itself'
+    }`,
 };
 
 export function judgeSession(facts: Pick<BridgeFacts, 'session' | 'consumer' | 'dir'>, hub: HubSession, nowMs: number): Check {
