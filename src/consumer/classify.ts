@@ -104,7 +104,11 @@ export function decideByCode(code: string, said: string, ctx: FailureContext, de
         stop(
           EXIT.stoodDown,
           'session_closed',
-          `${said} — this agent stood the session down (oh-hai session close); run again only if this run should have a new address`,
+          `${said} — this agent stood the session down (oh-hai session close); ${
+            ctx.pinned === null
+              ? 'run again only if this run should have a new address'
+              : `the pinned session ${ctx.pinned} stays closed: clear or repoint --session / MA2H_SESSION_ID before running again, or it exits 15 again`
+          }`,
         ),
       );
     case 'session_not_found':

@@ -59,6 +59,13 @@ export function hubFailureError(f: HubFailure, ctx: FailureContext): CodedError 
         message: `the Hub refused ${ctx.doing} for this kind of token (${said}); messaging needs an agent token, not the account's human token`,
       };
   }
+  if (notAnEndpoint(f)) {
+    return {
+      code: f.code,
+      exit: EXIT.unreachable,
+      message: `${ctx.hubUrl} has no such endpoint (${ctx.doing}: ${said}): it is not an MA2H Hub, or a proxy in front of it does not pass /v1/ through; check the Hub URL (--hub, MA2H_HUB_URL or [hub] url) with \`oh-hai doctor\``,
+    };
+  }
   if (f.status === 429 || f.status >= 500) {
     return {
       code: f.code,
@@ -66,10 +73,34 @@ export function hubFailureError(f: HubFailure, ctx: FailureContext): CodedError 
       message: `the Hub at ${ctx.hubUrl} kept failing while ${ctx.doing} (${said}); re-run with your own backoff, and escalate if it repeats`,
     };
   }
-  if (f.status === 404 || f.status === 410) return { code: f.code, exit: EXIT.noSession, message: `${ctx.doing} failed: ${said}` };
+  if (f.status === 404 || f.status === 410)
+    return { code: f.code, exit: EXIT.noSession, message: `${ctx.doing} failed: ${said}; ${GONE_FIX[f.code] ?? GONE_FIX.default}` };
   if (f.status >= 400 && f.status < 500) return { code: f.code, exit: EXIT.usage, message: `the Hub refused ${ctx.doing} (${said})` };
   return { code: f.code, exit: EXIT.unreachable, message: `the Hub answered ${ctx.doing} with ${said}` };
 }
+
+/**
+ * A 404 that names no resource: the Hub's own `not_found` (no such endpoint), or a 404 or 410
+ * without an MA2H body (a web server or proxy at that URL). No address or id is wrong, the URL is.
+ */
+const notAnEndpoint = (f: Extract<HubFailure, { kind: 'http' }>): boolean =>
+  f.code === 'not_found' || ((f.status === 404 || f.status === 410) && f.code === `http_${f.status}`);
+
+/**
+ * What to do about a 404 or 410 a command did not map itself, by the MA2H code (the Hub's
+ * words say what is missing; these say where to look).
+ */
+const ENDED_FIX = "that session has ended and takes no more mail: address a live one from `oh-hai fleet ls --sessions`, or the agent's agent:<id>";
+const GONE_FIX: Record<string, string> = {
+  session_not_found: 'check the session against `oh-hai fleet ls --sessions`, or drop --session / MA2H_SESSION_ID',
+  message_not_found: 'check the id against `oh-hai messages list` and `oh-hai messages list --received`',
+  agent_not_found: 'check the agent against `oh-hai fleet ls`',
+  recipient_not_found: 'check the address against `oh-hai fleet ls`',
+  session_lapsed: ENDED_FIX,
+  session_closed: ENDED_FIX,
+  session_closed_by_operator: ENDED_FIX,
+  default: 'check the ids and addresses you gave against `oh-hai fleet ls` and `oh-hai messages list`',
+};
 
 /** Worth sending again with the same idempotency key: the network, 5xx and 429 — never a refusal. */
 export const isTransient = (f: HubFailure): boolean => f.kind === 'network' || (f.kind === 'http' && (f.status === 429 || f.status >= 500));

@@ -79,6 +79,24 @@ describe('with a Hub', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ session_id: null, hub: null, local: null, hub_error: expect.stringMatching(/holds no session/) });
   });
 
+  it('`session status` of a session the user named and the Hub does not know says to check it, not that the bridge replaces it', async () => {
+    const r = await as(world.bob, null, ['session', 'status', '--session', 'sess_nobody']);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toMatch(
+      /^oh-hai session status: FATAL \(exit 4, session_not_found\) — the Hub does not know session sess_nobody, which --session sess_nobody names \(404 session_not_found: .*\); check it against `oh-hai fleet ls --sessions`, or drop it \(oh-hai bridge exits 4 on it\)\n$/,
+    );
+  });
+
+  it('a bridge pinned to a session its agent closed says to clear the pin, not to run again', async () => {
+    const { id } = await register(world.bob, world.hub, 'bob-pin');
+    expect((await as(world.bob, 'bob-pin', ['session', 'close'])).code).toBe(0);
+    const r = await as(world.bob, null, ['bridge', '--session', id, '--wait', '1']);
+    expect(r.code, r.stderr).toBe(15);
+    expect(r.stderr).toContain(
+      `— this agent stood the session down (oh-hai session close); the pinned session ${id} stays closed: clear or repoint --session / MA2H_SESSION_ID before running again, or it exits 15 again`,
+    );
+  });
+
   it('the no-sender-policy notice is said once per connection start, not on every run', async () => {
     const env = { ...world.bob.env, MA2H_AGENT_SESSION_ID: 'bob-notice' };
     const first = await runOhHai(['bridge', '--wait', '0'], { env });

@@ -247,7 +247,10 @@ export async function runStatus(opts: AgentFlagValues, io: CliIO): Promise<Outco
       return {
         exit: EXIT.noSession,
         code: 'session_not_found',
-        message: `the Hub does not know session ${ts.id} (${view.hub_error}); oh-hai bridge registers a new one`,
+        message:
+          ts.key.pinned === ts.id
+            ? `the Hub does not know session ${ts.id}, which ${ts.key.describe} names (${view.hub_error}); check it against \`oh-hai fleet ls --sessions\`, or drop it (oh-hai bridge exits 4 on it)`
+            : `the Hub does not know session ${ts.id} (${view.hub_error}); oh-hai bridge registers a new one`,
       };
     }
     return { exit: EXIT.ok };
