@@ -811,22 +811,40 @@ async function sendLoop(count, each) {
 /** Set while --idle-ab's second idle phase runs: every stream connect opens a new TCP connection. */
 let freshConnections = false;
 
-/** The CPU used so far by the Hubs, the database server and this load generator: a mark for cpuPerSendSince. */
+/**
+ * The whole machine's CPU so far, in seconds: user, nice and system time of every CPU (/proc/stat's first line; idle,
+ * iowait, interrupts and steal left out, and steal is never reported here).
+ */
+const machineCpu = () => {
+  const [user, nice, system] = readFileSync('/proc/stat', 'utf8').split('\n')[0].split(/\s+/).slice(1, 4).map(Number);
+  return (user + nice + system) / TICKS;
+};
+/** The CPU used so far by the Hubs, the database server, this load generator and the whole machine: a mark for cpuPerSendSince. */
 const cpuMark = async (hubs, database) => ({
   hub: hubs.map((h) => cpuOf(h.proc.pid)),
   db: database ? await databaseCpu() : 0,
   self: process.cpuUsage(),
+  machine: machineCpu(),
+  at: performance.now(),
 });
 
-/** The CPU since a mark, per measured send, in ms: the Hubs' together, the database server's (null without one), this process's. */
+/**
+ * The CPU since a mark, per measured send, in ms: the Hubs' together, the database server's (null without one), this
+ * process's; and `othersShare`, the share of all CPUs' time over the window that went to none of them: another helper's
+ * tests on a shared machine, which the probe (CPU time of a fixed loop) does not see and a load average blurs.
+ */
 async function cpuPerSendSince(mark, hubs, database) {
   const hub = hubs.reduce((sum, h, i) => sum + cpuOf(h.proc.pid) - mark.hub[i], 0);
   const self = process.cpuUsage(mark.self);
   const db = database ? (await databaseCpu()) - mark.db : null;
+  const machine = machineCpu() - mark.machine;
+  const seconds = (performance.now() - mark.at) / 1000;
+  const ours = hub + (db ?? 0) + (self.user + self.system) / 1e6;
   return {
     cpuMsPerSend: (hub * 1000) / MESSAGES,
     dbCpuMsPerSend: db === null ? null : (db * 1000) / MESSAGES,
     loadCpuMsPerSend: (self.user + self.system) / 1000 / MESSAGES,
+    othersShare: Math.max(0, machine - ours) / (seconds * os.cpus().length),
   };
 }
 
@@ -1237,19 +1255,22 @@ const startLine = ({ tag, byStart: b }) =>
 /** One line per run as it ends: what a same-run A/B table needs (the full tables follow at the end). */
 const runLine = (r) =>
   `run ${r.tag} [${r.config}] at ${r.sendAt.utc} UTC, load ${r.sendAt.load.toFixed(1)} → ${r.loadAfter.toFixed(1)}: ${r.sendsPerSecond.toFixed(0)} sends/s, push p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms; Hub CPU ${r.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(r.dbCpuMsPerSend, 2)}, load ${r.loadCpuMsPerSend.toFixed(2)} (with the bench's scrapes around the sends, as until session 19: ${r.scrapesIn.cpuMsPerSend.toFixed(2)}, ${fmt(r.scrapesIn.dbCpuMsPerSend, 2)}, ${r.scrapesIn.loadCpuMsPerSend.toFixed(2)}); GC major ${r.loop.gc.major.n} (${(r.loop.gc.major.s * 1000).toFixed(0)} ms), minor ${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms); requests that waited for the pool ${r.waited === null ? '—' : r.waited.request}${r.idle.presence === null ? '' : `; presence ${r.idle.presence.rows.toFixed(0)} rows in ${r.idle.presence.statements.toFixed(1)} statements per ${PRESENCE_PERIOD_SECONDS} s period (idle, ${r.idle.presence.periods.toFixed(1)} periods; over one whole period, ${r.idle.presence.wholePeriod.marginSeconds.toFixed(0)} s from any write: ${r.idle.presence.wholePeriod.rows} rows)`}`;
-/**
- * Beside a run's line: the CPU probe (cpu-probe.mjs) just before and after its measured sends and after the steady phase,
- * each CPU's loop time against the fastest seen so far in this process: a slow vCPU says the run's figure is the machine's.
- */
 /** Whether the probe found a CPU slow before or after a run's measured sends, or after its steady phase. */
 const slowRun = ({ probes: p }) => [p.before, p.after, p.steady].some((ms) => anySlow(ms, fastestProbe));
-const probeLine = ({ tag, probes: p }) =>
-  `run ${tag} CPU probe (ms of one fixed loop pinned to each CPU, median of 3; the fastest seen ${fastestProbe.toFixed(0)}, slow at ${SLOW_RATIO}×): before the sends ${probeText(p.before, fastestProbe)}; after them ${probeText(p.after, fastestProbe)}; after the steady phase ${probeText(p.steady, fastestProbe)}${slowRun({ probes: p }) ? ' — a slow vCPU: this run measured the machine as much as the Hub' : ''}`;
+/** The share of the machine's CPUs that processes other than the bench, its Hubs and the database took over a window. */
+const othersText = (share) => `${(share * 100).toFixed(0)} %`;
+/**
+ * Beside a run's line, what the machine did under it: the CPU probe (cpu-probe.mjs) just before and after its measured
+ * sends and after the steady phase, each CPU's loop time against the fastest seen so far in this process (a slow vCPU:
+ * the host's doing), and the CPU other processes took during the sends (a shared machine's: other helpers' tests).
+ */
+const probeLine = (r) =>
+  `run ${r.tag} machine: CPU probe (ms of one fixed loop pinned to each CPU, median of 3; the fastest seen ${fastestProbe.toFixed(0)}, slow at ${SLOW_RATIO}×) before the sends ${probeText(r.probes.before, fastestProbe)}; after them ${probeText(r.probes.after, fastestProbe)}; after the steady phase ${probeText(r.probes.steady, fastestProbe)}${slowRun(r) ? ' — a slow vCPU: this run measured the machine as much as the Hub' : ''}; other processes took ${othersText(r.othersShare)} of the CPUs during the sends, ${othersText(r.steady.othersShare)} during the steady phase`;
 /** Beside a run's line: the phases measured after --warmup's earlier counts, in the same run on the same Hubs. */
 const earlierLines = ({ tag, earlier }) =>
   earlier.map(
     (e) =>
-      `run ${tag} after ${e.warmup} warm-up sends (then ${WARMUP - e.warmup - MESSAGES} more before the run's own phase): ${e.sendsPerSecond.toFixed(0)} sends/s, push p50 ${e.p50.toFixed(1)} ms, p99 ${e.p99.toFixed(1)} ms (${e.seen} pushes); Hub CPU ${e.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(e.dbCpuMsPerSend, 2)}, load ${e.loadCpuMsPerSend.toFixed(2)}; GC major ${e.loop.gc.major.n} (${(e.loop.gc.major.s * 1000).toFixed(0)} ms); CPU probe before ${probeText(e.probe[0], fastestProbe)}, after ${probeText(e.probe[1], fastestProbe)}`,
+      `run ${tag} after ${e.warmup} warm-up sends (then ${WARMUP - e.warmup - MESSAGES} more before the run's own phase): ${e.sendsPerSecond.toFixed(0)} sends/s, push p50 ${e.p50.toFixed(1)} ms, p99 ${e.p99.toFixed(1)} ms (${e.seen} pushes); Hub CPU ${e.cpuMsPerSend.toFixed(2)} ms/send, DB CPU ${fmt(e.dbCpuMsPerSend, 2)}, load ${e.loadCpuMsPerSend.toFixed(2)}; GC major ${e.loop.gc.major.n} (${(e.loop.gc.major.s * 1000).toFixed(0)} ms); CPU probe before ${probeText(e.probe[0], fastestProbe)}, after ${probeText(e.probe[1], fastestProbe)}; other processes took ${othersText(e.othersShare)} of the CPUs during the sends`,
   );
 // The probe's reference before any Hub runs: the fastest loop time is what a CPU's "slow" is measured against.
 console.log(`CPU probe before the runs (ms of one fixed loop pinned to each CPU, median of 3): ${probeText(await probe(), fastestProbe)}`);
@@ -1400,7 +1421,7 @@ if (VARIANTS.length > 1) {
         return (r.p99 / other.p99).toFixed(2);
       });
       console.log(
-        `A/B ${rs[0].label} ×${rs[0].instances} (${v.name}): push p99 ${rs.map((r) => r.p99.toFixed(1)).join(', ')} ms (median ${median(rs.map((r) => r.p99)).toFixed(1)}; steady ${rs.map((r) => r.steady.p99.toFixed(1)).join(', ')}), p50 median ${median(rs.map((r) => r.p50)).toFixed(1)}, sends/s median ${median(rs.map((r) => r.sendsPerSecond)).toFixed(0)}, GC major ${rs.map((r) => r.loop.gc.major.n).join('/')}, minor ${rs.map((r) => `${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms)`).join('/')}, requests that waited ${rs.map((r) => (r.waited === null ? '—' : r.waited.request)).join('/')}${rs[0].earlier.map((e, k) => `; after ${e.warmup} warm-up sends p99 ${rs.map((r) => r.earlier[k].p99.toFixed(1)).join(', ')} ms`).join('')}; CPU probe ${rs.map((r) => (slowRun(r) ? 'SLOW' : 'fast')).join('/')}${v.name === first ? '' : `; p99 / ${first}'s in the same pair: ${ratios.join(', ')}`}`,
+        `A/B ${rs[0].label} ×${rs[0].instances} (${v.name}): push p99 ${rs.map((r) => r.p99.toFixed(1)).join(', ')} ms (median ${median(rs.map((r) => r.p99)).toFixed(1)}; steady ${rs.map((r) => r.steady.p99.toFixed(1)).join(', ')}), p50 median ${median(rs.map((r) => r.p50)).toFixed(1)}, sends/s median ${median(rs.map((r) => r.sendsPerSecond)).toFixed(0)}, GC major ${rs.map((r) => r.loop.gc.major.n).join('/')}, minor ${rs.map((r) => `${r.loop.gc.minor.n} (${(r.loop.gc.minor.s * 1000).toFixed(0)} ms)`).join('/')}, requests that waited ${rs.map((r) => (r.waited === null ? '—' : r.waited.request)).join('/')}${rs[0].earlier.map((e, k) => `; after ${e.warmup} warm-up sends p99 ${rs.map((r) => r.earlier[k].p99.toFixed(1)).join(', ')} ms`).join('')}; CPU probe ${rs.map((r) => (slowRun(r) ? 'SLOW' : 'fast')).join('/')}, other processes ${rs.map((r) => othersText(r.othersShare)).join('/')}${v.name === first ? '' : `; p99 / ${first}'s in the same pair: ${ratios.join(', ')}`}`,
       );
     }
   }
