@@ -32,8 +32,9 @@
 // --idle-ab a second idle phase opens a new connection for every connect (as this bench did until
 // session 8), so the Hub's CPU per connect over a kept and a new connection compare in one run.
 // Usage: node bench/hub-cluster.mjs [--streams 1000] [--messages 2000] [--concurrency 50]
-//          [--warmup <sends before the measured ones, default 500>[,<more>…]]   (a list: a measured phase after each, in one run, on
-//          the same Hubs; each run's figure is the last's, the earlier ones printed beside it; each needs MESSAGES more than the one before) [--idle <seconds, default one hold>] [--idle-ab] [--only sqlite,postgres:1,postgres:2]
+//          [--warmup <sends before the measured ones>[,<more>…]]   (a list: a measured phase after each, in one run, on the same
+//          Hubs; each run's figure is the last's, the earlier ones printed beside it; each needs --messages more than the one before;
+//          default 500,6000: the figure after 6,000, the one after 500 — the default until session 21 — beside it) [--idle <seconds, default one hold>] [--idle-ab] [--only sqlite,postgres:1,postgres:2]
 //          [--pool <database connections per instance, default: as deployed, 10 (the Hub's OH_HAI_HUB_DB_POOL_MAX default) on one
 //          instance, 16 (docs/deploy.md's knob for two or more) on more; a list, e.g. 10,16, runs each configuration once per size>]
 //          [--bare]   (the Hubs without the NODE_OPTIONS of deploy/systemd/oh-hai-hub@.service, which they run with by default,
@@ -96,9 +97,13 @@ const CONCURRENCY = arg('concurrency', 50);
  * Sends before each measured phase, counted from the run's first send (a measured phase's sends count for the next): a Hub
  * serving a fleet has its send path warm. The last is the run's figure; a phase measured after each earlier one is printed
  * beside it, so a figure after a longer warm-up still says what the shorter one measured in the same run.
+ * The default measures after 6,000 (a Hub that has served a few thousand sends is past V8's compiler, session 20's cpu12)
+ * and prints the figure after 500, the default until session 21, beside it: in four runs at ×2 (session 21, probe21) the
+ * Hubs' CPU a send after 6,000 was 0.49–0.78 ms against 0.79–1.04 after 500 and 0.75–0.82 after 2,000 in the same runs.
+ * Without room for both (--messages over 5,500), 6,000 alone.
  */
 const warmupAt = process.argv.indexOf('--warmup');
-const WARMUPS = (warmupAt > 0 ? process.argv[warmupAt + 1] : '500').split(',').map(Number);
+const WARMUPS = (warmupAt > 0 ? process.argv[warmupAt + 1] : MESSAGES <= 5500 ? '500,6000' : '6000').split(',').map(Number);
 for (const [i, w] of WARMUPS.entries())
   if (!Number.isInteger(w) || w < 0 || (i > 0 && w < WARMUPS[i - 1] + MESSAGES))
     throw new Error(`--warmup: ${process.argv[warmupAt + 1]}: whole numbers of sends, each at least --messages (${MESSAGES}) more than the one before`);
