@@ -1,5 +1,6 @@
 import type { CredentialSource } from '../../config/index.js';
 import type { HubFailure } from '../../hub/client/index.js';
+import { CHECK_HUB_URL, noSuchEndpoint } from '../../hub/client/result.js';
 import { EXIT, type CodedError } from '../../core/index.js';
 
 export interface FailureContext {
@@ -59,13 +60,8 @@ export function hubFailureError(f: HubFailure, ctx: FailureContext): CodedError 
         message: `the Hub refused ${ctx.doing} for this kind of token (${said}); messaging needs an agent token, not the account's human token`,
       };
   }
-  if (notAnEndpoint(f)) {
-    return {
-      code: f.code,
-      exit: EXIT.unreachable,
-      message: `${ctx.hubUrl} has no such endpoint (${ctx.doing}: ${said}): it is not an MA2H Hub, or a proxy in front of it does not pass /v1/ through; check the Hub URL (--hub, MA2H_HUB_URL or [hub] url) with \`oh-hai doctor\``,
-    };
-  }
+  if (noSuchEndpoint(f))
+    return { code: f.code, exit: EXIT.unreachable, message: `${ctx.hubUrl} has no such endpoint (${ctx.doing}: ${said}): ${CHECK_HUB_URL}` };
   if (f.status === 429 || f.status >= 500) {
     return {
       code: f.code,
@@ -78,13 +74,6 @@ export function hubFailureError(f: HubFailure, ctx: FailureContext): CodedError 
   if (f.status >= 400 && f.status < 500) return { code: f.code, exit: EXIT.usage, message: `the Hub refused ${ctx.doing} (${said})` };
   return { code: f.code, exit: EXIT.unreachable, message: `the Hub answered ${ctx.doing} with ${said}` };
 }
-
-/**
- * A 404 that names no resource: the Hub's own `not_found` (no such endpoint), or a 404 or 410
- * without an MA2H body (a web server or proxy at that URL). No address or id is wrong, the URL is.
- */
-const notAnEndpoint = (f: Extract<HubFailure, { kind: 'http' }>): boolean =>
-  f.code === 'not_found' || ((f.status === 404 || f.status === 410) && f.code === `http_${f.status}`);
 
 /**
  * What to do about a 404 or 410 a command did not map itself, by the MA2H code (the Hub's

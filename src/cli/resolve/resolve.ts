@@ -13,6 +13,7 @@ import {
 } from '../../config/index.js';
 import { type Coded, EXIT, type CodedError, knobFromEnv } from '../../core/index.js';
 import type { AgentRow } from '../../hub/contract/index.js';
+import { CHECK_HUB_URL, noSuchEndpoint } from '../../hub/client/result.js';
 import {
   openStateDir,
   resolveStateRoot,
@@ -267,7 +268,7 @@ async function whoamiOverHttp(hubUrl: string, token: string): Promise<Coded<stri
     error: {
       code: 'hub_unreachable',
       exit: EXIT.unreachable,
-      message: `could not learn this token's agent id from ${hubUrl}/v1/whoami (${what}); re-run with your own backoff`,
+      message: `could not learn this token's agent id from ${hubUrl}/v1/whoami (${what}); ${noSuchEndpoint(f) ? `${CHECK_HUB_URL} — re-running will not help` : 're-run with your own backoff'}`,
     },
   };
 }

@@ -1,4 +1,6 @@
 import { mkdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BRIDGE_EXIT_TABLE } from '../../../src/core/exit.js';
@@ -51,6 +53,26 @@ describe('without a Hub', () => {
     expect(r.stderr.match(/GET \/v1\/whoami/g)).toHaveLength(1);
   });
 
+  it('a URL that answers 404 without MA2H (a web server, a proxy) is exit 13 saying to check the URL, for the bridge and a send', async () => {
+    const server = createServer((_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<html>File not found</html>'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const t = tempEnv({ MA2H_HUB_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, OH_HAI_TOKEN: 'ohh_a_unused' });
+    try {
+      const bridge = await runOhHai(['bridge', '--session', 'x', '--wait', '0'], { env: t.env });
+      const send = await runOhHai(['send', '--to', 'agent:agt_x', 'hi'], { env: t.env });
+      for (const r of [bridge, send]) {
+        expect(r.code, r.stderr).toBe(13);
+        expect(r.stderr).toContain(
+          'it is not an MA2H Hub, or a proxy in front of it does not pass /v1/ through; check the Hub URL (--hub, MA2H_HUB_URL or [hub] url) with `oh-hai doctor`',
+        );
+      }
+      expect(bridge.stderr).toMatch(/— re-running will not help\n$/);
+    } finally {
+      server.close();
+      t.cleanup();
+    }
+  });
+
   it('Ctrl-C and SIGTERM have their codes in the exit table', () => {
     const row = (code: number) => BRIDGE_EXIT_TABLE.find((r) => r.code === code);
     expect(row(130)?.meaning).toMatch(/Ctrl-C \(SIGINT\)/);
@@ -90,7 +112,8 @@ describe('with a Hub', () => {
   it('a bridge pinned to a session its agent closed says to clear the pin, not to run again', async () => {
     const { id } = await register(world.bob, world.hub, 'bob-pin');
     expect((await as(world.bob, 'bob-pin', ['session', 'close'])).code).toBe(0);
-    const r = await as(world.bob, null, ['bridge', '--session', id, '--wait', '1']);
+    // The wait outlasts the connection's stop on a loaded machine: the run relays it as soon as it is recorded.
+    const r = await as(world.bob, null, ['bridge', '--session', id, '--wait', '30']);
     expect(r.code, r.stderr).toBe(15);
     expect(r.stderr).toContain(
       `— this agent stood the session down (oh-hai session close); the pinned session ${id} stays closed: clear or repoint --session / MA2H_SESSION_ID before running again, or it exits 15 again`,
