@@ -143,6 +143,13 @@ function unitNodeOptions(file) {
   return value;
 }
 const NODE_OPTIONS = BARE ? null : unitNodeOptions(UNIT);
+/** The node flags a systemd unit's ExecStart= gives node before the script (`/usr/bin/node <flags> /usr/bin/oh-hai …`): those NODE_OPTIONS may not carry. */
+function unitNodeFlags(file) {
+  const m = /^ExecStart=\S*\/node((?: -\S+)*) /m.exec(readFileSync(file, 'utf8'));
+  return m === null ? [] : m[1].split(' ').filter((f) => f !== '');
+}
+/** The unit's node flags (--bare: none). */
+const NODE_FLAGS = BARE ? [] : unitNodeFlags(UNIT);
 /**
  * What docs/deploy.md's knobs add to the unit's NODE_OPTIONS on two or more instances (hub.env's NODE_OPTIONS): V8's own
  * 16 MB semi-space, where the unit sets 64 — ×2's push p99 was lower in 3 of 4 same-run pairs (level when quiet), ×1's higher in 2 of 3
@@ -204,7 +211,8 @@ const VARIANTS = [root, ...(AGAINST === null ? [] : [AGAINST])].flatMap((build) 
 const REPEAT = arg('repeat', 1);
 /** --all-hub-flags: node flags every Hub of every variant starts with (e.g. --trace-gc-nvp, whose lines --hub-out keeps). */
 const allFlagsAt = process.argv.indexOf('--all-hub-flags');
-const ALL_HUB_FLAGS = allFlagsAt > 0 ? process.argv[allFlagsAt + 1].split(' ').filter((f) => f !== '') : [];
+/** The unit's node flags first: argv's come after them, so theirs win. */
+const ALL_HUB_FLAGS = [...NODE_FLAGS, ...(allFlagsAt > 0 ? process.argv[allFlagsAt + 1].split(' ').filter((f) => f !== '') : [])];
 /** --hub-out: each Hub's standard output (V8's GC trace goes there) is kept in <dir>/hub-<pid>.out, its variant on the first line. */
 const hubOutAt = process.argv.indexOf('--hub-out');
 const HUB_OUT = hubOutAt > 0 ? path.resolve(process.argv[hubOutAt + 1]) : null;
@@ -970,6 +978,7 @@ function configOf(instances, database, variant) {
     nodeOptions === null
       ? `no NODE_OPTIONS (${BARE ? '--bare' : `none in ${path.relative(root, UNIT)}`})`
       : `NODE_OPTIONS=${nodeOptions.value} (${nodeOptions.why})`,
+    NODE_FLAGS.length === 0 ? null : `node ${NODE_FLAGS.join(' ')} (${path.relative(root, UNIT)}'s ExecStart)`,
     variant.flags.length === 0 ? null : `node ${variant.flags.join(' ')} (--hub-flags)`,
   ]
     .filter((x) => x !== null)

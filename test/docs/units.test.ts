@@ -42,6 +42,17 @@ describe('SUPERVISION.md', () => {
   });
 });
 
+describe('deploy/systemd/oh-hai-hub@.service', () => {
+  it('starts node with flags this Node accepts: one it refuses would stop every instance from starting', () => {
+    const unit = readFileSync(path.join(repoRoot, 'deploy', 'systemd', 'oh-hai-hub@.service'), 'utf8');
+    const flags = /^ExecStart=\/usr\/bin\/node((?: -\S+)+) \/usr\/bin\/oh-hai hub serve /m.exec(unit)?.[1]?.trim().split(' ') ?? [];
+    expect(flags, 'ExecStart= runs node with V8 flags NODE_OPTIONS may not carry, then the oh-hai binary').toContain('--heap-growing-percent=300');
+    const r = spawnSync(process.execPath, [...flags, '-e', '0'], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+});
+
 const analyze = spawnSync('systemd-analyze', ['--version'], { encoding: 'utf8' });
 const noAnalyze = analyze.status === 0 ? null : 'systemd-analyze is not installed (Debian: systemd; .ci/run installs it)';
 if (noAnalyze) console.log(`skipping systemd-analyze verify: ${noAnalyze}`);
