@@ -6,8 +6,10 @@
 // CPU delays the loop but does not add to its CPU time. bench/hub-cluster.mjs runs it before and after each measured
 // phase. Never run by CI.
 // Alone: node bench/cpu-probe.mjs [--every <s, default 2>] [--rounds <per CPU each time, default 1>]
-//   a line per sample (UTC time, then each CPU's ms and a `slow` mark), until interrupted.
+//   a line per sample (UTC time, each CPU's ms and a `slow` mark, then each CPU's busy share since the last line and the
+//   load average), until interrupted: a CPU slow while the other sat idle is not this guest's own load on a sibling thread.
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 
@@ -52,11 +54,27 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   };
   const every = arg('every', 2);
   const rounds = arg('rounds', 1);
+  /** Each CPU's busy and total jiffies so far (/proc/stat's cpu<N> lines: all but idle and iowait are busy). */
+  const jiffies = () =>
+    readFileSync('/proc/stat', 'utf8')
+      .split('\n')
+      .filter((l) => /^cpu\d/.test(l))
+      .map((l) => {
+        const f = l.split(/\s+/).slice(1).map(Number);
+        const total = f.reduce((a, b) => a + b, 0);
+        return { busy: total - f[3] - f[4], total };
+      });
   let fastest = Infinity;
+  let last = jiffies();
   for (;;) {
     const ms = await probeCpus(rounds);
     fastest = Math.min(fastest, ...ms);
-    console.log(`${new Date().toISOString().slice(11, 19)} ${probeText(ms, fastest)}`);
+    const now = jiffies();
+    const busy = now.map((j, cpu) => `cpu${cpu} ${((100 * (j.busy - last[cpu].busy)) / Math.max(1, j.total - last[cpu].total)).toFixed(0)} %`);
+    last = now;
+    console.log(
+      `${new Date().toISOString().slice(11, 19)} ${probeText(ms, fastest)} | busy ${busy.join(' ')} | load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]}`,
+    );
     await new Promise((r) => setTimeout(r, every * 1000));
   }
 }
