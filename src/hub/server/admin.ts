@@ -29,6 +29,8 @@ export interface DatabaseStats {
   lanes(): LanesStats;
   /** Round trips since start by work (route pattern, push, sweep, …), inside units and outside them. */
   roundTrips(): ReadonlyMap<string, { unit: number; read: number }>;
+  /** Why this instance cannot serve now because another instance's migration holds the tables, or null (asked by /readyz). */
+  migration(): Promise<string | null>;
 }
 
 export interface AdminListener {
@@ -124,7 +126,7 @@ export const READY_DEADLINE_MS = 2000;
 export const READY_SHARE_MS = 30_000;
 
 /** The store's health within `deadlineMs`; a health() asked less than `shareMs` ago and still waiting is shared. */
-export function healthWithin(store: Store, deadlineMs: number, shareMs: number): () => Promise<StoreHealth> {
+export function healthWithin(store: Pick<Store, 'health'>, deadlineMs: number, shareMs: number): () => Promise<StoreHealth> {
   let pending: { asked: Promise<StoreHealth>; at: number } | null = null;
   const late: StoreHealth = {
     ok: false,
@@ -372,7 +374,20 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
     });
   }
 
-  const ready = healthWithin(src.store, READY_DEADLINE_MS, READY_SHARE_MS);
+  // Not ready while another instance's migration holds the tables: no migration locks oh_hai_schema, so health()'s
+  // read alone answered 200 for an instance whose every request waited on the migration's locks (session 20, lock12).
+  const ready = healthWithin(
+    database === null
+      ? src.store
+      : {
+          health: async () => {
+            const why = await database.migration();
+            return why === null ? src.store.health() : { ok: false, reason: why };
+          },
+        },
+    READY_DEADLINE_MS,
+    READY_SHARE_MS,
+  );
   const server: Server = createServer((req, res) => {
     void (async () => {
       const path = (req.url ?? '/').split('?')[0];

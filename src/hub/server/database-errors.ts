@@ -14,3 +14,16 @@ export const DATABASE_REFUSED: ReadonlySet<string> = new Set([DATABASE_UNAVAILAB
 export const STORE_CLOSED = 'HUB_STORE_CLOSED';
 
 export const storeClosed = (): Error => Object.assign(new Error('this Hub instance is stopping'), { code: STORE_CLOSED });
+
+/**
+ * Another instance's migration holds the database's tables (postgres/migrating.ts): a request is
+ * refused with 503 `unavailable` and `Retry-After` at once, instead of waiting on the migration's
+ * locks for its whole length (seconds per million rows) past its client's patience.
+ */
+export const DATABASE_MIGRATING = 'HUB_DATABASE_MIGRATING';
+
+/** Seconds a refused client is told to wait: the instance looks again every second (postgres/migrating.ts). */
+export const MIGRATING_RETRY_AFTER_SECONDS = 1;
+
+export const databaseMigrating = (why: string): Error =>
+  Object.assign(new Error(`${why}; retry (this instance serves again once it ends)`), { code: DATABASE_MIGRATING });

@@ -5,7 +5,7 @@ import { TRACE } from '../../util/trace.js';
 import { authenticate, checkKind, tokenInUrl, type Authenticated, type Caller, type Needs } from './auth.js';
 import type { HubCore } from './core.js';
 import type { RequestClass, RequestFaults } from './faults.js';
-import { STORE_CLOSED } from './database-errors.js';
+import { DATABASE_MIGRATING, MIGRATING_RETRY_AFTER_SECONDS, STORE_CLOSED } from './database-errors.js';
 import { errorReply, fault, readBody, send, type Answer, type Body, type ErrorReply, type Reply } from './http.js';
 
 export interface RouteContext {
@@ -201,6 +201,21 @@ export function createRouter(core: HubCore, routes: Route[], extra: ExtraRoutes 
       if ((e as { code?: unknown }).code === STORE_CLOSED) {
         // Outlived the shutdown's wait: refused like a request that arrived while stopping.
         if (!res.headersSent) send(res, stopping());
+        else res.destroy();
+        return;
+      }
+      if ((e as { code?: unknown }).code === DATABASE_MIGRATING) {
+        // Another instance's migration holds the tables: refused at once, retried once it lets go (postgres/migrating.ts).
+        if (!res.headersSent)
+          send(
+            res,
+            errorReply({
+              status: 503,
+              code: 'unavailable',
+              message: (e as Error).message,
+              headers: { 'retry-after': String(MIGRATING_RETRY_AFTER_SECONDS) },
+            }),
+          );
         else res.destroy();
         return;
       }

@@ -52,22 +52,23 @@ describe('/readyz while the database does not answer', () => {
     await locker.connect();
     await locker.query('BEGIN');
     await locker.query('LOCK TABLE oh_hai_schema IN ACCESS EXCLUSIVE MODE');
-    const held = performance.now();
     const first = await readyz();
     const second = await readyz();
     expect(first.status).toBe(503);
-    expect(first.body.reason).toBe(
-      `the database did not answer within ${READY_DEADLINE_MS} ms (its pool busy, or a table locked, e.g. by another instance's migration)`,
+    // Since session 21 the pool's statements give up on a lock after SERVING_LOCK_TIMEOUT_MS (1 s), under the deadline.
+    expect(first.body.reason).toMatch(
+      new RegExp(
+        `^the database (did not answer within ${READY_DEADLINE_MS} ms \\(its pool busy, or a table locked, e\\.g\\. by another instance's migration\\)|does not answer: canceling statement due to lock timeout)$`,
+      ),
     );
     // The deadline plus a loaded machine's slack, well under the 10–15 s seen before.
     expect(first.ms).toBeLessThan(READY_DEADLINE_MS + 1500);
     expect(second.status).toBe(503);
     expect(second.ms).toBeLessThan(READY_DEADLINE_MS + 1500);
-    // Still held: the answers came from the deadline, not from the lock's end.
+    // Still held: the answers came from the deadline (or the lock timeout), not from the lock's end.
     expect(
       (await locker.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'oh_hai_schema'::regclass AND granted`)).rows[0]!.n,
     ).toBeGreaterThan(0);
-    expect(performance.now() - held).toBeGreaterThan(2 * READY_DEADLINE_MS);
 
     await locker.query('COMMIT');
     await waitFor(async () => (await readyz()).status === 200, { timeoutMs: 15_000, what: '/readyz to answer 200 once the lock is released' });

@@ -11,7 +11,8 @@ import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { hop, TRACE } from '../../../util/trace.js';
 import { listen } from './listener.js';
 import { notifier } from './notifier.js';
-import { migrate } from './schema.js';
+import { migrationWatch } from './migrating.js';
+import { migrate, SERVING_LOCK_TIMEOUT_MS } from './schema.js';
 import { postgresStore } from './store.js';
 import { redactor, type DatabaseUrl } from './url.js';
 import { DATABASE_UNAVAILABLE, SCHEMA_TOO_NEW } from '../database-errors.js';
@@ -43,6 +44,9 @@ export interface PostgresHandle {
   stats: DatabaseStats;
 }
 
+/** The migration watch's connect and question: under /readyz's deadline (admin.ts READY_DEADLINE_MS). */
+const PROBE_TIMEOUT_MS = 1500;
+
 /** Open `n` connections at once and put them back idle; the first refusal is the error. */
 async function fill(pool: Pool, n: number): Promise<void> {
   const opened = await Promise.allSettled(Array.from({ length: n }, () => pool.connect()));
@@ -69,7 +73,8 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
   // The whole pool is opened at start and kept open (min = max): a connection made on demand
   // costs whoever asked for it a backend start and a SCRAM exchange, 30–140 ms on a loaded
   // machine, and a burst of streams made other clients' requests pay exactly that.
-  const pool = new pg.Pool({ ...config, max: o.poolMax, min: o.poolMax });
+  // Its statements give up on a lock after SERVING_LOCK_TIMEOUT_MS (a migration's tables: migrating.ts); the listener's and notifier's wait as before.
+  const pool = new pg.Pool({ ...config, options: `${config.options} -c lock_timeout=${SERVING_LOCK_TIMEOUT_MS}`, max: o.poolMax, min: o.poolMax });
   // Stream work (pages, stream connects) holds at most half the pool; requests are served first.
   const lanes = new Lanes(o.poolMax, Math.max(1, Math.floor(o.poolMax / 2)));
   pool.on('error', (e) => o.log(`hub: an idle database connection failed: ${redact(e.message)}`));
@@ -90,6 +95,11 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
       code: code === SCHEMA_TOO_NEW ? SCHEMA_TOO_NEW : DATABASE_UNAVAILABLE,
     });
   }
+  // Its own connection, bounded: it answers while the pool's are stuck on locks (/readyz waits for it).
+  const migrating = migrationWatch(
+    () => new pg.Client({ ...config, application_name: 'oh-hai-hub-probe', connectionTimeoutMillis: PROBE_TIMEOUT_MS, query_timeout: PROBE_TIMEOUT_MS }),
+    (line) => o.log(redact(line)),
+  );
   const store = postgresStore({
     pool,
     types,
@@ -101,6 +111,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
     committed: o.committed,
     effectFailed: o.effectFailed,
     retried: (code) => o.metrics.retried(code),
+    migrating,
   });
   // Its commits need not reach the disk: a hint is worthless after the database crashes, and the
   // rows it names were made durable by their own commits before they were queued here.
@@ -130,6 +141,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
       ...store,
       close: async () => {
         sampling?.();
+        await migrating.close();
         await listener.close();
         await store.close();
         await notices.close();
@@ -140,6 +152,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
       pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       lanes: () => lanes.stats(),
       roundTrips: () => store.roundTrips,
+      migration: () => migrating.check(),
     },
   };
 }

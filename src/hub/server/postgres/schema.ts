@@ -199,8 +199,24 @@ ALTER TABLE web_sessions ALTER COLUMN id_hash TYPE TEXT COLLATE "C", ALTER COLUM
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-/** Every instance takes this session-level advisory lock to migrate, so N starting together migrate once. */
-const MIGRATION_LOCK = 0x6f68_6169;
+/**
+ * Every instance takes this session-level advisory lock to migrate, so N starting together migrate once.
+ * Its holder holding a table ACCESS EXCLUSIVE is what instances already serving take for a migration
+ * under way ({@link migrationHolder}): every version's migrate() takes this lock, so an instance knows
+ * a newer version's migration by it.
+ */
+export const MIGRATION_LOCK = 0x6f68_6169;
+
+/**
+ * How long a serving instance's statement waits for a lock before it gives up (55P03): the pool's
+ * connections set it at connect (postgres/index.ts). A migration holds its tables for seconds per
+ * million rows; a request waiting that long outlives its client's patience and holds a pool
+ * connection others need. The Hub's own lock waits (a row another unit holds, a sweep's batch of
+ * 0.3–1 s at load 6) are shorter; one that is not is run again (postgres/store.ts) unless a migration
+ * is found holding the tables. Over the half of `deadlock_timeout` a migration's try waits at most,
+ * so its tries alone do not trip it.
+ */
+export const SERVING_LOCK_TIMEOUT_MS = 1000;
 
 /** Tries at a migration's table locks before the start is refused (each within half of deadlock_timeout). */
 const LOCK_ATTEMPTS = 20;
@@ -231,6 +247,8 @@ type Client = Pick<PoolClient, 'query'>;
  * finds a table held rolls back (the transactions queued behind it go on), backs off and tries again.
  */
 export async function migrate(client: Client, o: MigrateOptions = {}): Promise<{ from: number; to: number }> {
+  // The pool's connections give up on a lock after SERVING_LOCK_TIMEOUT_MS; a start waits for another's migration whole.
+  await client.query('SET lock_timeout = 0');
   await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
   try {
     await client.query('CREATE TABLE IF NOT EXISTS oh_hai_schema (version INTEGER NOT NULL)');
@@ -252,6 +270,7 @@ export async function migrate(client: Client, o: MigrateOptions = {}): Promise<{
     return { from, to: SCHEMA_VERSION };
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+    await client.query('RESET lock_timeout');
   }
 }
 
@@ -330,8 +349,8 @@ async function lockAll(client: Client, tables: readonly string[], budgetMs: numb
     const left = Math.floor(deadline - performance.now());
     if (left < 1 || !(await taken(client, table, left))) return { table, by: await holders(client, table) };
   }
-  // The migration's own statements wait for nothing once its tables are held; any bound set before stays.
-  await client.query('SET LOCAL lock_timeout TO DEFAULT');
+  // The migration's own statements wait for nothing once its tables are held: no bound (not even the serving one, the session's default).
+  await client.query('SET LOCAL lock_timeout = 0');
   return null;
 }
 
@@ -378,8 +397,33 @@ async function holders(client: Client, table: string): Promise<Holder[]> {
 const holderText = (h: Holder): string =>
   `pid ${h.pid} (${h.app || 'no application name'}${h.addr === null ? '' : ` from ${h.addr}`}, ${h.state ?? 'state unknown'}${h.seconds === null ? '' : `, its transaction open ${h.seconds} s`})`;
 
-/** The version the database is at (for /readyz); null before the first migration. */
+const UNDEFINED_TABLE = '42P01';
+
+/** The version the database is at (for /readyz); null before the first migration. Any other failure (a lock timed out, no answer) is thrown. */
 export async function schemaVersion(client: { query: PoolClient['query'] }): Promise<number | null> {
-  const r = await client.query<{ version: number }>(`SELECT version FROM oh_hai_schema`).catch(() => null);
+  const r = await client.query<{ version: number }>(`SELECT version FROM oh_hai_schema`).catch((e: unknown) => {
+    if ((e as { code?: unknown }).code === UNDEFINED_TABLE) return null;
+    throw e;
+  });
   return r?.rows[0]?.version ?? null;
+}
+
+/**
+ * Why another backend is migrating this database now, or null: it holds the migration lock and a
+ * table ACCESS EXCLUSIVE (a start that finds nothing to migrate holds the lock for milliseconds and
+ * no table). Reads only pg_locks and pg_stat_activity, so it waits for no table.
+ */
+export async function migrationHolder(client: { query: PoolClient['query'] }): Promise<string | null> {
+  const r = await client.query<Holder>(
+    `SELECT a.pid, s.application_name AS app, host(s.client_addr) AS addr, s.state,
+            round(extract(epoch FROM clock_timestamp() - s.xact_start)::numeric, 1)::float8 AS seconds
+       FROM pg_locks a JOIN pg_stat_activity s ON s.pid = a.pid
+      WHERE a.locktype = 'advisory' AND a.granted AND a.classid = 0 AND a.objid = $1 AND a.objsubid = 1
+        AND a.database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND a.pid <> pg_backend_pid()
+        AND EXISTS (SELECT 1 FROM pg_locks t WHERE t.pid = a.pid AND t.locktype = 'relation' AND t.mode = 'AccessExclusiveLock' AND t.granted)
+      LIMIT 1`,
+    [MIGRATION_LOCK],
+  );
+  const h = r.rows[0];
+  return h === undefined ? null : `a migration holds the database's tables: ${holderText(h)}`;
 }

@@ -5,6 +5,7 @@ import type { Lanes } from '../lanes.js';
 import { noteWork, type Work } from '../work.js';
 import { TRACE } from '../../../util/trace.js';
 import { storeClosed } from '../database-errors.js';
+import type { MigrationWatch } from './migrating.js';
 import { schemaVersion, SCHEMA_VERSION } from './schema.js';
 
 /**
@@ -37,6 +38,9 @@ export type RoundTrips = Map<string, { unit: number; read: number }>;
  * outside a unit (whose connection the pool drops on any error) runs once more unprepared.
  */
 const STALE_PLAN = '0A000';
+
+/** A statement gave up waiting for a lock (schema.ts SERVING_LOCK_TIMEOUT_MS): refused if a migration holds the tables, else run again. */
+const LOCK_TIMED_OUT = '55P03';
 
 /** A column's text as its value (BIGINT as a number: store.ts's callers count on it). */
 export type TypeParsers = { getTypeParser(oid: number, format: 'text'): (text: string) => unknown };
@@ -178,6 +182,7 @@ function statements(
   types: TypeParsers,
   counted: () => void,
   read = false,
+  timedOut?: MigrationWatch['timedOut'],
 ): Sql {
   const submits = q as unknown as Submits;
   const submit = (sql: string, values: Param[]) =>
@@ -188,7 +193,10 @@ function statements(
     try {
       return await submit(sql, values);
     } catch (e) {
-      if (!read || (e as { code?: unknown }).code !== STALE_PLAN) throw e;
+      const code = (e as { code?: unknown }).code;
+      // Still in the lane: the reads queued behind it are refused, not sent to wait out the same lock (as asMigrating below).
+      if (read && code === LOCK_TIMED_OUT && timedOut !== undefined) throw (await timedOut()) ?? e;
+      if (!read || code !== STALE_PLAN) throw e;
       counted();
       return q.query(statement(sql).text, values);
     }
@@ -214,9 +222,10 @@ const OTHER: Work = { name: 'other', lane: 'request' };
  * Why a unit is run again from the start: a deadlock (two units locking the same rows in
  * opposite orders), a serialization failure, or a unique violation (two instances
  * inserting one idempotency key: the second run finds the first's row and replays it), or a
- * prepared statement gone stale under a migration (on a fresh connection).
+ * prepared statement gone stale under a migration (on a fresh connection), or a lock waited
+ * for longer than the serving bound with no migration holding the tables (`asMigrating`).
  */
-const RETRY_CODES = new Set(['40P01', '40001', '23505', STALE_PLAN]);
+const RETRY_CODES = new Set(['40P01', '40001', '23505', STALE_PLAN, LOCK_TIMED_OUT]);
 const MAX_ATTEMPTS = 5;
 
 export interface PostgresStoreOptions {
@@ -240,6 +249,8 @@ export interface PostgresStoreOptions {
   effectFailed: (error: unknown) => void;
   /** Seen every time a unit runs again (metrics). */
   retried?: (code: string) => void;
+  /** Another instance's migration holding the tables: work refused at once rather than waiting on its locks (migrating.ts). */
+  migrating?: MigrationWatch;
 }
 
 /**
@@ -257,8 +268,23 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
   let closed = false;
   // Counted, not timed: the statement-count tests and /metrics read these.
   const roundTrips: RoundTrips = new Map();
+  /** Work refused before it takes a connection or sends its first statement, while a migration holds the tables. */
+  const refuse = () => {
+    const refusal = o.migrating?.refusal();
+    if (refusal) throw refusal;
+  };
+  /**
+   * A statement's error, or the refusal when it gave up on a lock a migration holds. Asked before
+   * the work lets go of its place in the lane, so the work queued behind it is refused, not sent
+   * to wait out the same lock.
+   */
+  const asMigrating = async (e: unknown): Promise<unknown> =>
+    (e as { code?: unknown }).code === LOCK_TIMED_OUT && o.migrating !== undefined ? ((await o.migrating.timedOut()) ?? e) : e;
   const counted = (work: Work, kind: 'unit' | 'read') => {
-    if (closed && kind === 'read') throw storeClosed();
+    if (kind === 'read') {
+      if (closed) throw storeClosed();
+      refuse();
+    }
     let n = roundTrips.get(work.name);
     if (n === undefined) roundTrips.set(work.name, (n = { unit: 0, read: 0 }));
     n[kind] += 1;
@@ -315,6 +341,8 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
 
   /** A unit's value, and its wake-ups for the other instances (this one's are woken at its commit). */
   async function attempt<T>(work: Work, unit: (tx: Tx) => Promise<T>): Promise<[T, Array<[WakeTopic, string]>]> {
+    // Queued in the lane before the migration was found: refused now, not after a lock wait.
+    refuse();
     const client = await o.pool.connect();
     const inUnit = () => counted(work, 'unit');
     const effects: Array<() => void> = [];
@@ -356,7 +384,7 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
         inUnit();
         await client.query('ROLLBACK').catch((r: Error) => (broken = r));
         if ((e as { code?: unknown }).code === STALE_PLAN) broken = e as Error;
-        throw e;
+        throw await asMigrating(e);
       }
       try {
         inUnit();
@@ -398,8 +426,15 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
     let statement: { sql: string; params: readonly Param[] } | undefined;
     const rows = await retried(work, async () => {
       statement ??= take();
+      // After take(): a batch made there learns of the refusal (connects.ts fails its waiters by it).
+      refuse();
       counted(work, 'unit');
-      const rows = await lone.all<T>(withClock(statement.sql), ...statement.params);
+      let rows: T[];
+      try {
+        rows = await lone.all<T>(withClock(statement.sql), ...statement.params);
+      } catch (e) {
+        throw await asMigrating(e);
+      }
       if (TRACE) noteWork(work, 'done');
       if (committed) run(() => committed(rows));
       if (wakes !== undefined && rows.length > 0) {
@@ -436,7 +471,7 @@ export function postgresStore(o: PostgresStoreOptions): Store & { readonly clock
   const as = (work: Work): Store => {
     let reads: Sql | undefined;
     // Reads outside a unit: each takes its pool connection through the lanes (`read`), or runs on one admission already had (`reading`).
-    const readsOf = () => (reads ??= statements(o.pool, statement, o.types, () => counted(work, 'read'), true));
+    const readsOf = () => (reads ??= statements(o.pool, statement, o.types, () => counted(work, 'read'), true, o.migrating?.timedOut));
     // Data properties only: an accessor in an object literal leaves V8 the object in dictionary mode.
     return {
       kind: 'postgres',
