@@ -21,7 +21,11 @@
 //   With --old-hub <a build of schema 6>, that build's `hub serve` also runs on this database through the
 //   migration: its /readyz and /healthz asked in a loop 50 ms apart, and GET /v1/whoami (its credential
 //   read, which waits for meta) sent every 50 ms without waiting for the one before, as a fleet's
-//   requests come: how long each waited and what it answered, before and after the migration committed.
+//   requests come: how long each waited and what it answered, before and after the migration committed; and
+//   (since session 21) a sender posting a message every 50 ms with its idempotency key, each sent again after a
+//   refusal (its Retry-After) until accepted, then every key looked up: in the database once, with one entry.
+//   For the refusals of session 21 the old Hub must be a build with them at schema 6: this branch with
+//   SCHEMA_VERSION set to 6 in postgres/schema.ts (docs/deploy.md, "(session 21, ready21)").
 // - SQLite: a store made by dist's openStore with the schema-6 index (entries_claimed) put back, the
 //   same rows, then dist's openStore() timed (what `hub serve` runs at start: its schema text, whose
 //   only work on such a file is the index swap); nothing else can use the file meanwhile (the Hub
@@ -526,7 +530,7 @@ async function oldHub(db, url) {
   const t0 = performance.now();
   let migratedAt = null;
   let on = true;
-  const calls = { readyz: [], healthz: [], whoami: [] };
+  const calls = { readyz: [], healthz: [], whoami: [], send: [] };
   const reasons = new Set();
   const call = async (name, href, headers) => {
     const t = performance.now();
@@ -544,12 +548,49 @@ async function oldHub(db, url) {
     }
   };
   const loops = [closedLoop('readyz', `${admin}/readyz`), closedLoop('healthz', `${admin}/healthz`)];
+  // A sender as a bridge sends: one message every 50 ms, each with its idempotency key, sent again (Retry-After, else 1 s)
+  // until it is accepted — then every key must be in the database exactly once: nothing lost, nothing doubled.
+  const postJson = async (href, token, body) => {
+    const r = await fetch(href, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return r.json();
+  };
+  const sender = await postJson(`${base}/v1/account/agents`, human, { label: 'bench-sender' });
+  const reader = await postJson(`${base}/v1/account/agents`, human, { label: 'bench-reader' });
+  const { session } = await postJson(`${base}/v1/sessions`, reader.token, { client_key: 'bench-reader', lease_seconds: 3600 });
+  const keys = [];
+  const accepted = new Set();
+  const sendUntilAccepted = async (key) => {
+    for (let tries = 1; tries <= 120; tries++) {
+      const t = performance.now();
+      const [status, retryAfter] = await fetch(`${base}/v1/messages`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${sender.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ to: session.address, intent: 'notify', text: key, idempotency_key: key }),
+        signal: AbortSignal.timeout(60_000),
+      }).then(
+        async (r) => [r.status, r.headers.get('retry-after'), await r.text()],
+        (e) => [e.name, null],
+      );
+      calls.send.push({ at: t - t0, ms: performance.now() - t, status, after: migratedAt !== null && t >= migratedAt });
+      if (status === 202 || status === 200) return accepted.add(key);
+      await sleep(retryAfter === null ? 1000 : Number(retryAfter) * 1000);
+    }
+  };
   const inFlight = new Set();
   const open = (async () => {
     while (on) {
       const p = call('whoami', `${base}/v1/whoami`, { authorization: `Bearer ${human}` });
-      inFlight.add(p);
-      p.finally(() => inFlight.delete(p));
+      const key = `bench-${keys.length}`;
+      keys.push(key);
+      const s = sendUntilAccepted(key);
+      for (const x of [p, s]) {
+        inFlight.add(x);
+        x.finally(() => inFlight.delete(x));
+      }
       await sleep(50);
     }
     await Promise.all(inFlight);
@@ -580,6 +621,21 @@ async function oldHub(db, url) {
           );
         }
       for (const r of reasons) console.log(`    answered: ${r}`);
+      const { default: pg } = await import('pg');
+      const check = new pg.Client({ connectionString: url });
+      await check.connect();
+      const stored = await check.query(
+        `SELECT m.idempotency_key AS key, count(*)::int AS n, count(e.id)::int AS entries
+           FROM messages m LEFT JOIN entries e ON e.message_id = m.id WHERE m.from_agent = $1 GROUP BY 1`,
+        [sender.agent.id],
+      );
+      await check.end();
+      const inDb = new Map(stored.rows.map((r) => [r.key, r]));
+      const missing = [...accepted].filter((k) => !inDb.has(k));
+      const doubled = stored.rows.filter((r) => r.n !== 1 || r.entries !== 1);
+      console.log(
+        `    sends: ${keys.length} keys, ${accepted.size} accepted (${calls.send.length} tries), ${inDb.size} in the database; accepted but missing: ${missing.length}; not exactly one message and one entry: ${doubled.length}; never accepted: ${keys.length - accepted.size}`,
+      );
       const logged = out.split('\n').filter((l) => /cannot|fail|error|stale|schema/i.test(l));
       if (logged.length) console.log(`    its log: ${[...new Set(logged)].slice(0, 8).join(' | ')}`);
     },
