@@ -52,7 +52,7 @@
 //          [--trace-keep <dir>]   (with --trace: each run's raw trace kept in <dir>/run-<n>/ for analysis after the run)
 //          [--at-presence]   (the steady phase's measured sends begin 0.5 s before either instance's next presence write)
 //          [--cpu-prof <dir>]   (each Hub writes a V8 CPU profile there, and the bench the idle and
-//          send phases' time windows: node bench/cpu-profile-breakdown.mjs <dir> [--phases idle])
+//          send phases' time windows (and steady, and send-after-<n> for --warmup's earlier phases): node bench/cpu-profile-breakdown.mjs <dir> [--phases idle])
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -117,7 +117,7 @@ if (TRACE_KEEP !== null) mkdirSync(TRACE_KEEP, { recursive: true });
 const profAt = process.argv.indexOf('--cpu-prof');
 const CPU_PROF = profAt > 0 ? path.resolve(process.argv[profAt + 1]) : null;
 /** The profiled phases' windows (CLOCK_MONOTONIC µs, as the profiles' timestamps), by phase. */
-const windows = { idle: [], send: [] };
+const windows = { idle: [], send: [], steady: [] };
 if (CPU_PROF !== null) mkdirSync(CPU_PROF, { recursive: true });
 const monoUs = () => Number(process.hrtime.bigint() / 1000n);
 const onlyAt = process.argv.indexOf('--only');
@@ -763,6 +763,7 @@ async function steadyPhase(hubs, database, urls, sessions, sender, timer) {
   const i0 = timer.latencies.length;
   let mark = null;
   let t1 = 0;
+  let steadyUs = 0;
   const t0 = performance.now();
   // --at-presence: the measured sends start half a second before the next presence write of either instance (each
   // writes a period apart from its start, `ready`), at least a second on; the lead runs until then.
@@ -777,6 +778,7 @@ async function steadyPhase(hubs, database, urls, sessions, sender, timer) {
       if (first === null && (switchAt === null ? n >= STEADY_LEAD : performance.now() >= switchAt)) {
         first = n;
         t1 = performance.now();
+        steadyUs = monoUs();
         mark = await cpuMark(hubs, database);
       }
       const s = sessions[Math.floor(Math.random() * sessions.length)];
@@ -787,6 +789,7 @@ async function steadyPhase(hubs, database, urls, sessions, sender, timer) {
     },
   );
   const seconds = (performance.now() - t1) / 1000;
+  windows.steady.push([steadyUs, monoUs()]);
   while (timer.latencies.length < i0 + first + MESSAGES && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
   const cpu = await cpuPerSendSince(mark, hubs, database);
   const xs = timer.latencies.filter((_, i) => i >= i0 && timer.starts[i] >= t1);
