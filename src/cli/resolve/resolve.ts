@@ -13,7 +13,6 @@ import {
 } from '../../config/index.js';
 import { type Coded, EXIT, type CodedError, knobFromEnv } from '../../core/index.js';
 import type { AgentRow } from '../../hub/contract/index.js';
-import { CHECK_HUB_URL, noSuchEndpoint } from '../../hub/client/result.js';
 import {
   openStateDir,
   resolveStateRoot,
@@ -226,7 +225,6 @@ function recordIdentity(stateDir: StateDir, who: { hub: string; agent_id: string
   stateDir.write('identity', want);
 }
 
-/** GET /v1/whoami, loaded only on this cold path so the warm path never imports the network stack. */
 /** Whose directory an --allow-from label is looked up in, and with which credential. */
 export type DirectoryWho = Pick<ResolvedAgent, 'stateRoot' | 'hubUrl' | 'credential' | 'agentId'>;
 
@@ -237,8 +235,9 @@ async function directoryOverHttp(who: DirectoryWho, nowIso: string): Promise<Cod
   return fetchAgentDirectory({ ...who, client }, nowIso, 'looking up --allow-from in the agent directory');
 }
 
+/** GET /v1/whoami, loaded only on this cold path so the warm path never imports the network stack. */
 async function whoamiOverHttp(hubUrl: string, token: string): Promise<Coded<string>> {
-  const { HubClient } = await import('../../hub/client/index.js');
+  const { HubClient, CHECK_HUB_URL, noSuchEndpoint } = await import('../../hub/client/index.js');
   const res = await new HubClient({ baseUrl: hubUrl, token }).whoami();
   if (res.ok) {
     if (res.value.kind === 'agent') return { ok: true, value: res.value.agent.id };
