@@ -1,4 +1,4 @@
-import { checkKnob, type Coded, done, KNOBS, SETTING_KNOBS, type SettingKnob, settingOf, usageFailure } from '../core/index.js';
+import { checkKnob, type Coded, done, type FlaggedKnob, KNOBS, SETTING_KNOBS, type SettingKnob, usageFailure } from '../core/index.js';
 import { environmentCredential } from './credentials.js';
 import { parseHubUrl, plainHttpWarning } from './hub-url.js';
 import { type Transport, checkTransport } from './transport.js';
@@ -17,6 +17,13 @@ export interface SettingsFlags {
 }
 
 export type SettingSource = 'flag' | 'env' | 'user' | 'default';
+
+/**
+ * Where each bridge setting came from. A knob no command takes a flag for
+ * (unattended_max_seconds) never came from one, and its type says so: a reader of the source
+ * (doctor) has no 'flag' case to word.
+ */
+export type SettingSources = Record<FlaggedKnob | 'transport', SettingSource> & Record<Exclude<SettingKnob, FlaggedKnob>, Exclude<SettingSource, 'flag'>>;
 
 export interface BridgeSettings {
   /** Canonical items (sorted, deduplicated); null = none declared (fail-closed). */
@@ -38,19 +45,20 @@ export interface ResolvedSettings {
   hubUrlSource: 'flag' | 'env' | 'project' | 'user' | 'none';
   bridge: BridgeSettings;
   /** Where each bridge setting came from, for `doctor`. */
-  sources: Record<SettingKnob | 'transport', SettingSource>;
+  sources: SettingSources;
   /** The loaded files' warnings plus any found here; for the caller to print. */
   warnings: string[];
 }
 
-/** The flag's value, for the knobs a command takes a flag for (settingOf(k).flag). */
-const FLAG_VALUE: Partial<Record<SettingKnob, (f: SettingsFlags) => string | number | undefined>> = {
+/** The flag's value, for each knob a command takes a flag for (KNOBS[k].setting.flag). */
+const FLAG_VALUE: Record<FlaggedKnob, (f: SettingsFlags) => string | number | undefined> = {
   waitSeconds: (f) => f.wait,
   intervalSeconds: (f) => f.interval,
   maxRetries: (f) => f.maxRetries,
 };
 
 const present = (v: string | undefined): v is string => v !== undefined && v !== '';
+const flagged = (k: SettingKnob): k is FlaggedKnob => Object.hasOwn(FLAG_VALUE, k);
 
 /** Precedence for every setting: flag > environment > project > user > default. */
 export function resolveSettings({ flags, env, loaded }: { flags: SettingsFlags; env: NodeJS.ProcessEnv; loaded: LoadedConfig }): Coded<ResolvedSettings> {
@@ -101,12 +109,11 @@ export function resolveSettings({ flags, env, loaded }: { flags: SettingsFlags; 
   const sources = {} as ResolvedSettings['sources'];
   const numbers = {} as Record<SettingKnob, number>;
   for (const knob of SETTING_KNOBS) {
-    const flagValue = FLAG_VALUE[knob]?.(flags);
-    const flag = settingOf(knob).flag;
+    const flagValue = flagged(knob) ? FLAG_VALUE[knob](flags) : undefined;
     const envName = KNOBS[knob].env;
     const envValue = env[envName];
     let value: Coded<number>;
-    if (flagValue !== undefined && flag !== null) [value, sources[knob]] = [checkKnob(knob, flagValue, flag), 'flag'];
+    if (flagged(knob) && flagValue !== undefined) [value, sources[knob]] = [checkKnob(knob, flagValue, KNOBS[knob].setting.flag), 'flag'];
     else if (present(envValue)) [value, sources[knob]] = [checkKnob(knob, envValue, envName), 'env'];
     else if (user.numbers[knob] !== undefined) [value, sources[knob]] = [done(user.numbers[knob]), 'user'];
     else [value, sources[knob]] = [done(KNOBS[knob].default), 'default'];

@@ -236,6 +236,8 @@ export type KnobName = keyof typeof KNOBS;
 export type SettingKnob = { [K in KnobName]: (typeof KNOBS)[K] extends { setting: object } ? K : never }[KnobName];
 export const SETTING_KNOBS = (Object.keys(KNOBS) as KnobName[]).filter((k): k is SettingKnob => 'setting' in KNOBS[k]);
 export const settingOf = (k: SettingKnob): { key: string; flag: string | null } => KNOBS[k].setting;
+/** The setting knobs some command takes a flag for: only these can have a value from a flag. */
+export type FlaggedKnob = { [K in SettingKnob]: (typeof KNOBS)[K]['setting']['flag'] extends null ? never : K }[SettingKnob];
 
 /**
  * The knobs every process that judges a heartbeat or a `t`, or backs off from the Hub, reads

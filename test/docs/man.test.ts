@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { processIO } from '../../src/cli/io.js';
 import { buildProgram, VERSION } from '../../src/cli/main.js';
@@ -78,6 +79,27 @@ describe('man pages', () => {
     for (const v of documented) {
       if (/^(OH_HAI|MA2H)_/.test(v)) expect(read, `${v} is documented but nothing in src/ reads it`).toContain(v);
     }
+  });
+
+  it('leave no `--flag` in src/cli that no command takes (a text naming one sends the user nowhere)', () => {
+    // Not oh-hai's: a placeholder in a comment (man/generate.ts), and bench/bridge-latency.mjs's own flag.
+    const taken = new Set<string>(['--help', '--long', '--trace']);
+    const collect = (cmd: Command) => {
+      for (const o of cmd.options) if (o.long) taken.add(o.long);
+      for (const c of cmd.commands) collect(c);
+    };
+    collect(program);
+    const named = new Map<string, string>();
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (/\.c?ts$/.test(e.name))
+          for (const m of readFileSync(p, 'utf8').matchAll(/(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]/g)) named.set(m[0], path.relative(repoRoot, p));
+      }
+    };
+    walk(path.join(repoRoot, 'src', 'cli'));
+    expect([...named].filter(([flag]) => !taken.has(flag)).map(([flag, file]) => `${file} names ${flag}`)).toEqual([]);
   });
 
   it('put the bridge exit table in oh-hai-bridge(1) exactly as `oh-hai bridge --exit-codes` has it', () => {

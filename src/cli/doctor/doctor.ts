@@ -63,8 +63,8 @@ export interface DoctorRequest {
   selfTest: boolean;
 }
 
+// No 'flag' row: no command takes a flag for the bound (src/core/knobs.ts), and the sources' type says so.
 const BOUND_SOURCE: Record<ResolvedSettings['sources']['unattendedMaxSeconds'], string> = {
-  flag: '--unattended-max-seconds',
   env: 'OH_HAI_UNATTENDED_MAX_SECONDS',
   user: '[bridge] unattended_max_seconds in the user config',
   default: 'the default',
