@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/client';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { hubCall } from '../../helpers/hub.js';
 import { killAndWait } from '../../helpers/process.js';
@@ -86,6 +87,15 @@ describe('oh-hai mcp: the server', () => {
     const long = await m.call('oh_hai_read', { wait_seconds: 100_000 });
     expect(long.isError).toBe(true);
     expect(long.text).toContain("wait_seconds is above 86400: give at most 86400 seconds (no wait bound is longer; this agent session's own, 540 s unless");
+    // An unknown tool is the MCP spec's protocol error (tools, "Error Handling": unknown tools are
+    // JSON-RPC errors, -32602 in its example), not a tool result: nothing ran, so there is no exit to report.
+    const err = await m.client.callTool({ name: 'oh_hai_nope', arguments: {} }).then(
+      (r) => ({ answered: r }),
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ProtocolError);
+    expect(err).toMatchObject({ code: ProtocolErrorCode.InvalidParams, message: expect.stringContaining('oh_hai_nope') });
+    expect((await m.call('oh_hai_send', { to: bobAddr, text: '' })).isError, 'the server serves on after it').toBe(true);
     // Only JSON-RPC reached stdout (the client parsed it all); the diagnostics went to stderr.
     expect(m.stderr()).toContain('oh-hai mcp: serving oh_hai_* tools on stdio');
   });
@@ -100,6 +110,8 @@ describe('oh-hai mcp: the server', () => {
     expect((await raw.answer(0, 'the initialize result')).result).toMatchObject({ serverInfo: { name: 'oh-hai' } });
     raw.request(1, 'tools/list');
     expect(((await raw.answer(1, 'the tool list')).result as { tools: unknown[] }).tools).toHaveLength(8);
+    raw.request(2, 'tools/call', { name: 'oh_hai_nope', arguments: {} });
+    expect(await raw.answer(2, 'the unknown tool')).toMatchObject({ id: 2, error: { code: -32602 } });
     raw.proc.stdin!.end();
     await waitFor(() => raw.proc.exitCode !== null, { what: 'the server to exit when stdin closes' });
     expect(raw.proc.exitCode).toBe(0);
