@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/server';
 import { describePolicy, parsePolicy } from '../../config/index.js';
 import { isSameProcessAlive, parseConsumerRecord, readRecord, STATE_FILES } from '../../spool/index.js';
 import { plain } from '../../reader/index.js';
-import { annotateStateDir, sessionStatus, statusEpilogue, statusLines, type AgentAccess } from '../messaging/index.js';
+import { annotateStateDir, openThisEntry, sessionStatus, statusEpilogue, statusLines, type AgentAccess } from '../messaging/index.js';
 import type { McpContext } from './context.js';
 import { toolError, toolResult } from './results.js';
 
@@ -29,6 +29,9 @@ export async function statusResult(ctx: McpContext, a: AgentAccess): Promise<Cal
   const policy = policyInForce(a, ts.stateDirPath);
   const policyLine = `sender policy: ${policy.text}`;
   if (ts.kind === 'none') {
+    // "starts the connection" would be false of an entry the next read refuses: that refusal instead, as session status gives it.
+    const entry = openThisEntry(ts.stateDirPath);
+    if (!entry.ok) return toolError(entry.error);
     const drains =
       ts.stateDirPath !== null
         ? annotateStateDir(ts.stateDirPath, { nowMs: ctx.io.clock.now(), staleMs: ctx.knobs.staleHolderSeconds * 1000, liveness: isSameProcessAlive })

@@ -1,10 +1,28 @@
 import type { SettingsFlags } from '../../config/index.js';
-import { type Coded, CONNECTION_KNOBS, EXIT, readKnobs, toOutcome, type Outcome } from '../../core/index.js';
+import { type Coded, CONNECTION_KNOBS, done, EXIT, readKnobs, toOutcome, type Outcome } from '../../core/index.js';
 import { formatAddress } from '../../hub/contract/index.js';
 import { HubClient } from '../../hub/client/index.js';
-import { STATE_FILES, hostName, parseSessionRecord, principalStateDir, readRecord, sessionStateDir, stateKey } from '../../spool/index.js';
+import {
+  STATE_FILES,
+  hostName,
+  openStateDir,
+  parseSessionRecord,
+  principalStateDir,
+  readRecord,
+  sessionStateDir,
+  stateKey,
+  type StateDir,
+} from '../../spool/index.js';
 import type { CliIO } from '../io.js';
-import { processInspector, resolveAgent, resolveAgentSessionKey, type AgentSessionKey, type ProcessInspector, type ResolvedAgent } from '../resolve/index.js';
+import {
+  processInspector,
+  resolveAgent,
+  resolveAgentSessionKey,
+  stateEntryError,
+  type AgentSessionKey,
+  type ProcessInspector,
+  type ResolvedAgent,
+} from '../resolve/index.js';
 import { hubFailureError } from './failures.js';
 
 /** The flags every command that talks to the Hub as this agent takes (plus the bridge settings `inbox watch` names). */
@@ -130,4 +148,17 @@ function findThisSession(p: { flags: AgentFlags; io: CliIO; inspect: ProcessInsp
       ? `this agent session (${key.value.describe}) holds no session: no oh-hai bridge has registered one here, or it was stood down`
       : `this agent session's session record could not be read (${record.reason})`;
   return { kind: 'none', why, stateDirPath, key: key.value };
+}
+
+/**
+ * This agent session's state entry, for a command that reads it or stands it down: null when
+ * there is none here. An entry the open refuses (a directory where a record belongs, another
+ * user's) is that refusal, as the bridge gives it, naming the path and the fix: "no entry"
+ * would send the user to a bridge run that refuses the same way.
+ */
+export function openThisEntry(stateDirPath: string | null): Coded<StateDir | null> {
+  if (stateDirPath === null) return done(null);
+  const opened = openStateDir(stateDirPath, { create: false });
+  if (opened.ok) return done(opened.value);
+  return opened.code === 'absent' ? done(null) : { ok: false, error: stateEntryError(opened) };
 }

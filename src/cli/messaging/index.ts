@@ -1,5 +1,5 @@
 // Shared by the sending-side commands (send/ask/task/reply, messages, fleet, session, inbox) and the MCP server.
-export { resolveAgentAccess, withAgentAccess, principalStateDirFor, type AgentAccess, type AgentFlags, type ThisSession } from './access.js';
+export { resolveAgentAccess, withAgentAccess, openThisEntry, principalStateDirFor, type AgentAccess, type AgentFlags, type ThisSession } from './access.js';
 export { hubFailureError, isTransient, type FailureContext } from './failures.js';
 export { withRetries, SEND_RETRIES, type RetryOptions } from './retry.js';
 export { readMessagingKnobs, type MessagingKnobs } from './access.js';

@@ -1,8 +1,8 @@
 import type { Coded } from '../../core/index.js';
 import type { Session } from '../../hub/contract/index.js';
-import { isSameProcessAlive, openStateDir, type ConsumerRecord, type RecordRead, type SessionRecord } from '../../spool/index.js';
+import { isSameProcessAlive, type ConsumerRecord, type RecordRead, type SessionRecord } from '../../spool/index.js';
 import { leaseEpilogue, plain } from '../../reader/index.js';
-import type { AgentAccess, ThisSession } from './access.js';
+import { openThisEntry, type AgentAccess, type ThisSession } from './access.js';
 import { hubFailureError } from './failures.js';
 import type { MessagingKnobs } from './access.js';
 import { annotateStateDir, type LocalAnnotation } from './local-state.js';
@@ -26,7 +26,8 @@ export interface SessionStatus {
 /**
  * The Hub's view of this agent session's session (the authority) beside this host's record:
  * `oh-hai session status` and the MCP `oh_hai_status` tool. A Hub that does not know the
- * session is a view with `hub: null`, not an error; any other Hub failure is.
+ * session is a view with `hub: null`, not an error; any other Hub failure is, and so is a
+ * state entry the open refuses.
  */
 export async function sessionStatus(
   a: AgentAccess,
@@ -34,8 +35,9 @@ export async function sessionStatus(
   knobs: MessagingKnobs,
   nowMs: number,
 ): Promise<Coded<SessionStatus>> {
-  const opened = ts.stateDirPath !== null ? openStateDir(ts.stateDirPath, { create: false }) : null;
-  const stateDir = opened?.ok ? opened.value : null;
+  const entry = openThisEntry(ts.stateDirPath);
+  if (!entry.ok) return entry;
+  const stateDir = entry.value;
   const got = await a.client.getSession(ts.id);
   const failure = got.ok ? null : got.failure;
   if (failure && !(failure.kind === 'http' && failure.status === 404))

@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -161,6 +161,35 @@ describe('with a Hub', () => {
       expect(r.stderr).not.toMatch(/this is a bug|tightened permissions/);
     }
     await as(world.bob, 'bob-dir', ['session', 'close']);
+  });
+
+  it('session status and session close give the refusal of an entry the open refuses, not "no state entry"', async () => {
+    await register(world.bob, world.hub, 'bob-dir-status');
+    const dir = stateDirOf(world.bob, world.hub, 'bob-dir-status');
+    const refusal = (cmd: string, p: string) =>
+      `oh-hai ${cmd}: FATAL (exit 1, state_unreadable) — ${p} is a directory where oh-hai keeps a file; nothing in it is oh-hai's. Remove it (rm -r '${p}') and run again\n`;
+    // reader.json: the session is recorded (status reads it); session.json: none is (status's "no session" answer).
+    for (const name of ['reader.json', 'session.json']) {
+      const p = path.join(dir, name);
+      const kept = name === 'session.json' ? readFileSync(p) : null;
+      rmSync(p, { force: true });
+      mkdirSync(p);
+      const status = await as(world.bob, 'bob-dir-status', ['session', 'status']);
+      const close = await as(world.bob, 'bob-dir-status', ['session', 'close']);
+      rmSync(p, { recursive: true });
+      if (kept) writeFileSync(p, kept, { mode: 0o600 });
+      for (const [cmd, r] of [
+        ['session status', status],
+        ['session close', close],
+      ] as const) {
+        expect(r.code, `${cmd}: ${r.stdout}${r.stderr}`).toBe(1);
+        expect(r.stderr).toBe(refusal(cmd, p));
+        expect(r.stdout, cmd).toBe('');
+      }
+    }
+    // Nothing was stood down: the session is still open and still recorded.
+    expect((await as(world.bob, 'bob-dir-status', ['session', 'status'])).code).toBe(0);
+    expect((await as(world.bob, 'bob-dir-status', ['session', 'close'])).code).toBe(0);
   });
 
   it('a send retrying a Hub that is down says how long it waits, never "retrying in 0s"', async () => {

@@ -2,7 +2,6 @@ import { rmSync } from 'node:fs';
 import {
   STATE_FILES,
   forgetSession,
-  openStateDir,
   requestStandDown,
   runningConnection,
   stopConnection,
@@ -18,6 +17,7 @@ import { writeFlushed } from '../../../util/output.js';
 import { plain } from '../../../reader/index.js';
 import {
   hubFailureError,
+  openThisEntry,
   readMessagingKnobs,
   sessionStatus,
   statusEpilogue,
@@ -48,8 +48,9 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
     const ts = a.thisSession;
     if (ts.kind === 'none' && ts.key === null)
       return { exit: EXIT.usage, code: 'agent_session_unknown', message: `${ts.why}; name it with --session <name>, as oh-hai bridge was run` };
-    const opened = ts.stateDirPath !== null ? openStateDir(ts.stateDirPath, { create: false }) : null;
-    const stateDir = opened?.ok ? opened.value : null;
+    const entry = openThisEntry(ts.stateDirPath);
+    if (!entry.ok) return toOutcome(entry.error);
+    const stateDir = entry.value;
     const out: string[] = [];
     let connection: CloseReport['connection'] = null;
     /** The lines for people, or with --json the one document (src/cli/json/outputs.ts SessionClose). */
@@ -224,8 +225,11 @@ export async function runStatus(opts: AgentFlagValues, io: CliIO): Promise<Outco
   if (!knobs.ok) return toOutcome(knobs.error);
   return withAgentAccess(STATUS_NAME, opts, io, async (a) => {
     const ts = a.thisSession;
-    // Having no session is an answer, not a failure: said on stdout, exit 0 (docs/terminal.md).
+    // Having no session is an answer, not a failure: said on stdout, exit 0 (docs/terminal.md) —
+    // unless the entry is one the next bridge run refuses, which would make the answer's "registers one" false.
     if (ts.kind === 'none') {
+      const entry = openThisEntry(ts.stateDirPath);
+      if (!entry.ok) return toOutcome(entry.error);
       const line = opts.json
         ? JSON.stringify({ session_id: null, hub: null, hub_error: ts.why, local: null })
         : `no session: ${ts.why}; the next oh-hai bridge run registers one`;
