@@ -14,18 +14,21 @@ const world = useBridgeWorld();
 const admin = (a: Agent, ...args: string[]) => runOhHai(['hub', ...args, '--data', world.hub.dataDir], { env: a.env });
 const address = (a: Agent, sess: string) => `agent:${a.id}#${sess}`;
 
-/** The session the connection registers after `old`, once session.json names it; refused when the run ends first. */
-const replacedBy = (dir: string, old: string, run: Promise<RunResult>): Promise<string> =>
-  Promise.race([
-    waitFor(
-      () => {
-        const id = sessionIdOf(dir);
-        return id !== null && id !== old ? id : null;
-      },
-      { timeoutMs: 40_000, what: `a session replacing ${old}` },
-    ),
-    run.then((r) => Promise.reject(new Error(`the run ended (exit ${r.code}) before a session replaced ${old}:\n${r.stderr}`))),
+/**
+ * The session the connection registers after `old`, once session.json names it; refused when the
+ * run ends without one. A run that prints at once can end between two polls: session.json is read
+ * once more when it ends.
+ */
+const replacedBy = (dir: string, old: string, run: Promise<RunResult>): Promise<string> => {
+  const successor = (): string | null => {
+    const id = sessionIdOf(dir);
+    return id !== null && id !== old ? id : null;
+  };
+  return Promise.race([
+    waitFor(successor, { timeoutMs: 40_000, what: `a session replacing ${old}` }),
+    run.then((r) => successor() ?? Promise.reject(new Error(`the run ended (exit ${r.code}) before a session replaced ${old}:\n${r.stderr}`))),
   ]);
+};
 
 const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
