@@ -373,7 +373,7 @@ const hub: PageSpec = {
   section: 1,
   summary: 'run the reference MA2H Hub and administer it',
   commands: ['hub'],
-  description: `oh-hai hub serve runs the project's reference Hub: MA2H 0.5 on node:http with a SQLite store, for tests, demos and small deployments. It listens on 127.0.0.1 by default, prints hub: listening on <url> when ready, serves the web inbox at / (sign in with the human token), and stops cleanly on SIGTERM or SIGINT. The first start creates an account and writes its human token to <data>/human-token (0600).
+  description: `oh-hai hub serve runs the project's reference Hub: MA2H 0.5 on node:http with a SQLite store, for tests, demos and small deployments. It listens on 127.0.0.1 by default, prints hub: listening on <url> when ready, serves the web inbox at / (sign in with the human token), and stops cleanly on SIGTERM or SIGINT. A wildcard --host (0.0.0.0, or :: for IPv6 and IPv4) listens on every interface and is no address to open: the URLs it prints and records in <data>/hub.json are then loopback's (127.0.0.1, [::1]), and one line lists this machine's own interface addresses, the URLs for other machines. The first start creates an account and writes its human token to <data>/human-token (0600).
 
 Given a PostgreSQL database (OH_HAI_HUB_DATABASE_URL, or --database without a password), any number of instances serve one deployment behind a load balancer: the database decides every race and every instant, NOTIFY carries pushes between instances, and MA2H_SIGNING_KEY is required (the same on every instance). --admin-listen serves /healthz, /readyz and /metrics on a separate address; --log-format json writes one JSON object per line. See docs/deploy.md and deploy/ (nginx, systemd).
 

@@ -7,6 +7,7 @@ import type { HeldRequests } from './core.js';
 import type { Lane, LanesStats, Share } from './lanes.js';
 import type { HubMetrics } from './metrics.js';
 import type { Store, StoreHealth } from './sql.js';
+import { reachableUrl } from './listen-url.js';
 
 /** What the admin listener reads from the running Hub. */
 export interface AdminSources {
@@ -418,7 +419,7 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
   });
   const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${port}`,
+    url: reachableUrl(listen.host, port),
     metrics: {
       request: (route, status) => requests.inc({ route, status: String(status) }),
       sent: () => sends.inc(),

@@ -30,6 +30,7 @@ import { openStore, sqliteStore } from './store.js';
 import { StreamEnds } from './seen.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
 import { hop, TRACE } from '../../util/trace.js';
+import { reachableUrl } from './listen-url.js';
 
 /** What `hub.json` in the data dir records, so admin commands find a running Hub. */
 export interface HubRecord {
@@ -57,6 +58,7 @@ export interface HubServerOptions {
 }
 
 export interface HubServer {
+  /** Where this machine reaches the Hub: `--host`, or loopback when that is a wildcard (0.0.0.0, ::). */
   url: string;
   port: number;
   dataDir: string;
@@ -79,8 +81,6 @@ async function within(p: Promise<unknown>, ms: number): Promise<void> {
   await Promise.race([p, new Promise<void>((resolve) => (bound = setTimeout(resolve, ms)))]);
   clearTimeout(bound);
 }
-
-const formatUrl = (host: string, port: number): string => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
 interface Opened {
   store: Store;
@@ -251,7 +251,8 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     throw e;
   }
   const port = (server.address() as AddressInfo).port;
-  const url = formatUrl(config.host, port);
+  // hub.json's URL is for the admin commands on this machine, and the web inbox calls the API through it: loopback for a wildcard --host.
+  const url = reachableUrl(config.host, port);
   const record: HubRecord = { url, pid: o.pid, started_at: iso(o.clock.now()) };
   writeFileAtomic(path.join(config.dataDir, HUB_RECORD_FILE), JSON.stringify(record, null, 2) + '\n', 0o600);
 

@@ -1,4 +1,5 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOhHai, startOhHai } from '../../helpers/cli.js';
@@ -165,16 +166,33 @@ describe('oh-hai hub serve: flags and defaults', () => {
 });
 
 describe('oh-hai hub serve beyond loopback', () => {
-  it('says that plain http beyond this machine carries tokens unencrypted, and how to put TLS in front', async () => {
+  // A wildcard --host is no address to open: what it prints is loopback, then this machine's own addresses.
+  it.each([
+    ['0.0.0.0', 'http://127.0.0.1', ['IPv4']],
+    ['::', 'http://[::1]', ['IPv4', 'IPv6']],
+  ])('--host %s prints URLs a user can open, and warns that plain http carries tokens unencrypted', async (host, loopback, families) => {
     const t = tempEnv();
-    const proc = startOhHai(['hub', 'serve', '--host', '0.0.0.0', '--port', '0'], { env: t.env, cwd: t.root });
+    const data = path.join(t.root, 'hub');
+    const proc = startOhHai(['hub', 'serve', '--host', host, '--port', '0', '--data', data], { env: t.env, cwd: t.root });
     try {
       let out = '';
       proc.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
-      await waitFor(() => /hub: listening on (\S+)/.exec(out)?.[1], { what: 'the Hub to listen' });
-      expect(out).toMatch(
-        /^hub: ⚠️ --host 0\.0\.0\.0 serves plain http beyond this machine: .* unencrypted\. Listen on 127\.0\.0\.1 behind a TLS-terminating proxy/m,
-      );
+      const url = await waitFor(() => /hub: listening on (\S+)/.exec(out)?.[1], { what: 'the Hub to listen' });
+      const port = new URL(url).port;
+      expect(url).toBe(`${loopback}:${port}`);
+      expect(out).toContain(`hub: web inbox at ${loopback}:${port}/ (sign in with the human token)\n`);
+      expect((await fetch(`${url}/v1/capability`)).status).toBe(200);
+      expect(JSON.parse(readFileSync(path.join(data, 'hub.json'), 'utf8'))).toMatchObject({ url });
+      const mine = Object.values(networkInterfaces())
+        .flatMap((i) => i ?? [])
+        .filter((i) => !i.internal && families.includes(i.family) && !i.address.startsWith('fe80:'))
+        .map((i) => `http://${i.family === 'IPv6' ? `[${i.address}]` : i.address}:${port}/`);
+      const line = /^hub: --host \S+ listens on every interface.*$/m.exec(out)?.[0] ?? '';
+      expect(line, out).not.toBe('');
+      for (const u of mine) expect(line).toContain(u);
+      expect(out).not.toMatch(/0\.0\.0\.0:|\[::\]:/);
+      expect(out).toContain(`\nhub: ⚠️ --host ${host} serves plain http beyond this machine: `);
+      expect(out).toMatch(/ unencrypted\. Listen on 127\.0\.0\.1 behind a TLS-terminating proxy/);
     } finally {
       proc.kill('SIGTERM');
       await new Promise((r) => proc.once('exit', r));

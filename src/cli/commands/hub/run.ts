@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { networkInterfaces } from 'node:os';
 import type { CliIO } from '../../io.js';
 import { plainHttpWarning } from '../../../config/index.js';
 import { VERSION } from '../../version.js';
@@ -151,7 +152,7 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   const sink = hubLogSink(format, io, redact);
   const out = sink.out;
   const stopped = stopSignal();
-  const { createHubServer, STORE_IN_USE, DATABASE_REFUSED, SQLITE_UNAVAILABLE } = await import('../../../hub/server/index.js');
+  const { createHubServer, formatUrl, interfaceUrls, STORE_IN_USE, DATABASE_REFUSED, SQLITE_UNAVAILABLE } = await import('../../../hub/server/index.js');
   const { mountWebInbox } = await import('../../../hub/server/web/index.js');
   let url = '';
   let store: Store | null = null;
@@ -206,10 +207,18 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   if (built.randomKey) out('hub: signing key is random for this run (set MA2H_SIGNING_KEY to keep one across restarts)');
   if (config.faultInjection) out('hub: fault injection is ON (POST /v1/_faults) — a test Hub, never a deployment');
   out(`hub: web inbox at ${server.url}/ (sign in with the human token)`);
+  // A wildcard --host is no address to open: server.url is loopback, and other machines need this one's own addresses.
+  const others = interfaceUrls(config.host, server.port, networkInterfaces());
+  if (others !== null)
+    out(
+      others.length > 0
+        ? `hub: --host ${config.host} listens on every interface: from another machine, ${others.map((u) => `${u}/`).join(' or ')} (whichever its network reaches); from this one, ${server.url}/`
+        : `hub: --host ${config.host} listens on every interface, but this machine has no address beyond loopback: ${server.url}/ is the only way in`,
+    );
   if (trustProxy !== undefined) out(`hub: client addresses from X-Forwarded-For of ${trustProxy.shown}`);
   if (server.adminUrl !== null) out(`hub: admin (healthz, readyz, metrics) at ${server.adminUrl}`);
   // The clients warn about plain http to another host (plainHttpWarning); the Hub that invites it says so too.
-  if (plainHttpWarning(server.url) !== null)
+  if (plainHttpWarning(formatUrl(config.host, server.port)) !== null)
     out(
       `hub: ⚠️ --host ${config.host} serves plain http beyond this machine: agents' tokens and the web inbox's sign-in cross the network unencrypted. ` +
         'Listen on 127.0.0.1 behind a TLS-terminating proxy (--trust-proxy; docs/deploy.md) unless this network is yours alone',
