@@ -218,12 +218,31 @@ export const runLift = (flags: AdminFlags & { agent: string; clientKey?: string;
         ...(flags.clientKey !== undefined ? { client_key: flags.clientKey } : {}),
         ...(flags.name !== undefined ? { name: flags.name } : {}),
       }),
-    (r) => [
-      `lifted ${r.lifted ?? 0} operator stop(s) for agent ${flags.agent}: it may register a session again`,
-      // The agent was told (exit 14) not to re-run; nothing at the Hub can tell it the stop is gone.
-      'its next oh-hai bridge registers a new session (a new address) by itself; it was told not to re-run, so tell it that it may (a pinned run, --session sess_…, stays closed: clear or repoint its pin)',
-    ],
+    (r) => liftLines(r.lifted, flags),
   );
+
+/**
+ * What a lift did. Zero is an answer, not a failure (the stop may be gone already), but it
+ * must not read as a lift: "lifted 0 … it may register again" told the human the agent was
+ * free when nothing at all had matched. A Hub that does not say how many (null) lifted some.
+ */
+function liftLines(lifted: number | null, flags: { agent: string; clientKey?: string; name?: string }): string[] {
+  const narrowed = [flags.name !== undefined ? `--name ${flags.name}` : null, flags.clientKey !== undefined ? `--client-key ${flags.clientKey}` : null].filter(
+    (x) => x !== null,
+  );
+  const matching = narrowed.length > 0 ? ` matching ${narrowed.join(' or ')}` : '';
+  if (lifted === 0)
+    return [
+      `nothing was lifted: agent ${flags.agent} has no operator stop${matching} — none was recorded, or it was lifted already; nothing changed`,
+      "the web inbox's Fleet page lists the operator stops this account has recorded, each with its Lift button",
+    ];
+  const what = lifted === null ? 'the operator stops' : lifted === 1 ? '1 operator stop' : `${lifted} operator stops`;
+  return [
+    `lifted ${what}${matching} for agent ${flags.agent}: it may register a session again`,
+    // The agent was told (exit 14) not to re-run; nothing at the Hub can tell it the stop is gone.
+    'its next oh-hai bridge registers a new session (a new address) by itself; it was told not to re-run, so tell it that it may (a pinned run, --session sess_…, stays closed: clear or repoint its pin)',
+  ];
+}
 
 export function runMessaging(state: string, flags: AdminFlags, io: CliIO): Promise<Outcome> {
   if (state !== 'on' && state !== 'off') return Promise.resolve(usageError(`messaging takes on or off, got "${state}"`));

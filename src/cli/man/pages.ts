@@ -377,7 +377,7 @@ const hub: PageSpec = {
 
 Given a PostgreSQL database (OH_HAI_HUB_DATABASE_URL, or --database without a password), any number of instances serve one deployment behind a load balancer: the database decides every race and every instant, NOTIFY carries pushes between instances, and MA2H_SIGNING_KEY is required (the same on every instance). --admin-listen serves /healthz, /readyz and /metrics on a separate address; --log-format json writes one JSON object per line. See docs/deploy.md and deploy/ (nginx, systemd).
 
-The other subcommands administer a running Hub over HTTP as the account's human: they read the human token from the data dir (--data, never argv) and the URL the Hub recorded there (or --hub). oh-hai hub agent add prints a new agent's token once. oh-hai hub session close is the operator kill-switch: the session's queued mail bounces, its bridge exits 14, and re-registering is refused until oh-hai hub lift.
+The other subcommands administer a running Hub over HTTP as the account's human: they read the human token from the data dir (--data, never argv) and the URL the Hub recorded there (or --hub). oh-hai hub agent add prints a new agent's token once. oh-hai hub session close is the operator kill-switch: the session's queued mail bounces, its bridge exits 14, and re-registering is refused until oh-hai hub lift. oh-hai hub lift says how many stops it lifted, or that nothing was lifted when no stop matched (exit 0: the stop may be gone already).
 
 The test knobs (--lease-min-seconds, --stream-max-hold-seconds, \u2026) shrink every interval so a test suite runs in seconds; --fault-injection enables POST /v1/_faults, and is for tests only.`,
   environment: [

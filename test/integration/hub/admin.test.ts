@@ -78,6 +78,11 @@ describe('oh-hai hub admin commands', () => {
     expect(lift.stdout).toMatch(/lifted 1 operator stop/);
     expect(lift.stdout).toContain('its next oh-hai bridge registers a new session (a new address) by itself');
     expect((await hubCall(hub, 'POST', '/v1/sessions', { token: agent.token, body: { client_key: 'ck' } })).status).toBe(201);
+    // Again, with nothing left to lift: an answer (exit 0) that says so, never "lifted 0 … it may register again".
+    const again = await admin('lift', '--agent', agent.id, '--name', 'run-1');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(new RegExp(`^nothing was lifted: agent ${agent.id} has no operator stop matching --name run-1 — .*; nothing changed$`, 'm'));
+    expect(again.stdout).not.toMatch(/lifted 0|may register/);
 
     const bad = await admin('directive', '--to', 'bob', 'hi');
     expect(bad.code).toBe(2);
