@@ -39,6 +39,18 @@ import { rehearseDelivery, WARM_ROUNDS } from './rehearse.js';
 import { stop, type Stop } from './stops.js';
 import type { VerifyContext } from './verify.js';
 
+/** The settings this consumer runs on, checked, and the policy they declare. */
+interface Settled {
+  settings: ConsumerSettings;
+  policy: Policy | null;
+}
+
+/** Settings handed to this consumer (the launching reader's, or direct mode's), already in settings.json with this digest. */
+export interface HandedSettings {
+  settings: ConsumerSettings;
+  digest: string;
+}
+
 /** Everything known once the consumer may talk to the Hub. */
 interface Prepared {
   settings: ConsumerSettings;
@@ -101,6 +113,7 @@ export class Consumer {
     private readonly knobs: ConsumerKnobs,
     private readonly opts: ConsumerOptions,
     private readonly compromisedBy: () => string | null,
+    private readonly handed: HandedSettings | null,
   ) {
     this.startedAt = opts.clock.now();
     this.hubClock = new HubClock(opts.clock);
@@ -130,9 +143,12 @@ export class Consumer {
     if (this.opts.shutdown.aborted) onShutdown();
     else this.opts.shutdown.addEventListener('abort', onShutdown, { once: true });
     try {
+      // Settled before the record's first write, so the record names the policy from the start:
+      // a run comparing its --allow-from with a starting connection reads what it will enforce.
+      const settled = this.stopped ? null : this.settle();
       this.writeRecord();
       this.log(`consumer starting (pid ${this.opts.pid}, mode ${this.opts.mode})`);
-      const prepared = this.stopped ? null : await this.prepare();
+      const prepared = settled && !this.stopped ? await this.prepare(settled) : null;
       if (prepared) await this.drive(prepared);
     } catch (e) {
       this.stopWith(stop(EXIT.internal, 'internal_error', `this is a bug in oh-hai: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`));
@@ -172,8 +188,8 @@ export class Consumer {
     return new RetryBudget({ maxRetries, minMs: this.knobs.backoffMinMs, maxMs: this.knobs.backoffMaxMs }, this.opts.random);
   }
 
-  /** Settings, credential, state files: everything before draining that can fail locally. */
-  private async prepare(): Promise<Prepared | null> {
+  /** The settings, checked; their policy goes into the record (written by the caller). */
+  private settle(): Settled | null {
     const settings = this.readSettings();
     if (!settings) return null;
     const problem = settingsProblem(settings);
@@ -190,8 +206,11 @@ export class Consumer {
     }
     const policy: Policy | null = settings.allow_from === null ? null : parsed.value;
     this.record = { ...this.record, policy: policy === null ? null : policyItems(policy) };
-    this.writeRecord();
+    return { settings, policy };
+  }
 
+  /** Credential and state files: everything else before draining that can fail locally. */
+  private async prepare({ settings, policy }: Settled): Promise<Prepared | null> {
     // The entry is <state root>/oh-hai/bridge/<leg>/<key>: the identity cache lives under the root.
     const stateRoot = path.resolve(this.stateDir.dir, '..', '..', '..', '..');
     const cred = resolveAgentCredential({ env: this.opts.env, hubUrl: settings.hub, stateRoot, ...(settings.agent !== null ? { agent: settings.agent } : {}) });
@@ -234,7 +253,12 @@ export class Consumer {
     return { settings, policy, agentId, identity, client, state: state.value };
   }
 
+  /** What it was handed, else settings.json (an --entry run by hand): never the file when handed, which another run may have rewritten since. */
   private readSettings(): ConsumerSettings | null {
+    if (this.handed) {
+      this.record = { ...this.record, settings_digest: this.handed.digest };
+      return this.handed.settings;
+    }
     const { read, digest } = this.stateDir.readSettings();
     if (read.state !== 'ok') {
       const why = read.state === 'absent' ? 'it does not exist' : read.reason;

@@ -23,7 +23,11 @@ export interface ConsumerOptions {
   /** Aborted from outside (SIGTERM, SIGINT): a clean stop. The reason names the signal. */
   shutdown: AbortSignal;
   version: string;
-  /** Direct mode with --session resolved its own settings: written to settings.json once the lock is ours. */
+  /**
+   * What to run on: the settings the launching reader handed over, or those direct mode with
+   * --session resolved. Written to settings.json once the lock is ours and run on as given;
+   * absent, the consumer reads settings.json (an --entry run by hand).
+   */
   settings?: ConsumerSettings | null;
   random?: () => number;
   /** How to reach the Hub; default HTTP (hubClientPort). A unit test passes a fake. */
@@ -72,8 +76,11 @@ export async function runConsumer(opts: ConsumerOptions): Promise<ConsumerEnd> {
   if (!locked.ok) return { kind: 'refused', stop: refusal(stateDir, opts, locked.reason) };
   // Here, under the lock, no other consumer can be mid-write; a reader's temp names its live pid and is kept.
   stateDir.sweepTemps(opts.clock);
-  if (opts.settings) stateDir.write('settings', opts.settings);
-  const consumer = new Consumer(stateDir, locked.lock, knobs.value, opts, () => compromisedBy);
+  // Under the lock, settings.json is written by the one consumer that runs: the file describes
+  // that connection (later runs compare their flags with it), and what it runs on is what its
+  // launcher meant, whatever another run wrote while it started.
+  const handed = opts.settings ? { settings: opts.settings, digest: stateDir.writeSettings(opts.settings) } : null;
+  const consumer = new Consumer(stateDir, locked.lock, knobs.value, opts, () => compromisedBy, handed);
   return { kind: 'stopped', stop: await consumer.run() };
 }
 

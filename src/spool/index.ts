@@ -12,6 +12,7 @@ export * from './seen-jti.js';
 export * from './lock.js';
 export * from './stand-down.js';
 export * from './stop-connection.js';
+export * from './handoff.js';
 export { NotRegularFileError, openStateFile, readStateFile } from './safe-open.js';
 export * from './directory-cache.js';
 export { FileMemo } from './file-memo.js';

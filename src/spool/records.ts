@@ -72,8 +72,11 @@ export function parseRecordRead<T>(file: string, got: FileRead, parse: (x: unkno
 }
 
 /** Atomic replace, 0600, one JSON document with a trailing newline, as durable as `durability` says (fs-durable.ts). */
-export function writeRecord(dir: string, name: string, value: unknown, durability: Durability = 'durable'): void {
-  writeFileAtomic(path.join(dir, name), JSON.stringify(value) + '\n', 0o600, durability);
+/** Returns the text written: what a later read's bytes are. */
+export function writeRecord(dir: string, name: string, value: unknown, durability: Durability = 'durable'): string {
+  const text = JSON.stringify(value) + '\n';
+  writeFileAtomic(path.join(dir, name), text, 0o600, durability);
+  return text;
 }
 
 export interface ProcessStamp {

@@ -122,6 +122,11 @@ export class StateDir {
     return { read, digest: bytes === null ? null : sha256Hex(bytes) };
   }
 
+  /** settings.json written (by the consumer, under its lock) and its digest, as readSettings will see it. */
+  writeSettings(value: ConsumerSettings): string {
+    return sha256Hex(writeRecord(this.dir, STATE_FILES.settings, value));
+  }
+
   readCursor(): Cursor {
     return readCursor(this.dir);
   }

@@ -1,5 +1,5 @@
 import { runConsumer, type Stop } from '../../../consumer/index.js';
-import { hostName, type ConsumerSettings } from '../../../spool/index.js';
+import { handedSettings, hostName, type ConsumerSettings } from '../../../spool/index.js';
 import { EXIT, usageError, type Outcome } from '../../../core/index.js';
 import type { CliIO } from '../../io.js';
 import { VERSION } from '../../version.js';
@@ -8,7 +8,7 @@ import type { ConsumerFlags } from './register.js';
 const RESOLVE_FLAGS = ['session', 'hub', 'stateHome', 'allowFrom', 'transport', 'interval', 'maxRetries', 'agent'] as const;
 const flagName = (k: string): string => '--' + k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
 
-/** Where the entry and its settings come from: the reader's settings.json, or (direct mode) our own resolution. */
+/** Where the entry and its settings come from: what the launching reader handed over (else settings.json), or (direct mode) our own resolution. */
 async function locate(
   flags: ConsumerFlags,
   io: CliIO,
@@ -23,7 +23,9 @@ async function locate(
         ),
       };
     }
-    return { ok: true, dir: flags.entry, settings: null };
+    const handed = handedSettings(io.env);
+    if (handed && !handed.ok) return { ok: false, outcome: usageError(`${handed.reason}; the reader that started this connection hands it its settings`) };
+    return { ok: true, dir: flags.entry, settings: handed?.value ?? null };
   }
   if (flags.mode !== 'direct' || flags.session === undefined) {
     return {
