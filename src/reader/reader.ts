@@ -7,11 +7,13 @@ import {
   stampOf,
   stopAndWait,
   watchFiles,
+  withHandedSettings,
   type ConsumerRecord,
   type ConsumerSettings,
   type DirectoryCacheKey,
   type ProcessStamp,
   type ReaderRecord,
+  type RecordRead,
   type ReportedStop,
   type SpoolItem,
   type StateDir,
@@ -25,10 +27,11 @@ import { hotPathRan } from '../util/code-cache.js';
 import { stamp, TRACE } from '../util/trace.js';
 import { CONSUMER_NODE_FLAGS } from './consumer-flags.js';
 import { Heartbeat, judgeHolder, myRecord, displacedBy, noteDisplaced, type AttendanceEnd } from './attendance.js';
-import { isReported, planConnection, type NamedFlags } from './connection.js';
+import { isReported, planConnection, type ConnectionPlan, type NamedFlags } from './connection.js';
 import { ConsumerWatch, type ConsumerEnd } from './consumer-watch.js';
 import type { ConsumerView } from './epilogue.js';
 import type { HolderFacts } from './holder.js';
+import { awaitLaunched, LAUNCHED_WAIT_MS, type Launched } from './launched.js';
 import { Printer, type Collected } from './printer.js';
 import type { StopRequest } from './signals.js';
 import { consumerDiedOutcome, consumerStopOutcome, displacedOutcome, orphanedOutcome, signalOutcome, stdoutClosedOutcome } from './stop-outcome.js';
@@ -67,7 +70,7 @@ export interface ReaderLeg {
   /** The key came from --session or the environment: a live holder of it is this agent re-running, and is displaced. */
   declared: boolean;
   waitMs: number;
-  /** What a connection this run starts runs with (settings.json). */
+  /** What a connection this run starts runs with: handed to it, which writes settings.json. */
   wanted: ConsumerSettings;
   /** Flags the user named: each asserts what a running connection must use. */
   named: NamedFlags;
@@ -113,6 +116,8 @@ type WaitEnd =
   | { kind: 'deadline' }
   | { kind: 'signal' }
   | { kind: 'attendance'; end: AttendanceEnd };
+
+const conflictOutcome = (message: string): Outcome => ({ exit: EXIT.usage, code: 'flag_disagrees_with_connection', message });
 
 /** One reading run on a leg: every exit after the entry resolved ends with the leg's epilogue. */
 export class Reader {
@@ -185,21 +190,13 @@ export class Reader {
     if ('refusal' in claimed) return claimed.refusal;
 
     const consumer = this.stateDir.read('consumer');
-    const plan = planConnection({
-      consumer,
-      alive: consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown',
-      reported: this.readReported(),
-      running: consumer.state === 'ok' ? this.runningSettings(consumer.value) : null,
-      wanted: leg.wanted,
-      named: leg.named,
-      ...(leg.stopRunning ? { stopRunning: leg.stopRunning } : {}),
-    });
+    const plan = this.plan(consumer);
 
     let policy: string[] | null;
     let watch: ConsumerWatch;
     switch (plan.kind) {
       case 'conflict':
-        return { exit: EXIT.usage, code: 'flag_disagrees_with_connection', message: plan.message };
+        return conflictOutcome(plan.message);
       case 'report': {
         const printer = this.printer();
         const failed = await this.print(printer);
@@ -214,15 +211,26 @@ export class Reader {
         break;
       case 'start': {
         if (plan.note) this.say(plan.note);
+        const baseline = consumer.state === 'ok' ? consumer.value : null;
         const started = await this.startConsumer(leg.wanted);
         if (!started.ok) return { exit: EXIT.internal, code: 'consumer_not_started', message: started.reason };
+        const launched = await this.awaitLaunched(started.value, baseline);
+        const lost = launched.kind === 'lost' ? this.lostTo(started.value, launched.record) : null;
+        if (lost?.kind === 'conflict') return conflictOutcome(lost.message);
+        if (lost?.kind === 'adopt') {
+          this.say(lost.note);
+          policy = lost.record.policy;
+          watch = new ConsumerWatch(this.stateDir, null, null);
+          break;
+        }
+        this.say(`started the background connection (pid ${started.value.pid}); it logs to ${this.stateDir.path(STATE_FILES.log)}`);
+        // Said once per connection start (doctor's policy check says it too), not on every re-run that adopts it.
+        if (leg.wanted.allow_from === null) this.say(leg.noPolicyLine());
         policy = leg.wanted.allow_from;
-        watch = new ConsumerWatch(this.stateDir, consumer.state === 'ok' ? consumer.value : null, started.value);
+        watch = new ConsumerWatch(this.stateDir, baseline, started.value);
         break;
       }
     }
-    // Said once per connection start (doctor's policy check says it too), not on every re-run that adopts it.
-    if (policy === null && plan.kind === 'start') this.say(leg.noPolicyLine());
 
     this.heartbeat = new Heartbeat(this.stateDir, claimed.record, io.clock);
     this.heartbeat.start(
@@ -338,27 +346,67 @@ export class Reader {
     }
   }
 
+  /** One consumer per entry: what this run does about the record it read (connection.ts). */
+  private plan(consumer: RecordRead<ConsumerRecord>): ConnectionPlan {
+    const { leg } = this;
+    return planConnection({
+      consumer,
+      alive: consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown',
+      reported: this.readReported(),
+      running: consumer.state === 'ok' ? this.runningSettings(consumer.value) : null,
+      wanted: leg.wanted,
+      named: leg.named,
+      ...(leg.stopRunning ? { stopRunning: leg.stopRunning } : {}),
+    });
+  }
+
+  /** Wait (bounded; a stop request ends it) until the connection this run launched has taken the entry, or another has. */
+  private async awaitLaunched(launched: ProcessStamp, baseline: ConsumerRecord | null): Promise<Launched> {
+    const asked = new AbortController();
+    const unhook = this.run.stop.onStop(() => asked.abort());
+    try {
+      return await awaitLaunched(this.stateDir, launched, baseline, { clock: this.run.io.clock, boundMs: LAUNCHED_WAIT_MS, signal: asked.signal });
+    } finally {
+      unhook();
+    }
+  }
+
+  /**
+   * Another run's connection took the entry while this run's started: this run plans against
+   * that one, as if it had found it running (adopt, or exit 2 on a named flag it contradicts).
+   */
+  private lostTo(mine: ProcessStamp, winner: ConsumerRecord): ConnectionPlan {
+    this.stateDir.log(`${this.leg.logName}: the background connection pid ${mine.pid} stopped: pid ${winner.pid}, started at the same time, took the entry`);
+    this.say(
+      `another run started a background connection (pid ${winner.pid}) at the same time, and it took this entry; the one this run started (pid ${mine.pid}) stopped`,
+    );
+    return this.plan({ state: 'ok', value: winner });
+  }
+
   /** settings.json, when it is the file the running consumer started with (its digest matches). */
   private runningSettings(c: ConsumerRecord): ConsumerSettings | null {
     const s = this.stateDir.readSettings();
     return s.digest === c.settings_digest && s.read.state === 'ok' ? s.read.value : null;
   }
 
+  /**
+   * Launch a connection with this run's settings in its environment, not through settings.json:
+   * another run may rewrite the file before the connection takes the lock. The connection
+   * writes the file itself, under the lock.
+   */
   private async startConsumer(wanted: ConsumerSettings): Promise<Result<ProcessStamp>> {
     const { io } = this.run;
-    this.stateDir.write('settings', wanted);
     const launched = await this.run.launch({
       execPath: io.self.execPath,
       args: [...CONSUMER_NODE_FLAGS, ...io.self.args, '__consumer', '--entry', this.stateDir.dir],
       dir: this.stateDir.dir,
       logPath: this.stateDir.path(STATE_FILES.log),
-      env: io.env,
+      env: withHandedSettings(io.env, wanted),
     });
     if (!launched.ok) return { ok: false, reason: `could not start the background connection: ${launched.reason}` };
     const stamp = stampOf(launched.value.pid);
     this.started = stamp;
     this.stateDir.log(`${this.leg.logName}: started the background connection pid ${stamp.pid}`);
-    this.say(`started the background connection (pid ${stamp.pid}); it logs to ${this.stateDir.path(STATE_FILES.log)}`);
     return { ok: true, value: stamp };
   }
 
