@@ -82,31 +82,49 @@ describe('two runs within a connection start-up', () => {
     expect(sha256Hex(settingsFile(dir))).toBe(c.settings_digest);
   });
 
-  it('a run whose connection lost the entry to one started just before says so, and a named flag that one contradicts is exit 2', async () => {
+  /**
+   * Run 1 launches a connection and ends before it has taken the entry (interrupted here; on its
+   * own, when the start-up outlasts the run's bound); run 2, with `args`, finds no record and
+   * launches another. Run 1's connection takes the entry first. Returns run 2's result and both pids.
+   */
+  async function lostRace(args: string[]) {
     const a = await world.agent();
     const gate = world.tempDir('oh-hai-gate-');
     const dir = stateDirOf(a, world.hub, 'r');
-    // Run 1 ends before its connection has taken the entry: interrupted here; on its own, when
-    // the start-up outlasts the run's bound.
     const run1 = startBridge(a, 'r', ['--wait', '0'], gatedEnv(gate));
     const first = await nextGated(gate, []);
     run1.child.kill('SIGINT');
     await run1.done;
-    const run2 = startBridge(a, 'r', ['--wait', '1', '--allow-from', 'any-in-account'], gatedEnv(gate));
+    const run2 = startBridge(a, 'r', args, gatedEnv(gate));
     const second = await nextGated(gate, [first]);
     openGate(gate, first);
     await runningRecord(dir, first);
     openGate(gate, second);
-    const r2 = await run2.done;
+    return { r2: await run2.done, first, second, dir };
+  }
+
+  const lostLine = (first: number, second: number): string =>
+    `another run started a background connection (pid ${first}) at the same time, and it took this entry; the one this run started (pid ${second}) stopped`;
+
+  it('a run whose connection lost the entry to one started just before says so, and a named flag that one contradicts is exit 2', async () => {
+    const { r2, first, second, dir } = await lostRace(['--wait', '1', '--allow-from', 'any-in-account']);
     expect(r2.code, r2.stderr).toBe(2);
-    expect(r2.stderr).toContain(
-      `another run started a background connection (pid ${first}) at the same time, and it took this entry; the one this run started (pid ${second}) stopped`,
-    );
+    expect(r2.stderr).toContain(lostLine(first, second));
     expect(r2.stderr).toMatch(/disagrees with what you named: --allow-from asks for .+, but it enforces none declared/);
     expect(r2.stderr).not.toContain(`started the background connection (pid ${second})`);
     const c = consumerOf(dir)!;
     expect(c.pid).toBe(first);
     expect(c.policy).toBeNull();
     expect(JSON.parse(settingsFile(dir)).allow_from).toBeNull();
+  });
+
+  it('a flagless run whose connection lost the entry adopts the one that took it', async () => {
+    const { r2, first, second } = await lostRace(['--wait', '0']);
+    expect(r2.code, r2.stderr).toBe(0);
+    expect(r2.stderr).toContain(lostLine(first, second));
+    expect(r2.stderr).toContain(`adopting the running background connection (pid ${first} on `);
+    expect(r2.stderr).not.toContain(`started the background connection (pid ${second})`);
+    expect(r2.stderr).not.toContain('no sender policy is declared');
+    expect(r2.stderr).toMatch(new RegExp(`consumer pid ${first} on \\S+\\.`));
   });
 });
