@@ -173,6 +173,10 @@ Two windows the split does not close, stated rather than glossed: a userspace pi
     ENV_TOKEN,
     ENV_TOKENS,
     ...ENV_XDG,
+    [
+      'OH_HAI_CONNECTION_SETTINGS',
+      'Not for users: set only in the environment of a background connection the bridge starts, to this run\u2019s settings as JSON (no secret), which the connection writes to <entry>/settings.json once it holds the entry. A value already set is replaced.',
+    ],
   ],
   files: [
     FILE_ENTRY,
