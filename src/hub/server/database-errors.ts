@@ -27,3 +27,9 @@ export const MIGRATING_RETRY_AFTER_SECONDS = 1;
 
 export const databaseMigrating = (why: string): Error =>
   Object.assign(new Error(`${why}; retry (this instance serves again once it ends)`), { code: DATABASE_MIGRATING });
+
+/**
+ * Work refused for another version's migration. The migration watch logs when that starts and ends,
+ * so background work (the sweep, presence and stream-end writes, pushes) does not log each refusal.
+ */
+export const refusedForMigration = (e: unknown): boolean => (e as { code?: unknown } | null)?.code === DATABASE_MIGRATING;

@@ -1,3 +1,4 @@
+import { refusedForMigration } from './database-errors.js';
 import { streamsSeen } from './sessions.js';
 import type { Store } from './sql.js';
 import { hop, TRACE } from '../../util/trace.js';
@@ -56,7 +57,8 @@ export class StreamEnds {
       try {
         await streamsSeen(this.store, batch);
       } catch (e) {
-        this.log(`hub: recording the end of ${batch.length} stream(s) failed: ${e instanceof Error ? e.message : String(e)}`);
+        // Refused for another version's migration: the migration watch logs that, once.
+        if (!refusedForMigration(e)) this.log(`hub: recording the end of ${batch.length} stream(s) failed: ${e instanceof Error ? e.message : String(e)}`);
       }
     }
     this.flushing = null;

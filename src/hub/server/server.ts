@@ -29,6 +29,7 @@ import type { Store, WakeFrom, WakeTopic } from './sql.js';
 import { openStore, sqliteStore } from './store.js';
 import { StreamEnds } from './seen.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
+import { refusedForMigration } from './database-errors.js';
 import { hop, TRACE } from '../../util/trace.js';
 import { reachableUrl } from './listen-url.js';
 
@@ -270,7 +271,8 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
       // A backlog of due entries (after a downtime) drains one batch per transaction, each right after the last.
       if (more && !stopping) void sweep();
     } catch (e) {
-      o.log(`hub: sweep failed: ${e instanceof Error ? e.message : String(e)}`);
+      // Refused while another version's migration holds the tables: the migration watch said so once, and says when it ends.
+      if (!refusedForMigration(e)) o.log(`hub: sweep failed: ${e instanceof Error ? e.message : String(e)}`);
     }
   });
   track(sweep());
@@ -291,7 +293,9 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     // The push trace only: the rows this write asks for (bench/hub-cluster.mjs --trace counts them per period).
     if (TRACE) hop('ev.presence', String(held.length));
     if (held.length > 0)
-      await streamsSeen(store, held).catch((e: unknown) => o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`));
+      await streamsSeen(store, held).catch((e: unknown) => {
+        if (!refusedForMigration(e)) o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`);
+      });
   });
   const seen = store.shared ? setInterval(() => track(present()), seenMs) : undefined;
 

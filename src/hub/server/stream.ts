@@ -14,6 +14,7 @@ import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
 import { presentSession, presentStream, reconcileSession, type Presented, type StreamLease } from './sessions.js';
 import { hop, TRACE } from '../../util/trace.js';
+import { refusedForMigration } from './database-errors.js';
 
 /** How many deliveries one `entries` event carries at most (and at most `pageBytes` of them). */
 const PUSH_BATCH = 100;
@@ -329,8 +330,9 @@ class HeldStream implements OpenStream {
             await new Promise<void>((resolve) => setImmediate(resolve));
           }
         } catch (e) {
-          // The entries stay pending: the next wake-up, or the client's next connect, takes them.
-          this.core.log(`hub: a push on session ${this.sessionId} failed: ${e instanceof Error ? e.message : String(e)}`);
+          // The entries stay pending: the next wake-up, or the client's next connect, takes them. Refused for
+          // another version's migration: the migration watch logs that once, so no stream logs its own.
+          if (!refusedForMigration(e)) this.core.log(`hub: a push on session ${this.sessionId} failed: ${e instanceof Error ? e.message : String(e)}`);
         }
       } while (this.again);
     } finally {
