@@ -58,7 +58,8 @@ export interface StartHubOptions {
   database?: string;
 }
 
-const READY = /^hub: listening on (http:\/\/\S+)$/m;
+/** The ready line, as text or as a JSON line's `msg` (`--log-format json`). */
+const READY = /^(?:hub: listening on (http:\/\/\S+)|\{.*"msg":"hub: listening on (http:\/\/[^"\s]+)".*\})$/m;
 /** The Hub's refusal of a port something listens on (src/cli/commands/hub/run.ts). */
 const ADDRESS_IN_USE = /\(exit 2, address_in_use\)/;
 const FIRST_START_ATTEMPTS = 5;
@@ -102,7 +103,7 @@ export async function startHub(opts: StartHubOptions = {}): Promise<TestHub> {
         stdout += d;
         mine += d;
         const m = READY.exec(mine);
-        if (m) resolve(m[1]!);
+        if (m) resolve((m[1] ?? m[2])!);
       };
       proc.stdout?.on('data', onData);
       proc.once('exit', (code, signal) => {

@@ -22,11 +22,19 @@ export const storeClosed = (): Error => Object.assign(new Error('this Hub instan
  */
 export const DATABASE_MIGRATING = 'HUB_DATABASE_MIGRATING';
 
-/** Seconds a refused client is told to wait: the instance looks again every second (postgres/migrating.ts). */
+/** Seconds a refused client is told to wait: the instance looks again every second (postgres/migrating.ts); a balancer tries another instance at once. */
 export const MIGRATING_RETRY_AFTER_SECONDS = 1;
 
 export const databaseMigrating = (why: string): Error =>
   Object.assign(new Error(`${why}; retry (this instance serves again once it ends)`), { code: DATABASE_MIGRATING });
+
+/**
+ * The database was migrated past this instance's code (a newer version's migration committed while
+ * it served): refused like a migration holding the tables, from then on. The code would misread the
+ * newer tables, as a start refuses to (SCHEMA_TOO_NEW); a balancer sends the retry to another instance.
+ */
+export const databaseOutdated = (why: string): Error =>
+  Object.assign(new Error(`${why}; retry (an instance of the newer version serves it)`), { code: DATABASE_MIGRATING });
 
 /**
  * Work refused for another version's migration. The migration watch logs when that starts and ends,

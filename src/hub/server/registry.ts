@@ -25,8 +25,15 @@ export interface OpenStream {
 /** The open streams, by session: holder "seen", reachability, and the events that end them. */
 export class StreamRegistry {
   private readonly bySession = new Map<string, Set<OpenStream>>();
+  /** Set by {@link retire}: this instance holds no stream from then on. */
+  private retired = false;
 
   add(s: OpenStream): void {
+    // A connect whose renewal committed as the instance retired: told to go elsewhere once `open` is written.
+    if (this.retired) {
+      void s.shutdown();
+      return;
+    }
     let set = this.bySession.get(s.sessionId);
     if (!set) this.bySession.set(s.sessionId, (set = new Set()));
     set.add(s);
@@ -94,6 +101,17 @@ export class StreamRegistry {
     for (const s of [...(this.bySession.get(sessionId) ?? [])]) {
       if (s.consumer !== null && (s.consumer.home !== holder.home || s.consumer.pid !== holder.pid)) s.close('replaced');
     }
+  }
+
+  /**
+   * This instance may not serve the database any more (a newer version migrated it): every open
+   * stream, and every one registered later, is told `reconnect {"reason":"shutdown"}` and ended, as
+   * at a stop, so its client reconnects through the balancer to an instance that may. Nothing is
+   * lost: a push is provisional, and the next connect pushes whatever was not acknowledged.
+   */
+  retire(): void {
+    this.retired = true;
+    for (const set of this.bySession.values()) for (const s of [...set]) void s.shutdown();
   }
 
   /** The Hub is stopping: tell every open stream so, and resolve once each has been written out. */

@@ -99,6 +99,7 @@ async function openHubStore(
   metrics: HubMetrics,
   wake: (topic: WakeTopic, key: string, from: WakeFrom) => void,
   resync: () => void,
+  retire: () => void,
 ): Promise<Opened> {
   const { config } = o;
   const effectFailed = (e: unknown) => o.log(`hub: after-commit effect failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
@@ -121,6 +122,9 @@ async function openHubStore(
     listenRetryMs: config.listenRetryMs,
     wake,
     resync,
+    // The stream reads refused while a migration held the tables are read again (a push's cursor did not move past them).
+    servingAgain: () => bus.mail.emitAll(),
+    outdated: retire,
     committed: () => bus.deliver(),
     effectFailed,
     log: o.log,
@@ -170,7 +174,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   if (wasOpen !== null)
     o.log(`hub: the data dir ${config.dataDir} was ${wasOpen.toString(8).padStart(4, '0')}; tightened it to 0700 (it holds the store and the human token)`);
   const metrics = metricsSlot();
-  const opened = await openHubStore(o, bus, metrics, wake, resync);
+  const opened = await openHubStore(o, bus, metrics, wake, resync, () => streams.retire());
   const { store } = opened;
   let boot;
   let admin: AdminListener | null = null;

@@ -330,8 +330,10 @@ class HeldStream implements OpenStream {
             await new Promise<void>((resolve) => setImmediate(resolve));
           }
         } catch (e) {
-          // The entries stay pending: the next wake-up, or the client's next connect, takes them. Refused for
-          // another version's migration: the migration watch logs that once, so no stream logs its own.
+          // The entries stay pending: the next wake-up, or the client's next connect, takes them. Refused while
+          // another version's migration holds the tables: the stream stays open (nothing can be sent or acked
+          // meanwhile) and every stream reads again once it lets go, or ends if it left the database newer than
+          // this code (server.ts); the migration watch logs both, so no stream logs its own.
           if (!refusedForMigration(e)) this.core.log(`hub: a push on session ${this.sessionId} failed: ${e instanceof Error ? e.message : String(e)}`);
         }
       } while (this.again);

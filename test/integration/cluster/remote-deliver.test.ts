@@ -32,6 +32,8 @@ describe("PostgreSQL: another instance's wake-ups", () => {
         setImmediate(() => order.push('next turn'));
       },
       resync: () => {},
+      servingAgain: () => {},
+      outdated: () => {},
       committed: () => order.push('delivered'),
       effectFailed: () => {},
       log: () => {},

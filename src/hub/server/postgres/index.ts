@@ -31,6 +31,10 @@ export interface OpenPostgres {
   /** A committed wake-up: this instance's (`local`), another's, or another's for every mailbox of an agent (`agent`). */
   wake: (topic: WakeTopic, key: string, from: WakeFrom) => void;
   resync: () => void;
+  /** Another version's migration let go of the tables and left the schema this code's: every stream reads its mailbox again (its reads were refused meanwhile). */
+  servingAgain: () => void;
+  /** The database was migrated past this code: every stream ends (its client reconnects, through the balancer, to an instance of the new version). */
+  outdated: () => void;
   committed: () => void;
   effectFailed: (error: unknown) => void;
   log: (line: string) => void;
@@ -46,6 +50,8 @@ export interface PostgresHandle {
 
 /** The migration watch's connect and question: under /readyz's deadline (admin.ts READY_DEADLINE_MS). */
 const PROBE_TIMEOUT_MS = 1500;
+/** Its version read's wait for oh_hai_schema (no migration locks it; a client might): well under its question's bound. */
+const PROBE_LOCK_TIMEOUT_MS = 500;
 
 /** Open `n` connections at once and put them back idle; the first refusal is the error. */
 async function fill(pool: Pool, n: number): Promise<void> {
@@ -96,10 +102,19 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
     });
   }
   // Its own connection, bounded: it answers while the pool's are stuck on locks (/readyz waits for it).
-  const migrating = migrationWatch(
-    () => new pg.Client({ ...config, application_name: 'oh-hai-hub-probe', connectionTimeoutMillis: PROBE_TIMEOUT_MS, query_timeout: PROBE_TIMEOUT_MS }),
-    (line) => o.log(redact(line)),
-  );
+  const migrating = migrationWatch({
+    connect: () =>
+      new pg.Client({
+        ...config,
+        application_name: 'oh-hai-hub-probe',
+        options: `${config.options} -c lock_timeout=${PROBE_LOCK_TIMEOUT_MS}`,
+        connectionTimeoutMillis: PROBE_TIMEOUT_MS,
+        query_timeout: PROBE_TIMEOUT_MS,
+      }),
+    log: (line) => o.log(redact(line)),
+    serving: o.servingAgain,
+    outdated: o.outdated,
+  });
   const store = postgresStore({
     pool,
     types,
