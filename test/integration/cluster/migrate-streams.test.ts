@@ -1,10 +1,15 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MIGRATING_RETRY_AFTER_SECONDS } from '../../../src/hub/server/database-errors.js';
 import { MIGRATION_LOCK, SCHEMA_VERSION } from '../../../src/hub/server/postgres/schema.js';
+import { startPair } from '../../helpers/cluster.js';
 import { hubCall, startHub, type TestHub } from '../../helpers/hub.js';
+import { findNginx } from '../../helpers/nginx.js';
 import { freshDatabase, sql } from '../../helpers/postgres.js';
 import { waitFor } from '../../helpers/wait.js';
+import { agent, bridge, consumerOf, registered, sessionIdOf, spooledEntries, stateDirOf, stopConsumers } from '../bridge/world.js';
 import { openSse } from '../hub/sse.js';
 
 // Issue 14 (session 22, drain22): what an instance of the previous version does with its log, its
@@ -208,4 +213,76 @@ describe('an instance of the previous version: its log, its streams and its requ
     await waitFor(() => lines(hub, OUTDATED).length === 1, { timeoutMs: 5_000, what: 'the outdated line' });
     expect(lines(hub, HOLDS)).toEqual([]);
   }, 60_000);
+});
+
+const noNginx = findNginx() === null ? 'nginx is not installed (Debian: apt-get install nginx; .ci/postgres.sh installs it)' : null;
+if (noNginx !== null) console.log(`skipping the bridge-through-nginx migration test: ${noNginx}`);
+
+describe.skipIf(noNginx !== null)('a bridge behind nginx across an upgrade whose migration leaves the database newer', () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const c of cleanup.splice(0).reverse()) await c().catch(() => undefined);
+  });
+
+  it('is told to reconnect by the old instance and goes on, through the balancer, on the new one: same session, nothing lost, nothing doubled', async () => {
+    const pair = await startPair({ args: ['--stream-max-hold-seconds', '60'] });
+    cleanup.push(() => pair.dispose());
+    const { db, a: old, b: next, lb } = pair;
+    // `next` plays the instance of the new version: stopped for the upgrade, started once the database is migrated.
+    await next.stop();
+    const balanced: TestHub = { ...old, url: lb.url };
+    // A budget that outlasts the upgrade's gap (no instance serves between the old one retiring and the new one's start).
+    const ag = await agent(balanced, { OH_HAI_BACKOFF_MIN_MS: '500', OH_HAI_BACKOFF_MAX_MS: '1000', OH_HAI_MAX_RETRIES: '60' });
+    cleanup.push(async () => {
+      await stopConsumers(ag);
+      ag.temp.cleanup();
+    });
+    const dir = stateDirOf(ag, balanced, 'upgrade');
+    expect((await bridge(ag, 'upgrade', ['--wait', '0'])).code).toBe(0);
+    const sess = await registered(dir);
+    const sender = await old.mintAgent('sender');
+    const accepted: string[] = [];
+    // Through the balancer, each with its key, sent again after a refusal (a 503, or nginx's 502 while no instance serves).
+    const send = async (text: string): Promise<void> => {
+      const r = await waitFor(
+        async () => {
+          const res = await hubCall(lb, 'POST', '/v1/messages', {
+            token: sender.token,
+            body: { to: `agent:${ag.id}#${sess}`, intent: 'notify', text, idempotency_key: text },
+          });
+          // Thrown, so a timeout says what the last try was answered.
+          if (res.status !== 202 && res.status !== 200) throw new Error(`${res.status} ${res.text}`);
+          return res;
+        },
+        { timeoutMs: 30_000, what: `${text} accepted` },
+      );
+      if (r.status === 202) accepted.push(r.body.message.id as string);
+    };
+    const spooledIds = (): string[] => spooledEntries(dir).map((e) => e.messageId);
+    for (let i = 0; i < 10; i++) await send(`before-${i}`);
+    await waitFor(() => spooledIds().length >= 10, { timeoutMs: 30_000, what: '10 entries spooled' });
+
+    // The new version's migration commits (too short to wait for: found by the version).
+    await sql(db.url, 'UPDATE oh_hai_schema SET version = $1', [NEWER]);
+    await waitFor(() => /^hub: the database is at schema version \d+, newer than this Hub's/m.test(old.output().stderr), {
+      timeoutMs: 10_000,
+      what: 'the old instance retiring',
+    });
+    // The new version's instance starts (played by this code: the version put back, which the old one does not serve again).
+    await sql(db.url, 'UPDATE oh_hai_schema SET version = $1', [SCHEMA_VERSION]);
+    await next.restart();
+    for (let i = 0; i < 10; i++) await send(`after-${i}`);
+    await waitFor(() => spooledIds().length >= 20, { timeoutMs: 45_000, what: '20 entries spooled' });
+
+    const ids = spooledIds();
+    expect(ids.length, 'an entry spooled twice').toBe(20);
+    expect([...ids].sort()).toEqual([...accepted].sort());
+    expect(sessionIdOf(dir)).toBe(sess);
+    // Still running: its budget was not spent (a bridge whose budget runs out exits 13).
+    expect(() => process.kill(consumerOf(dir)!.pid, 0)).not.toThrow();
+    // The old instance told the bridge's stream to go: the bridge logged the Hub's `shutdown` as a fault and went on.
+    expect(readFileSync(path.join(dir, 'bridge.log'), 'utf8')).toMatch(/the Hub is shutting down \(event: reconnect \{"reason":"shutdown"\}\)/);
+    const refused = await hubCall(old, 'POST', '/v1/messages', { token: sender.token, body: { to: `agent:${ag.id}#${sess}`, intent: 'notify', text: 'late' } });
+    expect(refused.status, refused.text).toBe(503);
+  }, 120_000);
 });
