@@ -256,8 +256,11 @@ export interface SpoolScan {
   index: number;
   /** Entry id → where it was first spooled. */
   entries: Map<string, SpooledAt>;
-  /** Sessions an address_changed record moved away from. */
-  replacedSessions: Set<string>;
+  /**
+   * Session → the address_changed record that moved away from it (the last one, should an
+   * older build have spooled two): which sessions were replaced, and by which.
+   */
+  successors: Map<string, SpoolTransitionRecord>;
   /** Why the scan stopped before the end of the file (a complete line that is not the next record), or null. */
   stop: string | null;
 }
@@ -271,15 +274,15 @@ function segmentsOf(dir: string): Segment[] {
 /** Records from a walk's start to its end, with what dedup and the reader's labels need. */
 function scanFrom(segments: readonly Segment[], from: WalkStart): SpoolScan {
   const entries = new Map<string, SpooledAt>();
-  const replacedSessions = new Set<string>();
+  const successors = new Map<string, SpoolTransitionRecord>();
   const it = walk(segments, from);
   let lastSeq = from.seq;
   for (;;) {
     const step = it.next();
-    if (step.done) return { lastSeq, end: step.value.end, index: step.value.index, entries, replacedSessions, stop: step.value.stop };
+    if (step.done) return { lastSeq, end: step.value.end, index: step.value.index, entries, successors, stop: step.value.stop };
     const r = step.value.record;
     lastSeq = r.seq;
-    if (r.type === 'transition') replacedSessions.add(r.from_session);
+    if (r.type === 'transition') successors.set(r.from_session, r);
     else if (!entries.has(r.entry.id)) entries.set(r.entry.id, { seq: r.seq, session: r.session });
   }
 }
@@ -519,7 +522,7 @@ export class Spool extends SpoolReader {
   /** First seqs of the sealed segments, oldest first. */
   private readonly sealed: number[];
   private readonly entries: Map<string, SpooledAt>;
-  private readonly replaced: Set<string>;
+  private readonly successors: Map<string, SpoolTransitionRecord>;
   /** Removed segments whose ids still count for dedup until `until`. */
   private readonly retiring: { through: number; until: number }[] = [];
 
@@ -537,7 +540,7 @@ export class Spool extends SpoolReader {
     const current = segments.at(-1)!.first;
     this.currentFirst = scan.end > 0 && Number.isFinite(current) ? current : null;
     this.entries = scan.entries;
-    this.replaced = scan.replacedSessions;
+    this.successors = scan.successors;
   }
 
   /** What recovery at open cut off the tail, or null. */
@@ -592,8 +595,14 @@ export class Spool extends SpoolReader {
     return out;
   }
 
-  replacedSessions(): ReadonlySet<string> {
-    return this.replaced;
+  /**
+   * The address_changed record that moved away from `session`, or null. A transition is
+   * spooled before session.json names the new session: when session.json still names
+   * `session`, the connection that spooled it was stopped in between, and this says which
+   * session it had registered. The record is the spool's last then, so always in what open read.
+   */
+  successorOf(session: string): SpoolTransitionRecord | null {
+    return this.successors.get(session) ?? null;
   }
 
   /** Byte size of the valid current segment. */
@@ -642,7 +651,7 @@ export class Spool extends SpoolReader {
     this.currentFirst ??= this.seq + 1;
     this.seq = seq;
     for (const r of written) {
-      if (r.type === 'transition') this.replaced.add(r.from_session);
+      if (r.type === 'transition') this.successors.set(r.from_session, r);
       else if (!this.entries.has(r.entry.id)) this.entries.set(r.entry.id, { seq: r.seq, session: r.session });
     }
     return written;
@@ -744,6 +753,10 @@ function newestOlderThan(file: string, size: number, last: number, cutoffMs: num
  * since moved away from (an address_changed was spooled) is "possibly bounced" — its
  * sender may already have had the bounce — never fresh mail.
  */
-export function entryStanding(record: SpoolEntryRecord, currentSession: string, replacedSessions: ReadonlySet<string>): 'fresh' | 'possibly_bounced' {
+export function entryStanding(
+  record: SpoolEntryRecord,
+  currentSession: string,
+  replacedSessions: Pick<ReadonlySet<string>, 'has'>,
+): 'fresh' | 'possibly_bounced' {
   return record.session !== currentSession && replacedSessions.has(record.session) ? 'possibly_bounced' : 'fresh';
 }

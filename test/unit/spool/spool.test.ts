@@ -107,11 +107,26 @@ describe('Spool', () => {
       'reason',
       'sum',
     ]);
-    expect([...s.replacedSessions()]).toEqual(['sess_a']);
+    expect(s.successorOf('sess_a')).toMatchObject({ from_session: 'sess_a', to_session: 'sess_b' });
+    expect(s.successorOf('sess_b')).toBeNull();
     const items = new SpoolReader(dir).readAfter(0);
     const first = items[0]?.record as SpoolEntryRecord;
-    expect(entryStanding(first, 'sess_b', new SpoolReader(dir).scan().replacedSessions)).toBe('possibly_bounced');
-    expect(entryStanding(first, 'sess_a', new SpoolReader(dir).scan().replacedSessions)).toBe('fresh');
+    expect(entryStanding(first, 'sess_b', new SpoolReader(dir).scan().successors)).toBe('possibly_bounced');
+    expect(entryStanding(first, 'sess_a', new SpoolReader(dir).scan().successors)).toBe('fresh');
+  });
+
+  it('says which session replaced which, read back at open; of two from one session (an older build spooled both), the later', () => {
+    const dir = tempDir();
+    const change = (from: string, to: string) =>
+      ({ type: 'transition', event: 'address_changed', from_session: from, to_session: to, from_address: `a#${from}`, to_address: `a#${to}`, reason: 'session_lapsed' }) as const;
+    const s = open(dir);
+    s.append([change('sess_a', 'sess_b'), entry('e1'), change('sess_a', 'sess_c'), change('sess_c', 'sess_d')]);
+    s.close();
+    const again = open(dir);
+    expect(again.successorOf('sess_a')).toMatchObject({ seq: 3, to_session: 'sess_c', to_address: 'a#sess_c' });
+    expect(again.successorOf('sess_c')).toMatchObject({ to_session: 'sess_d' });
+    expect(again.successorOf('sess_b')).toBeNull();
+    again.close();
   });
 
   it('round-trips U+2028, U+2029, \\r, quotes and 8 KB of text as one line', () => {
