@@ -62,6 +62,9 @@ export type Established = { ok: true; session: SessionRecord } | { ok: false; di
 /** The session a new one replaces: the transition is spooled from it, and it joins the history. */
 type Predecessor = Pick<SessionRecord, 'id' | 'address' | 'history'>;
 
+/** A session this entry holds, as far as adopting it again needs. */
+type Recorded = Predecessor & Pick<SessionRecord, 'renewed_at'>;
+
 const STOOD_DOWN_REASON: Record<StoodDownSession['hub_state'], string> = {
   closed: 'session_closed',
   closed_by_operator: 'session_closed_by_operator',
@@ -87,30 +90,59 @@ export class SessionKeeper {
     return this.record;
   }
 
-  /** Pinned: read it and drain it if active. Unpinned: adopt the recorded session while it is active, else register. */
+  /**
+   * Pinned: read it and drain it if active. Unpinned: adopt the recorded session (or the one the
+   * spool says replaced it) while it is active, else register.
+   */
   async establish(): Promise<Established> {
     if (this.d.pinned !== null) return this.adoptPinned(this.d.pinned);
     this.stood = stoodDownSessions(this.d.stateDir);
     const prior = this.d.stateDir.read('session');
     if (prior.state === 'unreadable') this.d.log(`session record unreadable (${prior.reason}); registering a session`);
-    if (prior.state !== 'ok' || prior.value.pinned) {
-      // A session stood down here is what the new one replaces: its unread mail is not fresh.
-      const last = this.stood.at(-1);
-      if (last === undefined) return this.register(null, 'registered');
-      return this.register({ id: last.id, address: last.address, history: this.stood.slice(0, -1).map(asHistory) }, STOOD_DOWN_REASON[last.hub_state]);
-    }
-    const got = await this.d.client.getSession(prior.value.id, this.d.signal);
+    const recorded = prior.state === 'ok' && !prior.value.pinned ? prior.value : null;
+    // A session stood down here is what the new one replaces: its unread mail is not fresh.
+    const last = this.stood.at(-1);
+    const replacing = recorded ?? (last === undefined ? null : { id: last.id, address: last.address, history: this.stood.slice(0, -1).map(asHistory) });
+    const current = this.spooledSuccessor(replacing) ?? recorded;
+    if (current === null) return last === undefined ? this.register(null, 'registered') : this.register(replacing, STOOD_DOWN_REASON[last.hub_state]);
+    const got = await this.d.client.getSession(current.id, this.d.signal);
     if (!got.ok) {
-      const disposition = classifyFailure(got.failure, this.context('read session', prior.value.id));
+      const disposition = classifyFailure(got.failure, this.context('read session', current.id));
       if (disposition.kind !== 'reregister') return { ok: false, disposition };
-      return this.register(prior.value, disposition.reason);
+      return this.register(current, disposition.reason);
     }
     const s = got.value;
-    if (s.state === 'active') return { ok: true, session: this.adopt(s, prior.value.history, prior.value.renewed_at) };
+    if (s.state === 'active') return { ok: true, session: this.adopt(s, current.history, current.renewed_at) };
     // A session a human closed stays closed, but the stop on registering may have been lifted
     // since: only the Hub knows, so ask it. While the stop holds, the registration is refused
     // (403 session_closed_by_operator, exit 14) before anything is spooled or recorded.
-    return this.register(prior.value, endedCode(s.state));
+    return this.register(current, endedCode(s.state));
+  }
+
+  /**
+   * The session the spool says replaced `from` — and whatever replaced that — or null when it
+   * names none. The transition is spooled before session.json names the new session, so a
+   * connection stopped between the two left a spool a step ahead of the record: that session
+   * is the one to read, adopt, or replace in turn. Registering anew would announce a second
+   * address change for the one already spooled (and, without a name, abandon the session the
+   * spool announced).
+   */
+  private spooledSuccessor(from: Predecessor | null): Recorded | null {
+    let found: Recorded | null = null;
+    const seen = new Set<string>();
+    for (let at = from; at !== null && !seen.has(at.id); ) {
+      seen.add(at.id);
+      const t = this.d.spool.successorOf(at.id);
+      if (t === null) break;
+      const spooledAt = Date.parse(t.received_at);
+      const when = Number.isFinite(spooledAt) ? spooledAt : this.d.clock.now();
+      const history = [...at.history, { id: at.id, address: at.address, replaced_at: when, reason: t.reason }];
+      // Registered when the transition was spooled: the lease is counted from then, which can only make it end sooner.
+      found = { id: t.to_session, address: t.to_address, history, renewed_at: when };
+      at = found;
+      this.d.log(`the spool names ${t.to_session} as the successor of ${t.from_session} (spooled before a stop); reading it`);
+    }
+    return found;
   }
 
   /** An unpinned session lapsed (or vanished) under us: register a new one and spool the address change. */
@@ -193,8 +225,9 @@ export class SessionKeeper {
           ? previous.history
           : [...previous.history, { id: previous.id, address: previous.address, replaced_at: now, reason }];
     if (previous !== null && previous.id !== s.id) {
-      // The transition goes into the spool before the record names the new session, so a
-      // crash in between re-registers (adopting by name) and at worst spools it twice.
+      // The transition goes into the spool before the record names the new session: a crash
+      // in between leaves it spooled, never lost, and the next establish finds the new
+      // session from it (spooledSuccessor) rather than registering and spooling another.
       this.d.spool.append([
         {
           type: 'transition',
