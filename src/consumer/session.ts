@@ -130,7 +130,7 @@ export class SessionKeeper {
   private spooledSuccessor(from: Predecessor | null): Recorded | null {
     let found: Recorded | null = null;
     const seen = new Set<string>();
-    for (let at = from; at !== null && !seen.has(at.id); ) {
+    for (let at = from; at !== null && !seen.has(at.id);) {
       seen.add(at.id);
       const t = this.d.spool.successorOf(at.id);
       if (t === null) break;

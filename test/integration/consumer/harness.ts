@@ -297,22 +297,6 @@ export async function expectEachAcknowledgedOnce(bench: Bench, sent: readonly st
   expect([...spooled].sort(), 'none lost').toEqual([...sent].sort());
 }
 
-/**
- * The spooled address changes lead from `first` to `last` one step each: every session replaced
- * once, none skipped. The reader prints each spool record once, so each change is printed once.
- */
-export function expectOneTransitionPerReplacement(bench: Bench, first: string, last: string): SpoolLine[] {
-  const transitions = bench.spool().filter((l) => l.type === 'transition');
-  const steps = transitions.map((t) => `${t.from_session} → ${t.to_session}`);
-  let at = first;
-  for (const t of transitions) {
-    expect(t.from_session, `the address changes in order: ${steps.join(', ')}`).toBe(at);
-    at = t.to_session!;
-  }
-  expect(at, `the address changes end at the live session: ${steps.join(', ')}`).toBe(last);
-  return transitions;
-}
-
 /** SIGKILL `consumer` as soon as `ready()` after a change to `watched` (each write(2) wakes the watch), or after `ms`. */
 export function killWhen(watched: string, consumer: ChildProcess, ready: () => boolean, ms: number): Promise<void> {
   return new Promise((resolve) => {

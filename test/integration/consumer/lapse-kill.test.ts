@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { exited, expectEachAcknowledgedOnce, expectOneTransitionPerReplacement, FAST_HUB, hubCall, killWhen, useBenches, waitFor, type Bench } from './harness.js';
+import { FAST_HUB, useBenches, waitFor, type Bench } from './harness.js';
+import { expectEachReplacementOnce, killAtSpooledTransition, NAMED_AND_UNNAMED, runningBench, sessionId } from './transition-kill.js';
 
 /**
  * kill -9 of the connection while it replaces a session that lapsed under it: right after the
@@ -17,55 +18,28 @@ const RUN_TIMEOUT_MS = 180_000;
 
 // A lease long enough for a restarted connection to reach the session before it lapses too (a
 // second lapse is a second replacement, which the assertions allow, but not what is tested here).
-const world = useBenches(
-  { args: [...FAST_HUB, '--lease-min-seconds', '1', '--lease-default-seconds', String(LEASE_SECONDS)], faults: true },
-  { logTail: 80 },
-);
-
-const transitions = (b: Bench) => b.spool().filter((l) => l.type === 'transition');
-
-const sessionId = (b: Bench): string => b.session()!.id;
+const world = useBenches({ args: [...FAST_HUB, '--lease-min-seconds', '1', '--lease-default-seconds', String(LEASE_SECONDS)], faults: true }, { logTail: 80 });
 
 describe('kill -9 while the connection replaces a lapsed session', () => {
-  it.each([
-    { run: 'a named run', name: 'lapse-kill' },
-    { run: 'an unnamed run', name: null },
-  ])(
+  it.each(NAMED_AND_UNNAMED)(
     `$run, at the spooled transition, ${CYCLES} cycles: every message spooled once and acknowledged, one transition per lapsed session`,
     async ({ name }) => {
-      const bench = await world.bench();
-      bench.settings({ max_retries: 1000, name });
-      bench.attend();
+      const run = await runningBench(world, name);
+      const first = sessionId(run.bench);
+      const bench = run.bench;
+      let consumer: ChildProcess = run.consumer;
       const principal = `agent:${bench.me.id}`;
       const sent: string[] = [];
       let inWindow = 0;
-      let consumer: ChildProcess = bench.start();
-      await bench.waitRunning();
-      const first = sessionId(bench);
       for (let cycle = 0; cycle < CYCLES; cycle += 1) {
         const sid = sessionId(bench);
-        const seen = transitions(bench).length;
         await world.hub.faults([{ class: 'stream', action: 'delay', delay_ms: (LEASE_SECONDS + 1.5) * 1000, count: 1 }]);
-        await killWhen(bench.dir, consumer, () => transitions(bench).length > seen, 30_000);
-        await exited(consumer);
-        if (sessionId(bench) === sid && transitions(bench).at(-1)?.from_session === sid) inWindow += 1;
+        if (await killAtSpooledTransition(bench, consumer, sid, 30_000)) inWindow += 1;
         for (let i = 0; i < 2; i += 1) sent.push(await bench.notify(`cycle ${cycle} message ${i}`, principal));
         consumer = bench.start();
         await waitFor(() => (bench.consumer()?.state === 'running' && sessionId(bench) !== sid ? true : null), { what: `a session after ${sid}` });
       }
-      await expectEachAcknowledgedOnce(bench, sent, () => {
-        const last = bench.spool().at(-1);
-        if (last) bench.advanceCursor(last.seq);
-      });
-
-      const final = sessionId(bench);
-      for (const t of expectOneTransitionPerReplacement(bench, first, final)) expect(t.reason).toBe('session_lapsed');
-      const fleet = await hubCall(world.hub, 'GET', '/v1/fleet', { token: world.hub.humanToken });
-      expect(
-        (fleet.body.sessions as { agent_id: string; session_id: string }[]).filter((s) => s.agent_id === bench.me.id).map((s) => s.session_id),
-        'no session registered and abandoned',
-      ).toEqual([final]);
-      expect(consumer.exitCode).toBeNull();
+      for (const t of await expectEachReplacementOnce(bench, sent, first, consumer)) expect(t.reason).toBe('session_lapsed');
       expect(inWindow, 'kills between the spooled transition and session.json').toBeGreaterThan(0);
     },
     RUN_TIMEOUT_MS,

@@ -2,17 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { Spool } from '../../../src/spool/index.js';
 import { systemClock } from '../../../src/util/clock.js';
-import {
-  exited,
-  expectEachAcknowledgedOnce,
-  expectOneTransitionPerReplacement,
-  FAST_HUB,
-  hubCall,
-  killWhen,
-  useBenches,
-  waitFor,
-  type Bench,
-} from './harness.js';
+import { exited, FAST_HUB, hubCall, useBenches, waitFor, type Bench } from './harness.js';
+import { expectEachReplacementOnce, killAtSpooledTransition, NAMED_AND_UNNAMED, runningBench, sessionId } from './transition-kill.js';
 
 /**
  * kill -9 of the connection while it registers a new session after a human lifted the
@@ -31,26 +22,18 @@ const world = useBenches({ args: FAST_HUB }, { logTail: 80 });
 
 const transitions = (b: Bench) => b.spool().filter((l) => l.type === 'transition');
 
-const sessionId = (b: Bench): string => b.session()!.id;
-
 describe('kill -9 while the connection registers after a lift', () => {
-  // Named, a re-registration would get the same session back; unnamed, another one (the first abandoned).
-  it.each([
-    { run: 'a named run', name: 'builder-1' },
-    { run: 'an unnamed run', name: null },
-  ])(
+  it.each(NAMED_AND_UNNAMED)(
     `$run, at the spooled transition, ${CYCLES} cycles: every message spooled once and acknowledged, one transition per closed session`,
     async ({ name }) => {
-      const bench = await world.bench();
-      bench.settings({ max_retries: 1000, name });
-      bench.attend();
+      const run = await runningBench(world, name);
+      const bench = run.bench;
+      let consumer: ChildProcess = run.consumer;
       const human = { token: world.hub.humanToken };
       const principal = `agent:${bench.me.id}`;
       const sent: string[] = [];
       const closed: string[] = [];
       let inWindow = 0;
-      let consumer: ChildProcess = bench.start();
-      await bench.waitRunning();
       for (let cycle = 0; cycle < CYCLES; cycle += 1) {
         const sid = sessionId(bench);
         expect((await hubCall(world.hub, 'POST', `/v1/sessions/${sid}/operator-close`, { ...human, body: {} })).status).toBe(200);
@@ -59,30 +42,14 @@ describe('kill -9 while the connection registers after a lift', () => {
         for (let i = 0; i < 2; i += 1) sent.push(await bench.notify(`cycle ${cycle} message ${i}`, principal));
         expect((await hubCall(world.hub, 'POST', '/v1/operator-stops/lift', { ...human, body: { agent_id: bench.me.id } })).status).toBe(200);
         consumer = bench.start();
-        const seen = transitions(bench).length;
-        await killWhen(bench.dir, consumer, () => transitions(bench).length > seen, 15_000);
-        await exited(consumer);
-        if (sessionId(bench) === sid && transitions(bench).at(-1)?.from_session === sid) inWindow += 1;
+        if (await killAtSpooledTransition(bench, consumer, sid, 15_000)) inWindow += 1;
         // The next connection finishes what the killed one started: the session it registered.
         consumer = bench.start();
         await waitFor(() => (bench.consumer()?.state === 'running' && sessionId(bench) !== sid ? true : null), { what: `a session after ${sid}` });
       }
-      const pass = () => {
-        const last = bench.spool().at(-1);
-        if (last) bench.advanceCursor(last.seq);
-      };
-      await expectEachAcknowledgedOnce(bench, sent, pass);
-
-      const final = sessionId(bench);
-      const spooled = expectOneTransitionPerReplacement(bench, closed[0]!, final);
+      const spooled = await expectEachReplacementOnce(bench, sent, closed[0]!, consumer);
       expect(spooled.map((t) => t.from_session)).toEqual(closed);
       for (const t of spooled) expect(t.reason).toBe('session_closed_by_operator');
-      const fleet = await hubCall(world.hub, 'GET', '/v1/fleet', human);
-      expect(
-        (fleet.body.sessions as { agent_id: string; session_id: string }[]).filter((s) => s.agent_id === bench.me.id).map((s) => s.session_id),
-        'no session registered and abandoned',
-      ).toEqual([final]);
-      expect(consumer.exitCode).toBeNull();
       // Some kills landed inside the window (spooled, not yet recorded), the case this test is for.
       expect(inWindow, 'kills between the spooled transition and session.json').toBeGreaterThan(0);
     },

@@ -118,7 +118,15 @@ describe('Spool', () => {
   it('says which session replaced which, read back at open; of two from one session (an older build spooled both), the later', () => {
     const dir = tempDir();
     const change = (from: string, to: string) =>
-      ({ type: 'transition', event: 'address_changed', from_session: from, to_session: to, from_address: `a#${from}`, to_address: `a#${to}`, reason: 'session_lapsed' }) as const;
+      ({
+        type: 'transition',
+        event: 'address_changed',
+        from_session: from,
+        to_session: to,
+        from_address: `a#${from}`,
+        to_address: `a#${to}`,
+        reason: 'session_lapsed',
+      }) as const;
     const s = open(dir);
     s.append([change('sess_a', 'sess_b'), entry('e1'), change('sess_a', 'sess_c'), change('sess_c', 'sess_d')]);
     s.close();
