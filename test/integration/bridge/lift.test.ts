@@ -1,7 +1,11 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { Spool } from '../../../src/spool/index.js';
+import { systemClock } from '../../../src/util/clock.js';
 import { runOhHai, type RunResult } from '../../helpers/cli.js';
 import { waitFor } from '../../helpers/wait.js';
-import { bridge, consumerOf, directive, registered, sessionIdOf, startBridge, stateDirOf, useBridgeWorld, type Agent } from './world.js';
+import { bridge, consumerOf, directive, hubCall, registered, sessionIdOf, startBridge, stateDirOf, useBridgeWorld, type Agent } from './world.js';
 
 /**
  * The operator kill-switch and its lift, end to end: a human closes the session with
@@ -101,5 +105,45 @@ describe('oh-hai bridge after the operator kill-switch is lifted', () => {
     const r = await back.done;
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^${escapeRe(TRANSITION(a, sess, next, 1))}\\[mail 2\\] directive .*"after the lift"\\n$`));
+  });
+
+  it('a connection killed after spooling the address change and before recording it: the change is printed once', async () => {
+    const a = await world.agent();
+    const dir = stateDirOf(a, world.hub, 'killed');
+    expect((await bridge(a, 'killed', ['--wait', '0'])).code).toBe(0);
+    const sess = await registered(dir);
+    expect((await admin(a, 'session', 'close', sess)).code).toBe(0);
+    await waitFor(() => (consumerOf(dir)?.state === 'stopped' ? consumerOf(dir) : null), { what: 'the connection to stop on the kill-switch' });
+    expect((await admin(a, 'lift', '--agent', a.id)).code).toBe(0);
+    // What a kill leaves between the two writes: the new session registered and its transition
+    // spooled, session.json still naming the closed one (test/integration/consumer/lift-kill.test.ts kills there).
+    const { name } = JSON.parse(readFileSync(path.join(dir, 'settings.json'), 'utf8')) as { name: string | null };
+    const created = await hubCall(world.hub, a.token, 'POST', '/v1/sessions', { client_key: path.basename(dir), name });
+    expect(created.status).toBe(201);
+    const next = (created.json as { session: { id: string } }).session.id;
+    const spool = Spool.open(dir, { clock: systemClock });
+    if (!spool.ok) throw new Error(spool.reason);
+    spool.value.append([
+      {
+        type: 'transition',
+        event: 'address_changed',
+        from_session: sess,
+        to_session: next,
+        from_address: address(a, sess),
+        to_address: address(a, next),
+        reason: 'session_closed_by_operator',
+      },
+    ]);
+    spool.value.close();
+    await directive(world.hub, address(a, next), 'after the kill');
+
+    let printed = '';
+    for (let run = 0; run < 3 && !printed.includes('"after the kill"'); run += 1) {
+      const r = await bridge(a, 'killed', ['--wait', '30']);
+      expect(r.code, r.stderr).toBe(0);
+      printed += r.stdout;
+    }
+    expect(printed).toMatch(new RegExp(`^${escapeRe(TRANSITION(a, sess, next, 1))}\\[mail 2\\] directive .*"after the kill"\\n$`));
+    expect(sessionIdOf(dir)).toBe(next);
   });
 });
