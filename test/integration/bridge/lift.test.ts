@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Spool } from '../../../src/spool/index.js';
-import { systemClock } from '../../../src/util/clock.js';
+import { spoolTransition } from '../../helpers/spool.js';
 import { runOhHai, type RunResult } from '../../helpers/cli.js';
 import { waitFor } from '../../helpers/wait.js';
 import { bridge, consumerOf, directive, hubCall, registered, sessionIdOf, startBridge, stateDirOf, useBridgeWorld, type Agent } from './world.js';
@@ -38,6 +37,22 @@ const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 const TRANSITION = (a: Agent, from: string, to: string, seq: number) =>
   `[mail ${seq}] address changed (session_closed_by_operator): ${address(a, from)} → ${address(a, to)} · mail to the old address bounces; peers need the new one\n`;
+
+/**
+ * A new agent whose connection, started by a `--wait 0` run under `name`, a human stopped with
+ * the kill-switch (14, relayed by no run) and then lifted the stop.
+ */
+async function stoppedAndLifted(name: string): Promise<{ a: Agent; dir: string; sess: string }> {
+  const a = await world.agent();
+  const dir = stateDirOf(a, world.hub, name);
+  expect((await bridge(a, name, ['--wait', '0'])).code).toBe(0);
+  const sess = await registered(dir);
+  expect((await admin(a, 'session', 'close', sess)).code).toBe(0);
+  await waitFor(() => (consumerOf(dir)?.state === 'stopped' ? consumerOf(dir) : null), { what: 'the connection to stop on the kill-switch' });
+  expect(consumerOf(dir)?.exit_code).toBe(14);
+  expect((await admin(a, 'lift', '--agent', a.id)).code).toBe(0);
+  return { a, dir, sess };
+}
 
 describe('oh-hai bridge after the operator kill-switch is lifted', () => {
   it('exits 14 while the Hub refuses; after the lift the next run registers anew and prints new mail, nothing twice', async () => {
@@ -90,14 +105,7 @@ describe('oh-hai bridge after the operator kill-switch is lifted', () => {
   });
 
   it('a kill-switch stop no run relayed yet is not relayed after the lift: the Hub decides', async () => {
-    const a = await world.agent();
-    const dir = stateDirOf(a, world.hub, 'unrelayed');
-    expect((await bridge(a, 'unrelayed', ['--wait', '0'])).code).toBe(0);
-    const sess = await registered(dir);
-    expect((await admin(a, 'session', 'close', sess)).code).toBe(0);
-    await waitFor(() => (consumerOf(dir)?.state === 'stopped' ? consumerOf(dir) : null), { what: 'the connection to stop on the kill-switch' });
-    expect(consumerOf(dir)?.exit_code).toBe(14);
-    expect((await admin(a, 'lift', '--agent', a.id)).code).toBe(0);
+    const { a, dir, sess } = await stoppedAndLifted('unrelayed');
 
     const back = startBridge(a, 'unrelayed', ['--wait', '30']);
     const next = await replacedBy(dir, sess, back.done);
@@ -108,33 +116,20 @@ describe('oh-hai bridge after the operator kill-switch is lifted', () => {
   });
 
   it('a connection killed after spooling the address change and before recording it: the change is printed once', async () => {
-    const a = await world.agent();
-    const dir = stateDirOf(a, world.hub, 'killed');
-    expect((await bridge(a, 'killed', ['--wait', '0'])).code).toBe(0);
-    const sess = await registered(dir);
-    expect((await admin(a, 'session', 'close', sess)).code).toBe(0);
-    await waitFor(() => (consumerOf(dir)?.state === 'stopped' ? consumerOf(dir) : null), { what: 'the connection to stop on the kill-switch' });
-    expect((await admin(a, 'lift', '--agent', a.id)).code).toBe(0);
+    const { a, dir, sess } = await stoppedAndLifted('killed');
     // What a kill leaves between the two writes: the new session registered and its transition
     // spooled, session.json still naming the closed one (test/integration/consumer/lift-kill.test.ts kills there).
     const { name } = JSON.parse(readFileSync(path.join(dir, 'settings.json'), 'utf8')) as { name: string | null };
     const created = await hubCall(world.hub, a.token, 'POST', '/v1/sessions', { client_key: path.basename(dir), name });
     expect(created.status).toBe(201);
     const next = (created.json as { session: { id: string } }).session.id;
-    const spool = Spool.open(dir, { clock: systemClock });
-    if (!spool.ok) throw new Error(spool.reason);
-    spool.value.append([
-      {
-        type: 'transition',
-        event: 'address_changed',
-        from_session: sess,
-        to_session: next,
-        from_address: address(a, sess),
-        to_address: address(a, next),
-        reason: 'session_closed_by_operator',
-      },
-    ]);
-    spool.value.close();
+    spoolTransition(dir, {
+      from_session: sess,
+      to_session: next,
+      from_address: address(a, sess),
+      to_address: address(a, next),
+      reason: 'session_closed_by_operator',
+    });
     await directive(world.hub, address(a, next), 'after the kill');
 
     let printed = '';

@@ -19,6 +19,7 @@ import {
 import { systemClock } from '../../../src/util/clock.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
 import { consumerRecord } from '../../helpers/records.js';
+import { spoolTransition } from '../../helpers/spool.js';
 
 /**
  * A state entry staged by the test, which plays the background connection the way the
@@ -142,20 +143,13 @@ export function stage(opts: { session?: string | null; env?: NodeJS.ProcessEnv }
       appendFileSync(path.join(dir, 'bridge.ndjson'), bytes.subarray(cut));
     },
     appendTransition(from, to) {
-      const spool = Spool.open(dir, { clock: systemClock });
-      if (!spool.ok) throw new Error(spool.reason);
-      spool.value.append([
-        {
-          type: 'transition',
-          event: 'address_changed',
-          from_session: from,
-          to_session: to,
-          from_address: `agent:${agentId}#${from}`,
-          to_address: `agent:${agentId}#${to}`,
-          reason: 'session_lapsed',
-        },
-      ]);
-      spool.value.close();
+      spoolTransition(dir, {
+        from_session: from,
+        to_session: to,
+        from_address: `agent:${agentId}#${from}`,
+        to_address: `agent:${agentId}#${to}`,
+        reason: 'session_lapsed',
+      });
     },
     cursor() {
       try {

@@ -1,7 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
+import { unlinkSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Spool } from '../../../src/spool/index.js';
-import { systemClock } from '../../../src/util/clock.js';
+import { spoolTransition } from '../../helpers/spool.js';
 import { exited, FAST_HUB, hubCall, useBenches, waitFor, type Bench } from './harness.js';
 import { expectEachReplacementOnce, killAtSpooledTransition, NAMED_AND_UNNAMED, runningBench, sessionId } from './transition-kill.js';
 
@@ -59,36 +60,42 @@ describe('kill -9 while the connection registers after a lift', () => {
 
 describe('what a kill in that window leaves: the spool names a session session.json does not yet', () => {
   /**
-   * The state the kill leaves, made directly: session A closed by a human and the stop lifted,
-   * session B registered, the transition A → B spooled, session.json still naming A.
+   * The state the kill leaves, made directly: session A ended — closed by a human and the stop
+   * lifted, or (`stoodDown`) closed by the agent and forgotten here into stood-down.json as
+   * `oh-hai session close` does — session B registered, the transition A → B spooled, and
+   * session.json not naming B.
    */
-  async function killedAfterSpooling(bench: Bench): Promise<{ a: string; b: string }> {
+  async function killedAfterSpooling(bench: Bench, ended: 'by_operator' | 'stood_down' = 'by_operator'): Promise<{ a: string; b: string }> {
     const human = { token: world.hub.humanToken };
     bench.settings();
     bench.attend();
     const consumer = bench.start();
     await bench.waitRunning();
-    const a = sessionId(bench);
-    expect((await hubCall(world.hub, 'POST', `/v1/sessions/${a}/operator-close`, { ...human, body: {} })).status).toBe(200);
-    await exited(consumer);
-    expect((await hubCall(world.hub, 'POST', '/v1/operator-stops/lift', { ...human, body: { agent_id: bench.me.id } })).status).toBe(200);
+    const { id: a, address } = bench.session()!;
+    if (ended === 'by_operator') {
+      expect((await hubCall(world.hub, 'POST', `/v1/sessions/${a}/operator-close`, { ...human, body: {} })).status).toBe(200);
+      await exited(consumer);
+      expect((await hubCall(world.hub, 'POST', '/v1/operator-stops/lift', { ...human, body: { agent_id: bench.me.id } })).status).toBe(200);
+    } else {
+      consumer.kill('SIGKILL');
+      await exited(consumer);
+      expect((await hubCall(world.hub, 'POST', `/v1/sessions/${a}/close`, { token: bench.me.token, body: {} })).status).toBe(200);
+      bench.writeRaw(
+        'stood-down.json',
+        JSON.stringify({ sessions: [{ id: a, address, hub_state: 'closed', closed_at: null, stood_down_at: Date.now() }] }) + '\n',
+      );
+      unlinkSync(path.join(bench.dir, 'session.json'));
+    }
     const created = await hubCall(world.hub, 'POST', '/v1/sessions', { token: bench.me.token, body: { client_key: 'test-session', name: 'builder-1' } });
     expect(created.status).toBe(201);
     const b = created.body.session as { id: string; address: string };
-    const spool = Spool.open(bench.dir, { clock: systemClock });
-    if (!spool.ok) throw new Error(spool.reason);
-    spool.value.append([
-      {
-        type: 'transition',
-        event: 'address_changed',
-        from_session: a,
-        to_session: b.id,
-        from_address: bench.session()!.address,
-        to_address: b.address,
-        reason: 'session_closed_by_operator',
-      },
-    ]);
-    spool.value.close();
+    spoolTransition(bench.dir, {
+      from_session: a,
+      to_session: b.id,
+      from_address: address,
+      to_address: b.address,
+      reason: ended === 'by_operator' ? 'session_closed_by_operator' : 'session_closed',
+    });
     return { a, b: b.id };
   }
 
@@ -118,5 +125,15 @@ describe('what a kill in that window leaves: the spool names a session session.j
       [a, b, 'session_closed_by_operator'],
       [b, c, 'session_closed_by_operator'],
     ]);
+  });
+
+  it('the same after oh-hai session close: the session the spool names replaces the stood-down one, which is then forgotten', async () => {
+    const bench = await world.bench();
+    const { a, b } = await killedAfterSpooling(bench, 'stood_down');
+    bench.start();
+    await waitFor(() => (bench.consumer()?.state === 'running' && bench.session()?.id === b ? true : null), { what: `${b} adopted` });
+    expect(bench.session()!.history.map((h) => [h.id, h.reason])).toEqual([[a, 'session_closed']]);
+    expect(transitions(bench).map((t) => [t.from_session, t.to_session])).toEqual([[a, b]]);
+    expect(bench.read('stood-down.json')).toBeNull();
   });
 });

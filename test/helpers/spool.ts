@@ -1,0 +1,16 @@
+import { Spool, type SpoolTransitionRecord } from '../../src/spool/index.js';
+import { systemClock } from '../../src/util/clock.js';
+
+/** The fields of an address change that say what changed: the spool adds the rest. */
+export type AddressChange = Pick<SpoolTransitionRecord, 'from_session' | 'to_session' | 'from_address' | 'to_address' | 'reason'>;
+
+/** Append an address_changed record to the spool in `dir` as a connection would; none may be running there. */
+export function spoolTransition(dir: string, change: AddressChange): void {
+  const spool = Spool.open(dir, { clock: systemClock });
+  if (!spool.ok) throw new Error(spool.reason);
+  try {
+    spool.value.append([{ type: 'transition', event: 'address_changed', ...change }]);
+  } finally {
+    spool.value.close();
+  }
+}
