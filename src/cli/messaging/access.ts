@@ -117,7 +117,7 @@ async function whoami(hubUrl: string, token: string): Promise<Coded<string>> {
     if (!who.ok)
       return {
         ok: false,
-        error: hubFailureError(who.failure, { hubUrl, credential: 'OH_HAI_TOKEN', doing: 'learning the agent id of this token (GET /v1/whoami)' }),
+        error: hubFailureError(who.failure, { hubUrl, credential: 'OH_HAI_TOKEN', doing: 'learning the agent id of this token', request: 'GET /v1/whoami' }),
       };
     if (who.value.kind === 'agent') return { ok: true, value: who.value.agent.id };
     return {

@@ -24,7 +24,7 @@ export type DirectoryReader = Pick<AgentAccess, 'client' | 'hubUrl' | 'credentia
 /** GET the advertised directory (capability first: a Hub may serve it elsewhere, or not at all), then refresh the cache. */
 export async function fetchAgentDirectory(a: DirectoryReader, nowIso: string, doing: string): Promise<Coded<AgentRow[]>> {
   const cap = await a.client.capability();
-  if (!cap.ok) return { ok: false, error: hubFailureError(cap.failure, failureContext(a, `${doing} (GET /v1/capability)`)) };
+  if (!cap.ok) return { ok: false, error: hubFailureError(cap.failure, failureContext(a, doing, 'GET /v1/capability')) };
   const dir = agentDirectoryPath(cap.value);
   if (dir === null) {
     return {
@@ -37,7 +37,7 @@ export async function fetchAgentDirectory(a: DirectoryReader, nowIso: string, do
     };
   }
   const rows = await a.client.listAgents({ includeConfig: true, path: dir });
-  if (!rows.ok) return { ok: false, error: hubFailureError(rows.failure, failureContext(a, `${doing} (GET ${dir})`)) };
+  if (!rows.ok) return { ok: false, error: hubFailureError(rows.failure, failureContext(a, doing, `GET ${dir}`)) };
   writeDirectoryCache(a, rows.value, nowIso);
   return rows;
 }

@@ -8,6 +8,8 @@ export interface FailureContext {
   credential: CredentialSource;
   /** What was being done, for the message: e.g. `sending an ask to agent:…`. */
   doing: string;
+  /** The request, when `doing` does not make it plain (`GET /v1/capability`); a network failure's message names it already. */
+  request?: string;
 }
 
 const LOGIN_FIX = 'a human must fix the credential: `oh-hai login --token-stdin < token-file`, or export OH_HAI_TOKEN=<agent token>';
@@ -18,7 +20,8 @@ const LOGIN_FIX = 'a human must fix the credential: `oh-hai login --token-stdin 
  * (a recipient that does not exist, a message already answered) are mapped by that
  * command before it falls back to this.
  */
-export function hubFailureError(f: HubFailure, ctx: FailureContext): CodedError {
+export function hubFailureError(f: HubFailure, given: FailureContext): CodedError {
+  const ctx = given.request === undefined || f.kind === 'network' ? given : { ...given, doing: `${given.doing} (${given.request})` };
   if (f.kind === 'network') {
     return {
       code: 'hub_unreachable',

@@ -59,7 +59,7 @@ export function joinAgents(directory: readonly AgentRow[] | null, fleet: readonl
  */
 export async function agentsView(a: AgentAccess, nowIso: string): Promise<Coded<AgentsView>> {
   const [dir, fleet] = await Promise.all([fetchAgentDirectory(a, nowIso, 'listing the agents'), a.client.fleet()]);
-  if (!fleet.ok) return { ok: false, error: hubFailureError(fleet.failure, failureContext(a, 'listing the fleet (GET /v1/fleet)')) };
+  if (!fleet.ok) return { ok: false, error: hubFailureError(fleet.failure, failureContext(a, 'listing the fleet', 'GET /v1/fleet')) };
   if (!dir.ok && dir.error.code !== 'no_agent_directory') return dir;
   const partial = dir.ok ? null : 'this Hub advertises no agent directory: only agents with a live session are listed';
   return { ok: true, value: { agents: joinAgents(dir.ok ? dir.value : null, fleet.value), partial } };

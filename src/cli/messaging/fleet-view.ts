@@ -54,7 +54,7 @@ export function annotate(rows: readonly FleetRow[], scan: LocalScan): FleetView 
 /** The Hub's fleet (GET /v1/fleet) with this host's local state beside each row: `oh-hai fleet ls` and `oh_hai_fleet`. */
 export async function fleetView(a: AgentAccess, knobs: MessagingKnobs, nowMs: number): Promise<Coded<FleetView>> {
   const r = await a.client.fleet();
-  if (!r.ok) return { ok: false, error: hubFailureError(r.failure, failureContext(a, 'listing the fleet (GET /v1/fleet)')) };
+  if (!r.ok) return { ok: false, error: hubFailureError(r.failure, failureContext(a, 'listing the fleet', 'GET /v1/fleet')) };
   const scan = scanLocalState(a.stateRoot, { nowMs, staleMs: knobs.staleHolderSeconds * 1000, liveness: isSameProcessAlive });
   return { ok: true, value: annotate(r.value, scan) };
 }

@@ -34,10 +34,11 @@ export async function resolveDestination(a: AgentAccess, to: string, where: stri
   return resolveName(to, rows.value, where);
 }
 
-export const failureContext = (a: Pick<AgentAccess, 'hubUrl' | 'credential'>, doing: string): FailureContext => ({
+export const failureContext = (a: Pick<AgentAccess, 'hubUrl' | 'credential'>, doing: string, request?: string): FailureContext => ({
   hubUrl: a.hubUrl,
   credential: a.credential.source,
   doing,
+  ...(request === undefined ? {} : { request }),
 });
 
 /**

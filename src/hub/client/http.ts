@@ -55,8 +55,10 @@ export function describeNetworkError(e: unknown): string {
     if (cause.message && !parts.includes(cause.message)) parts.push(cause.message);
     cause = (cause as { cause?: unknown }).cause;
   }
+  const said = parts.join(': ');
+  // Node's own messages often carry the code already (`connect ECONNREFUSED 127.0.0.1:9`): name it once.
   const code = (e as { code?: string }).code;
-  return `${parts.join(': ')}${code ? ` (${code})` : ''}`;
+  return code && !said.includes(code) ? `${said} (${code})` : said;
 }
 
 export const header = (headers: Dispatcher.ResponseData['headers'], name: string): string | null => {

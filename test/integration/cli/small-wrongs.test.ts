@@ -53,6 +53,28 @@ describe('without a Hub', () => {
     expect(r.stderr.match(/GET \/v1\/whoami/g)).toHaveLength(1);
   });
 
+  it('a send, fleet ls and a bare OH_HAI_TOKEN the Hub cannot reach name the request, and the connect error, once', async () => {
+    const t = tempEnv({ MA2H_HUB_URL: 'http://127.0.0.1:9' });
+    // A stored credential names its agent, so no whoami comes first; a bare OH_HAI_TOKEN's does.
+    const stored = { version: 1, hubs: [{ hub: 'http://127.0.0.1:9', agents: [{ id: 'agt_0123456789abcdef01234567', label: 'builder', token: 'ohh_a_unused' }], human: null }] };
+    mkdirSync(path.join(t.root, 'config', 'oh-hai'), { recursive: true, mode: 0o700 });
+    writeFileSync(path.join(t.root, 'config', 'oh-hai', 'credentials.json'), JSON.stringify(stored), { mode: 0o600 });
+    const send = await runOhHai(['send', '--to', 'reviewer', 'hi'], { env: t.env });
+    const fleet = await runOhHai(['fleet', 'ls'], { env: t.env });
+    const bare = await runOhHai(['send', '--to', 'agent:agt_0123456789abcdef01234567', 'hi'], { env: { ...t.env, OH_HAI_TOKEN: 'ohh_a_unused' } });
+    t.cleanup();
+    for (const [r, request] of [
+      [send, 'GET /v1/capability'],
+      [fleet, 'GET /v1/fleet'],
+      [bare, 'GET /v1/whoami'],
+    ] as const) {
+      expect(r.code).toBe(13);
+      expect(r.stderr).toMatch(/FATAL \(exit 13, hub_unreachable\) — could not reach the Hub at http:\/\/127\.0\.0\.1:9 while /);
+      expect(r.stderr.split(request)).toHaveLength(2);
+      expect(r.stderr.match(/ECONNREFUSED/g)).toHaveLength(1);
+    }
+  });
+
   it('a URL that answers 404 without MA2H (a web server, a proxy) is exit 13 saying to check the URL, for the bridge and a send', async () => {
     const server = createServer((_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<html>File not found</html>'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
