@@ -56,7 +56,10 @@ describe('without a Hub', () => {
   it('a send, fleet ls and a bare OH_HAI_TOKEN the Hub cannot reach name the request, and the connect error, once', async () => {
     const t = tempEnv({ MA2H_HUB_URL: 'http://127.0.0.1:9' });
     // A stored credential names its agent, so no whoami comes first; a bare OH_HAI_TOKEN's does.
-    const stored = { version: 1, hubs: [{ hub: 'http://127.0.0.1:9', agents: [{ id: 'agt_0123456789abcdef01234567', label: 'builder', token: 'ohh_a_unused' }], human: null }] };
+    const stored = {
+      version: 1,
+      hubs: [{ hub: 'http://127.0.0.1:9', agents: [{ id: 'agt_0123456789abcdef01234567', label: 'builder', token: 'ohh_a_unused' }], human: null }],
+    };
     mkdirSync(path.join(t.root, 'config', 'oh-hai'), { recursive: true, mode: 0o700 });
     writeFileSync(path.join(t.root, 'config', 'oh-hai', 'credentials.json'), JSON.stringify(stored), { mode: 0o600 });
     const send = await runOhHai(['send', '--to', 'reviewer', 'hi'], { env: t.env });
