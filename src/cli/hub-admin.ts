@@ -158,12 +158,28 @@ export const runAgentLs = (flags: AdminFlags, io: CliIO): Promise<Outcome> =>
             .slice(0, -1),
   );
 
+/**
+ * `hub agent revoke` and `hub lift` take an agent id, while `hub directive --to` also takes a
+ * label. Given a label, the Hub's "no agent builder in this account" is untrue to the human who
+ * just minted builder: say it is a label, and which id to pass.
+ */
+async function labelGivenForId<T>(c: HubClient, given: string, retry: (id: string) => string, r: HubResult<T>): Promise<HubResult<T> | Refused> {
+  if (r.ok || r.failure.kind !== 'http' || r.failure.code !== 'agent_not_found') return r;
+  const rows = await c.listAgents({ includeConfig: true });
+  const ids = rows.ok ? rows.value.filter((a) => !a.revoked && a.label === given).map((a) => a.id) : [];
+  if (ids.length === 0) return r;
+  const fix = ids.length === 1 ? `run ${retry(ids[0]!)}` : `it is shared, so run ${retry('<id>')} with the one you mean`;
+  const message = `${JSON.stringify(given)} is a label, not an agent id: it labels ${ids.map((id) => `agent ${id}`).join(' and ')}; ${fix}`;
+  const refused: CodedError = { code: 'label_for_id', exit: EXIT.usage, message };
+  return { ok: false, refused };
+}
+
 export const runAgentRevoke = (id: string, flags: AdminFlags, io: CliIO): Promise<Outcome> =>
   admin(
     flags,
     io,
-    async (c): Promise<HubResult<{ agent_id: string; revoked: true }>> => {
-      const r = await c.revokeAgent(id);
+    async (c): Promise<HubResult<{ agent_id: string; revoked: true }> | Refused> => {
+      const r = await labelGivenForId(c, id, (agent) => `oh-hai hub agent revoke ${agent}`, await c.revokeAgent(id));
       return r.ok ? { ...r, value: { agent_id: id, revoked: true } } : r;
     },
     () => [`revoked agent ${id}: its token now gets 401`],
@@ -212,12 +228,17 @@ export const runLift = (flags: AdminFlags & { agent: string; clientKey?: string;
   admin(
     flags,
     io,
-    (c) =>
-      c.liftStop({
-        agent_id: flags.agent,
-        ...(flags.clientKey !== undefined ? { client_key: flags.clientKey } : {}),
-        ...(flags.name !== undefined ? { name: flags.name } : {}),
-      }),
+    async (c) =>
+      labelGivenForId(
+        c,
+        flags.agent,
+        (agent) => ['oh-hai hub lift --agent', agent, ...narrowing(flags)].join(' '),
+        await c.liftStop({
+          agent_id: flags.agent,
+          ...(flags.clientKey !== undefined ? { client_key: flags.clientKey } : {}),
+          ...(flags.name !== undefined ? { name: flags.name } : {}),
+        }),
+      ),
     (r) => liftLines(r.lifted, flags),
   );
 
@@ -226,10 +247,13 @@ export const runLift = (flags: AdminFlags & { agent: string; clientKey?: string;
  * must not read as a lift: "lifted 0 … it may register again" told the human the agent was
  * free when nothing at all had matched. A Hub that does not say how many (null) lifted some.
  */
-function liftLines(lifted: number | null, flags: { agent: string; clientKey?: string; name?: string }): string[] {
-  const narrowed = [flags.name !== undefined ? `--name ${flags.name}` : null, flags.clientKey !== undefined ? `--client-key ${flags.clientKey}` : null].filter(
+const narrowing = (flags: { clientKey?: string; name?: string }): string[] =>
+  [flags.name !== undefined ? `--name ${flags.name}` : null, flags.clientKey !== undefined ? `--client-key ${flags.clientKey}` : null].filter(
     (x) => x !== null,
   );
+
+function liftLines(lifted: number | null, flags: { agent: string; clientKey?: string; name?: string }): string[] {
+  const narrowed = narrowing(flags);
   const matching = narrowed.length > 0 ? ` matching ${narrowed.join(' or ')}` : '';
   if (lifted === 0)
     return [

@@ -89,6 +89,26 @@ describe('oh-hai hub admin commands', () => {
     expect(bad.stderr).toMatch(/--to/);
   });
 
+  it('lift and revoke given a label say it is one and which id to pass, rather than "no agent"', async () => {
+    const one = await hub.mintAgent('lifter');
+    const lift = await admin('lift', '--agent', 'lifter', '--name', 'run-1');
+    expect(lift.code).toBe(2);
+    expect(lift.stderr).toMatch(
+      new RegExp(
+        `^oh-hai hub lift: FATAL \\(exit 2, label_for_id\\) — "lifter" is a label, not an agent id: it labels agent ${one.id}; run oh-hai hub lift --agent ${one.id} --name run-1$`,
+        'm',
+      ),
+    );
+    const a = await hub.mintAgent('pair');
+    const b = await hub.mintAgent('pair');
+    const revoke = await admin('agent', 'revoke', 'pair');
+    expect(revoke.code).toBe(2);
+    expect(revoke.stderr).toContain(
+      `"pair" is a label, not an agent id: it labels agent ${a.id} and agent ${b.id}; it is shared, so run oh-hai hub agent revoke <id> with the one you mean`,
+    );
+    expect((await hubCall(hub, 'GET', '/v1/whoami', { token: a.token })).status).toBe(200);
+  });
+
   it('switches messaging off and on', async () => {
     const off = await admin('messaging', 'off');
     expect(off.stdout).toMatch(/agent messaging is off/);
