@@ -170,8 +170,18 @@ function commandName(argv: string[]): string {
 function usageLines(name: string, code: string, message: string): string {
   const suggested = code === 'commander.unknownCommand' ? /Did you mean ([\w-]+)\?/.exec(message)?.[1] : undefined;
   const help = suggested === undefined ? name : `${name} ${suggested}`;
-  return `${name}: ${message}\nRun '${help} --help' for usage.\n`;
+  const token = code === 'commander.unknownOption' && /^unknown option '--token(=|')/.test(message) ? TOKEN_IN_A_FLAG : '';
+  return `${name}: ${message}\n${token}Run '${help} --help' for usage.\n`;
 }
+
+/**
+ * `--token <t>` on a command that has no such flag: by the time it is refused the token is in
+ * shell history and the process listing, so the refusal says that and where a token does go —
+ * "unknown option" alone reads as "wrong spelling", and a user then tries the next one.
+ */
+const TOKEN_IN_A_FLAG =
+  'No command takes a token as a flag value — it lands in shell history and in every process listing: treat that token as exposed and rotate it. ' +
+  "An agent's token is stored with oh-hai login --token-stdin < token-file (or read from OH_HAI_TOKEN); the hub commands read the human token from the Hub's data dir.\n";
 
 function printOutcome(io: CliIO, name: string, o: Outcome): void {
   const style = o.style ?? (o.exit === EXIT.ok ? 'silent' : 'fatal');

@@ -44,6 +44,26 @@ describe('without a Hub', () => {
     expect(arg.stderr).toBe("oh-hai hub agent add: missing required argument 'label'\nRun 'oh-hai hub agent add --help' for usage.\n");
   });
 
+  it('a token in a flag of a command that has no --token says it is exposed and where a token goes, exit 2', async () => {
+    const t = tempEnv();
+    const bridge = await runOhHai(['bridge', '--token', 'ohh_a_leaked'], { env: t.env });
+    const send = await runOhHai(['send', '--token=ohh_a_leaked', '--to', 'reviewer', 'hi'], { env: t.env });
+    const typo = await runOhHai(['send', '--tokens', 'x'], { env: t.env });
+    t.cleanup();
+    for (const [r, name] of [
+      [bridge, 'oh-hai bridge'],
+      [send, 'oh-hai send'],
+    ] as const) {
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `^${name}: unknown option '--token(=ohh_a_leaked)?'\nNo command takes a token as a flag value — .*treat that token as exposed and rotate it\. .*oh-hai login --token-stdin < token-file .*OH_HAI_TOKEN.*\nRun '${name} --help' for usage\.\n$`,
+        ),
+      );
+    }
+    expect(typo.stderr).toBe("oh-hai send: unknown option '--tokens'\nRun 'oh-hai send --help' for usage.\n");
+  });
+
   it('a Hub login cannot reach names the request it tried once', async () => {
     const t = tempEnv({ MA2H_HUB_URL: 'http://127.0.0.1:9' });
     const r = await runOhHai(['login', '--token-stdin'], { env: t.env, input: 'ohh_a_unused\n' });
