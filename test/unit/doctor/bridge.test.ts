@@ -121,6 +121,15 @@ describe('bridge consumer', () => {
     expect(c.measured).toMatchObject({ exit_code: 3, stop_reason: 'unauthorized' });
   });
 
+  it('a connection stopped by the kill-switch: not to re-run until a human lifts the stop, and what after', () => {
+    const killed = consumer({ state: 'stopped', exit_code: 14, stop_reason: 'session_closed_by_operator', stopped_at: T0 + 10_000 });
+    const c = judgeConsumer({ consumer: killed, dir: DIR }, probe(T0 + 60_000));
+    expect(c.status).toBe('fail');
+    expect(c.fix).toMatch(
+      /^exit 14 means: .* do not re-run and do not start a replacement session until a human lifts the stop; after the lift, re-run oh-hai bridge/,
+    );
+  });
+
   it('fails when no consumer record exists in an existing entry', () => {
     expect(judgeConsumer({ consumer: { state: 'absent' }, dir: DIR }, probe(T0))).toMatchObject({ status: 'fail', detail: /no connection has run/ });
   });

@@ -39,6 +39,10 @@ const UNKNOWN_FIX = (dir: string): string =>
 
 function stoppedFix(c: ConsumerRecord): string {
   if (c.exit_code === EXIT.ok || c.exit_code === null) return RELAUNCH;
+  // The table's bare "do not re-run" contradicts `hub lift`, which tells the human to let the
+  // agent re-run: doctor cannot see whether the stop was lifted (lift21), so it says both.
+  if (c.exit_code === EXIT.operatorClosed)
+    return 'exit 14 means: a human closed your session — the operator kill-switch — do not re-run and do not start a replacement session until a human lifts the stop; after the lift, re-run oh-hai bridge (bridge session says whether a pin must be cleared first)';
   const row = BRIDGE_EXIT_TABLE.find((r) => r.code === c.exit_code);
   return row ? `exit ${c.exit_code} means: ${row.meaning} — ${row.todo}` : RELAUNCH;
 }
