@@ -199,6 +199,12 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
     help: 'Operator stops (kill-switch) recorded through this instance',
     registers: [registry],
   });
+  const backgroundFailures = new prom.Counter({
+    name: 'oh_hai_hub_background_failures_total',
+    help: 'Failures of timer-driven work (sweep, presence, stream_ends, push, listener, notifier, pool): each one, where the log says when they start and stop',
+    labelNames: ['work'],
+    registers: [registry],
+  });
   const retries = new prom.Counter({
     name: 'oh_hai_hub_db_retries_total',
     help: 'Database units run again, by SQLSTATE',
@@ -429,6 +435,7 @@ export async function startAdmin(listen: { host: string; port: number }, src: Ad
       operatorStop: () => stops.inc(),
       notified: (ms) => lag.observe(Math.max(0, ms) / 1000),
       retried: (code) => retries.inc({ code }),
+      backgroundFailed: (work) => backgroundFailures.inc({ work }),
     },
     close: () =>
       new Promise<void>((resolve) => {

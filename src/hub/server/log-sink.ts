@@ -4,11 +4,26 @@ import type { AccessRecord } from './core.js';
 
 export type LogFormat = 'text' | 'json';
 
+/**
+ * What a JSON line carries beside `msg` for an event an operator's tooling matches on (a
+ * background work failing, working again: failure-log.ts): stable names, where the message's
+ * wording may change. A text line is the message alone.
+ */
+export interface LogFields {
+  event: string;
+  /** `error` unless said. */
+  level?: 'info' | 'error';
+  [field: string]: string | number | undefined;
+}
+
+/** The Hub's log of errors and events; `fields` go into the JSON line. */
+export type HubLog = (line: string, fields?: LogFields) => void;
+
 export interface HubLogSink {
   /** What the operator reads at start and stop (stdout). */
   out(line: string): void;
   /** Errors and events (stderr). */
-  err(line: string): void;
+  err: HubLog;
   /** One line per answered request; JSON logs only. */
   access: ((r: AccessRecord) => void) | undefined;
 }
@@ -30,7 +45,13 @@ export function hubLogSink(format: LogFormat, io: { stdout: Output; stderr: Outp
     clean(JSON.stringify({ ts: new Date(io.clock.now()).toISOString(), level, ...fields })) + '\n';
   return {
     out: (l) => io.stdout.write(line('info', { msg: l })),
-    err: (l) => io.stderr.write(line('error', { msg: l })),
+    err: (l, fields) => {
+      if (fields === undefined) io.stderr.write(line('error', { msg: l }));
+      else {
+        const { level = 'error', ...rest } = fields;
+        io.stderr.write(line(level, { msg: l, ...rest }));
+      }
+    },
     access: (r) =>
       io.stdout.write(
         line(r.status >= 500 ? 'error' : 'info', {

@@ -19,6 +19,8 @@ export interface HubMetrics {
   notified(lagMs: number): void;
   /** A database unit ran again (deadlock, unique race). */
   retried(code: string): void;
+  /** A timer-driven work failed (the sweep, the presence write, a listener's reconnect: failure-log.ts). */
+  backgroundFailed(work: string): void;
 }
 
 export const NO_METRICS: HubMetrics = {
@@ -30,6 +32,7 @@ export const NO_METRICS: HubMetrics = {
   operatorStop: () => undefined,
   notified: () => undefined,
   retried: () => undefined,
+  backgroundFailed: () => undefined,
 };
 
 /** Metrics whose sink is set later (the admin listener starts after the store it reports on). */
@@ -44,6 +47,7 @@ export function metricsSlot(): HubMetrics & { target: HubMetrics } {
     operatorStop: () => slot.target.operatorStop(),
     notified: (ms: number) => slot.target.notified(ms),
     retried: (code: string) => slot.target.retried(code),
+    backgroundFailed: (work: string) => slot.target.backgroundFailed(work),
   };
   return slot;
 }
