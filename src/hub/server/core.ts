@@ -5,6 +5,7 @@ import type { Bus } from './bus.js';
 import type { CredentialCache } from './credentials.js';
 import type { HubConfig } from './config.js';
 import type { FaultTable } from './faults.js';
+import type { FailureLog } from './failure-log.js';
 import type { StreamRegistry } from './registry.js';
 import type { StreamEnds } from './seen.js';
 import type { HubMetrics } from './metrics.js';
@@ -45,6 +46,8 @@ export interface HubCore {
   streams: StreamRegistry;
   /** Streams' ends, written in batches (their sessions and holders were seen until then). */
   ends: StreamEnds;
+  /** Every stream's pushes, logged when they start failing and when they work again (not once a push). */
+  pushes: FailureLog;
   faults: FaultTable;
   account: Account;
   /** Tokens let in lately, by hash (OH_HAI_HUB_CREDENTIAL_CACHE_MS; forgotten on any credential change). */

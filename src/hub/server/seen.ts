@@ -1,4 +1,4 @@
-import { refusedForMigration } from './database-errors.js';
+import type { FailureLog } from './failure-log.js';
 import { streamsSeen } from './sessions.js';
 import type { Store } from './sql.js';
 import { hop, TRACE } from '../../util/trace.js';
@@ -21,7 +21,8 @@ export class StreamEnds {
 
   constructor(
     private readonly store: Store,
-    private readonly log: (line: string) => void,
+    /** Where a batch's failure goes: logged when the writes start failing and when they work again. */
+    private readonly failures: Pick<FailureLog, 'failed' | 'worked'>,
     /** How long ends gather before they are written: well inside the presence and holder-stale windows. */
     private readonly delayMs: number,
   ) {}
@@ -56,9 +57,9 @@ export class StreamEnds {
       if (TRACE) hop('ev.ends', String(batch.length));
       try {
         await streamsSeen(this.store, batch);
+        this.failures.worked();
       } catch (e) {
-        // Refused for another version's migration: the migration watch logs that, once.
-        if (!refusedForMigration(e)) this.log(`hub: recording the end of ${batch.length} stream(s) failed: ${e instanceof Error ? e.message : String(e)}`);
+        this.failures.failed(e);
       }
     }
     this.flushing = null;

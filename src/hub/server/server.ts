@@ -29,7 +29,8 @@ import type { Store, WakeFrom, WakeTopic } from './sql.js';
 import { openStore, sqliteStore } from './store.js';
 import { StreamEnds } from './seen.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
-import { refusedForMigration } from './database-errors.js';
+import { FailureLog, type BackgroundWork } from './failure-log.js';
+import type { HubLog } from './log-sink.js';
 import { hop, TRACE } from '../../util/trace.js';
 import { reachableUrl } from './listen-url.js';
 
@@ -46,8 +47,8 @@ export interface HubServerOptions {
   clock: Clock;
   /** Recorded in hub.json. */
   pid: number;
-  /** One line per event the operator should see (internal errors); never a secret. */
-  log: (line: string) => void;
+  /** One line per event the operator should see (internal errors); never a secret. Fields go into JSON lines. */
+  log: HubLog;
   /** Paths outside the API (the web inbox), tried before the 404. */
   extraRoutes?: ExtraRoutes;
   /** One record per answered request (`--log-format json`). */
@@ -174,6 +175,9 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   if (wasOpen !== null)
     o.log(`hub: the data dir ${config.dataDir} was ${wasOpen.toString(8).padStart(4, '0')}; tightened it to 0700 (it holds the store and the human token)`);
   const metrics = metricsSlot();
+  // Timer-driven work logs when it starts failing and when it works again, not each failure (failure-log.ts).
+  const failureLog = (work: BackgroundWork, what: string) =>
+    new FailureLog({ work, what, clock: o.clock, log: o.log, counted: (w) => metrics.backgroundFailed(w) });
   const opened = await openHubStore(o, bus, metrics, wake, resync, () => streams.retire());
   const { store } = opened;
   let boot;
@@ -209,7 +213,8 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     streams,
     // Ends gather for at most a tenth of the refresh below (1 s with the default windows): a
     // session is counted seen that much past its stream's end at most.
-    ends: new StreamEnds(store, o.log, Math.min(1000, seenMs / 10)),
+    ends: new StreamEnds(store, failureLog('stream_ends', "recording streams' ends"), Math.min(1000, seenMs / 10)),
+    pushes: failureLog('push', 'pushing to streams'),
     faults: new FaultTable(),
     account: boot.account,
     credentials,
@@ -266,17 +271,18 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   // One sweep at a time (a tick during one asks for one more after it): a sweep slowed by row
   // locks never piles up units that hold the pool's connections other requests need.
   const sweeping = store.as({ name: 'sweep', lane: 'request' });
+  const sweepFailures = failureLog('sweep', 'the sweep');
   const sweep = coalesced(async () => {
     try {
       const more = await sweeping.write(async (tx) => {
         await sweepLapsed(hub, tx);
         return sweepExpired(hub, tx);
       });
+      sweepFailures.worked();
       // A backlog of due entries (after a downtime) drains one batch per transaction, each right after the last.
       if (more && !stopping) void sweep();
     } catch (e) {
-      // Refused while another version's migration holds the tables: the migration watch said so once, and says when it ends.
-      if (!refusedForMigration(e)) o.log(`hub: sweep failed: ${e instanceof Error ? e.message : String(e)}`);
+      sweepFailures.failed(e);
     }
   });
   track(sweep());
@@ -291,15 +297,17 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
   // most two periods old, where it was one, and the holder and presence rules count
   // min(holder-stale, presence) = three periods (seenMs above): a period is left for a late timer
   // or a slow write.
+  const presenceFailures = failureLog('presence', 'recording open streams');
   const present = coalesced(async () => {
     const before = hub.clock.monotonic() - seenMs;
     const held = streams.held(before);
     // The push trace only: the rows this write asks for (bench/hub-cluster.mjs --trace counts them per period).
     if (TRACE) hop('ev.presence', String(held.length));
     if (held.length > 0)
-      await streamsSeen(store, held).catch((e: unknown) => {
-        if (!refusedForMigration(e)) o.log(`hub: recording open streams failed: ${e instanceof Error ? e.message : String(e)}`);
-      });
+      await streamsSeen(store, held).then(
+        () => presenceFailures.worked(),
+        (e: unknown) => presenceFailures.failed(e),
+      );
   });
   const seen = store.shared ? setInterval(() => track(present()), seenMs) : undefined;
 

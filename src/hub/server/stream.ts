@@ -14,7 +14,6 @@ import { iso } from './ids.js';
 import type { OpenStream, StreamCloseReason } from './registry.js';
 import { presentSession, presentStream, reconcileSession, type Presented, type StreamLease } from './sessions.js';
 import { hop, TRACE } from '../../util/trace.js';
-import { refusedForMigration } from './database-errors.js';
 
 /** How many deliveries one `entries` event carries at most (and at most `pageBytes` of them). */
 const PUSH_BATCH = 100;
@@ -329,12 +328,13 @@ class HeldStream implements OpenStream {
             if (!more) break;
             await new Promise<void>((resolve) => setImmediate(resolve));
           }
+          this.core.pushes.worked();
         } catch (e) {
           // The entries stay pending: the next wake-up, or the client's next connect, takes them. Refused while
           // another version's migration holds the tables: the stream stays open (nothing can be sent or acked
           // meanwhile) and every stream reads again once it lets go, or ends if it left the database newer than
-          // this code (server.ts); the migration watch logs both, so no stream logs its own.
-          if (!refusedForMigration(e)) this.core.log(`hub: a push on session ${this.sessionId} failed: ${e instanceof Error ? e.message : String(e)}`);
+          // this code (server.ts); the migration watch logs both, so pushes log neither.
+          this.core.pushes.failed(e, `on session ${this.sessionId}`);
         }
       } while (this.again);
     } finally {

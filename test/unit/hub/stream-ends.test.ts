@@ -5,7 +5,8 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { StreamEnds } from '../../../src/hub/server/seen.js';
 import type { Param, Store } from '../../../src/hub/server/sql.js';
 import { openStore, sqliteStore } from '../../../src/hub/server/store.js';
-import { fakeClock } from '../../../src/util/clock.js';
+import { fakeClock, systemClock } from '../../../src/util/clock.js';
+import { FailureLog } from '../../../src/hub/server/failure-log.js';
 import { waitFor } from '../../helpers/wait.js';
 
 // A stream's end is written as one statement on its own (Store.once); on SQLite a statement with
@@ -17,6 +18,9 @@ afterAll(async () => {
   for (const s of stores) await s.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
+
+const loggedTo = (lines: string[]) =>
+  new FailureLog({ work: 'stream_ends', what: "recording streams' ends", clock: systemClock, log: (l) => lines.push(l), counted: () => undefined });
 
 async function withSessions(ids: string[]) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-stream-ends-'));
@@ -61,7 +65,7 @@ describe('StreamEnds on SQLite', () => {
   it("writes an end (the session, and its holder's stream) seen at the clock's now, and drops the end of a session that connected since", async () => {
     const { store, clock, seen } = await withSessions(['s1', 's2']);
     const logged: string[] = [];
-    const ends = new StreamEnds(store, (line) => logged.push(line), 0);
+    const ends = new StreamEnds(store, loggedTo(logged), 0);
     clock.advance(5_000);
     ends.record('s1', 'home-a');
     ends.record('s2', 'home-a');
@@ -89,7 +93,7 @@ describe('StreamEnds on SQLite', () => {
       },
     });
     // Long enough that the reconnect below (a timer turn after the first write returned) comes inside it on a loaded machine.
-    const ends = new StreamEnds(gated, () => undefined, 1_500);
+    const ends = new StreamEnds(gated, loggedTo([]), 1_500);
     ends.record('s1', 'home-a');
     await waitFor(() => asked.length === 1 || null, { what: 'the first batch written' });
     ends.record('s2', 'home-a');
@@ -110,7 +114,7 @@ describe('StreamEnds on SQLite', () => {
       const { store, seen } = await withSessions(['s1', 's2']);
       const { asked, counted } = countedOnce(store);
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'performance'] });
-      const ends = new StreamEnds(counted, () => undefined, 1_000);
+      const ends = new StreamEnds(counted, loggedTo([]), 1_000);
       ends.record('s1', 'home-a');
       await vi.advanceTimersByTimeAsync(900);
       ends.record('s2', 'home-a');
