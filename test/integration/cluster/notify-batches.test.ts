@@ -54,7 +54,7 @@ describe('PostgreSQL: the notifier', () => {
       instance: 'inst',
       now: () => Date.now(),
       retryMs: 50,
-      log: () => {},
+      failures: { failed: () => {}, worked: () => {} },
     });
     try {
       const key = (i: number): [WakeTopic, string] => ['mail', `agt_${'x'.repeat(30)}#sess_${String(i).padStart(6, '0')}`];
@@ -143,7 +143,7 @@ describe('two Hub instances: wake-ups leave on the notifier, after the commit, b
       "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'oh-hai-hub-notify' AND datname = current_database()",
     );
     expect(cut.length).toBe(2);
-    await waitFor(() => /the database notifier dropped/.test(a.output().stderr) || null, { what: "A's notifier to notice the cut" });
+    await waitFor(() => /the database notifier failed: dropped/.test(a.output().stderr) || null, { what: "A's notifier to notice the cut" });
     await waitFor(async () => (await backends(db.url, 'oh-hai-hub-notify')).length === 1 || null, { what: "B's notifier back" });
 
     let answered: CallResult | Error | null = null;

@@ -5,6 +5,8 @@ import type { Pool } from 'pg';
 import type { Clock } from '../../../util/clock.js';
 import type { DatabaseStats } from '../admin.js';
 import type { HubMetrics } from '../metrics.js';
+import { FailureLog, type BackgroundWork } from '../failure-log.js';
+import type { HubLog } from '../log-sink.js';
 import type { Store, WakeFrom, WakeTopic } from '../sql.js';
 import { Lanes } from '../lanes.js';
 import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
@@ -37,7 +39,7 @@ export interface OpenPostgres {
   outdated: () => void;
   committed: () => void;
   effectFailed: (error: unknown) => void;
-  log: (line: string) => void;
+  log: HubLog;
   metrics: HubMetrics;
 }
 
@@ -83,7 +85,12 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
   const pool = new pg.Pool({ ...config, options: `${config.options} -c lock_timeout=${SERVING_LOCK_TIMEOUT_MS}`, max: o.poolMax, min: o.poolMax });
   // Stream work (pages, stream connects) holds at most half the pool; requests are served first.
   const lanes = new Lanes(o.poolMax, Math.max(1, Math.floor(o.poolMax / 2)));
-  pool.on('error', (e) => o.log(`hub: an idle database connection failed: ${redact(e.message)}`));
+  const failures = (work: BackgroundWork, what: string) =>
+    new FailureLog({ work, what, clock: o.local, log: (line, fields) => o.log(redact(line), fields), counted: (w) => o.metrics.backgroundFailed(w) });
+  // The database gone, every idle connection fails at once (a line each, before): one line, and one when a new one connects.
+  const idle = failures('pool', "the pool's idle connections");
+  pool.on('error', (e) => idle.failed(e));
+  pool.on('connect', () => idle.worked());
   const instance = randomBytes(6).toString('hex');
   try {
     await fill(pool, o.poolMax);
@@ -135,7 +142,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
     instance,
     now: () => store.clock.now(),
     retryMs: o.listenRetryMs,
-    log: (line) => o.log(redact(line)),
+    failures: failures('notifier', 'the database notifier'),
   });
   const listener = listen({
     connect: () => new pg.Client({ ...config, application_name: 'oh-hai-hub-listen' }),
@@ -144,7 +151,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
     committed: o.committed,
     resync: o.resync,
     retryMs: o.listenRetryMs,
-    log: (line) => o.log(redact(line)),
+    failures: failures('listener', 'the database listener'),
     heard: (sentAt) => o.metrics.notified(store.clock.now() - sentAt),
   });
   await listener.ready;

@@ -1,6 +1,7 @@
 import type { Client, ClientConfig } from 'pg';
 import type { WakeTopic } from '../sql.js';
 import { TRACE } from '../../../util/trace.js';
+import type { FailureLog } from '../failure-log.js';
 import { CHANNEL, parsePayload, traceMailboxes } from './wake-payload.js';
 
 export interface ListenerOptions {
@@ -19,7 +20,8 @@ export interface ListenerOptions {
   resync: () => void;
   /** How long to wait before re-opening a dropped listener. */
   retryMs: number;
-  log: (line: string) => void;
+  /** A drop, or a re-open that failed (one every `retryMs` while the database is away): logged when they start and stop. */
+  failures: Pick<FailureLog, 'failed' | 'worked'>;
   /** A notification arrived that another instance sent at `sentAt` (deployment clock), for the lag metric. */
   heard?: (sentAt: number) => void;
 }
@@ -66,7 +68,7 @@ export function listen(o: ListenerOptions): Listener {
     const drop = (why: string) => {
       if (gone || closed) return;
       gone = true;
-      o.log(`hub: the database listener dropped (${why}); re-opening in ${o.retryMs} ms`);
+      o.failures.failed(new Error(`dropped (${why}); re-opening every ${o.retryMs} ms`));
       c.removeAllListeners('notification');
       c.end().catch(() => {});
       timer = setTimeout(() => void open(), o.retryMs);
@@ -95,7 +97,7 @@ export function listen(o: ListenerOptions): Listener {
       first = false;
       resolveReady();
     } else {
-      o.log('hub: the database listener is back; every stream re-checks its mailbox');
+      o.failures.worked();
       o.resync();
     }
   };

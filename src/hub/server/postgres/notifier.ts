@@ -1,6 +1,7 @@
 import type { Client } from 'pg';
 import type { WakeTopic } from '../sql.js';
 import { TRACE } from '../../../util/trace.js';
+import type { FailureLog } from '../failure-log.js';
 import { CHANNEL, notifyPayloads, traceMailboxes } from './wake-payload.js';
 
 export interface NotifierOptions {
@@ -12,7 +13,8 @@ export interface NotifierOptions {
   now: () => number;
   /** How long to wait before re-opening a dropped connection. */
   retryMs: number;
-  log: (line: string) => void;
+  /** A drop, or a re-open that failed (one every `retryMs` while the database is away): logged when they start and stop. */
+  failures: Pick<FailureLog, 'failed' | 'worked'>;
 }
 
 export interface Notifier {
@@ -56,7 +58,7 @@ export function notifier(o: NotifierOptions): Notifier {
       if (gone || closed) return;
       gone = true;
       if (current?.client === c) current = null;
-      o.log(`hub: the database notifier dropped (${why}); re-opening in ${o.retryMs} ms`);
+      o.failures.failed(new Error(`dropped (${why}); re-opening every ${o.retryMs} ms`));
       c.end().catch(() => {});
       timer = setTimeout(() => void open(), o.retryMs);
     };
@@ -69,6 +71,7 @@ export function notifier(o: NotifierOptions): Notifier {
       return;
     }
     if (gone || closed) return;
+    o.failures.worked();
     current = { client: c, drop };
     reopened?.();
   };
