@@ -15,6 +15,8 @@ export interface FailureLogOptions {
   /** Our own clock: the lines' instants and the reminder's period. */
   clock: Clock;
   log: HubLog;
+  /** Applied to every cause (the database URL's password), in the line and in its fields. */
+  redact?: (text: string) => string;
   /** Every failure, counted (the metric), whether or not it is logged. */
   counted: (work: BackgroundWork) => void;
   remindMs?: number;
@@ -43,7 +45,7 @@ export class FailureLog {
     if (refusedForMigration(e)) return;
     this.o.counted(this.o.work);
     const message = e instanceof Error ? e.message : String(e);
-    const cause = where === undefined ? message : `${where}: ${message}`;
+    const cause = (this.o.redact ?? String)(where === undefined ? message : `${where}: ${message}`);
     const now = this.o.clock.monotonic();
     this.failures += 1;
     if (this.since === null) {

@@ -80,6 +80,18 @@ describe('FailureLog', () => {
     expect(lines[0]!.line).toBe(
       'hub: the sweep failed: on session sess_1: Connection terminated unexpectedly (logged again at most once a minute while it keeps failing)',
     );
+    // The database URL's password, in the line and in its fields.
+    const redacted: Array<LogFields | undefined> = [];
+    const listener = new FailureLog({
+      work: 'listener',
+      what: 'the database listener',
+      clock: fakeClock(START),
+      log: (_, f) => redacted.push(f),
+      redact: (t) => t.replaceAll('s3cret', '***'),
+      counted: () => undefined,
+    });
+    listener.failed(new Error('password s3cret refused'));
+    expect(redacted[0]!.cause).toBe('password *** refused');
   });
 });
 

@@ -86,7 +86,7 @@ export async function openPostgres(o: OpenPostgres): Promise<PostgresHandle> {
   // Stream work (pages, stream connects) holds at most half the pool; requests are served first.
   const lanes = new Lanes(o.poolMax, Math.max(1, Math.floor(o.poolMax / 2)));
   const failures = (work: BackgroundWork, what: string) =>
-    new FailureLog({ work, what, clock: o.local, log: (line, fields) => o.log(redact(line), fields), counted: (w) => o.metrics.backgroundFailed(w) });
+    new FailureLog({ work, what, clock: o.local, log: o.log, redact, counted: (w) => o.metrics.backgroundFailed(w) });
   // The database gone, every idle connection fails at once (a line each, before): one line, and one when a new one connects.
   const idle = failures('pool', "the pool's idle connections");
   pool.on('error', (e) => idle.failed(e));
