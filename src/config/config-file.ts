@@ -81,7 +81,9 @@ export function validateConfigDoc(doc: TomlDoc, file: string, scope: ConfigScope
         }
       }
     } else {
-      warnings.push(`${file}: unknown key ${top} (ignored; known tables: [hub], [bridge])`);
+      // A misspelt table drops every key under it (`[brdge]` loses the sender policy), so say which it was.
+      const what = isTable(value) ? `table [${top}] (ignored, with every key in it` : `key ${top} (ignored`;
+      warnings.push(`${file}: unknown ${what}; known tables: [hub], [bridge])`);
     }
   }
   return done({ settings, warnings });

@@ -95,7 +95,7 @@ describe('loadConfigFiles', () => {
       `${user}: unknown key colour (ignored; known tables: [hub], [bridge])`,
       `${user}: unknown key [hub] port (ignored; the known key is url)`,
       `${user}: unknown key [bridge] allow_form (ignored; known keys: allow_from, transport, wait_seconds, unattended_max_seconds, interval_seconds, max_retries, retain_printed)`,
-      `${project}: unknown key extras (ignored; known tables: [hub], [bridge])`,
+      `${project}: unknown table [extras] (ignored, with every key in it; known tables: [hub], [bridge])`,
     ]);
   });
 
