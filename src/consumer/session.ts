@@ -3,6 +3,7 @@ import type { HubPort } from './hub-port.js';
 import {
   clearStoodDown,
   stoodDownSessions,
+  succession,
   type SessionHistoryItem,
   type SessionRecord,
   type Spool,
@@ -128,12 +129,10 @@ export class SessionKeeper {
    * spool announced).
    */
   private spooledSuccessor(from: Predecessor | null): Recorded | null {
+    if (from === null) return null;
+    let at: Predecessor = from;
     let found: Recorded | null = null;
-    const seen = new Set<string>();
-    for (let at = from; at !== null && !seen.has(at.id);) {
-      seen.add(at.id);
-      const t = this.d.spool.successorOf(at.id);
-      if (t === null) break;
+    for (const t of succession(from.id, (id) => this.d.spool.successorOf(id))) {
       const spooledAt = Date.parse(t.received_at);
       const when = Number.isFinite(spooledAt) ? spooledAt : this.d.clock.now();
       const history = [...at.history, { id: at.id, address: at.address, replaced_at: when, reason: t.reason }];

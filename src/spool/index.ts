@@ -17,3 +17,4 @@ export { NotRegularFileError, openStateFile, readStateFile } from './safe-open.j
 export * from './directory-cache.js';
 export { FileMemo } from './file-memo.js';
 export { ioCounts, resetIoCounts, type IoCounts } from './io-counts.js';
+export * from './succession.js';

@@ -1,4 +1,4 @@
-import { closeSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, readSync } from 'node:fs';
 import { crc32 } from '../util/crc32.js';
 import { escapeUnsafe } from '../util/escape.js';
 import { fail, ok, type Result } from '../core/index.js';
@@ -114,33 +114,50 @@ export function* linesAt(fd: number, from: number, buf: Buffer, read: ReadAt = r
 /** The complete line that ends (with its '\n') exactly at byte `end`, or null when none does. */
 export function lineEndingAt(file: string, end: number): RawLine | null {
   if (end < 2) return null;
+  for (const line of linesBefore(file, end)) return line.end === end ? line : null;
+  return null;
+}
+
+/**
+ * The complete lines of a file before byte `end` (its size when not given), last first: from
+ * the last '\n' before `end` back to byte 0. What follows that '\n' (a final piece without one,
+ * a torn write) is not a line. A missing file has no lines. For reading a file's last records
+ * without reading it all.
+ */
+export function* linesBefore(file: string, end?: number): Generator<RawLine, void, undefined> {
   let fd: number;
   try {
     fd = openStateFile(file, 'read');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw e;
   }
   try {
-    const last = Buffer.alloc(1);
-    if (readSync(fd, last, 0, 1, end - 1) !== 1 || last[0] !== NL) return null;
-    const parts: Buffer[] = [];
-    let hi = end - 1;
+    let hi = end ?? fstatSync(fd).size;
+    /** Just past the '\n' of the line being gathered; null until the first '\n' is found. */
+    let lineEnd: number | null = null;
+    /** That line's bytes found so far (in the chunks after this one), in order. */
+    let parts: Buffer[] = [];
     while (hi > 0) {
       const lo = Math.max(0, hi - CHUNK);
       const buf = Buffer.allocUnsafe(hi - lo);
-      const n = readSync(fd, buf, 0, hi - lo, lo);
-      if (n !== hi - lo) return null;
-      const nl = buf.lastIndexOf(NL);
-      if (nl !== -1) {
-        parts.unshift(buf.subarray(nl + 1));
-        hi = lo + nl + 1;
-        break;
+      // Short: the file ends before `end`, or shrank meanwhile. Either way no line ends there.
+      if (readSync(fd, buf, 0, hi - lo, lo) !== hi - lo) return;
+      let to = buf.length;
+      for (;;) {
+        const nl = to > 0 ? buf.lastIndexOf(NL, to - 1) : -1;
+        if (nl === -1) break;
+        if (lineEnd !== null) {
+          yield { text: Buffer.concat([buf.subarray(nl + 1, to), ...parts]).toString('utf8'), start: lo + nl + 1, end: lineEnd };
+          parts = [];
+        }
+        lineEnd = lo + nl + 1;
+        to = nl;
       }
-      parts.unshift(buf);
+      if (lineEnd !== null) parts.unshift(buf.subarray(0, to));
       hi = lo;
     }
-    return { text: Buffer.concat(parts).toString('utf8'), start: hi, end };
+    if (lineEnd !== null) yield { text: Buffer.concat(parts).toString('utf8'), start: 0, end: lineEnd };
   } finally {
     closeSync(fd);
   }
