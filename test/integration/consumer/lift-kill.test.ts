@@ -1,10 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
-import { unlinkSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { spoolTransition } from '../../helpers/spool.js';
 import { exited, FAST_HUB, hubCall, useBenches, waitFor, type Bench } from './harness.js';
-import { expectEachReplacementOnce, killAtSpooledTransition, NAMED_AND_UNNAMED, runningBench, sessionId } from './transition-kill.js';
+import { expectEachReplacementOnce, killAtSpooledTransition, killedAfterSpooling, NAMED_AND_UNNAMED, runningBench, sessionId } from './transition-kill.js';
 
 /**
  * kill -9 of the connection while it registers a new session after a human lifted the
@@ -59,46 +56,6 @@ describe('kill -9 while the connection registers after a lift', () => {
 });
 
 describe('what a kill in that window leaves: the spool names a session session.json does not yet', () => {
-  /**
-   * The state the kill leaves, made directly: session A ended — closed by a human and the stop
-   * lifted, or (`stoodDown`) closed by the agent and forgotten here into stood-down.json as
-   * `oh-hai session close` does — session B registered, the transition A → B spooled, and
-   * session.json not naming B.
-   */
-  async function killedAfterSpooling(bench: Bench, ended: 'by_operator' | 'stood_down' = 'by_operator'): Promise<{ a: string; b: string }> {
-    const human = { token: world.hub.humanToken };
-    bench.settings();
-    bench.attend();
-    const consumer = bench.start();
-    await bench.waitRunning();
-    const { id: a, address } = bench.session()!;
-    if (ended === 'by_operator') {
-      expect((await hubCall(world.hub, 'POST', `/v1/sessions/${a}/operator-close`, { ...human, body: {} })).status).toBe(200);
-      await exited(consumer);
-      expect((await hubCall(world.hub, 'POST', '/v1/operator-stops/lift', { ...human, body: { agent_id: bench.me.id } })).status).toBe(200);
-    } else {
-      consumer.kill('SIGKILL');
-      await exited(consumer);
-      expect((await hubCall(world.hub, 'POST', `/v1/sessions/${a}/close`, { token: bench.me.token, body: {} })).status).toBe(200);
-      bench.writeRaw(
-        'stood-down.json',
-        JSON.stringify({ sessions: [{ id: a, address, hub_state: 'closed', closed_at: null, stood_down_at: Date.now() }] }) + '\n',
-      );
-      unlinkSync(path.join(bench.dir, 'session.json'));
-    }
-    const created = await hubCall(world.hub, 'POST', '/v1/sessions', { token: bench.me.token, body: { client_key: 'test-session', name: 'builder-1' } });
-    expect(created.status).toBe(201);
-    const b = created.body.session as { id: string; address: string };
-    spoolTransition(bench.dir, {
-      from_session: a,
-      to_session: b.id,
-      from_address: address,
-      to_address: b.address,
-      reason: ended === 'by_operator' ? 'session_closed_by_operator' : 'session_closed',
-    });
-    return { a, b: b.id };
-  }
-
   it('the next connection adopts the session the spool names, and spools no second transition', async () => {
     const bench = await world.bench();
     const { a, b } = await killedAfterSpooling(bench);

@@ -1,5 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
+import { unlinkSync } from 'node:fs';
+import path from 'node:path';
 import { expect } from 'vitest';
+import { spoolTransition } from '../../helpers/spool.js';
 import { exited, expectEachAcknowledgedOnce, hubCall, killWhen, type Bench, type BenchWorld, type SpoolLine } from './harness.js';
 
 /**
@@ -65,4 +68,44 @@ export async function expectEachReplacementOnce(bench: Bench, sent: readonly str
   ).toEqual([live]);
   expect(consumer.exitCode).toBeNull();
   return spooled;
+}
+
+/**
+ * The state the kill leaves, made directly: session A ended — closed by a human and the stop
+ * lifted, or (`stoodDown`) closed by the agent and forgotten here into stood-down.json as
+ * `oh-hai session close` does — session B registered, the transition A → B spooled, and
+ * session.json not naming B.
+ */
+export async function killedAfterSpooling(bench: Bench, ended: 'by_operator' | 'stood_down' = 'by_operator'): Promise<{ a: string; b: string }> {
+  const human = { token: bench.hub.humanToken };
+  bench.settings();
+  bench.attend();
+  const consumer = bench.start();
+  await bench.waitRunning();
+  const { id: a, address } = bench.session()!;
+  if (ended === 'by_operator') {
+    expect((await hubCall(bench.hub, 'POST', `/v1/sessions/${a}/operator-close`, { ...human, body: {} })).status).toBe(200);
+    await exited(consumer);
+    expect((await hubCall(bench.hub, 'POST', '/v1/operator-stops/lift', { ...human, body: { agent_id: bench.me.id } })).status).toBe(200);
+  } else {
+    consumer.kill('SIGKILL');
+    await exited(consumer);
+    expect((await hubCall(bench.hub, 'POST', `/v1/sessions/${a}/close`, { token: bench.me.token, body: {} })).status).toBe(200);
+    bench.writeRaw(
+      'stood-down.json',
+      JSON.stringify({ sessions: [{ id: a, address, hub_state: 'closed', closed_at: null, stood_down_at: Date.now() }] }) + '\n',
+    );
+    unlinkSync(path.join(bench.dir, 'session.json'));
+  }
+  const created = await hubCall(bench.hub, 'POST', '/v1/sessions', { token: bench.me.token, body: { client_key: 'test-session', name: 'builder-1' } });
+  expect(created.status).toBe(201);
+  const b = created.body.session as { id: string; address: string };
+  spoolTransition(bench.dir, {
+    from_session: a,
+    to_session: b.id,
+    from_address: address,
+    to_address: b.address,
+    reason: ended === 'by_operator' ? 'session_closed_by_operator' : 'session_closed',
+  });
+  return { a, b: b.id };
 }
