@@ -1,6 +1,7 @@
 import { unlinkSync } from 'node:fs';
 import { fsyncDir } from '../util/fs-durable.js';
 import type { StateDir } from './state-dir.js';
+import { spooledSession } from './succession.js';
 import { STATE_FILES, type ProcessStamp, type StandDownRequest, type StoodDownSession } from './records.js';
 
 /**
@@ -42,14 +43,16 @@ export function withdrawStandDown(stateDir: StateDir): void {
 
 /**
  * Forget a session closed at the Hub: it goes into stood-down.json first, then session.json
- * is removed (when it still names that session), so no later command attaches or presents
- * the id, and the next reader and connection still learn that it was replaced.
+ * is removed (when it still names that session, or one the spool says it replaced: a
+ * connection stopped before recording it), so no later command attaches or presents the id,
+ * and the next reader and connection still learn that it was replaced.
  */
 export function forgetSession(stateDir: StateDir, closed: StoodDownSession): void {
   const kept = stoodDownSessions(stateDir).filter((s) => s.id !== closed.id);
   stateDir.write('stoodDown', { sessions: [...kept, closed] });
   const current = stateDir.read('session');
-  if (current.state !== 'ok' || current.value.id === closed.id) remove(stateDir, STATE_FILES.session);
+  if (current.state !== 'ok' || current.value.id === closed.id || spooledSession(stateDir.dir, current.value.id)?.id === closed.id)
+    remove(stateDir, STATE_FILES.session);
   stateDir.log(`stood down ${closed.id} (${closed.hub_state} at the Hub): forgot it here`);
 }
 

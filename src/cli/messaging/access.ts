@@ -7,9 +7,11 @@ import {
   hostName,
   openStateDir,
   parseSessionRecord,
+  parseStoodDownRecord,
   principalStateDir,
   readRecord,
   sessionStateDir,
+  spooledSession,
   stateKey,
   type StateDir,
 } from '../../spool/index.js';
@@ -138,11 +140,21 @@ function findThisSession(p: { flags: AgentFlags; io: CliIO; inspect: ProcessInsp
   if (!key.ok) return { kind: 'none', why: `the CLI could not tell which agent session this is (${key.reason})`, stateDirPath: null, key: null };
   const stateDirPath = sessionStateDir(p.root, stateKey(p.hubUrl, p.agentId, key.value.key));
   const record = readRecord(stateDirPath, STATE_FILES.session, parseSessionRecord);
-  if (record.state === 'ok') return { kind: 'attached', id: record.value.id, address: record.value.address, stateDirPath, key: key.value };
-  // A pinned key names its Hub session outright, bridge or no bridge.
-  if (key.value.pinned !== null) {
-    return { kind: 'attached', id: key.value.pinned, address: formatAddress(p.agentId, key.value.pinned), stateDirPath, key: key.value };
+  const attached = (s: { id: string; address: string }): ThisSession => ({ kind: 'attached', id: s.id, address: s.address, stateDirPath, key: key.value });
+  // Unpinned, the session is where the spool leads from the recorded one (or the last stood
+  // down), as the next connection finds it: one stopped after spooling an address change and
+  // before recording the session it names left session.json a step behind.
+  const pinned = key.value.pinned;
+  if (record.state === 'ok') {
+    const spooled = pinned === null && !record.value.pinned ? spooledSession(stateDirPath, record.value.id) : null;
+    return attached(spooled ?? record.value);
   }
+  // A pinned key names its Hub session outright, bridge or no bridge.
+  if (pinned !== null) return attached({ id: pinned, address: formatAddress(p.agentId, pinned) });
+  const stood = record.state === 'absent' ? readRecord(stateDirPath, STATE_FILES.stoodDown, parseStoodDownRecord) : null;
+  const lastStood = stood?.state === 'ok' ? stood.value.sessions.at(-1) : undefined;
+  const spooled = lastStood === undefined ? null : spooledSession(stateDirPath, lastStood.id);
+  if (spooled !== null) return attached(spooled);
   const why =
     record.state === 'absent'
       ? `this agent session (${key.value.describe}) holds no session: no oh-hai bridge has registered one here, or it was stood down`

@@ -42,7 +42,10 @@ export async function sessionStatus(
   const failure = got.ok ? null : got.failure;
   if (failure && !(failure.kind === 'http' && failure.status === 404))
     return { ok: false, error: hubFailureError(failure, failureContext(a, `reading session ${ts.id}`)) };
-  const records = stateDir ? { session: stateDir.read('session'), consumer: stateDir.read('consumer') } : null;
+  const recorded = stateDir?.read('session');
+  // session.json a step behind the spool (`ts` is the session the spool names): it records another session, not this one.
+  const session: RecordRead<SessionRecord> | undefined = recorded?.state === 'ok' && recorded.value.id !== ts.id ? { state: 'absent' } : recorded;
+  const records = stateDir && session ? { session, consumer: stateDir.read('consumer') } : null;
   const view: StatusView = {
     session_id: ts.id,
     hub: got.ok ? got.value : null,

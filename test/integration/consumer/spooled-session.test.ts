@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { runOhHai } from '../../helpers/cli.js';
+import { FAST_HUB, hubCall, useBenches, waitFor, type Bench } from './harness.js';
+import { killedAfterSpooling, sessionId } from './transition-kill.js';
+
+/**
+ * The commands in the state a kill leaves between spooling an address change and recording
+ * the session it names (session.json still naming the ended session, or stood-down.json after
+ * oh-hai session close), with no connection running: they take the session the spool names,
+ * as the next connection does (docs/consumer.md "The session").
+ */
+const world = useBenches({ args: FAST_HUB }, { logTail: 80 });
+
+/** `oh-hai <args>` as this bench's agent session. */
+const cli = (bench: Bench, args: string[]) => runOhHai(args, { env: { ...bench.env, MA2H_HUB_URL: bench.hub.url, MA2H_AGENT_SESSION_ID: 'test-session' } });
+
+const hubState = async (bench: Bench, id: string): Promise<string> =>
+  ((await hubCall(bench.hub, 'GET', `/v1/sessions/${id}`, { token: bench.me.token })).body.session as { state: string }).state;
+
+describe('a command in the window: the session is the one the spool names', () => {
+  it.each(['by_operator', 'stood_down'] as const)(
+    'A ended %s, A → B spooled: session close closes and forgets B, and the next connection replaces B rather than adopting it',
+    async (ended) => {
+      const bench = await world.bench();
+      const { a, b } = await killedAfterSpooling(bench, ended);
+      const closed = await cli(bench, ['session', 'close']);
+      expect(closed.code, closed.stderr).toBe(0);
+      expect(closed.stdout).toContain(`closed session ${b} `);
+      expect(closed.stdout).toContain(`forgot ${b} locally`);
+      expect(await hubState(bench, b)).toBe('closed');
+      expect(bench.session(), 'session.json, a step behind, is forgotten with B').toBeNull();
+      expect(
+        bench
+          .read<{ sessions: { id: string }[] }>('stood-down.json')!
+          .sessions.map((s) => s.id)
+          .at(-1),
+      ).toBe(b);
+
+      bench.start();
+      await waitFor(() => (bench.consumer()?.state === 'running' && ![a, b].includes(sessionId(bench)) ? true : null), { what: `a session after ${b}` });
+      const c = sessionId(bench);
+      const transitions = bench.spool().filter((l) => l.type === 'transition');
+      expect(transitions.map((t) => [t.from_session, t.to_session])).toEqual([
+        [a, b],
+        [b, c],
+      ]);
+    },
+  );
+
+  it('session status names the session the spool names, as the Hub has it', async () => {
+    const bench = await world.bench();
+    const { b } = await killedAfterSpooling(bench);
+    const status = await cli(bench, ['session', 'status', '--json']);
+    expect(status.code, status.stderr).toBe(0);
+    const view = JSON.parse(status.stdout) as { session_id: string; hub: { id: string; state: string } | null; local: { record: unknown } | null };
+    expect(view.session_id).toBe(b);
+    expect(view.hub).toMatchObject({ id: b, state: 'active' });
+    expect(view.local?.record, "session.json records the ended session, not B's").toBeNull();
+    const text = await cli(bench, ['session', 'status']);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout.split('\n')[0]).toMatch(new RegExp(`^session ${b} · `));
+  });
+});
