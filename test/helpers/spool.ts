@@ -14,3 +14,15 @@ export function spoolTransition(dir: string, change: AddressChange): void {
     spool.value.close();
   }
 }
+
+/** The address change from `from` to `to` as a connection appends it: addresses `a#<session>`, reason session_lapsed. */
+export const addressChange = (from: string, to: string) =>
+  ({
+    type: 'transition',
+    event: 'address_changed',
+    from_session: from,
+    to_session: to,
+    from_address: `a#${from}`,
+    to_address: `a#${to}`,
+    reason: 'session_lapsed',
+  }) as const;

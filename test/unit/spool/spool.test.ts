@@ -12,6 +12,7 @@ import {
   type SpoolEntry,
   type SpoolEntryRecord,
 } from '../../../src/spool/index.js';
+import { addressChange } from '../../helpers/spool.js';
 import { tempDir } from './tmp.js';
 
 const clock = fakeClock(Date.parse('2026-09-18T14:00:00.000Z'));
@@ -117,18 +118,8 @@ describe('Spool', () => {
 
   it('says which session replaced which, read back at open; of two from one session (an older build spooled both), the later', () => {
     const dir = tempDir();
-    const change = (from: string, to: string) =>
-      ({
-        type: 'transition',
-        event: 'address_changed',
-        from_session: from,
-        to_session: to,
-        from_address: `a#${from}`,
-        to_address: `a#${to}`,
-        reason: 'session_lapsed',
-      }) as const;
     const s = open(dir);
-    s.append([change('sess_a', 'sess_b'), entry('e1'), change('sess_a', 'sess_c'), change('sess_c', 'sess_d')]);
+    s.append([addressChange('sess_a', 'sess_b'), entry('e1'), addressChange('sess_a', 'sess_c'), addressChange('sess_c', 'sess_d')]);
     s.close();
     const again = open(dir);
     expect(again.successorOf('sess_a')).toMatchObject({ seq: 3, to_session: 'sess_c', to_address: 'a#sess_c' });

@@ -4,20 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { fakeClock } from '../../../src/util/clock.js';
 import { linesBefore } from '../../../src/spool/line.js';
 import { Spool, spooledSession, succession, trailingSuccessors, type NewSpoolRecord, type SpoolEntry } from '../../../src/spool/index.js';
+import { addressChange } from '../../helpers/spool.js';
 import { tempDir } from './tmp.js';
 
 const clock = fakeClock(Date.parse('2026-09-18T14:00:00.000Z'));
-
-const change = (from: string, to: string) =>
-  ({
-    type: 'transition',
-    event: 'address_changed',
-    from_session: from,
-    to_session: to,
-    from_address: `a#${from}`,
-    to_address: `a#${to}`,
-    reason: 'session_lapsed',
-  }) as const;
 
 const entry = (id: string, session: string): NewSpoolRecord<SpoolEntry> => ({
   type: 'entry',
@@ -37,27 +27,27 @@ function spoolWith(records: NewSpoolRecord<SpoolEntry>[][], segment = { records:
 
 describe('succession: which session the spool leads to', () => {
   it('follows the successors from a session to the last, and stops at a cycle', () => {
-    const lookup = trailingSuccessors(spoolWith([[change('sess_a', 'sess_b'), change('sess_b', 'sess_c')]]));
+    const lookup = trailingSuccessors(spoolWith([[addressChange('sess_a', 'sess_b'), addressChange('sess_b', 'sess_c')]]));
     expect(succession('sess_a', lookup).map((t) => t.to_session)).toEqual(['sess_b', 'sess_c']);
     expect(succession('sess_c', lookup)).toEqual([]);
-    const cycle = trailingSuccessors(spoolWith([[change('sess_a', 'sess_b'), change('sess_b', 'sess_a')]]));
+    const cycle = trailingSuccessors(spoolWith([[addressChange('sess_a', 'sess_b'), addressChange('sess_b', 'sess_a')]]));
     expect(succession('sess_a', cycle).map((t) => t.to_session)).toEqual(['sess_b', 'sess_a']);
   });
 
   it('reads only the address changes after the last other record: an older one was recorded in session.json long since', () => {
-    const dir = spoolWith([[change('sess_a', 'sess_b'), entry('e1', 'sess_b'), change('sess_b', 'sess_c')]]);
+    const dir = spoolWith([[addressChange('sess_a', 'sess_b'), entry('e1', 'sess_b'), addressChange('sess_b', 'sess_c')]]);
     expect(spooledSession(dir, 'sess_b')).toEqual({ id: 'sess_c', address: 'a#sess_c' });
     expect(spooledSession(dir, 'sess_a')).toBeNull();
   });
 
   it('of two from one session (an older build spooled both), the later; a torn final line is not a record', () => {
-    const dir = spoolWith([[entry('e1', 'sess_a'), change('sess_a', 'sess_b'), change('sess_a', 'sess_c')]]);
+    const dir = spoolWith([[entry('e1', 'sess_a'), addressChange('sess_a', 'sess_b'), addressChange('sess_a', 'sess_c')]]);
     appendFileSync(path.join(dir, 'bridge.ndjson'), '{"seq":4,"type":"transition","from_session":"sess_c"');
     expect(spooledSession(dir, 'sess_a')).toEqual({ id: 'sess_c', address: 'a#sess_c' });
   });
 
   it('goes on into the sealed segment while the current one holds only address changes', () => {
-    const dir = spoolWith([[entry('e1', 'sess_a')], [change('sess_a', 'sess_b')], [change('sess_b', 'sess_c')]], { records: 2, bytes: 1 << 20 });
+    const dir = spoolWith([[entry('e1', 'sess_a')], [addressChange('sess_a', 'sess_b')], [addressChange('sess_b', 'sess_c')]], { records: 2, bytes: 1 << 20 });
     expect(readdirSync(dir).filter((f) => /^bridge\.\d+\.ndjson$/.test(f))).toHaveLength(1);
     expect(spooledSession(dir, 'sess_a')).toEqual({ id: 'sess_c', address: 'a#sess_c' });
   });
