@@ -53,11 +53,11 @@ export async function checkBridge(located: { dir: string; key: AgentSessionKey }
       }),
     ];
   }
-  const facts = readBridgeFacts(dir);
+  const facts = readBridgeFacts(dir, key.pinned);
   let hub: HubSession;
   if (facts.session.state !== 'ok') hub = { asked: false, why: 'no session record to ask about' };
   else if (inputs.hub.client === null) hub = { asked: false, why: inputs.hub.why };
-  else hub = { asked: true, result: await inputs.hub.client.getSession(facts.session.value.id) };
+  else hub = { asked: true, result: await inputs.hub.client.getSession(facts.spooled?.id ?? facts.session.value.id) };
   const probe = { nowMs: inputs.io.clock.now(), staleMs: inputs.knobs.staleMs, liveness: isSameProcessAlive };
   return judgeBridge(facts, hub, inputs.configured, probe);
 }

@@ -60,4 +60,14 @@ describe('a command in the window: the session is the one the spool names', () =
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout.split('\n')[0]).toMatch(new RegExp(`^session ${b} · `));
   });
+
+  it("doctor's bridge session check asks the Hub about the session the spool names, not the ended one", async () => {
+    const bench = await world.bench();
+    const { a, b } = await killedAfterSpooling(bench);
+    const run = await cli(bench, ['doctor', '--self-test', '--json']);
+    const checks = (JSON.parse(run.stdout) as { checks: { name: string; status: string; detail: string; measured: Record<string, unknown> }[] }).checks;
+    const session = checks.find((c) => c.name === 'bridge session')!;
+    expect(session, run.stdout).toMatchObject({ status: 'pass', measured: expect.objectContaining({ session: b, state: 'active' }) });
+    expect(session.detail).toContain(`session.json still names ${a}, which the spool says ${b} replaced`);
+  });
 });

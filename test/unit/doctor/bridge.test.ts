@@ -161,7 +161,7 @@ describe('bridge consumer', () => {
 });
 
 describe('bridge session', () => {
-  const facts = { session: sessionRecord, consumer: consumer(), dir: DIR };
+  const facts = { session: sessionRecord, spooled: null, consumer: consumer(), dir: DIR };
 
   it('passes an active session, printing the Hub instants verbatim and labelled', () => {
     const c = judgeSession(facts, hubSession('active'), T0 + 60_000);
@@ -180,6 +180,20 @@ describe('bridge session', () => {
     });
     const pinned = { ...facts, session: { state: 'ok' as const, value: { ...sessionRecord.value, pinned: true } } };
     expect(judgeSession(pinned, hubSession('lapsed'), T0).fix).toMatch(/clear or repoint --session/);
+  });
+
+  it('past a record the spool has moved on from, judges the session the spool names, with no lease seen here', () => {
+    const spooled = { ...facts, spooled: { id: 'sess_next', address: 'agent:agt_1#sess_next' } };
+    const c = judgeSession(spooled, hubSession('active'), T0 + 60_000);
+    expect(c).toMatchObject({
+      status: 'pass',
+      measured: expect.objectContaining({ session: 'sess_next', renewed_age_ms: null, expires_at: expect.any(String) }),
+    });
+    expect(c.detail).toMatch(/^sess_next is active at the Hub: .*session\.json still names sess_\w+, which the spool says sess_next replaced/);
+    expect(judgeSession(spooled, hubSession('closed'), T0)).toMatchObject({
+      status: 'fail',
+      detail: /^sess_next is closed at the Hub: agent:agt_1#sess_next no longer/,
+    });
   });
 
   it('fails a session the Hub does not know; warns when the Hub could not be asked', () => {
@@ -290,6 +304,7 @@ describe('judgeBridge', () => {
     dir: DIR,
     consumer: consumer(),
     session: sessionRecord,
+    spooled: null,
     reader: reader(),
     settings: { state: 'absent' },
     unread: unreadOk([]),

@@ -9,6 +9,7 @@ import {
   readCursorRecord,
   readRecord,
   SpoolReader,
+  spooledSession,
   validateCursor,
   type ConsumerRecord,
   type ConsumerSettings,
@@ -57,6 +58,12 @@ export interface BridgeFacts {
   dir: string;
   consumer: RecordRead<ConsumerRecord>;
   session: RecordRead<SessionRecord>;
+  /**
+   * The session the spool names past session.json's (a connection stopped after spooling the
+   * address change and before recording it): the one the next connection takes up. Null when
+   * none, and for a pinned session.
+   */
+  spooled: { id: string; address: string } | null;
   reader: RecordRead<ReaderRecord>;
   settings: RecordRead<ConsumerSettings>;
   unread: UnreadRead;
@@ -86,11 +93,14 @@ function readUnread(dir: string): UnreadRead {
   }
 }
 
-export function readBridgeFacts(dir: string): BridgeFacts {
+/** The facts of the entry `dir`; `pinned` is the agent-session key's pinned session (the spool is not followed past one). */
+export function readBridgeFacts(dir: string, pinned: string | null): BridgeFacts {
+  const session = readRecord(dir, STATE_FILES.session, parseSessionRecord);
   return {
     dir,
     consumer: readRecord(dir, STATE_FILES.consumer, parseConsumerRecord),
-    session: readRecord(dir, STATE_FILES.session, parseSessionRecord),
+    session,
+    spooled: session.state === 'ok' && !session.value.pinned && pinned === null ? spooledSession(dir, session.value.id) : null,
     reader: readRecord(dir, STATE_FILES.reader, parseReaderRecord),
     settings: readRecord(dir, STATE_FILES.settings, parseConsumerSettings),
     unread: readUnread(dir),

@@ -129,7 +129,7 @@ const SESSION_FIX: Record<string, (pinned: boolean) => string> = {
     }`,
 };
 
-export function judgeSession(facts: Pick<BridgeFacts, 'session' | 'consumer' | 'dir'>, hub: HubSession, nowMs: number): Check {
+export function judgeSession(facts: Pick<BridgeFacts, 'session' | 'spooled' | 'consumer' | 'dir'>, hub: HubSession, nowMs: number): Check {
   const name = 'bridge session';
   const local = facts.session;
   if (local.state === 'absent') {
@@ -143,15 +143,20 @@ export function judgeSession(facts: Pick<BridgeFacts, 'session' | 'consumer' | '
       fix: UNKNOWN_FIX(facts.dir),
     });
   }
-  const s = local.value;
+  const recorded = local.value;
+  // Past a record the spool has moved on from, the session is the one it names (the Hub was asked about that one); its lease was never seen here.
+  const spooled = facts.spooled;
+  const s = { id: spooled?.id ?? recorded.id, address: spooled?.address ?? recorded.address, pinned: recorded.pinned };
   const measured = {
     session: s.id,
     address: s.address,
-    renewed_age_ms: Math.max(0, Math.round(nowMs - s.renewed_at)),
+    renewed_age_ms: spooled ? null : Math.max(0, Math.round(nowMs - recorded.renewed_at)),
     state: null as string | null,
-    expires_at: s.expires_at,
+    expires_at: spooled ? null : recorded.expires_at,
   };
-  const renewedHere = `this machine last saw it renewed ${ago(nowMs, s.renewed_at)}`;
+  const renewedHere = spooled
+    ? `session.json still names ${recorded.id}, which the spool says ${s.id} replaced (its connection stopped before recording it): the next connection takes ${s.id} up`
+    : `this machine last saw it renewed ${ago(nowMs, recorded.renewed_at)}`;
   if (!hub.asked) {
     return check(name, 'warn', `records ${s.id}; the Hub was not asked (${hub.why}), so its state is unknown; ${renewedHere}`, {
       fix: 'fix the check named above, then run oh-hai doctor --self-test again',
