@@ -261,13 +261,14 @@ async function whoamiOverHttp(hubUrl: string, token: string): Promise<Coded<stri
       },
     };
   }
-  const what = f.kind === 'http' ? `${f.status} ${f.code}: ${f.message}` : f.message;
+  // A network failure's message names its request already (`GET /v1/whoami: connect …`).
+  const what = f.kind === 'network' ? f.message : `GET /v1/whoami: ${f.kind === 'http' ? `${f.status} ${f.code}: ` : ''}${f.message}`;
   return {
     ok: false,
     error: {
       code: 'hub_unreachable',
       exit: EXIT.unreachable,
-      message: `could not learn this token's agent id from ${hubUrl}/v1/whoami (${what}); ${noSuchEndpoint(f) ? `${CHECK_HUB_URL} — re-running will not help` : 're-run with your own backoff'}`,
+      message: `could not learn this token's agent id from ${hubUrl} (${what}); ${noSuchEndpoint(f) ? `${CHECK_HUB_URL} — re-running will not help` : 're-run with your own backoff'}`,
     },
   };
 }

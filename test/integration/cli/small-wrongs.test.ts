@@ -73,7 +73,7 @@ describe('without a Hub', () => {
     expect(r.stderr.match(/GET \/v1\/whoami/g)).toHaveLength(1);
   });
 
-  it('a send, fleet ls and a bare OH_HAI_TOKEN the Hub cannot reach name the request, and the connect error, once', async () => {
+  it('a send, fleet ls, a bare OH_HAI_TOKEN and the bridge the Hub cannot reach name the request, and the connect error, once', async () => {
     const t = tempEnv({ MA2H_HUB_URL: 'http://127.0.0.1:9' });
     // A stored credential names its agent, so no whoami comes first; a bare OH_HAI_TOKEN's does.
     const stored = {
@@ -85,7 +85,14 @@ describe('without a Hub', () => {
     const send = await runOhHai(['send', '--to', 'reviewer', 'hi'], { env: t.env });
     const fleet = await runOhHai(['fleet', 'ls'], { env: t.env });
     const bare = await runOhHai(['send', '--to', 'agent:agt_0123456789abcdef01234567', 'hi'], { env: { ...t.env, OH_HAI_TOKEN: 'ohh_a_unused' } });
+    const bridge = await runOhHai(['bridge', '--session', 'x', '--wait', '0'], { env: { ...t.env, OH_HAI_TOKEN: 'ohh_a_unused' } });
     t.cleanup();
+    expect(bridge.code).toBe(13);
+    expect(bridge.stderr).toMatch(
+      /FATAL \(exit 13, hub_unreachable\) — could not learn this token's agent id from http:\/\/127\.0\.0\.1:9 \(GET \/v1\/whoami: connect /,
+    );
+    expect(bridge.stderr.match(/\/v1\/whoami/g)).toHaveLength(1);
+    expect(bridge.stderr.match(/ECONNREFUSED/g)).toHaveLength(1);
     for (const [r, request] of [
       [send, 'GET /v1/capability'],
       [fleet, 'GET /v1/fleet'],
