@@ -1,4 +1,4 @@
-import { rmSync } from 'node:fs';
+import { rmSync, statSync } from 'node:fs';
 import { CONNECTION_KNOBS, type Coded, EXIT, knobFromEnv, type KnobValues, readKnobs } from '../core/index.js';
 import { acquireLock, STATE_FILES, isSameProcessAlive, openStateDir, type ConsumerSettings, type StateDir } from '../spool/index.js';
 import type { Timers } from '../util/clock.js';
@@ -66,9 +66,10 @@ export async function runConsumer(opts: ConsumerOptions): Promise<ConsumerEnd> {
       },
     });
   let locked = await take();
-  if (!locked.ok && locked.code === 'held' && holderIsDead(stateDir)) {
+  if (!locked.ok && locked.code === 'held' && (await holderIsDead(stateDir, opts.clock))) {
     // A consumer killed with -9 leaves a fresh-looking lock for up to LOCK_STALE_MS; its record
-    // (written right after it took the lock) says by pid and start time that it is gone.
+    // (written right after it took the lock) says by pid and start time that it is gone. Not a
+    // lock made since: that is a starting consumer's, whose record is not written yet.
     stateDir.log('consumer.lock is held by a consumer that no longer exists; taking it over');
     rmSync(stateDir.path(STATE_FILES.consumerLock), { recursive: true, force: true });
     locked = await take();
@@ -84,9 +85,46 @@ export async function runConsumer(opts: ConsumerOptions): Promise<ConsumerEnd> {
   return { kind: 'stopped', stop: await consumer.run() };
 }
 
-function holderIsDead(stateDir: StateDir): boolean {
-  const rec = stateDir.read('consumer');
-  return rec.state === 'ok' && isSameProcessAlive(rec.value) === 'dead';
+/**
+ * How long a consumer that finds the lock newer than the record's (dead) consumer waits for the
+ * lock's holder to record itself: it writes settings.json and its record right after taking the
+ * lock, milliseconds even on a loaded machine. Past this it died in between, and the lock is taken
+ * over rather than left to go stale (LOCK_STALE_MS).
+ */
+const UNRECORDED_HOLDER_MS = 3_000;
+
+/** When the lock was made (ms), null when it is gone, 0 on a file system that keeps no birth time. */
+function lockMade(stateDir: StateDir): number | null {
+  try {
+    return statSync(stateDir.path(STATE_FILES.consumerLock)).birthtimeMs;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The lock's holder is gone: the record names a consumer that no longer exists, and the lock is
+ * that consumer's. A lock made after the recorded consumer started is another's, which has just
+ * taken the entry and has not recorded itself yet (the record still names the one before it):
+ * it is given until UNRECORDED_HOLDER_MS to, and the entry is its once it has.
+ */
+async function holderIsDead(stateDir: StateDir, clock: Timers): Promise<boolean> {
+  const deadline = clock.monotonic() + UNRECORDED_HOLDER_MS;
+  let said = false;
+  for (;;) {
+    const rec = stateDir.read('consumer');
+    if (rec.state !== 'ok' || isSameProcessAlive(rec.value) !== 'dead') return false;
+    const made = lockMade(stateDir);
+    // Gone (its holder let go), or made no later than the record's consumer started (0: no birth time kept): that consumer's.
+    if (made === null || !(made > rec.value.started_at)) return true;
+    if (clock.monotonic() >= deadline) {
+      stateDir.log(`consumer.lock was taken after pid ${rec.value.pid} started, and its holder has not recorded itself within ${UNRECORDED_HOLDER_MS} ms`);
+      return true;
+    }
+    if (!said) stateDir.log(`consumer.lock was taken after pid ${rec.value.pid} started: waiting for its holder, which is starting, to record itself`);
+    said = true;
+    await clock.sleep(20);
+  }
 }
 
 /** Another consumer holds the entry: say who, from its record, without touching that record. */

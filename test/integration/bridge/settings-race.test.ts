@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/util/sha256.js';
+import { gone, killAndWait } from '../../helpers/process.js';
 import { waitFor } from '../../helpers/wait.js';
 import { consumerOf, startBridge, stateDirOf, useBridgeWorld } from './world.js';
 
@@ -126,5 +127,49 @@ describe('two runs within a connection start-up', () => {
     expect(r2.stderr).not.toContain(`started the background connection (pid ${second})`);
     expect(r2.stderr).not.toContain('no sender policy is declared');
     expect(r2.stderr).toMatch(new RegExp(`consumer pid ${first} on \\S+\\.`));
+  });
+
+  it('a connection that holds the entry but has not recorded itself yet is not taken over for its dead predecessor', async () => {
+    const a = await world.agent();
+    const gate = world.tempDir('oh-hai-gate-');
+    const dir = stateDirOf(a, world.hub, 'r');
+    // A predecessor that stopped: its record names a process that is gone.
+    const r0 = await startBridge(a, 'r', ['--wait', '0']).done;
+    expect(r0.code, r0.stderr).toBe(0);
+    const before = await waitFor(() => (consumerOf(dir)?.state === 'running' ? consumerOf(dir) : null), {
+      timeoutMs: 40_000,
+      what: 'the first connection to run',
+    });
+    await killAndWait(before.pid, 'SIGTERM');
+    // Run 1's connection takes the entry's lock and is halted before its record; run 1 is interrupted meanwhile.
+    const run1 = startBridge(a, 'r', ['--wait', '0'], { NODE_OPTIONS: `--require=${preload}`, OH_HAI_TEST_CONSUMER_LOCKED_GATE: gate });
+    const first = await waitFor(
+      () =>
+        readdirSync(gate)
+          .filter((n) => n.startsWith('locked.'))
+          .map((n) => Number(n.slice('locked.'.length)))[0],
+      { what: 'the background connection to hold the entry' },
+    );
+    run1.child.kill('SIGINT');
+    await run1.done;
+    expect(consumerOf(dir)?.pid).toBe(before.pid);
+    // Run 2 finds the dead predecessor's record and launches a connection, which finds the lock held and waits for its holder.
+    const run2 = startBridge(a, 'r', ['--wait', '0']);
+    const log = (): string => readFileSync(path.join(dir, 'bridge.log'), 'utf8');
+    await waitFor(() => log().includes('waiting for its holder, which is starting, to record itself') || null, {
+      what: "run 2's connection to wait for the lock's holder",
+    }).catch((e: Error) => {
+      throw new Error(`${e.message}\nbridge.log:\n${log()}`);
+    });
+    openGate(gate, first);
+    await runningRecord(dir, first);
+    const r2 = await run2.done;
+    expect(r2.code, r2.stderr).toBe(0);
+    const second = Number(/the one this run started \(pid (\d+)\) stopped/.exec(r2.stderr)?.[1]);
+    expect(second, r2.stderr).toBeGreaterThan(0);
+    expect(r2.stderr).toContain(`adopting the running background connection (pid ${first} on `);
+    await waitFor(() => gone(second) || null, { what: `connection ${second} to have stopped` });
+    expect(log()).not.toContain('taking it over');
+    expect(consumerOf(dir)?.pid).toBe(first);
   });
 });
