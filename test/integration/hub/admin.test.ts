@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOhHai, startOhHai } from '../../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../../helpers/env.js';
@@ -221,6 +222,42 @@ describe('oh-hai hub serve beyond loopback', () => {
     } finally {
       proc.kill('SIGTERM');
       await new Promise((r) => proc.once('exit', r));
+      t.cleanup();
+    }
+  });
+});
+
+describe('oh-hai hub serve where the interfaces cannot be listed', () => {
+  const preload = path.join(path.dirname(fileURLToPath(import.meta.url)), 'no-interfaces.cjs');
+  // os.networkInterfaces throws where the OS refuses (Android): a Hub on one address never asks, and a wildcard one says it could not list them.
+  it.each([
+    ['127.0.0.1', null],
+    [
+      '0.0.0.0',
+      /^hub: --host 0\.0\.0\.0 listens on every interface; this machine's addresses could not be listed \(.*uv_interface_addresses.*\): from another machine, use one of them with port \d+; from this one, http:\/\/127\.0\.0\.1:\d+\/$/m,
+    ],
+  ])('--host %s serves', async (host, line) => {
+    const t = tempEnv();
+    const proc = startOhHai(['hub', 'serve', '--host', host, '--port', '0', '--data', path.join(t.root, 'hub')], {
+      env: { ...t.env, NODE_OPTIONS: `--require=${preload}` },
+      cwd: t.root,
+    });
+    try {
+      let out = '';
+      let err = '';
+      proc.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
+      proc.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));
+      const url = await waitFor(() => /hub: listening on (\S+)/.exec(out)?.[1] ?? (proc.exitCode !== null ? 'exited' : null), { what: 'the Hub to listen' });
+      expect(url, `${out}\n${err}`).not.toBe('exited');
+      expect((await fetch(`${url}/v1/capability`)).status).toBe(200);
+      if (line) expect(out).toMatch(line);
+      else expect(out).not.toContain('every interface');
+      expect(err).toBe('');
+    } finally {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        proc.kill('SIGTERM');
+        await new Promise((r) => proc.once('exit', r));
+      }
       t.cleanup();
     }
   });

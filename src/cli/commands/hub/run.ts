@@ -152,7 +152,8 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   const sink = hubLogSink(format, io, redact);
   const out = sink.out;
   const stopped = stopSignal();
-  const { createHubServer, formatUrl, interfaceUrls, STORE_IN_USE, DATABASE_REFUSED, SQLITE_UNAVAILABLE } = await import('../../../hub/server/index.js');
+  const { createHubServer, formatUrl, interfaceUrls, wildcardFamily, STORE_IN_USE, DATABASE_REFUSED, SQLITE_UNAVAILABLE } =
+    await import('../../../hub/server/index.js');
   const { mountWebInbox } = await import('../../../hub/server/web/index.js');
   let url = '';
   let store: Store | null = null;
@@ -208,13 +209,23 @@ export async function runServe(flags: ServeFlags, io: CliIO): Promise<Outcome> {
   if (config.faultInjection) out('hub: fault injection is ON (POST /v1/_faults) — a test Hub, never a deployment');
   out(`hub: web inbox at ${server.url}/ (sign in with the human token)`);
   // A wildcard --host is no address to open: server.url is loopback, and other machines need this one's own addresses.
-  const others = interfaceUrls(config.host, server.port, networkInterfaces());
-  if (others !== null)
+  // Listed only then: os.networkInterfaces throws where the OS refuses to list them (Android), which is no reason to stop.
+  if (wildcardFamily(config.host) !== null) {
+    let others: string[] | null = null;
+    let unlisted = '';
+    try {
+      others = interfaceUrls(config.host, server.port, networkInterfaces());
+    } catch (e) {
+      unlisted = e instanceof Error ? e.message : String(e);
+    }
     out(
-      others.length > 0
-        ? `hub: --host ${config.host} listens on every interface: from another machine, ${others.map((u) => `${u}/`).join(' or ')} (whichever its network reaches); from this one, ${server.url}/`
-        : `hub: --host ${config.host} listens on every interface, but this machine has no address beyond loopback: ${server.url}/ is the only way in`,
+      others === null
+        ? `hub: --host ${config.host} listens on every interface; this machine's addresses could not be listed (${unlisted}): from another machine, use one of them with port ${server.port}; from this one, ${server.url}/`
+        : others.length > 0
+          ? `hub: --host ${config.host} listens on every interface: from another machine, ${others.map((u) => `${u}/`).join(' or ')} (whichever its network reaches); from this one, ${server.url}/`
+          : `hub: --host ${config.host} listens on every interface, but this machine has no address beyond loopback: ${server.url}/ is the only way in`,
     );
+  }
   if (trustProxy !== undefined) out(`hub: client addresses from X-Forwarded-For of ${trustProxy.shown}`);
   if (server.adminUrl !== null) out(`hub: admin (healthz, readyz, metrics) at ${server.adminUrl}`);
   // The clients warn about plain http to another host (plainHttpWarning); the Hub that invites it says so too.
