@@ -158,11 +158,12 @@ export class Consumer {
     return this.finish();
   }
 
-  private log(text: string): void {
+  /** `logOnly`: bridge.log but not stderr, for a line the caller prints there itself. */
+  private log(text: string, logOnly = false): void {
     // One line, nothing a terminal acts on: the text may quote a Hub's words.
     const line = escapeUnsafe(redact(text, this.token ? [this.token] : []));
     this.stateDir.log(line);
-    this.opts.stderr?.write(`oh-hai __consumer: ${line}\n`);
+    if (!logOnly) this.opts.stderr?.write(`oh-hai __consumer: ${line}\n`);
   }
 
   private stopWith(s: Stop, standDown: StandDownRequest | null = null): void {
@@ -629,9 +630,12 @@ export class Consumer {
     } catch (e) {
       this.log(`could not record the stop in consumer.json: ${(e as Error).message}`);
     }
-    this.log(`consumer stopped: exit ${s.exit} (${s.reason}) — ${s.message}`);
+    // The stop is the command's outcome, which `oh-hai __consumer` prints on stderr as its one stop
+    // line: said here too, a unit's journal would show every stop twice.
+    this.log(`consumer stopped: exit ${s.exit} (${s.reason}) — ${s.message}`, true);
     await this.client?.close().catch(() => undefined);
     await this.lock.release();
-    return s;
+    // As recorded, the token redacted: that line and consumer.json say the same.
+    return { ...s, message: this.record.stop_message ?? s.message };
   }
 }

@@ -418,6 +418,8 @@ describe('--mode direct --session (a service manager resolves nothing for it)', 
       env: { ...bench.env, MA2H_HUB_URL: world.hub.url },
     });
     bench.procs.push(p);
+    let stderr = '';
+    p.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const dir = sessionStateDir(path.join(bench.temp.root, 'state'), stateKey(world.hub.url, bench.me.id, 'svc-1'));
     const read = (name: string) => {
       try {
@@ -434,5 +436,8 @@ describe('--mode direct --session (a service manager resolves nothing for it)', 
     const code = await new Promise((r) => p.once('exit', r));
     expect(code).toBe(0);
     expect(read('consumer.json')).toMatchObject({ state: 'stopped', exit_code: 0, stop_reason: 'signal' });
+    // One stop, one line in a unit's journal (stderr); bridge.log keeps its own.
+    expect(stderr.split('\n').filter((l) => l.includes('SIGTERM'))).toEqual([expect.stringMatching(/^oh-hai __consumer: stopped \(signal\): .*SIGTERM/)]);
+    expect(readFileSync(path.join(dir, 'bridge.log'), 'utf8')).toMatch(/consumer stopped: exit 0 \(signal\) — .*SIGTERM/);
   });
 });
