@@ -88,6 +88,15 @@ const ASK_THE_HUB_AGAIN = new Map<number, string>([
   [EXIT.operatorClosed, 'stopped on the operator kill-switch (exit 14); asking the Hub whether a human lifted it'],
 ]);
 
+/**
+ * The exit code the next run relays, once, from this recorded stop instead of starting a
+ * connection; null when it starts one. `oh-hai session close` says what the next run does by it.
+ */
+export function relayedStop(r: ConsumerRecord, reported: ReportedStop | null): number | null {
+  if (r.state !== 'stopped' || r.exit_code === null || r.exit_code === 0 || ASK_THE_HUB_AGAIN.has(r.exit_code) || isReported(r, reported)) return null;
+  return r.exit_code;
+}
+
 export function planConnection(f: ConnectionFacts): ConnectionPlan {
   const c = f.consumer;
   if (c.state === 'absent') return { kind: 'start', note: null };
@@ -102,7 +111,7 @@ export function planConnection(f: ConnectionFacts): ConnectionPlan {
   if (r.state === 'stopped') {
     const again = r.exit_code !== null ? ASK_THE_HUB_AGAIN.get(r.exit_code) : undefined;
     if (again !== undefined && !isReported(r, f.reported)) return { kind: 'start', note: `the previous background connection (pid ${r.pid}) ${again}` };
-    if (r.exit_code !== null && r.exit_code !== 0 && !isReported(r, f.reported)) return { kind: 'report', record: r };
+    if (relayedStop(r, f.reported) !== null) return { kind: 'report', record: r };
     return { kind: 'start', note: `the previous background connection (pid ${r.pid}) stopped (${r.stop_reason ?? 'no reason recorded'}); starting a new one` };
   }
   if (f.alive === 'dead') {

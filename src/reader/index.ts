@@ -10,5 +10,5 @@ export { leaseEpilogue, warningWindowMs, type ConsumerView } from './epilogue.js
 export { readerRefusal, decideHolder, type HolderFacts } from './holder.js';
 export { displacedBy } from './attendance.js';
 export { Collected, type TakenRecord } from './printer.js';
-export { type NamedFlags } from './connection.js';
+export { type NamedFlags, relayedStop } from './connection.js';
 export { plain, quoteText, UNTRUSTED, entrySummary, transitionSummary, withLabel, NO_LABELS, type Labels } from './summary.js';

@@ -13,6 +13,10 @@ interface Track {
   track: { state: string }[];
 }
 
+/** What session close says when the connection stood the session down itself and no reader was waiting on it. */
+const RELAYS_15 =
+  'the next oh-hai bridge exits 15 once, relaying this stand-down (unless an oh-hai bridge waiting on the connection relays it first), and the run after it registers a new session with a new address';
+
 describe('oh-hai session close and status', () => {
   const world = useParties(['alice', 'bob']);
 
@@ -44,7 +48,7 @@ describe('oh-hai session close and status', () => {
         new RegExp(`^stopped the background connection \\(pid ${pid} on \\S+\\); once it had stopped draining, it stood the session down itself$`),
       ),
       expect.stringMatching(new RegExp(`^closed session ${s.id} \\(${s.address.replace('#', '\\#')}\\) at the Hub at \\S+Z \\(Hub's clock\\)`)),
-      `forgot ${s.id} locally (${dir}); the next oh-hai bridge registers a new session with a new address`,
+      `forgot ${s.id} locally (${dir}); ${RELAYS_15}`,
     ]);
     expect(sent.length).toBeGreaterThan(0);
 
@@ -118,12 +122,14 @@ describe('oh-hai session close and status', () => {
     expect(fresh.address).not.toBe(s.address);
   });
 
-  it('after a stand-down, the run that registers the new session prints the address change AND the mail that follows, in one run', async () => {
+  it('after a stand-down, the next run relays it (15), as session close says, and the run that registers the new session prints the address change AND the mail that follows, in one run', async () => {
     const s = await register(world.bob, world.hub, 'bob-again');
     const close = await as(world.bob, 'bob-again', ['session', 'close']);
     expect(close.code, close.stderr).toBe(0);
+    expect(close.stdout).toContain(`forgot ${s.id} locally (${stateDirOf(world.bob, world.hub, 'bob-again')}); ${RELAYS_15}\n`);
     const relayed = await as(world.bob, 'bob-again', ['bridge', '--wait', '0.2']);
     expect(relayed.code, relayed.stderr).toBe(15);
+    expect(relayed.stderr).toMatch(/STOOD DOWN \(exit 15, session_closed\)/);
 
     const run = startBridge(world.bob, 'bob-again', 60);
     const done = collect(run);
@@ -191,6 +197,20 @@ describe('oh-hai session close and status', () => {
     expect((await hubCall(world.hub, 'GET', `/v1/sessions/${s.id}`, { token: world.bob.token })).body.session.state).toBe('active');
     expect((await as(world.bob, 'bob-keep', ['bridge', '--wait', '0.2'])).code).toBe(0);
     await waitFor(() => consumerPid(dir) !== pid && sessionOf(world.bob, world.hub, 'bob-keep')?.id === s.id, { what: 'a new connection on the same session' });
+  });
+
+  it('closed with no connection running, session close says the next run registers a new session, and it does', async () => {
+    const s = await register(world.bob, world.hub, 'bob-idle');
+    const dir = stateDirOf(world.bob, world.hub, 'bob-idle');
+    expect((await as(world.bob, 'bob-idle', ['session', 'close', '--keep-connection'])).code).toBe(0);
+    const close = await as(world.bob, 'bob-idle', ['session', 'close']);
+    expect(close.code, close.stderr).toBe(0);
+    expect(close.stdout).toContain(`forgot ${s.id} locally (${dir}); the next oh-hai bridge registers a new session with a new address\n`);
+    const next = await as(world.bob, 'bob-idle', ['bridge', '--wait', '0.2']);
+    expect(next.code, next.stderr).toBe(0);
+    const fresh = await waitFor(() => sessionOf(world.bob, world.hub, 'bob-idle'), { what: 'a new session after the close' });
+    expect(fresh.id).not.toBe(s.id);
+    expect(fresh.address).not.toBe(s.address);
   });
 
   it('nothing to stand down is exit 4', async () => {

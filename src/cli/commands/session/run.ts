@@ -14,7 +14,7 @@ import {
 import { type Coded, EXIT, success, toOutcome, type Outcome } from '../../../core/index.js';
 import { type CliIO } from '../../io.js';
 import { writeFlushed } from '../../../util/output.js';
-import { plain } from '../../../reader/index.js';
+import { plain, relayedStop } from '../../../reader/index.js';
 import {
   hubFailureError,
   openThisEntry,
@@ -53,6 +53,8 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
     const stateDir = entry.value;
     const out: string[] = [];
     let connection: CloseReport['connection'] = null;
+    /** What the next runs do, read once the connection has stopped; `waited`: a reader may have been waiting on it. */
+    const next = (waited: boolean): NextRuns => ({ relayed: stateDir ? pendingRelay(stateDir) : null, pinned: ts.key?.pinned ?? null, waited });
     /** The lines for people, or with --json the one document (src/cli/json/outputs.ts SessionClose). */
     const print = (lines: string[], report: Omit<CloseReport, 'connection'>): Promise<void> =>
       writeFlushed(io.stdout, opts.json ? JSON.stringify({ ...report, connection }) + '\n' : lines.join('\n') + '\n');
@@ -95,7 +97,10 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
       connection = { pid: running.record.pid, host: running.record.host };
       const item = standDown ? stoodDownBy(stateDir, stopped.value, askedAt) : null;
       if (item)
-        return finish([`stopped ${who}; once it had stopped draining, it stood the session down itself`, hubLine(item), forgotLine(stateDir, item)], item);
+        return finish(
+          [`stopped ${who}; once it had stopped draining, it stood the session down itself`, hubLine(item), forgotLine(stateDir, item, next(true))],
+          item,
+        );
       out.push(`stopped ${who}; it stopped cleanly`);
     }
 
@@ -130,7 +135,7 @@ export async function runClose(opts: CloseOptions, io: CliIO): Promise<Outcome> 
     if (running.kind !== 'local' && item.hub_state !== 'closed') {
       return nothingToStandDown(`${hubLine(item)}, and no connection ran (${running.why})${stateDir ? '; forgot it locally' : ''}`);
     }
-    return finish([...out, hubLine(item), ...(stateDir ? [forgotLine(stateDir, item)] : [])], item);
+    return finish([...out, hubLine(item), ...(stateDir ? [forgotLine(stateDir, item, next(running.kind === 'local'))] : [])], item);
   });
 }
 
@@ -214,8 +219,37 @@ function unreadWarning(stateDir: StateDir, s: StoodDownSession, unread: number, 
   return `${s.id} stood down with unread mail: ${what} ${was} never read and ${fate} — the Hub bounces what was not acknowledged, so the senders may already have had the bounce`;
 }
 
-const forgotLine = (stateDir: StateDir, s: StoodDownSession): string =>
-  `forgot ${s.id} locally (${stateDir.dir}); the next oh-hai bridge registers a new session with a new address`;
+interface NextRuns {
+  /** The code of the connection's recorded stop that the next run relays once, if any (relayedStop). */
+  relayed: number | null;
+  /** The session the key pins: every connection under it asks the Hub for that closed session again. */
+  pinned: string | null;
+  /** A reader was possibly waiting on the stopped connection, and relays its stop itself. */
+  waited: boolean;
+}
+
+function pendingRelay(stateDir: StateDir): number | null {
+  const consumer = stateDir.read('consumer');
+  const reported = stateDir.read('reportedStop');
+  return consumer.state === 'ok' ? relayedStop(consumer.value, reported.state === 'ok' ? reported.value : null) : null;
+}
+
+/**
+ * What the next runs do, as they do it: a recorded stop no reader relayed yet is relayed once
+ * (exit 15 for this stand-down, the product doc's table) before a run starts a connection.
+ */
+function forgotLine(stateDir: StateDir, s: StoodDownSession, n: NextRuns): string {
+  const forgot = `forgot ${s.id} locally (${stateDir.dir})`;
+  // A pin makes every connection ask the Hub for the closed session again, and it answers 15 (src/consumer/classify.ts).
+  const stays = (who: string): string =>
+    `a closed session stays closed, so ${who} pinned to ${n.pinned} exits 15 until --session / MA2H_SESSION_ID is cleared or repointed`;
+  if (n.pinned !== null && (n.relayed === null || n.relayed === EXIT.stoodDown)) return `${forgot}; ${stays('every oh-hai bridge')}`;
+  if (n.relayed === null) return `${forgot}; the next oh-hai bridge registers a new session with a new address`;
+  const what = n.relayed === EXIT.stoodDown ? 'this stand-down' : "the connection's recorded stop";
+  const unless = n.waited ? ' (unless an oh-hai bridge waiting on the connection relays it first)' : '';
+  const then = n.pinned !== null ? stays('every run after it') : 'the run after it registers a new session with a new address';
+  return `${forgot}; the next oh-hai bridge exits ${n.relayed} once, relaying ${what}${unless}, and ${then}`;
+}
 
 const STATUS_NAME = 'oh-hai session status';
 
