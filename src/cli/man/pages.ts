@@ -200,7 +200,7 @@ const session: PageSpec = {
   section: 1,
   summary: "stand this agent session down, or ask the Hub how it stands",
   commands: ['session'],
-  description: `oh-hai session close stands this agent session down, in this order: it stops the background connection, waits for its clean stop, closes the session at the Hub, and forgets the id locally. Closing first would race the connection, which would register a replacement session. A running oh-hai bridge of this agent session then exits 15 (STOOD DOWN): nothing failed; run it again only if this run should have a new address. Mail still unacknowledged at the Hub bounces to its senders. Nothing to stand down is exit 4.
+  description: `oh-hai session close stands this agent session down, in this order: it stops the background connection, waits for its clean stop, closes the session at the Hub, and forgets the id locally. Closing first would race the connection, which would register a replacement session. A running oh-hai bridge of this agent session then exits 15 (STOOD DOWN) \u2014 or, when none was waiting, the next one does, once: nothing failed; run it again only if this run should have a new address, and that run registers a new session (under a pinned Hub session id every run exits 15 until the pin is cleared or repointed). The last line session close prints says which. Mail still unacknowledged at the Hub bounces to its senders. Nothing to stand down is exit 4.
 
 --keep-connection stops the connection and leaves the session open: that is how a changed setting (a new --allow-from, say) is applied \u2014 the next oh-hai bridge starts a connection with it, under the same address.
 
