@@ -7,7 +7,8 @@
 // (SIGTERM, waited for) and its state removed before the next run starts; that is not timed.
 // Findings: docs/performance.md. Needs `npm run build`. Never run by CI.
 //   node bench/bridge-cold.mjs [--runs 15] [--against /path/to/other/checkout]
-import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { agentEnv, percentile, root, startHub, timed, until } from './bridge-world.mjs';
 
@@ -53,14 +54,18 @@ async function cleanUp(tmp) {
 }
 
 const hub = await startHub();
-const agent = await hub.mint('cold-bench');
+const caches = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-bench-cold-cache-'));
 const times = new Map([['node -e 0', []], ...launchers.map((l) => [l.name, []])]);
 try {
   for (let i = 0; i < runs + 2; i++) {
     const bare = await timed(process.execPath, ['-e', '0'], { PATH: process.env.PATH });
-    for (const l of launchers) {
-      const { env, tmp } = agentEnv(hub.url, agent, `cold-${i}`);
-      const r = await timed(process.execPath, [l.launch, 'bridge', '--wait', '0', '--session', `cold-${i}`], env);
+    for (const [k, l] of launchers.entries()) {
+      const name = `cold-${i}-${k}`;
+      // An agent of its own per run too: a session a SIGTERM stopped stays live at the Hub, and an agent has at most 16.
+      const { env, tmp } = agentEnv(hub.url, await hub.mint(name), name);
+      // The code cache is the machine's, not the entry's: kept per build across runs, as a user's is.
+      env.XDG_CACHE_HOME = path.join(caches, String(k));
+      const r = await timed(process.execPath, [l.launch, 'bridge', '--wait', '0', '--session', name], env);
       if (r.code !== 0) throw new Error(`${l.name}: bridge --wait 0 exited ${r.code}`);
       await cleanUp(tmp);
       // The first two rounds write each build's code cache: not counted.
@@ -70,6 +75,7 @@ try {
   }
 } finally {
   await hub.stop();
+  rmSync(caches, { recursive: true, force: true });
 }
 
 const bareP50 = percentile(times.get('node -e 0'), 50);
