@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { type Result } from '../core/index.js';
 import { writeFileAtomic } from '../util/fs-durable.js';
@@ -50,14 +50,24 @@ const cursorLine = (c: Cursor): Buffer => Buffer.from(cursorText(c), 'utf8');
  * read committing it and legacy adoption seeding it all write through this class, in one
  * format (one JSON object padded to WIDTH bytes) and one discipline:
  *
- * - every durable cursor is an atomic replace (temp → fsync → rename → fsync dir): after a
- *   crash or a power loss the file is the old cursor or the new one, never half;
- * - between two durable cursors, the reader's `step` per printed record is one fixed-width
- *   pwrite at offset 0 into the file the last replace made — a single syscall a killed
- *   process cannot half-complete, so a SIGKILL re-prints at most the record in flight
- *   (test/integration/bridge/kill.test.ts). An atomic replace per record cost ~1–2 ms each
- *   on this disk under load (a rename is a journal commit), 50–200 ms per 100 records
- *   against 2–5 ms in place (docs/bridge.md "The cursor").
+ * - a cursor written on its own (a rewind, a collected read's commit) is an atomic replace
+ *   (temp → fsync → rename → fsync dir): after a crash or a power loss the file is the old
+ *   cursor or the new one, never half;
+ * - the reader's `step` per printed record is one fixed-width pwrite at offset 0 into the
+ *   file a replace made — a single syscall a killed process cannot half-complete, so a
+ *   SIGKILL re-prints at most the record in flight (test/integration/bridge/kill.test.ts).
+ *   An atomic replace per record cost ~1–2 ms each on this disk under load (a rename is a
+ *   journal commit), 50–200 ms per 100 records against 2–5 ms in place (docs/bridge.md "The
+ *   cursor");
+ * - `commit` makes a batch's last step durable by fsyncing that file: the 64 bytes were
+ *   written in place like every step, whose page the kernel may write back at any moment
+ *   anyway, so the fsync only decides when, and a durable replace of the same bytes (a temp
+ *   file, two fsyncs and a rename: 0.5–3 ms of a run's wall time here, against 0.2–0.5 for
+ *   one fsync; docs/performance.md "Warm bridge (session 23, warm23)") would add no
+ *   guarantee. The replace stays where the in-place file is not known durable by name: a
+ *   batch whose first step had to replace the file, or a file someone else replaced under
+ *   the batch (the consumer's rewind), whose replace the batch's last cursor then overrides
+ *   as before.
  *
  * A concurrent reader of the cursor (the consumer) can at worst see a mix of two steps;
  * every reader validates the cursor against the spool (`validateCursor`) and rewinds when the
@@ -67,6 +77,8 @@ export class CursorWriter {
   private readonly file: string;
   private fd: number | null = null;
   private last: Cursor | null = null;
+  /** This batch's steps include a (non-durable) replace: the file's name may not be on disk yet. */
+  private replaced = false;
 
   constructor(dir: string) {
     this.file = path.join(dir, STATE_FILES.cursor);
@@ -79,19 +91,29 @@ export class CursorWriter {
   step(cursor: Cursor): void {
     this.last = { seq: cursor.seq, offset: cursor.offset };
     const fd = this.open();
-    if (fd === null) writeFileAtomic(this.file, cursorLine(this.last), 0o600, 'none');
-    else writeSync(fd, cursorText(this.last), 0, 'utf8');
+    if (fd === null) {
+      writeFileAtomic(this.file, cursorLine(this.last), 0o600, 'none');
+      this.replaced = true;
+    } else writeSync(fd, cursorText(this.last), 0, 'utf8');
   }
 
-  /** Make the last step durable (an atomic replace) and let go of the file; nothing to do without a step. */
+  /** Make the last step durable and let go of the file; nothing to do without a step. */
   commit(): void {
     const fd = this.fd;
     this.fd = null;
-    if (fd !== null) closeSync(fd);
-    if (this.last === null) return;
     const last = this.last;
+    const replaced = this.replaced;
     this.last = null;
-    writeFileAtomic(this.file, cursorLine(last));
+    this.replaced = false;
+    try {
+      if (last !== null && fd !== null && !replaced) {
+        fsyncSync(fd);
+        if (sameFile(fd, this.file)) return;
+      }
+    } finally {
+      if (fd !== null) closeSync(fd);
+    }
+    if (last !== null) writeFileAtomic(this.file, cursorLine(last));
   }
 
   /** The open cursor file when it is one of ours (a regular file of WIDTH bytes), else null. */
@@ -113,6 +135,17 @@ export class CursorWriter {
     }
     this.fd = fd;
     return fd;
+  }
+}
+
+/** Whether `file` still names the file open at `fd` (no one replaced it since it was opened). */
+function sameFile(fd: number, file: string): boolean {
+  const open = fstatSync(fd);
+  try {
+    const named = lstatSync(file);
+    return named.ino === open.ino && named.dev === open.dev;
+  } catch {
+    return false;
   }
 }
 
