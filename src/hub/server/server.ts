@@ -33,6 +33,7 @@ import { FailureLog, type BackgroundWork } from './failure-log.js';
 import type { HubLog } from './log-sink.js';
 import { hop, TRACE } from '../../util/trace.js';
 import { reachableUrl } from './listen-url.js';
+import { REHEARSED_PUSHES, rehearsePush } from './rehearse.js';
 
 /** What `hub.json` in the data dir records, so admin commands find a running Hub. */
 export interface HubRecord {
@@ -73,6 +74,8 @@ export interface HubServer {
   core: HubCore;
   /** Where /healthz, /readyz and /metrics answer; null without --admin-listen. */
   adminUrl: string | null;
+  /** Settles once the push's rehearsal at start has run (rehearse.ts): true when each of its pushes was written. */
+  pushRehearsed: Promise<boolean>;
   /** Stop accepting, end open streams with `reconnect {"reason":"shutdown"}`, close the store. */
   close(): Promise<void>;
 }
@@ -260,6 +263,12 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     await store.close();
     throw e;
   }
+  // The first push after a start no longer compiles the push path (rehearse.ts); a rehearsal that
+  // fails changes nothing the Hub does, and its first push compiles what the rehearsal did not.
+  const pushRehearsed = rehearsePush(config, hub.clock).then(
+    (written) => written.split('event: entries').length - 1 === REHEARSED_PUSHES,
+    () => false,
+  );
   const port = (server.address() as AddressInfo).port;
   // hub.json's URL is for the admin commands on this machine, and the web inbox calls the API through it: loopback for a wildcard --host.
   const url = reachableUrl(config.host, port);
@@ -321,6 +330,7 @@ export async function createHubServer(o: HubServerOptions): Promise<HubServer> {
     humanTokenPath: boot.humanTokenPath,
     core: hub,
     adminUrl: admin?.url ?? null,
+    pushRehearsed,
     close() {
       // In order: stop accepting (connections, and requests on kept-alive ones: 503), end the
       // streams, cut what is still held (long-polls), let the statements under way finish,

@@ -4,6 +4,9 @@ import { coalesced, Gate } from './coalesce.js';
 import { holdMs } from './config.js';
 import type { HubCore } from './core.js';
 import type { Signer } from './delivery.js';
+import type { FailureLog } from './failure-log.js';
+import type { HubMetrics } from './metrics.js';
+import type { StreamEnds } from './seen.js';
 import type { Store } from './sql.js';
 import type { Work } from './work.js';
 import { claimPage, mailboxKey, needsClaim, type PendingPage } from './entries.js';
@@ -11,7 +14,7 @@ import { PageReader } from './page-reader.js';
 import { readSqlitePage } from './sqlite-pages.js';
 import { errorReply, good, type Answer, type Reply } from './http.js';
 import { iso } from './ids.js';
-import type { OpenStream, StreamCloseReason } from './registry.js';
+import type { OpenStream, StreamCloseReason, StreamRegistry } from './registry.js';
 import { presentSession, presentStream, reconcileSession, type Presented, type StreamLease } from './sessions.js';
 import { hop, TRACE } from '../../util/trace.js';
 
@@ -24,6 +27,18 @@ const PUSH_BATCH = 100;
  * streams' connects (src/hub/server/lanes.ts).
  */
 const PUSH: Work = { name: 'push', lane: 'page' };
+
+/**
+ * What a held stream uses of its Hub: the Hub's {@link HubCore}, or the stand-ins of the push's
+ * rehearsal (rehearse.ts), which touch no store row, register nothing and count nothing.
+ */
+export type PushCore = Pick<HubCore, 'config' | 'clock' | 'bus' | 'turns'> & {
+  store: { as(work: Work): Pick<Store, 'read' | 'write' | 'reading'> };
+  streams: Pick<StreamRegistry, 'remove'>;
+  ends: Pick<StreamEnds, 'record'>;
+  pushes: Pick<FailureLog, 'worked' | 'failed'>;
+  metrics: Pick<HubMetrics, 'pushed' | 'pagesRead'>;
+};
 
 export interface StreamRequest {
   /**
@@ -42,38 +57,38 @@ export interface StreamRequest {
  * gathers the streams woken meanwhile while it waits here; the pool's stream lane (which stream
  * connects share) is what keeps the rest of the pool for everyone else's requests.
  */
-const pageGates = new WeakMap<HubCore, Gate>();
-function pageGate(core: HubCore): Gate {
+const pageGates = new WeakMap<PushCore, Gate>();
+function pageGate(core: PushCore): Gate {
   let gate = pageGates.get(core);
   if (!gate) pageGates.set(core, (gate = new Gate(Math.max(1, Math.floor(core.config.databasePoolMax / 2)))));
   return gate;
 }
 
 /** On a store a round trip away, the pages of the streams woken together are read by one statement. */
-const pageReaders = new WeakMap<HubCore, PageReader>();
-function pageReader(core: HubCore): PageReader {
+const pageReaders = new WeakMap<PushCore, PageReader>();
+function pageReader(core: PushCore): PageReader {
   let reader = pageReaders.get(core);
   if (!reader) pageReaders.set(core, (reader = new PageReader(pushStore(core), pageGate(core), (n) => core.metrics.pagesRead(n))));
   return reader;
 }
 
 /** The store as {@link PUSH}, one view per Hub. */
-const pushStores = new WeakMap<HubCore, Store>();
-function pushStore(core: HubCore): Store {
+const pushStores = new WeakMap<PushCore, Pick<Store, 'read' | 'write' | 'reading'>>();
+function pushStore(core: PushCore): Pick<Store, 'read' | 'write' | 'reading'> {
   let store = pushStores.get(core);
   if (!store) pushStores.set(core, (store = core.store.as(PUSH)));
   return store;
 }
 
 /** A stream's answer headers: the same for every connect (writeHead reads them, never changes them). */
-const STREAM_HEADERS = {
+export const STREAM_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-store',
   connection: 'keep-alive',
   'x-accel-buffering': 'no',
 } as const;
 
-const frame = (event: string, data: unknown): string => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+export const frame = (event: string, data: unknown): string => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
 /** What a held stream's response carries: the stream, for its listeners (shared functions, not a closure each per connect). */
 const HELD = Symbol('held stream');
@@ -96,7 +111,7 @@ function onResponseDrain(this: HeldResponse): void {
  * stream, kept the whole 30 s hold and copied by every scavenge (session 19, gc11). What it hands
  * out as callbacks are three: its wake-up and rewind (the bus's listeners) and its beat (its timer).
  */
-class HeldStream implements OpenStream {
+export class HeldStream implements OpenStream {
   /** Taken before the renewal is sent: its seen_at (the database's instant) is no earlier. */
   readonly renewedAt: number;
   private finished = false;
@@ -133,7 +148,7 @@ class HeldStream implements OpenStream {
   private wokenAt = 0n;
 
   constructor(
-    private readonly core: HubCore,
+    private readonly core: PushCore,
     private readonly signer: Signer,
     private readonly res: HeldResponse,
     readonly sessionId: string,
