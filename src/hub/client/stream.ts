@@ -15,7 +15,7 @@ import {
   type ReconnectEvent,
 } from '../contract/index.js';
 import { type Result } from '../../core/index.js';
-import { baseHeaders, describeNetworkError, discard, header, httpFailure, readCapped, type Transport } from './http.js';
+import { baseHeaders, describeNetworkError, header, httpFailure, maxResponseBytes, type Transport } from './http.js';
 import type { HubFailure } from './result.js';
 import { SseDecoder, type SseItem } from './sse-decoder.js';
 import { STREAM_END_GRACE_MS, streamTimeouts } from './timeouts.js';
@@ -71,72 +71,201 @@ export async function openStream(t: Transport, sessionId: string, opts: StreamOp
   const where = `GET ${path.value.split('?')[0]}`;
   const headers: Record<string, string> = { ...baseHeaders(t, true), accept: 'text/event-stream', 'cache-control': 'no-cache' };
   if (opts.consumer) headers[CONSUMER_HEADER.toLowerCase()] = formatConsumerHeader(opts.consumer);
-  let response: Dispatcher.ResponseData;
-  try {
-    response = await t.dispatcher.request({
-      origin: t.origin,
-      path: path.value,
-      method: 'GET',
-      headers,
-      signal: opts.signal,
-      ...streamTimeouts(opts.capability),
-    });
-  } catch (e) {
-    return { kind: 'failure', failure: { kind: 'network', message: `${where}: ${describeNetworkError(e)}` } };
+  const reader = new StreamReader(where, opts);
+  t.dispatcher.dispatch({ origin: t.origin, path: path.value, method: 'GET', headers, ...streamTimeouts(opts.capability) }, reader);
+  return reader.ended;
+}
+
+/**
+ * The stream read through undici's dispatch handler: each chunk comes to `onResponseData` and is
+ * decoded there, with no Readable and no async iterator between the socket and the events (the
+ * connection, TLS and undici's header and body timeouts are the request API's, which is built on
+ * the same call). The events of a chunk are handled in order, each awaited before the next, and
+ * the socket is paused while they are (backpressure); a chunk that completes no event costs no
+ * await at all.
+ */
+class StreamReader implements Dispatcher.DispatchHandler {
+  readonly ended: Promise<StreamEnd>;
+  private settle!: (end: StreamEnd) => void;
+  private controller: Dispatcher.DispatchController | null = null;
+  private readonly decoder = new SseDecoder();
+  private serverDate: string | null = null;
+  /** A non-2xx answer's body, read up to maxResponseBytes() for its MA2H error. */
+  private errorBody: { status: number; retryAfter: string | null; chunks: Buffer[]; size: number } | null = null;
+  /** Chunks that came while an earlier chunk's events were being handled. */
+  private readonly queue: Buffer[] = [];
+  private handling = false;
+  private bodyDone = false;
+  /** A failure of the connection that came while events were being handled: reported after them. */
+  private failed: unknown = null;
+  /** `reconnect` ended the stream: the rest of the answer is read and dropped until its end. */
+  private draining: ReturnType<typeof setTimeout> | null = null;
+  private done = false;
+  private readonly unlisten: () => void;
+
+  constructor(
+    private readonly where: string,
+    private readonly opts: StreamOptions,
+  ) {
+    this.ended = new Promise((resolve) => (this.settle = resolve));
+    const signal = opts.signal;
+    const onAbort = () => this.aborted();
+    signal?.addEventListener('abort', onAbort);
+    this.unlisten = () => signal?.removeEventListener('abort', onAbort);
   }
-  const { body, statusCode: status } = response;
-  let end: StreamEnd | undefined;
-  try {
-    if (status < 200 || status > 299)
-      return { kind: 'failure', failure: httpFailure(status, (await readCapped(body)).bytes, header(response.headers, 'retry-after')) };
-    const type = header(response.headers, 'content-type') ?? '';
-    if (status !== 200 || !/^text\/event-stream\b/i.test(type)) {
-      return protocolEnd(`${where} answered ${status} ${type || 'without a content-type'}, not 200 text/event-stream`);
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.opts.signal?.aborted) this.aborted();
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, status: number, headers: Dispatcher.ResponseData['headers']): void {
+    if (status < 200 || this.done) return;
+    if (status > 299) {
+      this.errorBody = { status, retryAfter: header(headers, 'retry-after'), chunks: [], size: 0 };
+      return;
     }
-    // Not destroyed when the loop leaves at `reconnect`: the rest of the answer is awaited below.
-    end = await pump({ [Symbol.asyncIterator]: () => body.iterator({ destroyOnReturn: false }) }, where, header(response.headers, 'date'), opts);
-    return end;
-  } catch (e) {
-    return { kind: 'failure', failure: { kind: 'network', message: `${where}: ${describeNetworkError(e)}` } };
-  } finally {
+    const type = header(headers, 'content-type') ?? '';
+    if (status !== 200 || !/^text\/event-stream\b/i.test(type)) {
+      this.end(protocolEnd(`${this.where} answered ${status} ${type || 'without a content-type'}, not 200 text/event-stream`));
+      return;
+    }
+    this.serverDate = header(headers, 'date');
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.done || this.draining !== null) return;
+    const error = this.errorBody;
+    if (error !== null) {
+      error.size += chunk.length;
+      if (error.size > maxResponseBytes()) {
+        this.end({ kind: 'failure', failure: httpFailure(error.status, Buffer.concat(error.chunks), error.retryAfter) });
+      } else error.chunks.push(chunk);
+      return;
+    }
+    if (this.handling) {
+      this.queue.push(chunk);
+      controller.pause();
+      return;
+    }
+    this.handle(chunk);
+  }
+
+  onResponseEnd(): void {
+    this.bodyDone = true;
+    if (this.done) return;
+    if (this.draining !== null) {
+      this.end({ kind: 'hold_bound' });
+      return;
+    }
+    const error = this.errorBody;
+    if (error !== null) {
+      this.end({ kind: 'failure', failure: httpFailure(error.status, Buffer.concat(error.chunks), error.retryAfter) });
+      return;
+    }
+    if (!this.handling) this.finish();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, e: Error): void {
+    this.bodyDone = true;
+    if (this.done) return;
+    // A connection lost while the rest of a held answer was awaited costs only its reuse.
+    if (this.draining !== null) this.end({ kind: 'hold_bound' });
+    else if (this.handling) {
+      this.failed = e;
+      this.queue.length = 0;
+    } else this.end(this.networkEnd(e));
+  }
+
+  private aborted(): void {
+    const reason: unknown = this.opts.signal?.reason;
+    const error = reason instanceof Error ? reason : new Error(String(reason));
+    if (this.draining !== null) this.end({ kind: 'hold_bound' });
+    else this.controller?.abort(error);
+  }
+
+  private networkEnd(e: unknown): StreamEnd {
+    return { kind: 'failure', failure: { kind: 'network', message: `${this.where}: ${describeNetworkError(e)}` } };
+  }
+
+  /** One chunk's events; what came meanwhile after them, then the stream's end if it came. */
+  private handle(chunk: Buffer): void {
+    const items = this.decoder.feed(chunk);
+    if (!items.ok) {
+      this.end(protocolEnd(`${this.where}: ${items.reason}`));
+      return;
+    }
+    if (items.value.length === 0) return;
+    this.handling = true;
+    dispatch(items.value, this.where, this.serverDate, this.opts).then(
+      (end) => this.handled(end),
+      (e: unknown) => this.handled(this.networkEnd(e)),
+    );
+  }
+
+  private handled(end: StreamEnd | null): void {
+    if (this.done) return;
+    this.handling = false;
+    if (end !== null) {
+      this.eventEnded(end);
+      return;
+    }
+    if (this.failed !== null) {
+      this.end(this.networkEnd(this.failed));
+      return;
+    }
+    while (!this.handling && !this.done) {
+      const next = this.queue.shift();
+      if (next === undefined) break;
+      this.handle(next);
+    }
+    if (this.handling || this.done) return;
+    if (this.bodyDone) this.finish();
+    else this.controller?.resume();
+  }
+
+  /** The answer ended: flush the decoder; an answer that ends without `reconnect` or `closed` is an eof. */
+  private finish(): void {
+    const rest = this.decoder.end();
+    if (!rest.ok) {
+      this.end(protocolEnd(`${this.where}: ${rest.reason}`));
+      return;
+    }
+    this.handling = true;
+    dispatch(rest.value, this.where, this.serverDate, this.opts).then(
+      (end) => this.end(end ?? { kind: 'eof' }),
+      (e: unknown) => this.end(this.networkEnd(e)),
+    );
+  }
+
+  /** An event ended the stream. */
+  private eventEnded(end: StreamEnd): void {
     // After `reconnect` the Hub ends the answer itself, and the reconnect goes out on this
     // connection; a proxy may forward the answer's terminator in a packet after the event's, and
-    // destroying the body before it arrives would drop the connection: every reconnect a new one.
-    if (end?.kind === 'hold_bound') await bodyEnd(body, STREAM_END_GRACE_MS, opts.signal);
-    // Ending on our side (closed, a bad event, a terminator that did not come) drops the connection.
-    discard(body);
+    // dropping the connection before it arrives would make every reconnect a new one.
+    if (end.kind !== 'hold_bound' || this.bodyDone || this.opts.signal?.aborted) {
+      this.end(end);
+      return;
+    }
+    this.queue.length = 0;
+    this.draining = setTimeout(() => this.end(end), STREAM_END_GRACE_MS);
+    this.controller?.resume();
   }
-}
 
-/** Resolves once the body has ended (what follows the last event is read and dropped), or after `ms`. */
-function bodyEnd(body: Dispatcher.ResponseData['body'], ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (body.readableEnded || body.destroyed || signal?.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      body.off('end', done).off('close', done).off('error', done);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    body.on('end', done).on('close', done).on('error', done);
-    signal?.addEventListener('abort', done);
-    body.resume();
-  });
-}
-
-/** Read events in order, awaiting each handler before the next, until the stream says how it ends. */
-async function pump(body: AsyncIterable<unknown>, where: string, serverDate: string | null, opts: StreamOptions): Promise<StreamEnd> {
-  const decoder = new SseDecoder();
-  for await (const chunk of body) {
-    const items = decoder.feed(chunk as Uint8Array);
-    if (!items.ok) return protocolEnd(`${where}: ${items.reason}`);
-    const end = await dispatch(items.value, where, serverDate, opts);
-    if (end) return end;
+  /** Settle once. Ending on our side before the answer's end (closed, a bad event, a terminator that did not come) drops the connection. */
+  private end(end: StreamEnd): void {
+    if (this.done) return;
+    this.done = true;
+    this.handling = false;
+    this.queue.length = 0;
+    if (this.draining !== null) clearTimeout(this.draining);
+    this.unlisten();
+    if (!this.bodyDone) {
+      this.bodyDone = true;
+      this.controller?.abort(new Error(`the client ended the stream (${end.kind})`));
+    }
+    this.settle(end);
   }
-  const rest = decoder.end();
-  if (!rest.ok) return protocolEnd(`${where}: ${rest.reason}`);
-  return (await dispatch(rest.value, where, serverDate, opts)) ?? { kind: 'eof' };
 }
 
 async function dispatch(items: SseItem[], where: string, serverDate: string | null, opts: StreamOptions): Promise<StreamEnd | null> {

@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import type { Dispatcher } from 'undici';
 import { HubClient, SseDecoder, streamTimeouts, type StreamEnd } from '../../../src/hub/client/index.js';
+import { openStream } from '../../../src/hub/client/stream.js';
+import { Client } from '../../../src/hub/client/undici.js';
 import { checkCapability, type Capability, type OpenEvent } from '../../../src/hub/contract/index.js';
 import { waitFor } from '../../helpers/wait.js';
-import { json, sseHead, usePeerClient, writeChunk, type Peer, type PeerHandler } from './peer.js';
+import { json, sseHead, startPeer, usePeerClient, writeChunk, type Peer, type PeerHandler } from './peer.js';
 
 const at = '2026-09-18T14:33:07.000Z';
 const open = { session: 'sess_1', expires_at: at, lease_seconds: 900, hold_ms: 30000, stream_max_hold_seconds: 30 };
@@ -203,6 +206,83 @@ describe('openStream framing over a real socket', () => {
     const ac = new AbortController();
     const end = await client.openStream('sess_1', { signal: ac.signal, onOpen: () => ac.abort() });
     expect(end).toMatchObject({ kind: 'failure', failure: { kind: 'network', message: expect.stringContaining('aborted') } });
+    await waitFor(() => closed, { what: 'the peer to see its socket closed' });
+  });
+
+  it("reads the answer through the dispatcher's dispatch alone: no request API, no Readable body in between", async () => {
+    const peer = await startPeer(async (_req, res) => {
+      sseHead(res);
+      await writeChunk(res, `event: open\ndata: ${JSON.stringify(open)}\n\n`);
+      await writeChunk(res, `event: entries\ndata: ${JSON.stringify({ messages: [entry('one')] })}\n\n`);
+      await writeChunk(res, 'event: reconnect\ndata: {"reason":"hold_bound"}\n\n');
+      res.end();
+    });
+    const client = new Client(peer.url);
+    try {
+      // Only `dispatch`: a stream read through `request()` finds no such method here.
+      const dispatcher = { dispatch: client.dispatch.bind(client) } as unknown as Dispatcher;
+      const t = { origin: peer.url, dispatcher, token: 't', userAgent: 'test', requestTimeoutMs: 5000 };
+      const got: unknown[] = [];
+      const end = await openStream(t, 'sess_1', { onEntries: (e) => void got.push(...e.messages) });
+      expect(end).toEqual({ kind: 'hold_bound' });
+      expect(got).toEqual([entry('one')]);
+    } finally {
+      await client.close();
+      await peer.close();
+    }
+  });
+
+  it('a slow handler holds the events after it, in order, none lost, whatever the chunks', async () => {
+    const n = 60;
+    const s = await stream(async (_req, res) => {
+      sseHead(res);
+      await writeChunk(res, `event: open\ndata: ${JSON.stringify(open)}\n\n`);
+      // Some events alone, some several to a chunk, some split across two.
+      let pending = '';
+      for (let i = 0; i < n; i++) {
+        pending += `event: entries\ndata: ${JSON.stringify({ messages: [entry(`m${i}`)] })}\n\n`;
+        if (i % 3 === 2) continue;
+        const cut = i % 3 === 1 ? Math.floor(pending.length / 2) : pending.length;
+        await writeChunk(res, pending.slice(0, cut));
+        pending = pending.slice(cut);
+      }
+      await writeChunk(res, `${pending}event: reconnect\ndata: {"reason":"hold_bound"}\n\n`);
+      res.end();
+    });
+    expect(s.end).toEqual({ kind: 'hold_bound' });
+    expect(s.entries.map((m) => (m[0] as { entry: { text: string } }).entry.text)).toEqual(Array.from({ length: n }, (_v, i) => `m${i}`));
+  });
+
+  it("after reconnect the answer's terminator is awaited, so the next stream goes out on the same connection", async () => {
+    const ports: (number | undefined)[] = [];
+    const { client } = await peerClient(
+      async (_req, res) => {
+        ports.push(res.socket?.remotePort);
+        sseHead(res);
+        await writeChunk(res, `event: open\ndata: ${JSON.stringify(open)}\n\nevent: reconnect\ndata: {"reason":"hold_bound"}\n\n`);
+        // The terminator in a later packet, as a proxy may forward it.
+        await new Promise((r) => setImmediate(r));
+        res.end();
+      },
+      { token: 't' },
+    );
+    expect(await client.openStream('sess_1')).toEqual({ kind: 'hold_bound' });
+    expect(await client.openStream('sess_1')).toEqual({ kind: 'hold_bound' });
+    expect(ports).toHaveLength(2);
+    expect(ports[1]).toBe(ports[0]);
+  });
+
+  it('after reconnect a terminator that does not come costs the connection, not the hold_bound', async () => {
+    let closed = false;
+    const { client } = await peerClient(
+      async (_req, res) => {
+        res.on('close', () => (closed = true));
+        sseHead(res);
+        await writeChunk(res, `event: open\ndata: ${JSON.stringify(open)}\n\nevent: reconnect\ndata: {"reason":"hold_bound"}\n\n`);
+      },
+      { token: 't' },
+    );
+    expect(await client.openStream('sess_1')).toEqual({ kind: 'hold_bound' });
     await waitFor(() => closed, { what: 'the peer to see its socket closed' });
   });
 
