@@ -42,3 +42,16 @@ export class RetryBudget {
     this.failures = 0;
   }
 }
+
+/** The longest reason a consumer record keeps for a retry: a reader prints it in one stderr line. */
+const REASON_MAX = 160;
+
+/**
+ * A fault's message as the consumer record keeps it while the connection retries: one short
+ * line, with any URL's user-info (`https://user:pass@…`) cut, since the record is read by
+ * every reader and printed on their stderr. `text` is already redacted of the credential.
+ */
+export function retryReason(text: string): string {
+  const bare = text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/\s@]*@/gi, '$1').replace(/\s+/g, ' ');
+  return bare.length <= REASON_MAX ? bare : `${bare.slice(0, REASON_MAX - 1)}…`;
+}

@@ -24,7 +24,7 @@ import { Acker } from './acker.js';
 import { readerAttendance, UnattendedClock } from './attendance.js';
 import { Serial } from './async.js';
 import { escapeUnsafe } from '../util/escape.js';
-import { RetryBudget } from './backoff.js';
+import { RetryBudget, retryReason } from './backoff.js';
 import { classifyFailure, type Disposition, type FailureContext } from './classify.js';
 import { consumerHome } from './home.js';
 import { HubClock } from './hub-clock.js';
@@ -315,9 +315,16 @@ export class Consumer {
           return false;
         }
         this.log(`${d.message}; retry ${decision.attempt} of ${this.settings?.max_retries ?? '?'} in ${Math.round(decision.delayMs)} ms`);
+        const now = this.opts.clock.now();
         this.record = {
           ...this.record,
-          retrying: { attempt: decision.attempt, of: this.settings?.max_retries ?? 0, at: this.opts.clock.now() + decision.delayMs },
+          retrying: {
+            attempt: decision.attempt,
+            of: this.settings?.max_retries ?? 0,
+            at: now + decision.delayMs,
+            since: this.record.retrying?.since ?? now,
+            reason: retryReason(escapeUnsafe(redact(d.message, this.token ? [this.token] : []))),
+          },
         };
         this.writeRecord();
         await this.opts.clock.sleep(decision.delayMs, this.abort.signal);
@@ -437,6 +444,7 @@ export class Consumer {
         signal: this.abort.signal,
         stopped: this.isStopped,
         opened: () => {
+          this.answered();
           this.markRunning();
           // Once per process: the first delivery then finds its checks compiled (src/consumer/rehearse.ts).
           if (this.rehearsed) return;
@@ -504,13 +512,21 @@ export class Consumer {
 
   private connected(): void {
     this.budget.succeeded();
-    if (this.record.retrying !== undefined) {
-      const record = { ...this.record };
-      delete record.retrying;
-      this.record = record;
-      this.writeRecord();
-    }
+    this.answered();
     this.markRunning();
+  }
+
+  /**
+   * The Hub answered: the record stops saying the connection retries, so a waiting reader says
+   * it is back. A stream's open is an answer but not progress — the budget refills only on
+   * progress (backoff.ts), so a Hub that opens and drops again still reaches exit 13.
+   */
+  private answered(): void {
+    if (this.record.retrying === undefined) return;
+    const record = { ...this.record };
+    delete record.retrying;
+    this.record = record;
+    this.writeRecord();
   }
 
   private markRunning(): void {

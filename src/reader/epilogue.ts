@@ -138,6 +138,17 @@ function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView
       break;
   }
 
+  const retrying = consumer.record.state === 'ok' ? consumer.record.value : null;
+  if (retrying?.retrying) {
+    const r = retrying.retrying;
+    const since = r.since !== null ? `, failing since ${formatDuration(nowMs - r.since)} ago` : '';
+    return (
+      `the background connection (pid ${retrying.pid}) cannot reach the Hub and is retrying: ${r.reason ?? 'no reason recorded'} ` +
+      `(attempt ${r.attempt} of ${r.of}${since}). Nothing renews ${target} meanwhile, so ${lapses}; if all ${r.of} attempts fail the connection stops with exit 13. ` +
+      `What to do: run oh-hai bridge again — it waits while the connection retries, and nothing is lost; if a run exits 13, re-run with your own backoff and escalate if it repeats.`
+    );
+  }
+
   if (s && elapsed > leaseMs - warningWindowMs(s.lease_seconds)) {
     const alive = consumer.record.state === 'ok' ? consumer.record.value : null;
     return (

@@ -28,7 +28,7 @@ import { stamp, TRACE } from '../util/trace.js';
 import { CONSUMER_NODE_FLAGS } from './consumer-flags.js';
 import { Heartbeat, judgeHolder, myRecord, displacedBy, noteDisplaced, type AttendanceEnd } from './attendance.js';
 import { isReported, planConnection, type ConnectionPlan, type NamedFlags } from './connection.js';
-import { ConsumerWatch, type ConsumerEnd } from './consumer-watch.js';
+import { ConsumerWatch, type ConsumerEnd, type RetryNotice } from './consumer-watch.js';
 import type { ConsumerView } from './epilogue.js';
 import type { HolderFacts } from './holder.js';
 import { awaitLaunched, LAUNCHED_WAIT_MS, type Launched } from './launched.js';
@@ -191,6 +191,7 @@ export class Reader {
 
     const consumer = this.stateDir.read('consumer');
     const plan = this.plan(consumer);
+    const notice: RetryNotice = { say: (line) => this.say(line), now: () => io.clock.now() };
 
     let policy: string[] | null;
     let watch: ConsumerWatch;
@@ -207,7 +208,7 @@ export class Reader {
       case 'adopt':
         this.say(plan.note);
         policy = plan.record.policy;
-        watch = new ConsumerWatch(this.stateDir, null, null);
+        watch = new ConsumerWatch(this.stateDir, null, null, notice);
         break;
       case 'start': {
         if (plan.note) this.say(plan.note);
@@ -220,14 +221,14 @@ export class Reader {
         if (lost?.kind === 'adopt') {
           this.say(lost.note);
           policy = lost.record.policy;
-          watch = new ConsumerWatch(this.stateDir, null, null);
+          watch = new ConsumerWatch(this.stateDir, null, null, notice);
           break;
         }
         this.say(`started the background connection (pid ${started.value.pid}); it logs to ${this.stateDir.path(STATE_FILES.log)}`);
         // Said once per connection start (doctor's policy check says it too), not on every re-run that adopts it.
         if (leg.wanted.allow_from === null) this.say(leg.noPolicyLine());
         policy = leg.wanted.allow_from;
-        watch = new ConsumerWatch(this.stateDir, baseline, started.value);
+        watch = new ConsumerWatch(this.stateDir, baseline, started.value, notice);
         break;
       }
     }

@@ -103,10 +103,21 @@ export interface ConsumerRecord extends ProcessStamp {
   stop_message: string | null;
   stopped_at: number | null;
   /**
-   * While the connection waits out a Hub fault: the retry it is on, of how many, and when it
-   * tries (our clock, ms). Absent while connected. Read by a reader's status line on a terminal.
+   * While the connection waits out a Hub fault: the retry it is on, of how many, when it tries
+   * (our clock, ms), when the first of these failures happened (our clock, ms) and the last
+   * one's short reason (secrets stripped). Absent while connected. Read by a waiting reader (its
+   * two stderr lines), its epilogue and its status line on a terminal. `since` and `reason` are
+   * null in a record an older connection wrote.
    */
-  retrying?: { attempt: number; of: number; at: number };
+  retrying?: ConsumerRetrying;
+}
+
+export interface ConsumerRetrying {
+  attempt: number;
+  of: number;
+  at: number;
+  since: number | null;
+  reason: string | null;
 }
 
 export interface ReaderRecord extends ProcessStamp {
@@ -228,6 +239,16 @@ function stamp(f: Fields): ProcessStamp {
   return { pid: f.int('pid', 1), host: f.str('host'), start_time: f.strOrNull('start_time') };
 }
 
+function parseRetrying(r: Fields): ConsumerRetrying {
+  return {
+    attempt: r.int('attempt'),
+    of: r.int('of'),
+    at: r.num('at'),
+    since: r.raw('since') === undefined ? null : r.numOrNull('since'),
+    reason: r.raw('reason') === undefined ? null : r.strOrNull('reason'),
+  };
+}
+
 export function parseConsumerRecord(x: unknown): Result<ConsumerRecord> {
   const f = new Fields(x, 'consumer record');
   return f.done<ConsumerRecord>({
@@ -243,7 +264,7 @@ export function parseConsumerRecord(x: unknown): Result<ConsumerRecord> {
     stop_reason: f.strOrNull('stop_reason'),
     stop_message: f.strOrNull('stop_message'),
     stopped_at: f.numOrNull('stopped_at'),
-    ...(f.raw('retrying') === undefined ? {} : { retrying: f.obj('retrying', (r) => ({ attempt: r.int('attempt'), of: r.int('of'), at: r.num('at') })) }),
+    ...(f.raw('retrying') === undefined ? {} : { retrying: f.obj('retrying', parseRetrying) }),
   });
 }
 

@@ -134,4 +134,20 @@ describe('lease epilogue', () => {
       'b: lease — could not read the session record (not JSON); consumer pid 777 on host-a.',
     );
   });
+
+  it('a run that ends while its connection retries the Hub says so, with the reason, the attempt and for how long', () => {
+    const retrying = consumerRec({
+      retrying: { attempt: 3, of: 8, at: NOW + 2000, since: NOW - 75_000, reason: 'drain on sess_abc: HTTP 503 unavailable: down' },
+    });
+    const lines = leaseEpilogue('b', session(), { record: { state: 'ok', value: retrying }, alive: 'alive' }, NOW);
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toBe(
+      'b: ⚠️ the background connection (pid 777) cannot reach the Hub and is retrying: drain on sess_abc: HTTP 503 unavailable: down (attempt 3 of 8, failing since 1m 15s ago). ' +
+        "Nothing renews sess_abc meanwhile, so it lapses once the Hub's clock passes 2026-09-18T14:33:07.000Z; if all 8 attempts fail the connection stops with exit 13. " +
+        'What to do: run oh-hai bridge again — it waits while the connection retries, and nothing is lost; if a run exits 13, re-run with your own backoff and escalate if it repeats.',
+    );
+    // A lapse it caused is the graver news.
+    const lapsed = leaseEpilogue('b', session({ renewed_at: NOW - 901_000 }), { record: { state: 'ok', value: retrying }, alive: 'alive' }, NOW);
+    expect(lapsed[1]).toContain('lease certainly lapsed');
+  });
 });

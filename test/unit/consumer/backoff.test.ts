@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RetryBudget } from '../../../src/consumer/backoff.js';
+import { RetryBudget, retryReason } from '../../../src/consumer/backoff.js';
 
 const policy = { maxRetries: 3, minMs: 1000, maxMs: 30_000 };
 
@@ -41,5 +41,16 @@ describe('RetryBudget', () => {
 
   it('with a budget of zero the first fault is already too many', () => {
     expect(new RetryBudget({ ...policy, maxRetries: 0 }).fault()).toEqual({ kind: 'exhausted', attempts: 0 });
+  });
+});
+
+describe('retryReason', () => {
+  it("cuts a URL's user-info and keeps the rest of the reason on one short line", () => {
+    expect(retryReason('drain: network error: GET https://user:s3cret@hub.example/v1/inbox failed\n  at x')).toBe(
+      'drain: network error: GET https://hub.example/v1/inbox failed at x',
+    );
+    const long = retryReason(`HTTP 503 unavailable: ${'x'.repeat(400)}`);
+    expect(long).toHaveLength(160);
+    expect(long.endsWith('…')).toBe(true);
   });
 });

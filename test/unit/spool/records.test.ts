@@ -101,6 +101,13 @@ describe('records', () => {
     );
   });
 
+  it("a retrying connection's record keeps when its failures began and why, and reads an older one's without them", () => {
+    const retrying = { attempt: 2, of: 8, at: 5000, since: 1000, reason: 'stream connect: network error: connect ECONNREFUSED 127.0.0.1:1' };
+    roundTrips('consumer.json', { ...consumer, retrying }, parseConsumerRecord);
+    const older = parseConsumerRecord({ ...consumer, retrying: { attempt: 2, of: 8, at: 5000 } });
+    expect(older.ok && older.value.retrying).toEqual({ attempt: 2, of: 8, at: 5000, since: null, reason: null });
+  });
+
   it('absent is absent', () => {
     expect(readRecord(tempDir(), 'consumer.json', parseConsumerRecord)).toEqual({ state: 'absent' });
   });
