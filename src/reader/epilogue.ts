@@ -2,6 +2,7 @@ import type { Liveness } from '../spool/index.js';
 import { EXIT, rerunRepairs } from '../core/index.js';
 import { formatDuration } from '../util/duration.js';
 import type { ConsumerRecord, RecordRead, SessionRecord } from '../spool/records.js';
+import type { SpooledSession } from '../spool/succession.js';
 
 /**
  * The lease epilogue (product doc: "The lease epilogue"): read off the state dir with no
@@ -62,11 +63,44 @@ function raceSettled(c: ConsumerView): ConsumerView {
   return lost ? { record: c.record, alive: c.alive } : c;
 }
 
-/** The lines (first: the lease; second, when warranted: the ⚠️ line) printed after the stop line. */
-export function leaseEpilogue(name: string, session: RecordRead<SessionRecord>, view: ConsumerView, nowMs: number): string[] {
+/** The session the spool names past session.json's (`spooledSession`, src/spool/succession.ts). */
+export type SpooledLookup = (from: string) => SpooledSession | null;
+
+/**
+ * What the spool says replaced session.json's session, when it may say more than the record:
+ * a connection spools an address change before session.json names the new session, so one
+ * stopped in between (or the next, before it presents that session) leaves the record a step
+ * behind — the session `session close` and `session status` name. A healthy running
+ * connection records it as it spools it, so a warm run reads no spool for this.
+ */
+function spooledPast(session: RecordRead<SessionRecord>, consumer: ConsumerView, lookup: SpooledLookup | undefined): SpooledSession | null {
+  if (lookup === undefined || session.state !== 'ok' || session.value.pinned) return null;
+  const r = consumer.record;
+  if (!consumer.started && r.state === 'ok' && r.value.state === 'running' && consumer.alive === 'alive') return null;
+  return lookup(session.value.id);
+}
+
+/**
+ * The lines (first: the lease; second, when warranted: the ⚠️ line) printed after the stop line.
+ * `spooled` finds the session the spool names past session.json's, when a connection stopped
+ * before recording it: then that session is the one named.
+ */
+export function leaseEpilogue(name: string, session: RecordRead<SessionRecord>, view: ConsumerView, nowMs: number, spooled?: SpooledLookup): string[] {
   const consumer = raceSettled(view);
   const lines: string[] = [];
   const cons = consumerPart(consumer);
+  const past = spooledPast(session, consumer, spooled);
+  if (past !== null && session.state === 'ok') {
+    const at = Date.parse(past.received_at);
+    const when = Number.isFinite(at) ? ` ${formatDuration(nowMs - at)} ago` : '';
+    lines.push(
+      `${name}: lease — ${past.id} (${past.address}), which replaced ${session.value.id}${when} (${past.reason}); ` +
+        `no renewal of it is recorded here yet, so its expiry is unknown from here (oh-hai session status asks the Hub); ${cons}.`,
+    );
+    const warning = leaseWarning({ state: 'absent' }, consumer, nowMs, past);
+    if (warning) lines.push(`${name}: ⚠️ ${warning}`);
+    return lines;
+  }
   if (session.state === 'ok') {
     const s = session.value;
     const elapsed = nowMs - s.renewed_at;
@@ -81,7 +115,7 @@ export function leaseEpilogue(name: string, session: RecordRead<SessionRecord>, 
   return lines;
 }
 
-function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView, nowMs: number): string | null {
+function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView, nowMs: number, past: SpooledSession | null = null): string | null {
   const state = consumerState(consumer);
   const s = session.state === 'ok' ? session.value : null;
   const elapsed = s ? nowMs - s.renewed_at : 0;
@@ -90,7 +124,7 @@ function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView
     ? `clear or repoint --session / MA2H_SESSION_ID, then run oh-hai bridge (a pinned session that lapsed exits 11)`
     : `run oh-hai bridge again: the connection registers a new session and says the address changed`;
 
-  const target = s ? s.id : 'this agent session';
+  const target = past ? past.id : s ? s.id : 'this agent session';
   const stoppedCode = !consumer.started && consumer.record.state === 'ok' ? consumer.record.value.exit_code : null;
   // A human's kill-switch is not a lapse to repair: the exit table says not to re-run, and so must
   // this line, before any lapse (a closed session's lease runs out too, and re-running is no cure).
@@ -110,7 +144,7 @@ function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView
     );
   }
 
-  const lapses = s ? `it lapses once the Hub's clock passes ${s.expires_at}` : 'no address stays registered';
+  const lapses = s ? `it lapses once the Hub's clock passes ${s.expires_at}` : past ? 'it lapses when its lease runs out' : 'no address stays registered';
   switch (state) {
     case 'stopped':
     case 'dead': {
@@ -141,7 +175,7 @@ function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView
   const retrying = consumer.record.state === 'ok' ? consumer.record.value : null;
   if (retrying?.retrying) {
     const r = retrying.retrying;
-    const since = r.since !== null ? `, failing since ${formatDuration(nowMs - r.since)} ago` : '';
+    const since = r.since !== null && nowMs - r.since >= 1000 ? `, failing since ${formatDuration(nowMs - r.since)} ago` : '';
     return (
       `the background connection (pid ${retrying.pid}) cannot reach the Hub and is retrying: ${r.reason ?? 'no reason recorded'} ` +
       `(attempt ${r.attempt} of ${r.of}${since}). Nothing renews ${target} meanwhile, so ${lapses}; if all ${r.of} attempts fail the connection stops with exit 13. ` +

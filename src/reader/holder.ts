@@ -1,6 +1,7 @@
 import type { Liveness } from '../spool/index.js';
 import { formatDuration } from '../util/duration.js';
 import type { ReaderRecord, RecordRead, SessionRecord } from '../spool/records.js';
+import type { SpooledSession } from '../spool/succession.js';
 
 /**
  * Another reader on this state dir: displace it, or refuse with exit 10 (product doc:
@@ -90,7 +91,17 @@ export function readerRefusal(c: RefusalContext): string {
 }
 
 /** The exit-10 message when the consumer reports that another home already drains this session (it names the Hub's holder). */
-export function sessionHeldMessage(stopMessage: string | null, session: RecordRead<SessionRecord>, nowMs: number): string {
+/** `spooled`: the session the spool names past session.json's, which the connection had taken up (stop-outcome.ts). */
+export function sessionHeldMessage(
+  stopMessage: string | null,
+  session: RecordRead<SessionRecord>,
+  nowMs: number,
+  spooled: SpooledSession | null = null,
+): string {
   const held = stopMessage ?? `another home already drains this session (the connection recorded no holder details). ${FIX}`;
-  return `${held}; in this state entry, ${leasePart(session, nowMs)}`;
+  const lease =
+    spooled !== null && session.state === 'ok'
+      ? `its session is ${spooled.id}, which replaced ${session.value.id} (${spooled.reason}; the spool records it, session.json not yet), with no renewal of it recorded here`
+      : leasePart(session, nowMs);
+  return `${held}; in this state entry, ${lease}`;
 }

@@ -203,7 +203,7 @@ export class Reader {
         const failed = await this.print(printer);
         if (failed) return failed;
         this.markReported(plan.record);
-        return consumerStopOutcome(plan.record, this.stateDir.read('session'), io.clock.now(), this.stateDir.path(STATE_FILES.log));
+        return consumerStopOutcome(plan.record, this.stateDir, io.clock.now());
       }
       case 'adopt':
         this.say(plan.note);
@@ -268,10 +268,9 @@ export class Reader {
         case 'consumer': {
           const failedLeftovers = await this.print(printer);
           if (failedLeftovers) return failedLeftovers;
-          const logPath = this.stateDir.path(STATE_FILES.log);
-          if (end.end.kind === 'died') return consumerDiedOutcome(end.end.pid, logPath);
+          if (end.end.kind === 'died') return consumerDiedOutcome(end.end.pid, this.stateDir.path(STATE_FILES.log));
           this.markReported(end.end.record);
-          return consumerStopOutcome(end.end.record, this.stateDir.read('session'), io.clock.now(), logPath);
+          return consumerStopOutcome(end.end.record, this.stateDir, io.clock.now());
         }
       }
     }

@@ -1,17 +1,25 @@
 import { EXIT, SIGNAL_EXIT, type Outcome } from '../core/index.js';
-import type { ConsumerRecord, ReaderRecord, RecordRead, SessionRecord } from '../spool/index.js';
+import { spooledSession, STATE_FILES, type ConsumerRecord, type ReaderRecord, type StateDir } from '../spool/index.js';
 import { sessionHeldMessage } from './holder.js';
 
 /** How each way a reader run can end becomes an Outcome (the stop line; program.ts prints it). */
 
+/** The exit-10 stop's account of this entry's session: session.json's, or the one the spool names past it (the one the connection took up). */
+function heldMessage(r: ConsumerRecord, stateDir: StateDir, nowMs: number): string {
+  const session = stateDir.read('session');
+  const spooled = session.state === 'ok' && !session.value.pinned ? spooledSession(stateDir.dir, session.value.id) : null;
+  return sessionHeldMessage(r.stop_message, session, nowMs, spooled);
+}
+
 /** The background connection recorded a stop: the reader exits with ITS code, after printing what it left. */
-export function consumerStopOutcome(r: ConsumerRecord, session: RecordRead<SessionRecord>, nowMs: number, logPath: string): Outcome {
+export function consumerStopOutcome(r: ConsumerRecord, stateDir: StateDir, nowMs: number): Outcome {
+  const logPath = stateDir.path(STATE_FILES.log);
   const code = r.exit_code ?? EXIT.internal;
   const reason = r.stop_reason ?? 'stopped';
   const message = r.stop_message ?? `the background connection (pid ${r.pid}) stopped with exit ${code} and recorded no message; see ${logPath}`;
   if (code === EXIT.ok) return { exit: EXIT.ok, style: 'plain', code: reason, message: `the background connection stopped (${reason}): ${message}` };
   if (code === EXIT.stoodDown) return { exit: code, style: 'stood_down', code: reason, message };
-  if (code === EXIT.held && reason === 'session_held') return { exit: code, code: reason, message: sessionHeldMessage(r.stop_message, session, nowMs) };
+  if (code === EXIT.held && reason === 'session_held') return { exit: code, code: reason, message: heldMessage(r, stateDir, nowMs) };
   return { exit: code, code: reason, message };
 }
 

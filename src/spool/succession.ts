@@ -64,12 +64,20 @@ function* newestFirst(dir: string): Generator<string, void, undefined> {
   for (const s of sealedSegments(dir).reverse()) yield s.file;
 }
 
+/** A session the spool names past session.json's: its id and address, and why and when (our clock, ISO) the last change to it was spooled. */
+export interface SpooledSession {
+  id: string;
+  address: string;
+  reason: string;
+  received_at: string;
+}
+
 /**
  * The session the spool names as `from`'s last successor — the one this entry's next
  * connection takes up — or null when it names none: what a command reports and stands down
  * in place of `from`, read from the spool's end.
  */
-export function spooledSession(dir: string, from: string): { id: string; address: string } | null {
+export function spooledSession(dir: string, from: string): SpooledSession | null {
   const last = succession(from, trailingSuccessors(dir)).at(-1);
-  return last === undefined ? null : { id: last.to_session, address: last.to_address };
+  return last === undefined ? null : { id: last.to_session, address: last.to_address, reason: last.reason, received_at: last.received_at };
 }

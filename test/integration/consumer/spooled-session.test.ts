@@ -1,6 +1,11 @@
+import { unlinkSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runOhHai } from '../../helpers/cli.js';
 import { FAST_HUB, hubCall, useBenches, waitFor, type Bench } from './harness.js';
+import { spoolTransition } from '../../helpers/spool.js';
+import { killAndWait } from '../../helpers/process.js';
+import { exited } from './harness.js';
 import { killedAfterSpooling, sessionId } from './transition-kill.js';
 
 /**
@@ -69,5 +74,42 @@ describe('a command in the window: the session is the one the spool names', () =
     const session = checks.find((c) => c.name === 'bridge session')!;
     expect(session, run.stdout).toMatchObject({ status: 'pass', measured: expect.objectContaining({ session: b, state: 'active' }) });
     expect(session.detail).toContain(`session.json still names ${a}, which the spool says ${b} replaced`);
+  });
+
+  it("the bridge's lease epilogue names the session the spool names while the next connection has not recorded it", async () => {
+    // A Hub of its own: this test stops it.
+    const bench = await world.bench({ on: await world.ownHub({ args: FAST_HUB }) });
+    bench.settings();
+    bench.attend();
+    const consumer = bench.start();
+    await bench.waitRunning();
+    const { id: a, address } = bench.session()!;
+    // Killed between spooling A → B and recording B, as transition-kill.ts's kills land.
+    consumer.kill('SIGKILL');
+    await exited(consumer);
+    expect((await hubCall(bench.hub, 'POST', `/v1/sessions/${a}/close`, { token: bench.me.token, body: {} })).status).toBe(200);
+    const created = await hubCall(bench.hub, 'POST', '/v1/sessions', { token: bench.me.token, body: { client_key: 'test-session', name: 'builder-1' } });
+    expect(created.status).toBe(201);
+    const b = created.body.session as { id: string; address: string };
+    spoolTransition(bench.dir, { from_session: a, to_session: b.id, from_address: address, to_address: b.address, reason: 'session_lapsed' });
+    // With the Hub away the next connection cannot take B up, so session.json names A throughout the run.
+    await bench.hub.stop();
+    // The reader record attend() wrote names this test process: a bridge run would displace it (SIGTERM).
+    unlinkSync(path.join(bench.dir, 'reader.json'));
+    const run = await cli(bench, ['bridge', '--raw', '--wait', '0']);
+    // The connection the run started retries the Hub that is gone: it is not the bench's to stop.
+    const started = await waitFor(() => (bench.consumer()?.pid !== consumer.pid ? bench.consumer() : null), {
+      what: 'the record of the connection the run started',
+    });
+    await killAndWait(started.pid);
+    expect(run.code, run.stderr).toBe(0);
+    expect(bench.session()?.id).toBe(a);
+    const lease = run.stderr.split('\n').find((l) => l.startsWith('oh-hai bridge: lease — '));
+    expect(lease, run.stderr).toMatch(
+      new RegExp(
+        `^oh-hai bridge: lease — ${b.id} \\(${b.address}\\), which replaced ${a} \\d+\\S* ago \\(session_lapsed\\); no renewal of it is recorded here yet`,
+      ),
+    );
+    expect(run.stderr).not.toContain(`lease — ${a}`);
   });
 });

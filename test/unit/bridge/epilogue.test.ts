@@ -150,4 +150,35 @@ describe('lease epilogue', () => {
     const lapsed = leaseEpilogue('b', session({ renewed_at: NOW - 901_000 }), { record: { state: 'ok', value: retrying }, alive: 'alive' }, NOW);
     expect(lapsed[1]).toContain('lease certainly lapsed');
   });
+
+  describe('a session the spool names past session.json (a connection stopped between spooling it and recording it)', () => {
+    const spooled = { id: 'sess_def', address: 'agent:agt_1#sess_def', reason: 'session_lapsed', received_at: new Date(NOW - 62_000).toISOString() };
+    const dead: ConsumerView = { record: live.record, alive: 'dead' };
+
+    it('is the session named, with what it replaced, when, and that no renewal of it is recorded', () => {
+      const asked: string[] = [];
+      const lines = leaseEpilogue('b', session(), dead, NOW, (from) => (asked.push(from), spooled));
+      expect(asked).toEqual(['sess_abc']);
+      expect(lines[0]).toBe(
+        'b: lease — sess_def (agent:agt_1#sess_def), which replaced sess_abc 1m 02s ago (session_lapsed); no renewal of it is recorded here yet, ' +
+          'so its expiry is unknown from here (oh-hai session status asks the Hub); consumer pid 777 on host-a (not running).',
+      );
+      expect(lines[1]).toMatch(
+        /^b: ⚠️ the background connection \(pid 777 on host-a\) is not running and recorded no stop: nothing renews sess_def, so it lapses when its lease runs out\./,
+      );
+      expect(lines.join('\n')).not.toMatch(/sess_abc (expires|in )/);
+    });
+
+    it('is not looked for while a connection runs (it records the session as it spools it: a warm run reads no spool), nor for a pinned session', () => {
+      const never = (): never => {
+        throw new Error('the spool was read');
+      };
+      expect(leaseEpilogue('b', session(), live, NOW, never)).toHaveLength(1);
+      expect(leaseEpilogue('b', session({ pinned: true }), dead, NOW, never)[0]).toContain('lease — sess_abc expires');
+    });
+
+    it('a spool that names none leaves the recorded lease', () => {
+      expect(leaseEpilogue('b', session(), dead, NOW, () => null)[0]).toContain('lease — sess_abc expires');
+    });
+  });
 });

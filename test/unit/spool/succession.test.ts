@@ -36,20 +36,20 @@ describe('succession: which session the spool leads to', () => {
 
   it('reads only the address changes after the last other record: an older one was recorded in session.json long since', () => {
     const dir = spoolWith([[addressChange('sess_a', 'sess_b'), entry('e1', 'sess_b'), addressChange('sess_b', 'sess_c')]]);
-    expect(spooledSession(dir, 'sess_b')).toEqual({ id: 'sess_c', address: 'a#sess_c' });
+    expect(spooledSession(dir, 'sess_b')).toMatchObject({ id: 'sess_c', address: 'a#sess_c' });
     expect(spooledSession(dir, 'sess_a')).toBeNull();
   });
 
   it('of two from one session (an older build spooled both), the later; a torn final line is not a record', () => {
     const dir = spoolWith([[entry('e1', 'sess_a'), addressChange('sess_a', 'sess_b'), addressChange('sess_a', 'sess_c')]]);
     appendFileSync(path.join(dir, 'bridge.ndjson'), '{"seq":4,"type":"transition","from_session":"sess_c"');
-    expect(spooledSession(dir, 'sess_a')).toEqual({ id: 'sess_c', address: 'a#sess_c' });
+    expect(spooledSession(dir, 'sess_a')).toMatchObject({ id: 'sess_c', address: 'a#sess_c' });
   });
 
   it('goes on into the sealed segment while the current one holds only address changes', () => {
     const dir = spoolWith([[entry('e1', 'sess_a')], [addressChange('sess_a', 'sess_b')], [addressChange('sess_b', 'sess_c')]], { records: 2, bytes: 1 << 20 });
     expect(readdirSync(dir).filter((f) => /^bridge\.\d+\.ndjson$/.test(f))).toHaveLength(1);
-    expect(spooledSession(dir, 'sess_a')).toEqual({ id: 'sess_c', address: 'a#sess_c' });
+    expect(spooledSession(dir, 'sess_a')).toMatchObject({ id: 'sess_c', address: 'a#sess_c' });
   });
 
   it('a spool that does not exist names no successor', () => {
