@@ -150,6 +150,32 @@ describe('oh-hai session close and status', () => {
     expect(lines[1]).toMatch(/^\[mail \d+\] notify from .*"to the new address"$/);
   });
 
+  it('a pinned session stood down: session close says every run pinned to it exits 15 until the pin changes, and they do', async () => {
+    // Registered at the Hub directly: no other entry holds it, so a run pinned to it adopts it.
+    const made = await hubCall(world.hub, 'POST', '/v1/sessions', { token: world.bob.token, body: { client_key: 'bob-pinned-key', name: 'bob-pinned' } });
+    expect(made.status).toBe(201);
+    const id = (made.body.session as { id: string }).id;
+    const pinned = ['--session', id];
+    const first = await as(world.bob, null, ['bridge', ...pinned, '--wait', '0.2']);
+    expect(first.code, first.stderr).toBe(0);
+    const dir = stateDirOf(world.bob, world.hub, id);
+    await waitFor(() => sessionOf(world.bob, world.hub, id)?.pinned === true, { what: 'the pinned session adopted' });
+
+    const close = await as(world.bob, null, ['session', 'close', ...pinned]);
+    expect(close.code, close.stderr).toBe(0);
+    expect(close.stdout).toContain(
+      `forgot ${id} locally (${dir}); a closed session stays closed, so every oh-hai bridge pinned to ${id} exits 15 until --session / MA2H_SESSION_ID is cleared or repointed\n`,
+    );
+    // The relay of the recorded stand-down, then a connection that asks the Hub for the closed pin, and again.
+    for (const run of ['relays the stand-down', 'asks the Hub', 'asks again']) {
+      // A wait long enough for the new connection's answer from the Hub: the run ends on its stop, not on the wait.
+      const r = await as(world.bob, null, ['bridge', ...pinned, '--wait', '30']);
+      expect(r.code, `${run}: ${r.stderr}`).toBe(15);
+      expect(r.stderr, run).toMatch(/STOOD DOWN \(exit 15, session_closed\)/);
+    }
+    expect(sessionOf(world.bob, world.hub, id), 'no session registered in its place').toBeNull();
+  });
+
   it('mail of the closed session left unread is replayed as possibly bounced, never as fresh mail, and session close says it left it', async () => {
     const s = await register(world.bob, world.hub, 'bob-unread');
     const dir = stateDirOf(world.bob, world.hub, 'bob-unread');
