@@ -23,6 +23,8 @@ export interface KnobSpec {
   above: boolean;
   /** A sentence appended to the range refusal when the bare bound does not explain itself. */
   why?: string;
+  /** The highest value allowed, where there is one, and what its refusal adds. */
+  max?: { value: number; why: string };
   /** Another knob (its registry name) this one may not be below: the backoff cap and its floor. */
   notBelow?: string;
   /** The `[bridge]` key and flag that set the same value, where they exist (flag > env > file > default); `flag` null: no command takes one. */
@@ -46,9 +48,11 @@ export const KNOBS = spec({
     min: 0,
     above: false,
     why: ' (0 prints what is waiting and exits)',
+    // A day: far past any harness's task cap, and what a wait given in milliseconds exceeds (docs/bridge.md "Knobs").
+    max: { value: 86_400, why: ' (a day); a longer wait is almost always milliseconds given as seconds' },
     setting: { key: 'wait_seconds', flag: '--wait' },
     readBy: ['bridge', 'inbox watch'],
-    what: 'The reader\u2019s wait bound when nothing is waiting (0 prints what is waiting and exits).',
+    what: 'The reader\u2019s wait bound when nothing is waiting (0 prints what is waiting and exits; at most 86400, a day).',
   },
   unattendedMaxSeconds: {
     env: 'OH_HAI_UNATTENDED_MAX_SECONDS',
@@ -288,6 +292,7 @@ export function checkKnob(name: KnobName, value: unknown, where: string): Coded<
     const bound = k.above ? `it must be greater than ${k.min}` : k.min === 0 ? 'it cannot be negative' : `it must be at least ${k.min}`;
     return usageFailure('invalid_setting', `${where} is ${n}: ${bound}${k.why ?? ''}`);
   }
+  if (k.max !== undefined && n > k.max.value) return usageFailure('invalid_setting', `${where} is ${n}: it must be at most ${k.max.value}${k.max.why}`);
   return done(n);
 }
 

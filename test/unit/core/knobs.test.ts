@@ -26,6 +26,18 @@ describe('the knob registry', () => {
     expect(checkKnob('waitSeconds', '0.25', 'OH_HAI_WAIT_SECONDS')).toEqual({ ok: true, value: 0.25 });
   });
 
+  it('the wait bound is at most a day, and the refusal says a longer one is likely milliseconds', () => {
+    expect(checkKnob('waitSeconds', '86400', '--wait')).toEqual({ ok: true, value: 86_400 });
+    const ms = checkKnob('waitSeconds', '540000', '--wait');
+    expect(ms.ok).toBe(false);
+    if (!ms.ok)
+      expect(ms.error).toMatchObject({
+        exit: 2,
+        code: 'invalid_setting',
+        message: '--wait is 540000: it must be at most 86400 (a day); a longer wait is almost always milliseconds given as seconds',
+      });
+  });
+
   it('says the default when a variable is refused, so the fix is in the message', () => {
     const r = knobFromEnv({ OH_HAI_HEARTBEAT_MS: 'often' }, 'heartbeatMs');
     expect(r).toMatchObject({
