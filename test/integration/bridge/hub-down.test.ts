@@ -10,14 +10,14 @@ import { consumerOf } from './world.js';
  * never once per attempt; a run that ends while the connection retries says so in its epilogue.
  */
 const STARTS =
-  /oh-hai bridge: the background connection cannot reach the Hub \(.+\)\. It is retrying with backoff \(attempt \d+ of 100.*\) and this run keeps waiting/;
+  /oh-hai bridge: the background connection cannot reach the Hub \(.+\)\. It is retrying with backoff \(attempt \d+ of 1000.*\) and this run keeps waiting/;
 const BACK = /oh-hai bridge: the background connection reached the Hub again \(after \d+ failed attempts?( over \S+)?\); waiting for mail/;
 const count = (text: string, line: RegExp): number => text.match(new RegExp(line.source, 'g'))?.length ?? 0;
 
 describe('the Hub goes down while a bridge waits', () => {
   const world = useParties(['alice', 'bob']);
-  // Short delays, and a budget the restart cannot spend.
-  const quick = { OH_HAI_BACKOFF_MIN_MS: '100', OH_HAI_BACKOFF_MAX_MS: '300', OH_HAI_MAX_RETRIES: '100' };
+  // Short delays, and a budget a slow restart cannot spend.
+  const quick = { OH_HAI_BACKOFF_MIN_MS: '100', OH_HAI_BACKOFF_MAX_MS: '300', OH_HAI_MAX_RETRIES: '1000' };
 
   it('a waiting run says once that the connection lost the Hub and once that it is back, and then prints the mail', async () => {
     const bob = { ...world.bob, env: { ...world.bob.env, ...quick } };
@@ -66,18 +66,25 @@ describe('the Hub goes down while a bridge waits', () => {
     await waitFor(() => consumerOf(dir)?.state === 'running', { what: 'the connection to be connected' });
     await world.hub.kill('SIGKILL');
     try {
-      await waitFor(() => (consumerOf(dir)?.retrying?.attempt ?? 0) >= 2, { timeoutMs: 30_000, what: 'two failed attempts' });
+      // Two attempts, the first over a second and a half ago: the epilogue says for how long from a second on.
+      await waitFor(
+        () => {
+          const r = consumerOf(dir)?.retrying;
+          return r !== undefined && r.attempt >= 2 && r.since !== null && Date.now() - r.since >= 1500;
+        },
+        { timeoutMs: 30_000, what: 'two failed attempts, the first 1.5 s ago' },
+      );
       const r = await as(bob, 'bob-wait', [...BRIDGE, '--raw', '--wait', '0.5']);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toBe('');
       // Adopted mid-outage: the line says for how long it has been failing.
-      expect(r.stderr).toMatch(/cannot reach the Hub \(.+\)\. It is retrying with backoff \(attempt \d+ of 100, failing since \S+ ago\)/);
+      expect(r.stderr).toMatch(/cannot reach the Hub \(.+\)\. It is retrying with backoff \(attempt \d+ of 1000, failing since \S+ ago\)/);
       expect(r.stderr).toMatch(
         new RegExp(
-          `oh-hai bridge: ⚠️ the background connection \\(pid ${consumerPid(dir)}\\) cannot reach the Hub and is retrying: .+ \\(attempt \\d+ of 100, failing since \\S+ ago\\)`,
+          `oh-hai bridge: ⚠️ the background connection \\(pid ${consumerPid(dir)}\\) cannot reach the Hub and is retrying: .+ \\(attempt \\d+ of 1000, failing since \\S+ ago\\)`,
         ),
       );
-      expect(r.stderr).toContain('if all 100 attempts fail the connection stops with exit 13');
+      expect(r.stderr).toContain('if all 1000 attempts fail the connection stops with exit 13');
       expect(r.stderr).not.toContain(bob.token);
     } finally {
       await world.hub.restart();
