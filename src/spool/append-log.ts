@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fsyncDir, writeFileAtomic } from '../util/fs-durable.js';
 import { stamp, TRACE } from '../util/trace.js';
 import { fail, ok, type Result } from '../core/index.js';
-import { openStateFile, replacedUnder } from './safe-open.js';
+import { identityOf, openStateFile, replacedUnder, type FileIdentity } from './safe-open.js';
 
 /**
  * One durable append-only file of the state dir (the spool's segments, the ledger): the
@@ -47,6 +47,8 @@ export interface ValidEnd {
 
 export class AppendLog {
   private fd: number | null;
+  /** The open file's identity, read once per open: an fd's device and inode never change, so each append stats only the path. */
+  private identity: FileIdentity;
   private bytes: number;
   private brokenBy: string | null = null;
 
@@ -58,6 +60,7 @@ export class AppendLog {
     readonly cut: TailCut | null,
   ) {
     this.fd = fd;
+    this.identity = identityOf(fd);
     this.bytes = bytes;
   }
 
@@ -134,7 +137,7 @@ export class AppendLog {
     if (buf.length === 0) return null;
     // A file swapped in under this writer (by hand, by another program) would take nothing we
     // append, and the next open would never see it: stop instead (never retried, like a failed write).
-    const replaced = replacedUnder(fd, this.spec.file);
+    const replaced = replacedUnder(this.identity, this.spec.file);
     if (replaced !== null) {
       this.brokenBy = replaced;
       throw this.spec.error('write_failed', `the ${this.spec.what}: ${replaced}`);
@@ -167,6 +170,7 @@ export class AppendLog {
     this.fd = null;
     try {
       this.fd = openStateFile(this.spec.file, 'append');
+      this.identity = identityOf(this.fd);
     } catch (e) {
       this.brokenBy = `reopen after compaction: ${(e as Error).message}`;
       throw this.spec.error('write_failed', `reopening the ${this.spec.what} ${this.spec.file} failed: ${(e as Error).message}`);
@@ -187,6 +191,7 @@ export class AppendLog {
       renameSync(this.spec.file, sealedPath);
       fsyncDir(path.dirname(this.spec.file));
       this.fd = openStateFile(this.spec.file, 'append');
+      this.identity = identityOf(this.fd);
       fsyncDir(path.dirname(this.spec.file));
     } catch (e) {
       this.brokenBy = `seal: ${(e as Error).message}`;

@@ -92,18 +92,28 @@ export function readToEnd(fd: number): Buffer {
   }
 }
 
+/** Which file an open fd is: fixed for the fd's life, whatever happens to its path. */
+export interface FileIdentity {
+  dev: number;
+  ino: number;
+}
+
+export function identityOf(fd: number): FileIdentity {
+  const { dev, ino } = fstatSync(fd);
+  return { dev, ino };
+}
+
 /**
- * Why the file now at `file` is not the one open as `fd` (removed, or replaced by another
- * file or a symlink under a running writer), or null while it still is.
+ * Why the file now at `file` is not the one open (`open`, its identity; removed, or replaced
+ * by another file or a symlink under a running writer), or null while it still is.
  */
-export function replacedUnder(fd: number, file: string): string | null {
+export function replacedUnder(open: FileIdentity, file: string): string | null {
   let now: Stats;
   try {
     now = lstatSync(file);
   } catch (e) {
     return `${file} was removed while open (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`;
   }
-  const open = fstatSync(fd);
   if (now.dev === open.dev && now.ino === open.ino) return null;
   return `${file} was replaced while open (now ${now.isFile() ? 'another file' : kindOf(now)}); appending to the old one would lose what is written`;
 }
