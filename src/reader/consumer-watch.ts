@@ -82,3 +82,9 @@ function reconnectedLine(last: ConsumerRetrying, nowMs: number): string {
   const over = last.since !== null && nowMs - last.since >= 1000 ? ` over ${formatDuration(nowMs - last.since)}` : '';
   return `the background connection reached the Hub again (after ${attempts(last.attempt)}${over}); waiting for mail`;
 }
+
+/** A retrying connection's state for an epilogue: the last failure, the attempt, and for how long (from a second on). */
+export function retryState(r: ConsumerRetrying, nowMs: number): string {
+  const since = r.since !== null && nowMs - r.since >= 1000 ? `, failing since ${formatDuration(nowMs - r.since)} ago` : '';
+  return `${r.reason ?? 'no reason recorded'} (attempt ${r.attempt} of ${r.of}${since})`;
+}

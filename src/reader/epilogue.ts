@@ -2,6 +2,7 @@ import type { Liveness } from '../spool/index.js';
 import { EXIT, rerunRepairs } from '../core/index.js';
 import { formatDuration } from '../util/duration.js';
 import type { ConsumerRecord, RecordRead, SessionRecord } from '../spool/records.js';
+import { retryState } from './consumer-watch.js';
 import type { SpooledSession } from '../spool/succession.js';
 
 /**
@@ -175,10 +176,9 @@ function leaseWarning(session: RecordRead<SessionRecord>, consumer: ConsumerView
   const retrying = consumer.record.state === 'ok' ? consumer.record.value : null;
   if (retrying?.retrying) {
     const r = retrying.retrying;
-    const since = r.since !== null && nowMs - r.since >= 1000 ? `, failing since ${formatDuration(nowMs - r.since)} ago` : '';
     return (
-      `the background connection (pid ${retrying.pid}) cannot reach the Hub and is retrying: ${r.reason ?? 'no reason recorded'} ` +
-      `(attempt ${r.attempt} of ${r.of}${since}). Nothing renews ${target} meanwhile, so ${lapses}; if all ${r.of} attempts fail the connection stops with exit 13. ` +
+      `the background connection (pid ${retrying.pid}) cannot reach the Hub and is retrying: ${retryState(r, nowMs)}. ` +
+      `Nothing renews ${target} meanwhile, so ${lapses}; if all ${r.of} attempts fail the connection stops with exit 13. ` +
       `What to do: run oh-hai bridge again — it waits while the connection retries, and nothing is lost; if a run exits 13, re-run with your own backoff and escalate if it repeats.`
     );
   }

@@ -1,6 +1,7 @@
 import { formatDuration } from '../util/duration.js';
 import type { HolderFacts } from './holder.js';
 import type { ConsumerView } from './epilogue.js';
+import { retryState } from './consumer-watch.js';
 
 export const NAME = 'oh-hai inbox watch';
 
@@ -40,7 +41,7 @@ export const noPolicyLine = (address: string): string =>
  * The bridge's epilogue minus the lease: the principal mailbox has no session to lapse, so
  * what stops when nothing drains it is delivery, not the address.
  */
-export function watchEpilogue(view: ConsumerView, address: string): string[] {
+export function watchEpilogue(view: ConsumerView, address: string, nowMs: number): string[] {
   const nobody = `nothing drains ${address} from this machine: directives and mail to it wait at the Hub, undelivered, until a watcher or a live session of this agent drains them`;
   const { record: consumer, alive, started } = view;
   if (started) {
@@ -66,5 +67,11 @@ export function watchEpilogue(view: ConsumerView, address: string): string[] {
     ];
   }
   if (alive === 'dead') return [`${NAME}: ${who} (not running).`, `${NAME}: ⚠️ ${nobody}. What to do: run ${NAME} again.`];
-  return [`${NAME}: ${who}${alive === 'unknown' ? ' (liveness unknown from this host)' : ''} drains ${address}.`];
+  const drains = `${NAME}: ${who}${alive === 'unknown' ? ' (liveness unknown from this host)' : ''} drains ${address}.`;
+  if (!c.retrying) return [drains];
+  return [
+    drains,
+    `${NAME}: ⚠️ the background connection (pid ${c.pid}) cannot reach the Hub and is retrying: ${retryState(c.retrying, nowMs)}. ` +
+      `Nothing is delivered meanwhile; if all ${c.retrying.of} attempts fail the connection stops with exit 13. What to do: run ${NAME} again — it waits while the connection retries, and nothing is lost.`,
+  ];
 }

@@ -39,7 +39,7 @@ export function watchPrincipal(run: WatchRun): Promise<Outcome> {
       warnings: [],
       refusal: (facts) => ({ exit: EXIT.held, code: 'watcher_held', message: watcherRefusal(facts, address, stateDir.path('reader.json')) }),
       noPolicyLine: () => noPolicyLine(address),
-      epilogue: (consumer) => watchEpilogue(consumer, address),
+      epilogue: (consumer, nowMs) => watchEpilogue(consumer, address, nowMs),
     },
   }).execute();
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { listStateDirs } from '../../../src/spool/index.js';
 import { collect } from '../../helpers/cli.js';
 import { waitFor } from '../../helpers/wait.js';
 import { as, BRIDGE, consumerPid, sessionOf, startBridge, stateDirOf, stopAll, useParties } from '../messaging/world.js';
@@ -15,7 +16,7 @@ const BACK = /oh-hai bridge: the background connection reached the Hub again \(a
 const count = (text: string, line: RegExp): number => text.match(new RegExp(line.source, 'g'))?.length ?? 0;
 
 describe('the Hub goes down while a bridge waits', () => {
-  const world = useParties(['alice', 'bob']);
+  const world = useParties(['alice', 'bob', 'carol']);
   // Short delays, and a budget a slow restart cannot spend.
   const quick = { OH_HAI_BACKOFF_MIN_MS: '100', OH_HAI_BACKOFF_MAX_MS: '300', OH_HAI_MAX_RETRIES: '1000' };
 
@@ -89,6 +90,41 @@ describe('the Hub goes down while a bridge waits', () => {
     } finally {
       await world.hub.restart();
       await stopAll(bob);
+    }
+  });
+
+  it('inbox watch says the same: one line when its connection retries, and the epilogue of a run that ends meanwhile', async () => {
+    // Carol: no receipts of her own waiting, so the run waits.
+    const carol = { ...world.carol, env: { ...world.carol.env, ...quick, OH_HAI_BACKOFF_MIN_MS: '2000', OH_HAI_BACKOFF_MAX_MS: '2000' } };
+    const WATCH = ['inbox', 'watch', '--allow-from', 'any-in-account'];
+    const first = await as(carol, null, [...WATCH, '--wait', '0']);
+    expect(first.code, first.stderr).toBe(0);
+    const dir = await waitFor(() => listStateDirs(carol.stateRoot).find((l) => l.leg === 'principal' && consumerOf(l.dir)?.state === 'running')?.dir, {
+      what: 'the principal connection to be connected',
+    });
+    await world.hub.kill('SIGKILL');
+    try {
+      await waitFor(
+        () => {
+          const r = consumerOf(dir)?.retrying;
+          return r !== undefined && r.attempt >= 2 && r.since !== null && Date.now() - r.since >= 1500;
+        },
+        { timeoutMs: 30_000, what: 'two failed attempts, the first 1.5 s ago' },
+      );
+      const r = await as(carol, null, [...WATCH, '--wait', '0.5']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(
+        /oh-hai inbox watch: the background connection cannot reach the Hub \(.+\)\. It is retrying with backoff \(attempt \d+ of 1000, failing since \S+ ago\)/,
+      );
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `oh-hai inbox watch: ⚠️ the background connection \\(pid ${consumerPid(dir)}\\) cannot reach the Hub and is retrying: .+ \\(attempt \\d+ of 1000, failing since \\S+ ago\\)\\. Nothing is delivered meanwhile`,
+        ),
+      );
+    } finally {
+      await world.hub.restart();
+      await stopAll(carol);
     }
   });
 });
