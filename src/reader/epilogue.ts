@@ -78,6 +78,9 @@ function spooledPast(session: RecordRead<SessionRecord>, consumer: ConsumerView,
   if (lookup === undefined || session.state !== 'ok' || session.value.pinned) return null;
   const r = consumer.record;
   if (!consumer.started && r.state === 'ok' && r.value.state === 'running' && consumer.alive === 'alive') return null;
+  // A kill-switch stop is about the session the connection presented, which session.json records
+  // before it is presented: its line names that one, and says not to re-run.
+  if (!consumer.started && r.state === 'ok' && r.value.state === 'stopped' && r.value.exit_code === EXIT.operatorClosed) return null;
   return lookup(session.value.id);
 }
 

@@ -1,6 +1,6 @@
 import type { Coded } from '../../core/index.js';
 import type { Session } from '../../hub/contract/index.js';
-import { isSameProcessAlive, type ConsumerRecord, type RecordRead, type SessionRecord } from '../../spool/index.js';
+import { isSameProcessAlive, spooledSession, type ConsumerRecord, type RecordRead, type SessionRecord } from '../../spool/index.js';
 import { leaseEpilogue, plain } from '../../reader/index.js';
 import { openThisEntry, type AgentAccess, type ThisSession } from './access.js';
 import { hubFailureError } from './failures.js';
@@ -19,8 +19,12 @@ export interface StatusView {
 
 export interface SessionStatus {
   view: StatusView;
-  /** This host's records, for the lease epilogue; null when there is no state dir here. */
-  records: { session: RecordRead<SessionRecord>; consumer: RecordRead<ConsumerRecord> } | null;
+  /**
+   * This host's records, for the lease epilogue; null when there is no state dir here. `recorded`
+   * is session.json as read, `session` it when it records the session shown (else absent), `dir`
+   * the entry, where the epilogue follows the spool past `recorded` as the bridge's does.
+   */
+  records: { session: RecordRead<SessionRecord>; recorded: RecordRead<SessionRecord>; consumer: RecordRead<ConsumerRecord>; dir: string } | null;
 }
 
 /**
@@ -45,7 +49,7 @@ export async function sessionStatus(
   const recorded = stateDir?.read('session');
   // session.json a step behind the spool (`ts` is the session the spool names): it records another session, not this one.
   const session: RecordRead<SessionRecord> | undefined = recorded?.state === 'ok' && recorded.value.id !== ts.id ? { state: 'absent' } : recorded;
-  const records = stateDir && session ? { session, consumer: stateDir.read('consumer') } : null;
+  const records = stateDir && session && recorded ? { session, recorded, consumer: stateDir.read('consumer'), dir: stateDir.dir } : null;
   const view: StatusView = {
     session_id: ts.id,
     hub: got.ok ? got.value : null,
@@ -63,8 +67,9 @@ export async function sessionStatus(
 /** The lease epilogue of this host's records, under `name` (the Hub's instant verbatim, the renewal age on our clock). */
 export function statusEpilogue(s: SessionStatus, name: string, nowMs: number): string[] {
   if (s.records === null) return [];
-  const consumer = s.records.consumer;
-  return leaseEpilogue(name, s.records.session, { record: consumer, alive: consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown' }, nowMs);
+  const { consumer, recorded, dir } = s.records;
+  const view = { record: consumer, alive: consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown' } as const;
+  return leaseEpilogue(name, recorded, view, nowMs, (from) => spooledSession(dir, from));
 }
 
 function hubLines(v: StatusView): string[] {

@@ -111,5 +111,13 @@ describe('a command in the window: the session is the one the spool names', () =
       ),
     );
     expect(run.stderr).not.toContain(`lease — ${a}`);
+
+    // session status, with the Hub back and no connection running, says the same.
+    await bench.hub.restart();
+    const status = await cli(bench, ['session', 'status']);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout.split('\n')[0]).toMatch(new RegExp(`^session ${b.id} · `));
+    expect(status.stdout).toContain(`lease — ${b.id} (${b.address}), which replaced ${a} `);
+    expect(status.stdout).not.toContain(`lease — ${a}`);
   });
 });

@@ -177,6 +177,16 @@ describe('lease epilogue', () => {
       expect(leaseEpilogue('b', session({ pinned: true }), dead, NOW, never)[0]).toContain('lease — sess_abc expires');
     });
 
+    it('is not followed past a kill-switch stop: the line names the session the connection presented, and says not to re-run', () => {
+      const closed: ConsumerView = {
+        record: { state: 'ok', value: consumerRec({ state: 'stopped', exit_code: 14, stop_reason: 'session_closed_by_operator' }) },
+        alive: 'dead',
+      };
+      const lines = leaseEpilogue('b', session(), closed, NOW, () => spooled);
+      expect(lines[0]).toContain('lease — sess_abc expires');
+      expect(lines[1]).toContain('a human closed sess_abc');
+    });
+
     it('a spool that names none leaves the recorded lease', () => {
       expect(leaseEpilogue('b', session(), dead, NOW, () => null)[0]).toContain('lease — sess_abc expires');
     });
