@@ -10,7 +10,6 @@ import {
   redact,
   selfStamp,
   standDownRequestFor,
-  watchFiles,
   withdrawStandDown,
   type ConsumerRecord,
   type ConsumerSettings,
@@ -21,6 +20,7 @@ import {
 import { formatDuration } from '../util/duration.js';
 import { AckPump } from './ack-pump.js';
 import { Acker } from './acker.js';
+import { watchCursorForRounds } from './cursor-watch.js';
 import { readerAttendance, UnattendedClock } from './attendance.js';
 import { Serial } from './async.js';
 import { escapeUnsafe } from '../util/escape.js';
@@ -546,7 +546,7 @@ export class Consumer {
       });
     };
     beat();
-    const unwatch = watchFiles(this.stateDir.dir, [STATE_FILES.cursor], () => pump.request(), { pollMs: this.knobs.cursorPollMs, clock: this.opts.clock });
+    const unwatch = watchCursorForRounds(this.stateDir.dir, pump, { pollMs: this.knobs.cursorPollMs, clock: this.opts.clock });
     this.timers.push(() => cancelBeat(), unwatch);
   }
 
