@@ -35,6 +35,9 @@ export class AckPump {
     }
     this.inFlight = this.rounds().finally(() => {
       this.inFlight = null;
+      // A request between the rounds' last check of `again` and this callback (a microtask apart)
+      // found a round in flight and was folded into it after all its checks: run it now.
+      if (this.again) this.request();
     });
   }
 

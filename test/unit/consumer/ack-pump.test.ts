@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AckPump } from '../../../src/consumer/ack-pump.js';
+import type { Acker } from '../../../src/consumer/acker.js';
 import type { Stop } from '../../../src/consumer/stops.js';
 import { LedgerWriteError, writeCursor } from '../../../src/spool/index.js';
 import { ackWorld, type AckWorld } from './ack-world.js';
@@ -119,5 +120,30 @@ describe('AckPump', () => {
     p.pump.request();
     await p.pump.settled();
     expect(p.commits()).toBe(2);
+  });
+
+  it('a request made just as the rounds finish is not folded into them and lost: it runs one more round', async () => {
+    // Whatever the microtask a request comes in, after the first round's acks: the round it asks for runs.
+    const lostAt: number[] = [];
+    for (let depth = 0; depth < 12; depth++) {
+      let rounds = 0;
+      const acker = { flush: () => Promise.resolve({ ok: true }) } as unknown as Acker;
+      const pump = new AckPump({
+        acker,
+        commit: () => void (rounds += 1),
+        lockHealthy: () => true,
+        stopped: () => false,
+        stopWith: () => undefined,
+        log: () => undefined,
+      });
+      pump.request();
+      let later: Promise<void> = Promise.resolve();
+      for (let i = 0; i < depth; i++) later = later.then(() => undefined);
+      await later.then(() => pump.request());
+      await new Promise((r) => setImmediate(r));
+      await pump.settled();
+      if (rounds !== 2) lostAt.push(depth);
+    }
+    expect(lostAt).toEqual([]);
   });
 });
