@@ -48,10 +48,16 @@ export function describeNetworkError(e: unknown): string {
   if (!(e instanceof Error)) return String(e);
   if (e.name === 'AbortError' || (e as { code?: string }).code === 'UND_ERR_ABORTED') return 'the request was aborted';
   const parts = [e.message];
+  // A cause chain that loops (an error made its own cause) is followed once round, not forever.
+  const seen = new Set<unknown>([e]);
   let cause: unknown = (e as { cause?: unknown }).cause;
-  while (cause instanceof Error) {
-    if (cause instanceof AggregateError && cause.errors.length > 0) cause = cause.errors[0];
-    if (!(cause instanceof Error)) break;
+  while (cause instanceof Error && !seen.has(cause)) {
+    seen.add(cause);
+    if (cause instanceof AggregateError && cause.errors.length > 0) {
+      cause = cause.errors[0];
+      if (!(cause instanceof Error) || seen.has(cause)) break;
+      seen.add(cause);
+    }
     if (cause.message && !parts.includes(cause.message)) parts.push(cause.message);
     cause = (cause as { cause?: unknown }).cause;
   }
