@@ -14,6 +14,15 @@ const STARTS =
   /oh-hai bridge: the background connection cannot reach the Hub \(.+\)\. It is retrying with backoff \(attempt \d+ of 1000.*\) and this run keeps waiting/;
 const BACK = /oh-hai bridge: the background connection reached the Hub again \(after \d+ failed attempts?( over \S+)?\); waiting for mail/;
 const count = (text: string, line: RegExp): number => text.match(new RegExp(line.source, 'g'))?.length ?? 0;
+/** Two failed attempts, the first over a second and a half ago: the epilogue says for how long from a second on. */
+const retriedAWhile = (dir: string) =>
+  waitFor(
+    () => {
+      const r = consumerOf(dir)?.retrying;
+      return r !== undefined && r.attempt >= 2 && r.since !== null && Date.now() - r.since >= 1500;
+    },
+    { timeoutMs: 30_000, what: 'two failed attempts, the first 1.5 s ago' },
+  );
 
 describe('the Hub goes down while a bridge waits', () => {
   const world = useParties(['alice', 'bob', 'carol']);
@@ -67,14 +76,7 @@ describe('the Hub goes down while a bridge waits', () => {
     await waitFor(() => consumerOf(dir)?.state === 'running', { what: 'the connection to be connected' });
     await world.hub.kill('SIGKILL');
     try {
-      // Two attempts, the first over a second and a half ago: the epilogue says for how long from a second on.
-      await waitFor(
-        () => {
-          const r = consumerOf(dir)?.retrying;
-          return r !== undefined && r.attempt >= 2 && r.since !== null && Date.now() - r.since >= 1500;
-        },
-        { timeoutMs: 30_000, what: 'two failed attempts, the first 1.5 s ago' },
-      );
+      await retriedAWhile(dir);
       const r = await as(bob, 'bob-wait', [...BRIDGE, '--raw', '--wait', '0.5']);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toBe('');
@@ -104,13 +106,7 @@ describe('the Hub goes down while a bridge waits', () => {
     });
     await world.hub.kill('SIGKILL');
     try {
-      await waitFor(
-        () => {
-          const r = consumerOf(dir)?.retrying;
-          return r !== undefined && r.attempt >= 2 && r.since !== null && Date.now() - r.since >= 1500;
-        },
-        { timeoutMs: 30_000, what: 'two failed attempts, the first 1.5 s ago' },
-      );
+      await retriedAWhile(dir);
       const r = await as(carol, null, [...WATCH, '--wait', '0.5']);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toBe('');
