@@ -43,6 +43,14 @@ export class RetryBudget {
   }
 }
 
+/**
+ * How long a stream opened while the connection retries must stay open before the record
+ * stops saying it retries (consumer.ts streamOpened): longer than a Hub or balancer that
+ * answers `open` and then drops the socket keeps it, short enough that a waiting reader says
+ * "back" within seconds of a real recovery. Progress (new mail, a whole hold) says it at once.
+ */
+export const HELD_STREAM_MS = 2000;
+
 /** The longest reason a consumer record keeps for a retry: a reader prints it in one stderr line. */
 const REASON_MAX = 160;
 

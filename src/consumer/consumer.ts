@@ -24,7 +24,7 @@ import { watchCursorForRounds } from './cursor-watch.js';
 import { readerAttendance, UnattendedClock } from './attendance.js';
 import { Serial } from './async.js';
 import { escapeUnsafe } from '../util/escape.js';
-import { RetryBudget, retryReason } from './backoff.js';
+import { HELD_STREAM_MS, RetryBudget, retryReason } from './backoff.js';
 import { classifyFailure, type Disposition, type FailureContext } from './classify.js';
 import { consumerHome } from './home.js';
 import { HubClock } from './hub-clock.js';
@@ -86,6 +86,8 @@ export class Consumer {
    */
   private readonly hubSteps = new AbortController();
   private cancelBudgetTimer: (() => void) | null = null;
+  /** Armed while a stream opened during retries is open: it clears `retrying` once the stream has held (answered()). */
+  private cancelHeld: (() => void) | null = null;
   private stopped: Stop | null = null;
   private standingDown: StandDownRequest | null = null;
   private readonly serial = new Serial();
@@ -444,7 +446,7 @@ export class Consumer {
         signal: this.abort.signal,
         stopped: this.isStopped,
         opened: () => {
-          this.answered();
+          this.streamOpened();
           this.markRunning();
           // Once per process: the first delivery then finds its checks compiled (src/consumer/rehearse.ts).
           if (this.rehearsed) return;
@@ -465,6 +467,8 @@ export class Consumer {
           : this.record.transport === 'sse'
             ? await streamRound(ctx, keeper, sid)
             : await pollRound(ctx, keeper, sid);
+      // The stream is over: one that did not hold as long as HELD_STREAM_MS never said the Hub was back.
+      this.unarmHeld();
       if (outcome !== null) await this.handle(outcome);
     }
   }
@@ -512,14 +516,36 @@ export class Consumer {
 
   private connected(): void {
     this.budget.succeeded();
+    this.unarmHeld();
     this.answered();
     this.markRunning();
   }
 
   /**
-   * The Hub answered: the record stops saying the connection retries, so a waiting reader says
-   * it is back. A stream's open is an answer but not progress — the budget refills only on
-   * progress (backoff.ts), so a Hub that opens and drops again still reaches exit 13.
+   * A stream opened. While the connection retries, the open alone does not say the Hub is back:
+   * a Hub (or a balancer) that answers `open` and drops the socket would otherwise flip the
+   * record clear and retrying again on every attempt, and a waiting reader would print a pair of
+   * lines per flap. The stream says it once it has held HELD_STREAM_MS — or sooner, on progress
+   * (connected()) — so "back" comes seconds after a real recovery, not a whole hold later.
+   */
+  private streamOpened(): void {
+    this.unarmHeld();
+    if (this.record.retrying === undefined) return;
+    this.cancelHeld = this.opts.clock.setTimer(HELD_STREAM_MS, () => {
+      this.cancelHeld = null;
+      if (!this.stopped) this.answered();
+    });
+  }
+
+  private unarmHeld(): void {
+    this.cancelHeld?.();
+    this.cancelHeld = null;
+  }
+
+  /**
+   * The Hub has served: the record stops saying the connection retries, so a waiting reader says
+   * it is back. A held stream is an answer but not progress — the budget refills only on
+   * progress (backoff.ts), so a Hub that holds streams and drops them still reaches exit 13.
    */
   private answered(): void {
     if (this.record.retrying === undefined) return;
@@ -618,6 +644,7 @@ export class Consumer {
   private async finish(): Promise<Stop> {
     let s = this.stopped ?? stop(EXIT.internal, 'internal_error', 'this is a bug in oh-hai: the consumer ended without a stop');
     this.abort.abort();
+    this.unarmHeld();
     for (const t of this.timers.splice(0)) t();
     await this.serial.idle().catch(() => undefined);
     await this.pump?.settled();
