@@ -1,9 +1,10 @@
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ohHaiBin, repoRoot, runOhHai } from '../helpers/cli.js';
+import { collect, ohHaiBin, repoRoot, runOhHai, type RunResult } from '../helpers/cli.js';
 import { tempEnv, type TempEnv } from '../helpers/env.js';
 import { hubCall, startHub, type TestHub } from '../helpers/hub.js';
 import { waitFor } from '../helpers/wait.js';
@@ -42,14 +43,150 @@ describe('SUPERVISION.md', () => {
   });
 });
 
-describe('deploy/systemd/oh-hai-hub@.service', () => {
-  it('starts node with flags this Node accepts: one it refuses would stop every instance from starting', () => {
-    const unit = readFileSync(path.join(repoRoot, 'deploy', 'systemd', 'oh-hai-hub@.service'), 'utf8');
+const HUB_UNITS = ['oh-hai-hub@.service', 'oh-hai-hub.service'] as const;
+const readHubUnit = (file: string): string => readFileSync(path.join(repoRoot, 'deploy', 'systemd', file), 'utf8');
+/** Every value of a key in a unit file, in order. */
+const unitValues = (text: string, key: string): string[] => [...text.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].map((m) => m[1] ?? '');
+
+describe.each(HUB_UNITS)('deploy/systemd/%s', (file) => {
+  it('starts node with flags this Node accepts: one it refuses would stop the Hub from starting', () => {
+    const unit = readHubUnit(file);
     const flags = /^ExecStart=\/usr\/bin\/node((?: -\S+)+) \/usr\/bin\/oh-hai hub serve /m.exec(unit)?.[1]?.trim().split(' ') ?? [];
     expect(flags, 'ExecStart= runs node with V8 flags NODE_OPTIONS may not carry, then the oh-hai binary').toContain('--heap-growing-percent=300');
     const r = spawnSync(process.execPath, [...flags, '-e', '0'], { encoding: 'utf8' });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
+  });
+});
+
+describe('deploy/systemd/oh-hai-hub.service, the single SQLite Hub', () => {
+  const FILE = 'oh-hai-hub.service';
+  const unit = readHubUnit(FILE);
+  const dirs: string[] = [];
+  const children: ChildProcess[] = [];
+  afterEach(() => {
+    // A test that failed before its SIGTERM leaves no Hub holding a port or the temp dir.
+    for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
+
+  /**
+   * What systemd would run, with the machine's paths mapped into a temp dir and the ports to 0:
+   * the unit's ExecStart= under its UMask=, its Environment= and its EnvironmentFile= (written here
+   * 0600 with a signing key), in the StateDirectory= systemd would have made.
+   */
+  function asSystemdWould(): { argv: string[]; env: NodeJS.ProcessEnv; state: string; key: string } {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'oh-hai-hub-unit-'));
+    dirs.push(root);
+    expect(unitValues(unit, 'StateDirectory')).toEqual(['oh-hai']);
+    const state = path.join(root, 'var-lib-oh-hai');
+    mkdirSync(state, { mode: Number.parseInt(unitValues(unit, 'StateDirectoryMode')[0] ?? '', 8) });
+    const mapped: [string, string][] = [
+      ['/usr/bin/node ', `${process.execPath} `],
+      ['/usr/bin/oh-hai ', `${ohHaiBin} `],
+      ['/var/lib/oh-hai/', `${state}/`],
+      ['--port 8417 ', '--port 0 '],
+      ['--admin-listen 127.0.0.1:9417', '--admin-listen 127.0.0.1:0'],
+    ];
+    let line = parseUnit(unit).execStart;
+    for (const [from, to] of mapped) {
+      expect(line, `ExecStart= no longer holds "${from}": map it here`).toContain(from);
+      line = line.replace(from, to);
+    }
+    expect(line, 'ExecStart= is split on spaces here: it must hold no quotes').not.toMatch(/["'\\%]/);
+
+    expect(unitValues(unit, 'EnvironmentFile')).toEqual(['/etc/oh-hai/hub.env']);
+    const key = randomBytes(32).toString('hex');
+    const envFile = path.join(root, 'hub.env');
+    writeFileSync(envFile, `MA2H_SIGNING_KEY=${key}\n`, { mode: 0o600 });
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: state };
+    for (const source of [...unitValues(unit, 'Environment'), ...readFileSync(envFile, 'utf8').split('\n')]) {
+      const eq = source.indexOf('=');
+      if (eq > 0) env[source.slice(0, eq)] = source.slice(eq + 1);
+    }
+    const umask = unitValues(unit, 'UMask')[0] ?? '';
+    expect(umask).toMatch(/^0[0-7]{3}$/);
+    return { argv: ['/bin/sh', '-c', `umask ${umask} && exec "$@"`, 'sh', ...line.split(' ')], env, state, key };
+  }
+
+  function start(argv: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; done: Promise<RunResult>; stdout: () => string } {
+    const [cmd, ...args] = argv;
+    const child = spawn(cmd ?? '/bin/sh', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let out = '';
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const done = collect(child, 60_000);
+    return { child, done, stdout: () => out };
+  }
+
+  /** The `msg` of each of the Hub's JSON lines on stdout (--log-format json). */
+  const messages = (stdout: string): string[] =>
+    stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => String((JSON.parse(l) as { msg?: unknown }).msg));
+
+  it('starts as the unit runs it: /healthz answers, the data dir is private, the key came from the env file, SIGTERM is a clean 0', async () => {
+    const { argv, env, state, key } = asSystemdWould();
+    const hub = start(argv, env);
+    const exited = hub.done.then((r): never => {
+      throw new Error(`the Hub exited (${r.code ?? r.signal}) before it was ready: ${r.stderr}`);
+    });
+    const ready = await Promise.race([
+      exited,
+      waitFor(
+        () => {
+          const msgs = messages(hub.stdout());
+          const admin = msgs.map((m) => /^hub: admin \(healthz, readyz, metrics\) at (\S+)$/.exec(m)?.[1]).find(Boolean);
+          return msgs.some((m) => m.startsWith('hub: listening on ')) && admin !== undefined ? { admin, msgs } : null;
+        },
+        { timeoutMs: 30_000, what: 'the Hub to print its admin URL and "hub: listening on"' },
+      ),
+    ]);
+    exited.catch(() => undefined);
+    const health = await fetch(`${ready.admin}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ ok: true });
+    expect((await fetch(`${ready.admin}/readyz`)).status).toBe(200);
+
+    expect(ready.msgs.join('\n'), 'MA2H_SIGNING_KEY from EnvironmentFile= reached the Hub').not.toMatch(/signing key is random/);
+    expect(readFileSync(`/proc/${hub.child.pid}/cmdline`, 'utf8')).not.toContain(key);
+
+    const data = path.join(state, 'hub');
+    expect(ready.msgs).toContain(`hub: data ${data}`);
+    for (const dir of [state, data]) expect(statSync(dir).mode & 0o777, dir).toBe(0o700);
+    const files = readdirSync(data);
+    expect(files).toEqual(expect.arrayContaining(['hub.sqlite', 'human-token', 'hub.json']));
+    for (const f of files) expect(statSync(path.join(data, f)).mode & 0o777, f).toBe(0o600);
+
+    // One Hub per data dir: a second start exits 2, which the unit's policy does not restart.
+    const second = await start(argv, env).done;
+    expect(second.code, second.stderr).toBe(2);
+    expect(second.stderr).toMatch(/another Hub is using the data dir/);
+    const policy = systemdPolicy(parseUnit(unit));
+    expect(policy({ code: 2, signal: null }), 'exit 2 is not restarted').toBe(false);
+    expect(policy({ code: 1, signal: null }), 'a crash is').toBe(true);
+    expect(policy({ code: null, signal: 'SIGKILL' }), 'a kill is').toBe(true);
+
+    expect(unitValues(unit, 'KillSignal')).toEqual(['SIGTERM']);
+    hub.child.kill('SIGTERM');
+    const exit = await hub.done;
+    expect(exit).toMatchObject({ code: 0, signal: null });
+    expect(messages(exit.stdout)).toContain('hub: stopped (SIGTERM)');
+    expect(exit.stderr).not.toMatch(/\n\s+at /);
+    expect(policy({ code: 0, signal: null }), 'a clean stop is not restarted').toBe(false);
+  });
+
+  it('is what docs/deploy.md "One machine (SQLite)" installs', () => {
+    const doc = readFileSync(path.join(repoRoot, 'docs', 'deploy.md'), 'utf8');
+    const section = /^## One machine \(SQLite\)\n([\s\S]*?)^## /m.exec(doc)?.[1] ?? '';
+    expect(section).toContain(`cp deploy/systemd/${FILE} /etc/systemd/system/`);
+    expect(section).toContain('systemctl enable --now oh-hai-hub');
+    expect(section).toContain(unitValues(unit, 'EnvironmentFile')[0]);
+    const data = /--data (\S+)/.exec(parseUnit(unit).execStart)?.[1] ?? '';
+    expect(data).not.toBe('');
+    expect(section).toContain(`--data ${data}`);
+    expect(section).toContain(`useradd --system`);
   });
 });
 
@@ -83,6 +220,13 @@ describe.skipIf(noAnalyze !== null)('systemd-analyze verify', () => {
     const file = 'oh-hai-hub@.service';
     const text = readFileSync(path.join(repoRoot, 'deploy', 'systemd', file), 'utf8').replaceAll('/usr/bin/oh-hai', ohHaiBin);
     const r = verify(file, text, false);
+    expect(r.complaints).toEqual([]);
+    expect(r.status).toBe(0);
+  });
+
+  it('accepts the single SQLite Hub unit shipped in deploy/systemd (docs/deploy.md) without a complaint', () => {
+    const file = 'oh-hai-hub.service';
+    const r = verify(file, readHubUnit(file).replaceAll('/usr/bin/oh-hai', ohHaiBin), false);
     expect(r.complaints).toEqual([]);
     expect(r.status).toBe(0);
   });
