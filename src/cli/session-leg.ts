@@ -1,7 +1,7 @@
 import { userConfigPath } from '../config/index.js';
 import { EXIT } from '../core/index.js';
 import { leaseEpilogue, readerRefusal, type NamedFlags, type ReaderIO, type ReaderLeg } from '../reader/index.js';
-import { spooledSession, STATE_FILES } from '../spool/index.js';
+import { spooledPastStoodDown, spooledSession, STATE_FILES } from '../spool/index.js';
 import { connectionSettings, type ResolvedBridge } from './resolve/index.js';
 
 export const BRIDGE_NAME = 'oh-hai bridge';
@@ -29,6 +29,14 @@ export function sessionLeg(r: ResolvedBridge, named: NamedFlags, agent: string |
       `no sender policy is declared: directives, notifies, responses and receipts are delivered, but every addressed ask/task is refused and left unacked ` +
       `(the Hub keeps redelivering it). To accept them, add [bridge] allow_from to ${userConfigPath(io.env)} or pass --allow-from any-in-account / agent:<id>, ` +
       `then oh-hai session close --keep-connection and run oh-hai bridge again.`,
-    epilogue: (consumer, nowMs) => leaseEpilogue(NAME, stateDir.read('session'), consumer, nowMs, (from) => spooledSession(stateDir.dir, from)),
+    epilogue: (consumer, nowMs) =>
+      leaseEpilogue(
+        NAME,
+        stateDir.read('session'),
+        consumer,
+        nowMs,
+        (from) => spooledSession(stateDir.dir, from),
+        () => (r.sessionKey.pinned === null ? spooledPastStoodDown(stateDir.dir) : null),
+      ),
   };
 }

@@ -68,40 +68,63 @@ function raceSettled(c: ConsumerView): ConsumerView {
 export type SpooledLookup = (from: string) => SpooledSession | null;
 
 /**
+ * With session.json gone (`oh-hai session close` removed it): the session the spool names past
+ * the last one stood down, and that one's id (`spooledPastStoodDown`). Null for a pinned key: a
+ * pinned session is never replaced, and the next connection presents the pin.
+ */
+export type StoodDownLookup = () => { from: string; to: SpooledSession } | null;
+
+/**
  * What the spool says replaced session.json's session, when it may say more than the record:
  * a connection spools an address change before session.json names the new session, so one
  * stopped in between (or the next, before it presents that session) leaves the record a step
- * behind — the session `session close` and `session status` name. A healthy running
- * connection records it as it spools it, so a warm run reads no spool for this.
+ * behind — the session `session close` and `session status` name. When `session close` removed
+ * session.json, the spool is followed from the session it stood down, as the commands follow it.
+ * A healthy running connection records it as it spools it, so a warm run reads no spool for this.
  */
-function spooledPast(session: RecordRead<SessionRecord>, consumer: ConsumerView, lookup: SpooledLookup | undefined): SpooledSession | null {
-  if (lookup === undefined || session.state !== 'ok' || session.value.pinned) return null;
+function spooledPast(
+  session: RecordRead<SessionRecord>,
+  consumer: ConsumerView,
+  lookup: SpooledLookup | undefined,
+  stoodDown: StoodDownLookup | undefined,
+): { from: string; to: SpooledSession } | null {
+  if (session.state === 'unreadable' || (session.state === 'ok' && session.value.pinned)) return null;
   const r = consumer.record;
   if (!consumer.started && r.state === 'ok' && r.value.state === 'running' && consumer.alive === 'alive') return null;
   // A kill-switch stop is about the session the connection presented, which session.json records
   // before it is presented: its line names that one, and says not to re-run.
   if (!consumer.started && r.state === 'ok' && r.value.state === 'stopped' && r.value.exit_code === EXIT.operatorClosed) return null;
-  return lookup(session.value.id);
+  if (session.state === 'absent') return stoodDown?.() ?? null;
+  const to = lookup?.(session.value.id) ?? null;
+  return to === null ? null : { from: session.value.id, to };
 }
 
 /**
  * The lines (first: the lease; second, when warranted: the ⚠️ line) printed after the stop line.
  * `spooled` finds the session the spool names past session.json's, when a connection stopped
- * before recording it: then that session is the one named.
+ * before recording it, and `stoodDown` the one past the session `oh-hai session close` stood
+ * down, when it removed session.json: then that session is the one named.
  */
-export function leaseEpilogue(name: string, session: RecordRead<SessionRecord>, view: ConsumerView, nowMs: number, spooled?: SpooledLookup): string[] {
+export function leaseEpilogue(
+  name: string,
+  session: RecordRead<SessionRecord>,
+  view: ConsumerView,
+  nowMs: number,
+  spooled?: SpooledLookup,
+  stoodDown?: StoodDownLookup,
+): string[] {
   const consumer = raceSettled(view);
   const lines: string[] = [];
   const cons = consumerPart(consumer);
-  const past = spooledPast(session, consumer, spooled);
-  if (past !== null && session.state === 'ok') {
-    const at = Date.parse(past.received_at);
+  const past = spooledPast(session, consumer, spooled, stoodDown);
+  if (past !== null) {
+    const at = Date.parse(past.to.received_at);
     const when = Number.isFinite(at) ? ` ${formatDuration(nowMs - at)} ago` : '';
     lines.push(
-      `${name}: lease — ${past.id} (${past.address}), which replaced ${session.value.id}${when} (${past.reason}); ` +
+      `${name}: lease — ${past.to.id} (${past.to.address}), which replaced ${past.from}${when} (${past.to.reason}); ` +
         `no renewal of it is recorded here yet, so its expiry is unknown from here (oh-hai session status asks the Hub); ${cons}.`,
     );
-    const warning = leaseWarning({ state: 'absent' }, consumer, nowMs, past);
+    const warning = leaseWarning({ state: 'absent' }, consumer, nowMs, past.to);
     if (warning) lines.push(`${name}: ⚠️ ${warning}`);
     return lines;
   }

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { linesBefore } from './line.js';
-import { STATE_FILES } from './records.js';
+import { parseStoodDownRecord, readRecord, STATE_FILES } from './records.js';
 import { sealedSegments } from './segments.js';
 import { parseSpoolLine, type SpoolTransitionRecord } from './spool.js';
 
@@ -80,4 +80,18 @@ export interface SpooledSession {
 export function spooledSession(dir: string, from: string): SpooledSession | null {
   const last = succession(from, trailingSuccessors(dir)).at(-1);
   return last === undefined ? null : { id: last.to_session, address: last.to_address, reason: last.reason, received_at: last.received_at };
+}
+
+/**
+ * After `oh-hai session close` removed session.json: the session the spool names past the last
+ * session stood down here (stood-down.json), with that session's id — where a connection started
+ * next takes up the entry, and what the commands attach to (access.ts). Null when none was stood
+ * down or the spool names no successor of it.
+ */
+export function spooledPastStoodDown(dir: string): { from: string; to: SpooledSession } | null {
+  const stood = readRecord(dir, STATE_FILES.stoodDown, parseStoodDownRecord);
+  const last = stood.state === 'ok' ? stood.value.sessions.at(-1) : undefined;
+  if (last === undefined) return null;
+  const to = spooledSession(dir, last.id);
+  return to === null ? null : { from: last.id, to };
 }

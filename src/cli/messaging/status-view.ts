@@ -1,6 +1,6 @@
 import type { Coded } from '../../core/index.js';
 import type { Session } from '../../hub/contract/index.js';
-import { isSameProcessAlive, spooledSession, type ConsumerRecord, type RecordRead, type SessionRecord } from '../../spool/index.js';
+import { isSameProcessAlive, spooledPastStoodDown, spooledSession, type ConsumerRecord, type RecordRead, type SessionRecord } from '../../spool/index.js';
 import { leaseEpilogue, plain } from '../../reader/index.js';
 import { openThisEntry, type AgentAccess, type ThisSession } from './access.js';
 import { hubFailureError } from './failures.js';
@@ -69,7 +69,15 @@ export function statusEpilogue(s: SessionStatus, name: string, nowMs: number): s
   if (s.records === null) return [];
   const { consumer, recorded, dir } = s.records;
   const view = { record: consumer, alive: consumer.state === 'ok' ? isSameProcessAlive(consumer.value) : 'unknown' } as const;
-  return leaseEpilogue(name, recorded, view, nowMs, (from) => spooledSession(dir, from));
+  // A state dir is one key's, pinned or not: a pinned session is never replaced, so nothing is spooled past one stood down.
+  return leaseEpilogue(
+    name,
+    recorded,
+    view,
+    nowMs,
+    (from) => spooledSession(dir, from),
+    () => spooledPastStoodDown(dir),
+  );
 }
 
 function hubLines(v: StatusView): string[] {

@@ -120,4 +120,34 @@ describe('a command in the window: the session is the one the spool names', () =
     expect(status.stdout).toContain(`lease — ${b.id} (${b.address}), which replaced ${a} `);
     expect(status.stdout).not.toContain(`lease — ${a}`);
   });
+  it("after oh-hai session close removed session.json, the bridge's lease epilogue follows the spool past the stood-down session, as the commands do", async () => {
+    // A Hub of its own: this test stops it.
+    const bench = await world.bench({ on: await world.ownHub({ args: FAST_HUB }) });
+    const { a, b } = await killedAfterSpooling(bench, 'stood_down');
+    const attached = await cli(bench, ['session', 'status', '--json']);
+    expect(attached.code, attached.stderr).toBe(0);
+    expect((JSON.parse(attached.stdout) as { session_id: string }).session_id, 'the command attaches to B').toBe(b);
+    const address = (JSON.parse(attached.stdout) as { hub: { address: string } }).hub.address;
+    // With the Hub away the next connection cannot take B up, so session.json stays absent throughout the run.
+    await bench.hub.stop();
+    unlinkSync(path.join(bench.dir, 'reader.json'));
+    const run = await cli(bench, ['bridge', '--raw', '--wait', '0']);
+    const started = await waitFor(() => (bench.consumer()?.state !== 'stopped' && bench.consumer()?.retrying ? bench.consumer() : null), {
+      what: 'the record of the connection the run started',
+    });
+    await killAndWait(started.pid);
+    await bench.hub.restart();
+    expect(run.code, run.stderr).toBe(0);
+    expect(bench.session(), 'session.json stays absent').toBeNull();
+    const lease = run.stderr.split('\n').find((l) => l.startsWith('oh-hai bridge: lease — '));
+    expect(lease, run.stderr).toMatch(
+      new RegExp(`^oh-hai bridge: lease — ${b} \\(${address}\\), which replaced ${a} \\d+\\S* ago \\(session_closed\\); no renewal of it is recorded here yet`),
+    );
+    expect(run.stderr).not.toContain('no session recorded');
+    // session status, with the Hub back and no connection running, says the same.
+    const status = await cli(bench, ['session', 'status']);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain(`lease — ${b} (${address}), which replaced ${a} `);
+    expect(status.stdout).not.toContain('no session recorded');
+  });
 });

@@ -190,5 +190,21 @@ describe('lease epilogue', () => {
     it('a spool that names none leaves the recorded lease', () => {
       expect(leaseEpilogue('b', session(), dead, NOW, () => null)[0]).toContain('lease — sess_abc expires');
     });
+
+    it('after oh-hai session close removed session.json: the session the spool names past the one stood down, as the commands attach to it', () => {
+      const stood = { from: 'sess_abc', to: spooled };
+      const lines = leaseEpilogue('b', { state: 'absent' }, dead, NOW, undefined, () => stood);
+      expect(lines[0]).toBe(
+        'b: lease — sess_def (agent:agt_1#sess_def), which replaced sess_abc 1m 02s ago (session_lapsed); no renewal of it is recorded here yet, ' +
+          'so its expiry is unknown from here (oh-hai session status asks the Hub); consumer pid 777 on host-a (not running).',
+      );
+      expect(lines[1]).toContain('nothing renews sess_def');
+      // None past it, or a connection running: the record's own words.
+      expect(leaseEpilogue('b', { state: 'absent' }, dead, NOW, undefined, () => null)[0]).toContain('no session recorded in this state entry yet');
+      const never = (): never => {
+        throw new Error('stood-down.json was read');
+      };
+      expect(leaseEpilogue('b', { state: 'absent' }, live, NOW, undefined, never)[0]).toContain('no session recorded in this state entry yet');
+    });
   });
 });
