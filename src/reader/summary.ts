@@ -73,9 +73,19 @@ export function entrySummary(r: EntryLine, labels: Labels = NO_LABELS): string {
   return `[mail ${r.seq}] ${bounced}${describeEntry(r.entry, labels)}\n`;
 }
 
+/**
+ * Why, in words, where the reason code alone leaves the agent guessing: a connection registers
+ * in place of a session a human closed only once the Hub stops refusing it (403 while the
+ * operator stop holds, exit 14), so this change means the stop was lifted.
+ */
+const CHANGE_WHY: Readonly<Record<string, string>> = {
+  session_closed_by_operator:
+    ' · a human closed the old session (the operator kill-switch) and has since lifted the stop, so the connection registered this new one',
+};
+
 export function transitionSummary(r: TransitionLine): string {
   return (
     `[mail ${r.seq}] address changed (${plain(r.reason)}): ${plain(r.from_address)} → ${plain(r.to_address)}` +
-    ` · mail to the old address bounces; peers need the new one\n`
+    `${CHANGE_WHY[r.reason] ?? ''} · mail to the old address bounces; peers need the new one\n`
   );
 }

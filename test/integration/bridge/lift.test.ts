@@ -36,7 +36,8 @@ const replacedBy = (dir: string, old: string, run: Promise<RunResult>): Promise<
 const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const TRANSITION = (a: Agent, from: string, to: string, seq: number) =>
-  `[mail ${seq}] address changed (session_closed_by_operator): ${address(a, from)} → ${address(a, to)} · mail to the old address bounces; peers need the new one\n`;
+  `[mail ${seq}] address changed (session_closed_by_operator): ${address(a, from)} → ${address(a, to)} · a human closed the old session (the operator kill-switch) ` +
+  `and has since lifted the stop, so the connection registered this new one · mail to the old address bounces; peers need the new one\n`;
 
 /**
  * A new agent whose connection, started by a `--wait 0` run under `name`, a human stopped with

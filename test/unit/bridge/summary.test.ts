@@ -61,6 +61,13 @@ describe('summary lines', () => {
     );
   });
 
+  it('an address change after a kill-switch lift says the stop was lifted: only then does the Hub let the connection register', () => {
+    expect(transitionSummary({ seq: 2, from_address: 'agent:a#sess_1', to_address: 'agent:a#sess_2', reason: 'session_closed_by_operator' })).toBe(
+      '[mail 2] address changed (session_closed_by_operator): agent:a#sess_1 → agent:a#sess_2 · a human closed the old session (the operator kill-switch) ' +
+        'and has since lifted the stop, so the connection registered this new one · mail to the old address bounces; peers need the new one\n',
+    );
+  });
+
   it("puts a sender's label from the directory cache beside its address, escaped like the address; ids alone when unknown", () => {
     const labels = new Map([
       ['agt_peer', 'reviewer'],
