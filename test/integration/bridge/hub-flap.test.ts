@@ -16,7 +16,7 @@ const STARTS = /oh-hai bridge: the background connection cannot reach the Hub \(
 const BACK = /oh-hai bridge: the background connection reached the Hub again/;
 const count = (text: string, line: RegExp): number => text.match(new RegExp(line.source, 'g'))?.length ?? 0;
 
-/** In front of the Hub: passes every stream, or passes each stream's `open` and drops the stream 400 ms later. */
+/** In front of the Hub: passes every stream, or passes each stream's `open` and drops the stream 200 ms later. */
 async function flappingProxy(target: string) {
   let flapping = false;
   let flaps = 0;
@@ -40,7 +40,7 @@ async function flappingProxy(target: string) {
       flaps += 1;
       // The open only: whatever the Hub sends after it never arrives.
       out.write(seen.slice(0, ev.index + ev[0].length));
-      setTimeout(() => out.end(), 400);
+      setTimeout(() => out.end(), 200);
     };
   });
   return {
