@@ -96,12 +96,12 @@ export function sessionHeldMessage(
   stopMessage: string | null,
   session: RecordRead<SessionRecord>,
   nowMs: number,
-  spooled: SpooledSession | null = null,
+  spooled: { from: string; to: SpooledSession } | null = null,
 ): string {
   const held = stopMessage ?? `another home already drains this session (the connection recorded no holder details). ${FIX}`;
   const lease =
-    spooled !== null && session.state === 'ok'
-      ? `its session is ${spooled.id}, which replaced ${session.value.id} (${spooled.reason}; the spool records it, session.json not yet), with no renewal of it recorded here`
+    spooled !== null
+      ? `its session is ${spooled.to.id}, which replaced ${spooled.from} (${spooled.to.reason}; the spool records it, session.json not yet), with no renewal of it recorded here`
       : leasePart(session, nowMs);
   return `${held}; in this state entry, ${lease}`;
 }

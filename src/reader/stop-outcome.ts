@@ -1,13 +1,19 @@
 import { EXIT, SIGNAL_EXIT, type Outcome } from '../core/index.js';
-import { spooledSession, STATE_FILES, type ConsumerRecord, type ReaderRecord, type StateDir } from '../spool/index.js';
+import { spooledPastStoodDown, spooledSession, STATE_FILES, type ConsumerRecord, type ReaderRecord, type StateDir } from '../spool/index.js';
 import { sessionHeldMessage } from './holder.js';
 
 /** How each way a reader run can end becomes an Outcome (the stop line; program.ts prints it). */
 
-/** The exit-10 stop's account of this entry's session: session.json's, or the one the spool names past it (the one the connection took up). */
+/**
+ * The exit-10 stop's account of this entry's session: session.json's, or the one the spool names
+ * past it — or, session.json removed by `oh-hai session close`, past the session stood down — the
+ * one the connection took up. A pinned session is never replaced, so nothing is spooled past one.
+ */
 function heldMessage(r: ConsumerRecord, stateDir: StateDir, nowMs: number): string {
   const session = stateDir.read('session');
-  const spooled = session.state === 'ok' && !session.value.pinned ? spooledSession(stateDir.dir, session.value.id) : null;
+  const from = session.state === 'ok' && !session.value.pinned ? session.value.id : null;
+  const to = from === null ? null : spooledSession(stateDir.dir, from);
+  const spooled = from !== null && to !== null ? { from, to } : session.state === 'absent' ? spooledPastStoodDown(stateDir.dir) : null;
   return sessionHeldMessage(r.stop_message, session, nowMs, spooled);
 }
 

@@ -1,3 +1,4 @@
+import { unlinkSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { consumerStopOutcome } from '../../../src/reader/stop-outcome.js';
 import { openStateDir } from '../../../src/spool/index.js';
@@ -43,6 +44,18 @@ describe("the reader's stop line for exit 10 (session_held)", () => {
     spoolTransition(stateDir.dir, addressChange('sess_a', 'sess_b'));
     const message = consumerStopOutcome(held, stateDir, NOW).message;
     expect(message).toBe(
+      'stream connect on sess_b: held by pid 9 on host-b; in this state entry, its session is sess_b, which replaced sess_a ' +
+        '(session_lapsed; the spool records it, session.json not yet), with no renewal of it recorded here',
+    );
+  });
+
+  it('after oh-hai session close removed session.json: names the session the spool names past the one stood down', () => {
+    const { value: stateDir } = entry();
+    stateDir.write('stoodDown', { sessions: [{ id: 'sess_a', address: 'a#sess_a', hub_state: 'closed', closed_at: null, stood_down_at: NOW - 5_000 }] });
+    unlinkSync(stateDir.path('session.json'));
+    expect(consumerStopOutcome(held, stateDir, NOW).message).toContain('in this state entry, no session');
+    spoolTransition(stateDir.dir, addressChange('sess_a', 'sess_b'));
+    expect(consumerStopOutcome(held, stateDir, NOW).message).toBe(
       'stream connect on sess_b: held by pid 9 on host-b; in this state entry, its session is sess_b, which replaced sess_a ' +
         '(session_lapsed; the spool records it, session.json not yet), with no renewal of it recorded here',
     );
