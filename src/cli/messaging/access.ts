@@ -7,7 +7,7 @@ import {
   hostName,
   openStateDir,
   parseSessionRecord,
-  parseStoodDownRecord,
+  spooledPastStoodDown,
   principalStateDir,
   readRecord,
   sessionStateDir,
@@ -151,10 +151,8 @@ function findThisSession(p: { flags: AgentFlags; io: CliIO; inspect: ProcessInsp
   }
   // A pinned key names its Hub session outright, bridge or no bridge.
   if (pinned !== null) return attached({ id: pinned, address: formatAddress(p.agentId, pinned) });
-  const stood = record.state === 'absent' ? readRecord(stateDirPath, STATE_FILES.stoodDown, parseStoodDownRecord) : null;
-  const lastStood = stood?.state === 'ok' ? stood.value.sessions.at(-1) : undefined;
-  const spooled = lastStood === undefined ? null : spooledSession(stateDirPath, lastStood.id);
-  if (spooled !== null) return attached(spooled);
+  const spooled = record.state === 'absent' ? spooledPastStoodDown(stateDirPath) : null;
+  if (spooled !== null) return attached(spooled.to);
   const why =
     record.state === 'absent'
       ? `this agent session (${key.value.describe}) holds no session: no oh-hai bridge has registered one here, or it was stood down`
