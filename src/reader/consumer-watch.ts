@@ -78,13 +78,19 @@ function retryingLine(r: ConsumerRetrying, nowMs: number, logPath: string): stri
   );
 }
 
+/** How long the connection has been failing, from a second on (a shorter span reads as noise). */
+const failingFor = (r: ConsumerRetrying, nowMs: number): string | null =>
+  r.since !== null && nowMs - r.since >= 1000 ? formatDuration(nowMs - r.since) : null;
+
 function reconnectedLine(last: ConsumerRetrying, nowMs: number): string {
-  const over = last.since !== null && nowMs - last.since >= 1000 ? ` over ${formatDuration(nowMs - last.since)}` : '';
+  const span = failingFor(last, nowMs);
+  const over = span !== null ? ` over ${span}` : '';
   return `the background connection reached the Hub again (after ${attempts(last.attempt)}${over}); waiting for mail`;
 }
 
 /** A retrying connection's state for an epilogue: the last failure, the attempt, and for how long (from a second on). */
 export function retryState(r: ConsumerRetrying, nowMs: number): string {
-  const since = r.since !== null && nowMs - r.since >= 1000 ? `, failing since ${formatDuration(nowMs - r.since)} ago` : '';
+  const span = failingFor(r, nowMs);
+  const since = span !== null ? `, failing since ${span} ago` : '';
   return `${r.reason ?? 'no reason recorded'} (attempt ${r.attempt} of ${r.of}${since})`;
 }

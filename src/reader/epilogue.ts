@@ -3,7 +3,7 @@ import { EXIT, rerunRepairs } from '../core/index.js';
 import { formatDuration } from '../util/duration.js';
 import type { ConsumerRecord, RecordRead, SessionRecord } from '../spool/records.js';
 import { retryState } from './consumer-watch.js';
-import type { SpooledSession } from '../spool/succession.js';
+import type { SpooledPast, SpooledSession } from '../spool/succession.js';
 
 /**
  * The lease epilogue (product doc: "The lease epilogue"): read off the state dir with no
@@ -72,7 +72,7 @@ export type SpooledLookup = (from: string) => SpooledSession | null;
  * the last one stood down, and that one's id (`spooledPastStoodDown`). Null for a pinned key: a
  * pinned session is never replaced, and the next connection presents the pin.
  */
-export type StoodDownLookup = () => { from: string; to: SpooledSession } | null;
+export type StoodDownLookup = () => SpooledPast | null;
 
 /**
  * What the spool says replaced session.json's session, when it may say more than the record:
@@ -87,7 +87,7 @@ function spooledPast(
   consumer: ConsumerView,
   lookup: SpooledLookup | undefined,
   stoodDown: StoodDownLookup | undefined,
-): { from: string; to: SpooledSession } | null {
+): SpooledPast | null {
   if (session.state === 'unreadable' || (session.state === 'ok' && session.value.pinned)) return null;
   const r = consumer.record;
   if (!consumer.started && r.state === 'ok' && r.value.state === 'running' && consumer.alive === 'alive') return null;

@@ -1,7 +1,7 @@
 import type { Liveness } from '../spool/index.js';
 import { formatDuration } from '../util/duration.js';
 import type { ReaderRecord, RecordRead, SessionRecord } from '../spool/records.js';
-import type { SpooledSession } from '../spool/succession.js';
+import type { SpooledPast } from '../spool/succession.js';
 
 /**
  * Another reader on this state dir: displace it, or refuse with exit 10 (product doc:
@@ -92,12 +92,7 @@ export function readerRefusal(c: RefusalContext): string {
 
 /** The exit-10 message when the consumer reports that another home already drains this session (it names the Hub's holder). */
 /** `spooled`: the session the spool names past session.json's, which the connection had taken up (stop-outcome.ts). */
-export function sessionHeldMessage(
-  stopMessage: string | null,
-  session: RecordRead<SessionRecord>,
-  nowMs: number,
-  spooled: { from: string; to: SpooledSession } | null = null,
-): string {
+export function sessionHeldMessage(stopMessage: string | null, session: RecordRead<SessionRecord>, nowMs: number, spooled: SpooledPast | null = null): string {
   const held = stopMessage ?? `another home already drains this session (the connection recorded no holder details). ${FIX}`;
   const lease =
     spooled !== null

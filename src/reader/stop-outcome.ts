@@ -1,5 +1,5 @@
 import { EXIT, SIGNAL_EXIT, type Outcome } from '../core/index.js';
-import { spooledPastStoodDown, spooledSession, STATE_FILES, type ConsumerRecord, type ReaderRecord, type StateDir } from '../spool/index.js';
+import { spooledPastRecord, STATE_FILES, type ConsumerRecord, type ReaderRecord, type StateDir } from '../spool/index.js';
 import { sessionHeldMessage } from './holder.js';
 
 /** How each way a reader run can end becomes an Outcome (the stop line; program.ts prints it). */
@@ -11,10 +11,7 @@ import { sessionHeldMessage } from './holder.js';
  */
 function heldMessage(r: ConsumerRecord, stateDir: StateDir, nowMs: number): string {
   const session = stateDir.read('session');
-  const from = session.state === 'ok' && !session.value.pinned ? session.value.id : null;
-  const to = from === null ? null : spooledSession(stateDir.dir, from);
-  const spooled = from !== null && to !== null ? { from, to } : session.state === 'absent' ? spooledPastStoodDown(stateDir.dir) : null;
-  return sessionHeldMessage(r.stop_message, session, nowMs, spooled);
+  return sessionHeldMessage(r.stop_message, session, nowMs, spooledPastRecord(stateDir.dir, session));
 }
 
 /** The background connection recorded a stop: the reader exits with ITS code, after printing what it left. */

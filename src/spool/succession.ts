@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { linesBefore } from './line.js';
-import { parseStoodDownRecord, readRecord, STATE_FILES } from './records.js';
+import { parseStoodDownRecord, readRecord, STATE_FILES, type RecordRead, type SessionRecord } from './records.js';
 import { sealedSegments } from './segments.js';
 import { parseSpoolLine, type SpoolTransitionRecord } from './spool.js';
 
@@ -82,16 +82,34 @@ export function spooledSession(dir: string, from: string): SpooledSession | null
   return last === undefined ? null : { id: last.to_session, address: last.to_address, reason: last.reason, received_at: last.received_at };
 }
 
+/** A session the spool names past another (`from`): session.json's, or the last one stood down. */
+export interface SpooledPast {
+  from: string;
+  to: SpooledSession;
+}
+
 /**
  * After `oh-hai session close` removed session.json: the session the spool names past the last
  * session stood down here (stood-down.json), with that session's id — where a connection started
  * next takes up the entry, and what the commands attach to (access.ts). Null when none was stood
  * down or the spool names no successor of it.
  */
-export function spooledPastStoodDown(dir: string): { from: string; to: SpooledSession } | null {
+export function spooledPastStoodDown(dir: string): SpooledPast | null {
   const stood = readRecord(dir, STATE_FILES.stoodDown, parseStoodDownRecord);
   const last = stood.state === 'ok' ? stood.value.sessions.at(-1) : undefined;
   if (last === undefined) return null;
   const to = spooledSession(dir, last.id);
   return to === null ? null : { from: last.id, to };
+}
+
+/**
+ * The session the spool names past session.json's (`session`, as read), or — session.json
+ * removed by `oh-hai session close` — past the last session stood down. A pinned session is
+ * never replaced, so nothing is spooled past one.
+ */
+export function spooledPastRecord(dir: string, session: RecordRead<SessionRecord>): SpooledPast | null {
+  if (session.state === 'absent') return spooledPastStoodDown(dir);
+  if (session.state !== 'ok' || session.value.pinned) return null;
+  const to = spooledSession(dir, session.value.id);
+  return to === null ? null : { from: session.value.id, to };
 }
