@@ -1,9 +1,10 @@
-import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { type Result } from '../core/index.js';
 import { writeFileAtomic } from '../util/fs-durable.js';
 import { Fields } from '../util/shape.js';
 import { STATE_FILES, readRecord, type RecordRead } from './records.js';
+import { identityOf, replacedUnder } from './safe-open.js';
 import type { SpoolReader } from './spool.js';
 
 /** The last record the reader printed (seq 0 = none) and the byte offset just past it. */
@@ -108,7 +109,8 @@ export class CursorWriter {
     try {
       if (last !== null && fd !== null && !replaced) {
         fsyncSync(fd);
-        if (sameFile(fd, this.file)) return;
+        // Still the file the steps wrote (no rewind replaced it): the fsync made their last durable.
+        if (replacedUnder(identityOf(fd), this.file) === null) return;
       }
     } finally {
       if (fd !== null) closeSync(fd);
@@ -135,17 +137,6 @@ export class CursorWriter {
     }
     this.fd = fd;
     return fd;
-  }
-}
-
-/** Whether `file` still names the file open at `fd` (no one replaced it since it was opened). */
-function sameFile(fd: number, file: string): boolean {
-  const open = fstatSync(fd);
-  try {
-    const named = lstatSync(file);
-    return named.ino === open.ino && named.dev === open.dev;
-  } catch {
-    return false;
   }
 }
 
